@@ -1,0 +1,43 @@
+/* The kernel calling convention, shared by generated kernels and the runtime.
+ * Versioned like a public API (artifacts/COMPATIBILITY.md): a change that breaks existing
+ * kernels bumps AOTRACE_KERNEL_ABI_VERSION and the bundle format major.
+ *
+ * Every kernel in cpu/<triple>.so is an exported C function:
+ *
+ *   void kernel(void* const* buffers, const int64_t* symbols, const aotrace_kernel_ctx* ctx);
+ *
+ *   buffers  pointers to the call's buffers, in the order of the plan's KernelCall::buffers;
+ *            every buffer is contiguous, row-major, at least 16-byte aligned (arena: 64).
+ *   symbols  values of the variant's shape symbols (unused while all dims are static).
+ *   ctx      services of the runtime; kernels may ignore it.
+ *
+ * Kernels are pure: they read their inputs, write their outputs, keep no state, and may be
+ * called concurrently with distinct output buffers.
+ */
+#ifndef AOTRACE_KERNEL_ABI_H
+#define AOTRACE_KERNEL_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AOTRACE_KERNEL_ABI_VERSION 1
+
+typedef void (*aotrace_parallel_body)(void* closure, int64_t begin, int64_t end);
+
+typedef struct aotrace_kernel_ctx {
+  void* pool;
+  /* Runs body(closure, begin, end) over disjoint ranges covering [0, n); returns when done. */
+  void (*parallel_for)(void* pool, int64_t n, aotrace_parallel_body body, void* closure);
+} aotrace_kernel_ctx;
+
+typedef void (*aotrace_kernel_fn)(void* const* buffers, const int64_t* symbols,
+                                  const aotrace_kernel_ctx* ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AOTRACE_KERNEL_ABI_H */

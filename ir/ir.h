@@ -1,0 +1,315 @@
+// ir/ — the graph IR every layer of the compiler shares (DESIGN §3).
+//
+// What it offers:
+//   DType, Device, SymExpr, TensorType  — types with symbolic shapes
+//   OpKind + op_info()                  — the op table (ir/ops.def), each op defined once
+//   Graph                               — typed SSA: inputs, weights, nodes, outputs
+//   Guard, Assumption                   — what a capture relies on (DESIGN §2)
+//   HostTensor + evaluate()             — the reference interpreter (plain C++ loops)
+//   verify()                            — invariant checker run between passes
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "ir/diagnostics.h"
+
+namespace aotrace::ir {
+
+// ---------------------------------------------------------------------------------------------
+// DType
+enum class DType : uint8_t { f32, f16, bf16, f64, i64, i32, i8, u8, b8 };
+
+std::string_view dtype_name(DType);           // "f32", …, "bool"
+std::string_view dtype_torch_name(DType);     // "float32", …, "bool"
+std::optional<DType> parse_dtype(std::string_view);  // accepts both spellings and torch.float32
+size_t dtype_size(DType);
+bool is_floating(DType);
+bool is_integral(DType);  // integers and bool
+// torch's promotion of two tensor dtypes (same category ordering as torch.result_type).
+DType promote(DType a, DType b);
+
+struct Device {
+  enum class Kind : uint8_t { cpu, cuda };
+  Kind kind = Kind::cpu;
+  int index = 0;
+  std::string str() const;  // "cpu", "cuda:0"
+  bool operator==(const Device&) const = default;
+};
+
+// ---------------------------------------------------------------------------------------------
+// SymExpr: integers and symbols with + - * // % min max, simplified on construction.
+// Immutable and cheap to copy. Equality is structural on the simplified (canonical) form.
+struct SymNode;
+using SymBindings = std::map<std::string, int64_t>;
+
+class SymExpr {
+ public:
+  SymExpr(int64_t value = 0);  // NOLINT: implicit, so shapes can be written {1, s0}
+  static SymExpr symbol(std::string name);
+
+  bool is_constant() const;
+  std::optional<int64_t> as_constant() const;
+  int64_t constant() const;  // internal_error when symbolic
+  std::vector<std::string> symbols() const;
+  std::optional<int64_t> evaluate(const SymBindings&) const;  // nullopt: unbound symbol or /0
+  SymExpr substitute(const std::map<std::string, SymExpr>&) const;
+  std::string str() const;  // "s0*2 + 1"
+
+  friend SymExpr operator+(const SymExpr&, const SymExpr&);
+  friend SymExpr operator-(const SymExpr&, const SymExpr&);
+  friend SymExpr operator*(const SymExpr&, const SymExpr&);
+  friend SymExpr floordiv(const SymExpr&, const SymExpr&);
+  friend SymExpr mod(const SymExpr&, const SymExpr&);
+  friend SymExpr min(const SymExpr&, const SymExpr&);
+  friend SymExpr max(const SymExpr&, const SymExpr&);
+  friend bool operator==(const SymExpr&, const SymExpr&);
+
+  const SymNode& node() const { return *node_; }
+  explicit SymExpr(std::shared_ptr<const SymNode> n) : node_(std::move(n)) {}
+
+ private:
+  std::shared_ptr<const SymNode> node_;
+};
+
+struct SymNode {
+  enum class Kind : uint8_t { Const, Symbol, Add, Mul, FloorDiv, Mod, Min, Max };
+  Kind kind;
+  int64_t value = 0;   // Const
+  std::string name;    // Symbol
+  std::vector<SymExpr> args;
+};
+
+// The range a symbol may take (from the YAML's dynamic dims).
+struct SymRange {
+  int64_t min = 1;
+  int64_t max = INT64_MAX;
+  int64_t multiple_of = 1;
+};
+
+using Shape = std::vector<SymExpr>;
+std::string shape_str(const Shape&);  // "[s0, 784]"
+
+struct TensorType {
+  DType dtype = DType::f32;
+  Device device;
+  Shape shape;
+
+  int rank() const { return static_cast<int>(shape.size()); }
+  SymExpr numel() const;
+  std::optional<std::vector<int64_t>> static_shape() const;
+  std::string str() const;  // "f32[s0, 784]"
+  bool operator==(const TensorType&) const;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Ops
+enum class OpCategory : uint8_t {
+  Source, Unary, Binary, Compare, Ternary, Cast, Reduce, Matmul, Movement, Composite
+};
+
+enum class OpKind : uint16_t {
+#define AOT_OP(name, text, category, arity) name,
+#include "ir/ops.def"
+#undef AOT_OP
+};
+
+using AttrValue = std::variant<int64_t, double, std::vector<int64_t>, std::string, DType, Shape>;
+
+struct Attrs {
+  std::map<std::string, AttrValue> items;
+
+  bool has(const std::string& key) const { return items.count(key) != 0; }
+  int64_t i(const std::string& key) const;
+  double f(const std::string& key) const;
+  const std::vector<int64_t>& ints(const std::string& key) const;
+  const std::string& s(const std::string& key) const;
+  DType dtype(const std::string& key) const;
+  const Shape& shape(const std::string& key) const;
+  Attrs& set(const std::string& key, AttrValue v) {
+    items[key] = std::move(v);
+    return *this;
+  }
+  std::string str() const;  // "{axes=[1], keepdim=1}", keys sorted
+};
+
+class Graph;
+struct Node;
+struct HostTensor;
+
+struct OpInfo {
+  OpKind kind;
+  std::string_view name;
+  OpCategory category;
+  int arity;  // -1: variadic
+  // Result types from operand types and attrs; user_error on a mismatch (e.g. shapes).
+  std::function<std::vector<TensorType>(std::span<const TensorType>, const Attrs&)> infer;
+  // Reference implementation (plain loops). Null for composites (evaluated via decompose).
+  std::function<std::vector<HostTensor>(std::span<const HostTensor>, const Attrs&)> reference;
+  // Composite only: appends primitive nodes to `g` computing the results from `operands`.
+  std::function<std::vector<int32_t>(Graph& g, std::span<const int32_t> operands, const Attrs&,
+                                     const SourceLoc& loc)>
+      decompose;
+};
+
+const OpInfo& op_info(OpKind);
+std::optional<OpKind> op_by_name(std::string_view);
+inline std::string_view op_name(OpKind k) { return op_info(k).name; }
+bool is_elementwise(OpCategory);
+
+// ---------------------------------------------------------------------------------------------
+// Graph: typed SSA. Values are numbered; every value is an input, a weight or a node result.
+using ValueId = int32_t;
+
+struct Node {
+  OpKind op;
+  std::vector<ValueId> operands;
+  Attrs attrs;
+  std::vector<ValueId> results;
+  SourceLoc loc;  // the user's Python file:line that created it
+};
+
+// The Python structure of the outputs: a tensor leaf, or a tuple/list/dict of subtrees.
+struct OutputTree {
+  enum class Kind : uint8_t { Leaf, Tuple, List, Dict };
+  Kind kind = Kind::Leaf;
+  int leaf = 0;                    // Leaf: index into Graph::outputs
+  std::vector<OutputTree> children;
+  std::vector<std::string> keys;   // Dict
+  std::string str() const;         // "(0, [1, 2])"
+};
+
+using Bytes = std::vector<uint8_t>;
+
+class Graph {
+ public:
+  struct Input {
+    std::string name;    // the parameter name ("x")
+    ValueId value;
+    std::string source;  // "L['x']"
+  };
+  struct Weight {
+    std::string name;    // "fc1.weight"
+    ValueId value;
+    std::string source;  // "L['self'].fc1.weight"
+    std::shared_ptr<const Bytes> data;  // contiguous, little-endian, type(value)
+  };
+
+  ValueId add_input(std::string name, TensorType type, std::string source);
+  ValueId add_weight(std::string name, TensorType type, std::string source,
+                     std::shared_ptr<const Bytes> data);
+  // Infers result types with the op's rule (user_error at `loc` on mismatch) and appends.
+  std::vector<ValueId> add_node(OpKind op, std::vector<ValueId> operands, Attrs attrs = {},
+                                SourceLoc loc = {});
+  ValueId add(OpKind op, std::vector<ValueId> operands, Attrs attrs = {}, SourceLoc loc = {});
+  // A scalar constant (rank 0) of the given dtype.
+  ValueId constant(double value, DType dtype, SourceLoc loc = {});
+  void set_outputs(std::vector<ValueId> outputs, OutputTree tree);
+
+  const TensorType& type(ValueId v) const { return types_.at(static_cast<size_t>(v)); }
+  size_t num_values() const { return types_.size(); }
+  // Appends a value with a type directly (used by passes that rebuild graphs).
+  ValueId new_value(TensorType type);
+
+  // Stable text dump, used by golden tests and `explain --graph`.
+  std::string str() const;
+
+  std::vector<Input> inputs;
+  std::vector<Weight> weights;
+  std::vector<Node> nodes;
+  std::vector<ValueId> outputs;
+  OutputTree output_tree;
+  std::map<std::string, SymRange> symbols;
+
+ private:
+  std::vector<TensorType> types_;
+};
+
+// Checks SSA, operand definedness, arities and that recorded types match the op rules.
+// internal_error on violation (it runs between passes: a failure is a compiler bug).
+void verify(const Graph&);
+
+// ---------------------------------------------------------------------------------------------
+// Guards and assumptions (DESIGN §2).
+struct Guard {
+  enum class Kind : uint8_t {
+    Rank,        // rank(input) == value
+    DType,       // dtype(input) == dtype
+    Device,      // device(input) == device
+    DimEq,       // size(input, dim) == value
+    DimRange,    // value <= size(input, dim) <= value2
+    DimMultiple, // size(input, dim) % value == 0
+    DimsEqual,   // size(input, dim) == size(other_input, other_dim)
+    Contiguous,  // input is row-major contiguous
+  };
+  Kind kind = Kind::Rank;
+  int input = 0;
+  int dim = 0;
+  int64_t value = 0;
+  int64_t value2 = 0;
+  int other_input = 0;
+  int other_dim = 0;
+  DType dtype = DType::f32;
+  Device device;
+  std::string source;  // "L['x'].size()[0]"
+  SourceLoc origin;    // where the specialisation happened (user file:line), if any
+
+  std::string str() const;  // "L['x'].size()[0] == 8"
+};
+
+// A fact about Python state read at compile time; verified while compiling.
+struct Assumption {
+  std::string text;  // "L['self'].training == False"
+  SourceLoc origin;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Execution plan: what lowering produces for one variant and the bundle stores (DESIGN §4-5).
+// Kernels follow the calling convention of artifacts/runtime/aotrace_kernel_abi.h:
+//   void kernel(void* const* buffers, const int64_t* symbols, const aotrace_kernel_ctx* ctx)
+struct PlanBuffer {
+  enum class Kind : uint8_t { Input, Output, Weight, Arena };
+  Kind kind = Kind::Arena;
+  int64_t index = 0;       // Input/Output: position; Weight: index into Graph::weights
+  int64_t offset = 0;      // Arena: byte offset, 64-byte aligned
+  int64_t size_bytes = 0;
+};
+
+struct KernelCall {
+  std::string symbol;            // exported symbol in the CPU library
+  std::vector<int32_t> buffers;  // indices into ExecutionPlan::buffers, in argument order
+};
+
+struct ExecutionPlan {
+  std::vector<PlanBuffer> buffers;
+  std::vector<KernelCall> calls;  // in order
+  int64_t arena_bytes = 0;        // the memory plan's peak
+};
+
+// ---------------------------------------------------------------------------------------------
+// Reference interpreter.
+struct HostTensor {
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  Bytes data;  // contiguous, row-major
+
+  int64_t numel() const;
+  static HostTensor zeros(DType dtype, std::vector<int64_t> shape);
+  static HostTensor from_f32(std::vector<int64_t> shape, const std::vector<float>& values);
+  double get(int64_t linear_index) const;     // converted to double
+  void set(int64_t linear_index, double v);   // converted from double
+};
+
+// Runs the graph with the op reference implementations (composites through their
+// decompositions). Symbols are bound from the input shapes.
+std::vector<HostTensor> evaluate(const Graph&, std::span<const HostTensor> inputs);
+
+}  // namespace aotrace::ir

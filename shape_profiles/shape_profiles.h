@@ -1,0 +1,69 @@
+// shape_profiles/ — the profile YAML (DESIGN §6): parse, validate, expand into profiles.
+// Every error is a UserError naming file:line:col.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace aotrace::shape_profiles {
+
+// A dim of an input: a literal size or the name of a dim declared under `dims:`.
+struct DimRef {
+  bool is_named = false;
+  int64_t value = 0;     // literal
+  std::string name;      // named
+  SourceLoc loc;
+};
+
+struct InputSpec {
+  std::string name;
+  ir::DType dtype = ir::DType::f32;
+  std::vector<DimRef> shape;
+  SourceLoc loc;
+};
+
+struct EntrySpec {
+  std::string name;                 // entry name in the bundle
+  std::string call;                 // expression evaluated in the script's namespace
+  std::vector<InputSpec> inputs;    // in the call's parameter order
+  SourceLoc loc;
+};
+
+struct DimSpec {
+  std::string name;
+  std::vector<int64_t> values;      // static: one specialisation per value
+  bool is_dynamic = false;          // {min, max, multiple_of}
+  ir::SymRange range;
+  SourceLoc loc;
+};
+
+// One concrete combination of dim values.
+struct Profile {
+  std::string name;                      // given, or generated: "batch=8" ("default" if no dims)
+  std::map<std::string, int64_t> dims;   // static dim values
+  SourceLoc loc;
+};
+
+struct ProfileSet {
+  std::filesystem::path yaml_path;
+  int version = 1;
+  std::string name;                      // bundle name (default: script stem)
+  std::filesystem::path script;          // absolute
+  std::vector<EntrySpec> entries;
+  std::vector<DimSpec> dims;
+  std::vector<Profile> profiles;         // expanded: named ones, or every combination
+  std::vector<std::string> targets;      // "cpu", "cuda"
+  int max_variants = 8;
+
+  // The concrete shape of an input under a profile (named dims resolved).
+  std::vector<int64_t> concrete_shape(const InputSpec&, const Profile&) const;
+};
+
+ProfileSet parse_profile_file(const std::filesystem::path& yaml_path);
+ProfileSet parse_profile_text(const std::string& text, const std::filesystem::path& yaml_path);
+
+}  // namespace aotrace::shape_profiles
