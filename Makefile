@@ -5,7 +5,7 @@ PY := /usr/bin/python3.11
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
   python3.11 python3.11-dev libpython3.11-dev python3-numpy python3-torch python3-torchvision \
   llvm-16-dev lld-16 clang-16 libcli11-dev libyaml-cpp-dev libflatbuffers-dev flatbuffers-compiler \
-  libxxhash-dev libgtest-dev libgmock-dev libbenchmark-dev libopenblas0-pthread \
+  libxxhash-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libopenblas0-pthread \
   zlib1g-dev libzstd-dev libedit-dev libffi-dev libtinfo-dev libxml2-dev
 
 .PHONY: deps build test run clean bench

@@ -62,7 +62,7 @@ class SymExpr {
   std::vector<std::string> symbols() const;
   std::optional<int64_t> evaluate(const SymBindings&) const;  // nullopt: unbound symbol or /0
   SymExpr substitute(const std::map<std::string, SymExpr>&) const;
-  std::string str() const;  // "s0*2 + 1"
+  std::string str() const;  // "2*s0 + 1", "s0//2", "s0%8", "min(s0, 4)"
 
   friend SymExpr operator+(const SymExpr&, const SymExpr&);
   friend SymExpr operator-(const SymExpr&, const SymExpr&);
@@ -214,6 +214,7 @@ class Graph {
   ValueId constant(double value, DType dtype, SourceLoc loc = {});
   void set_outputs(std::vector<ValueId> outputs, OutputTree tree);
 
+  // The reference is invalidated by adding values: copy it before calling add().
   const TensorType& type(ValueId v) const { return types_.at(static_cast<size_t>(v)); }
   size_t num_values() const { return types_.size(); }
   // Appends a value with a type directly (used by passes that rebuild graphs).
@@ -259,7 +260,8 @@ struct Guard {
   int other_dim = 0;
   DType dtype = DType::f32;
   Device device;
-  std::string source;  // "L['x'].size()[0]"
+  std::string source;        // the tensor's source: "L['x']"
+  std::string other_source;  // DimsEqual: the other tensor's source, "L['y']"
   SourceLoc origin;    // where the specialisation happened (user file:line), if any
 
   std::string str() const;  // "L['x'].size()[0] == 8"
@@ -307,6 +309,12 @@ struct HostTensor {
   double get(int64_t linear_index) const;     // converted to double
   void set(int64_t linear_index, double v);   // converted from double
 };
+
+// IEEE half and bfloat16 conversions (round to nearest even), used by HostTensor get/set.
+float f16_to_f32(uint16_t bits);
+uint16_t f32_to_f16(float value);
+float bf16_to_f32(uint16_t bits);
+uint16_t f32_to_bf16(float value);
 
 // Runs the graph with the op reference implementations (composites through their
 // decompositions). Symbols are bound from the input shapes.

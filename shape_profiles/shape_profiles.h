@@ -66,4 +66,7 @@ struct ProfileSet {
 ProfileSet parse_profile_file(const std::filesystem::path& yaml_path);
 ProfileSet parse_profile_text(const std::string& text, const std::filesystem::path& yaml_path);
 
+// The JSON Schema of the profile YAML, for `aotrace profiles schema` (editor completion).
+std::string profile_json_schema();
+
 }  // namespace aotrace::shape_profiles

@@ -1,0 +1,36 @@
+/* C API of the aotrace runtime (STYLE 11: aotrace_<noun>_<verb>, out_ parameters, open/close).
+ * Every function returns 0 on success or an aotrace::rt::StatusCode value; the message of the
+ * last failure on this thread is aotrace_last_error(). */
+#ifndef AOTRACE_C_H
+#define AOTRACE_C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct aotrace_bundle aotrace_bundle;
+
+/* dtype: 0 f32, 1 f16, 2 bf16, 3 f64, 4 i64, 5 i32, 6 i8, 7 u8, 8 bool (the schema's order). */
+typedef struct aotrace_tensor {
+  int dtype;
+  int rank;
+  const int64_t* shape;
+  void* data; /* contiguous, row-major */
+} aotrace_tensor;
+
+int aotrace_bundle_open(const char* dir, aotrace_bundle** out_bundle);
+void aotrace_bundle_close(aotrace_bundle* bundle);
+int aotrace_entry_num_outputs(const aotrace_bundle* bundle, const char* entry, size_t* out_count);
+/* Runs `entry`, writing into the caller's output buffers (of the selected variant's shapes). */
+int aotrace_entry_run(const aotrace_bundle* bundle, const char* entry, const aotrace_tensor* inputs,
+                      size_t num_inputs, const aotrace_tensor* outputs, size_t num_outputs);
+const char* aotrace_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AOTRACE_C_H */

@@ -1,0 +1,214 @@
+// aotrace runtime: loads a bundle (DESIGN §5), checks guards, runs the precompiled kernels.
+// Shipped alone with every bundle: C++17, libc + libdl + pthread, FlatBuffers and xxHash headers.
+// Nothing of the compiler is included here.
+//
+//   auto bundle = aotrace::rt::Bundle::open("m.aot");
+//   if (!bundle.ok()) { fprintf(stderr, "%s\n", bundle.status().message().c_str()); ... }
+//   auto entry = bundle->entry("forward");
+//   auto outs = entry->run({aotrace::rt::TensorRef{DType::f32, {8, 784}, x_data}});
+//
+// Errors are values (Status / Result<T>), never exceptions (STYLE 10).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace aotrace::rt {
+
+// ---------------------------------------------------------------------------------------------
+// Status and Result<T>
+enum class StatusCode : int {
+  ok = 0,
+  invalid_argument = 1,  // the caller's inputs are wrong (guard miss, wrong count, bad buffer)
+  not_found = 2,         // no such entry / file
+  data_loss = 3,         // the bundle is corrupt, truncated or inconsistent
+  unsupported = 4,       // newer format major, unknown required feature, other device
+  io_error = 5,          // the OS refused (open, mmap, dlopen)
+  internal = 6,          // a bug in the runtime
+};
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;  // ok
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  static Status Ok() { return Status(); }
+
+  bool ok() const { return code_ == StatusCode::ok; }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  StatusCode code_ = StatusCode::ok;
+  std::string message_;
+};
+
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit, so `return value;` works
+  Result(Status status) : status_(std::move(status)) {}  // NOLINT: must not be ok
+
+  bool ok() const { return value_.has_value(); }
+  const Status& status() const { return status_; }
+  T& value() & { return *value_; }
+  const T& value() const& { return *value_; }
+  T&& value() && { return std::move(*value_); }
+  T* operator->() { return &*value_; }
+  const T* operator->() const { return &*value_; }
+  T& operator*() & { return *value_; }
+  const T& operator*() const& { return *value_; }
+
+ private:
+  std::optional<T> value_;
+  Status status_ = Status(StatusCode::internal, "empty Result");
+};
+
+// ---------------------------------------------------------------------------------------------
+// Tensors
+enum class DType : uint8_t { f32, f16, bf16, f64, i64, i32, i8, u8, b8 };  // schema order
+
+size_t dtype_size(DType);
+const char* dtype_name(DType);  // torch spelling: "float32", "float16", …, "bool"
+
+enum class DeviceKind : uint8_t { cpu, cuda };
+
+// A view of caller memory. `strides` (in elements) empty means row-major contiguous.
+struct TensorRef {
+  TensorRef() = default;
+  TensorRef(DType dtype_, std::vector<int64_t> shape_, void* data_,
+            std::vector<int64_t> strides_ = {}, DeviceKind device_ = DeviceKind::cpu)
+      : dtype(dtype_), shape(std::move(shape_)), data(data_), strides(std::move(strides_)),
+        device(device_) {}
+
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  void* data = nullptr;
+  std::vector<int64_t> strides;
+  DeviceKind device = DeviceKind::cpu;
+
+  int64_t numel() const;
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  bool is_contiguous() const;
+};
+
+// An owning, 64-byte aligned, contiguous host tensor.
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(DType dtype, std::vector<int64_t> shape);  // zero-filled
+
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int64_t numel() const;
+  size_t nbytes() const { return nbytes_; }
+  void* data() { return data_.get(); }
+  const void* data() const { return data_.get(); }
+  template <class T>
+  T* data_as() { return static_cast<T*>(data()); }
+  template <class T>
+  const T* data_as() const { return static_cast<const T*>(data()); }
+  TensorRef ref() const { return TensorRef{dtype_, shape_, data_.get(), {}, DeviceKind::cpu}; }
+
+ private:
+  struct Free {
+    void operator()(void* p) const;
+  };
+  DType dtype_ = DType::f32;
+  std::vector<int64_t> shape_;
+  size_t nbytes_ = 0;
+  std::unique_ptr<void, Free> data_;
+};
+
+std::string shape_str(const std::vector<int64_t>& shape);  // "[5, 784]"
+
+// ---------------------------------------------------------------------------------------------
+// What a bundle declares (read from bundle.fb at open).
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  std::string source;
+};
+
+// The Python output structure, flattened in preorder (node 0 is the root).
+struct OutputNode {
+  enum class Kind : uint8_t { Leaf, Tuple, List, Dict };
+  Kind kind = Kind::Leaf;
+  int leaf = 0;                   // Leaf: index into the outputs
+  std::vector<int> children;      // indices into the node list, each after this node
+  std::vector<std::string> keys;  // Dict: one per child
+};
+
+struct OpenOptions {
+  bool verify_hashes = true;  // sizes are always checked; XXH3 of every file unless false
+};
+
+struct EntryData;
+struct BundleData;
+
+class Entry {
+ public:
+  const std::string& name() const;
+  size_t num_inputs() const;
+  size_t num_outputs() const;
+  size_t num_variants() const;
+  const std::string& variant_name(size_t variant) const;
+  const std::vector<TensorInfo>& inputs(size_t variant = 0) const;
+  const std::vector<TensorInfo>& outputs(size_t variant = 0) const;
+  const std::string& output_tree() const;             // "(0, [1, 2])"
+  const std::vector<OutputNode>& output_nodes() const;
+  std::vector<std::string> guard_texts(size_t variant) const;
+
+  // Evaluates every variant's guards in one pass; the first variant whose guards all hold.
+  // On a miss: invalid_argument naming the inputs and, per variant, the guard that rejected
+  // them with its Python origin.
+  Result<size_t> select(const std::vector<TensorRef>& inputs) const;
+
+  // Selects a variant, allocates the outputs and runs the kernels.
+  Result<std::vector<Tensor>> run(const std::vector<TensorRef>& inputs) const;
+  // Same, writing into caller buffers (contiguous, of the selected variant's output shapes).
+  Status run_into(const std::vector<TensorRef>& inputs,
+                  const std::vector<TensorRef>& outputs) const;
+
+ private:
+  friend class Bundle;
+  Entry(std::shared_ptr<const BundleData> bundle, const EntryData* data)
+      : bundle_(std::move(bundle)), data_(data) {}
+  std::shared_ptr<const BundleData> bundle_;
+  const EntryData* data_;
+};
+
+class Bundle {
+ public:
+  // Reads DIR/bundle.fb (verified before any field is read), checks the format version and
+  // required features, verifies every file's size and hash, maps weights.bin and loads the CPU
+  // kernels, resolving every symbol the plans call.
+  static Result<Bundle> open(const std::string& dir, const OpenOptions& options = {});
+
+  Result<Entry> entry(const std::string& name) const;
+  std::vector<std::string> entry_names() const;
+
+  const std::string& name() const;
+  uint32_t format_major() const;
+  uint32_t format_minor() const;
+  const std::string& tool_version() const;
+  const std::string& toolchain() const;
+  const std::string& triple() const;
+
+ private:
+  explicit Bundle(std::shared_ptr<const BundleData> data) : data_(std::move(data)) {}
+  std::shared_ptr<const BundleData> data_;
+};
+
+// The bundle format this runtime reads: every minor of its major (COMPATIBILITY.md).
+constexpr uint32_t kFormatMajor = 1;
+constexpr uint32_t kFormatMinor = 0;
+// Required features this runtime knows (a bundle naming any other is refused).
+std::vector<std::string> known_features();
+
+}  // namespace aotrace::rt

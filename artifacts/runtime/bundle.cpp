@@ -1,0 +1,188 @@
+// Bundle::open: bundle.fb (bundle_reader.cpp), then integrity of every file, weights.bin mapped,
+// the CPU kernels loaded with every symbol resolved, the arenas allocated.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "bundle_data.h"
+
+namespace aotrace::rt {
+namespace {
+
+Status corrupt(const std::string& dir, const std::string& what) {
+  return Status(StatusCode::data_loss, "bundle " + dir + " is corrupt: " + what);
+}
+
+// Maps `path` read-only; an empty file maps to {nullptr, 0}.
+Result<std::unique_ptr<MappedFile>> map_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status(StatusCode::io_error, "cannot open " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  auto file = std::make_unique<MappedFile>();
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+    void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p != MAP_FAILED) {
+      file->data = p;
+      file->size = static_cast<size_t>(st.st_size);
+    }
+  }
+  int err = errno;
+  ::close(fd);
+  if (st.st_size > 0 && !file->data)
+    return Status(StatusCode::io_error, "cannot map " + path + ": " + std::strerror(err));
+  return file;
+}
+
+bool safe_relative_path(const std::string& p) {
+  if (p.empty() || p[0] == '/') return false;
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t end = p.find('/', start);
+    if (end == std::string::npos) end = p.size();
+    if (p.compare(start, end - start, "..") == 0 && end - start == 2) return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+Status verify_file(const BundleData& b, const FileData& f, bool verify_hash) {
+  if (!safe_relative_path(f.path)) return corrupt(b.dir, "file path '" + f.path + "' leaves the bundle");
+  std::string path = b.dir + "/" + f.path;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return corrupt(b.dir, "file " + f.path + " is missing");
+  if (static_cast<uint64_t>(st.st_size) != f.size)
+    return corrupt(b.dir, "file " + f.path + " has " + std::to_string(st.st_size) +
+                              " bytes, bundle.fb says " + std::to_string(f.size));
+  if (!verify_hash) return Status::Ok();
+  auto mapped = map_file(path);
+  if (!mapped.ok()) return mapped.status();
+  uint64_t hash = XXH3_64bits((*mapped)->data, (*mapped)->size);
+  if (hash != f.xxh3) return corrupt(b.dir, "file " + f.path + " does not match its XXH3 hash");
+  return Status::Ok();
+}
+
+bool listed(const BundleData& b, const std::string& path) {
+  for (const FileData& f : b.files)
+    if (f.path == path) return true;
+  return false;
+}
+
+Status map_weights(BundleData& b) {
+  if (b.weights.empty()) return Status::Ok();
+  if (!listed(b, "weights.bin")) return corrupt(b.dir, "weights.bin is not listed in bundle.fb");
+  auto mapped = map_file(b.dir + "/weights.bin");
+  if (!mapped.ok()) return mapped.status();
+  b.weights_file = std::move(*mapped);
+  for (const WeightData& w : b.weights)
+    if (w.offset % 64 != 0 || w.offset > b.weights_file->size ||
+        w.size > b.weights_file->size - w.offset)
+      return corrupt(b.dir, "weight '" + w.name + "' lies outside weights.bin");
+  return Status::Ok();
+}
+
+bool triple_matches_host(const std::string& triple) {
+#if defined(__x86_64__)
+  return triple.rfind("x86_64", 0) == 0;
+#elif defined(__aarch64__)
+  return triple.rfind("aarch64", 0) == 0 || triple.rfind("arm64", 0) == 0;
+#else
+  return true;
+#endif
+}
+
+Status load_kernels(BundleData& b) {
+  bool has_calls = false;
+  for (const EntryData& e : b.entries)
+    for (const VariantData& v : e.variants) has_calls |= !v.calls.empty();
+  if (!has_calls) return Status::Ok();
+  if (b.cpu_library.empty() || !listed(b, b.cpu_library))
+    return corrupt(b.dir, "plans call kernels but no CPU library is listed");
+  if (!triple_matches_host(b.triple))
+    return Status(StatusCode::unsupported, "bundle " + b.dir + " has CPU kernels for " +
+                                               b.triple + ", which this machine cannot run");
+  std::string path = b.dir + "/" + b.cpu_library;
+  b.library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!b.library) return Status(StatusCode::io_error, std::string("cannot load ") + path + ": " + ::dlerror());
+  for (EntryData& e : b.entries)
+    for (VariantData& v : e.variants)
+      for (CallData& c : v.calls) {
+        c.fn = reinterpret_cast<aotrace_kernel_fn>(::dlsym(b.library, c.symbol.c_str()));
+        if (!c.fn) return corrupt(b.dir, "kernel '" + c.symbol + "' is missing from " + b.cpu_library);
+      }
+  return Status::Ok();
+}
+
+Status allocate_arenas(BundleData& b) {
+  for (EntryData& e : b.entries)
+    for (VariantData& v : e.variants) {
+      if (v.arena_bytes == 0) continue;
+      size_t bytes = (static_cast<size_t>(v.arena_bytes) + 63) / 64 * 64;
+      void* p = std::aligned_alloc(64, bytes);
+      if (!p) return Status(StatusCode::io_error, "cannot allocate the arena of variant " + v.name +
+                                                      " (" + std::to_string(bytes) + " bytes)");
+      v.arena = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
+    }
+  return Status::Ok();
+}
+
+}  // namespace
+
+MappedFile::~MappedFile() {
+  if (data) ::munmap(data, size);
+}
+
+BundleData::~BundleData() {
+  if (library) ::dlclose(library);
+}
+
+const uint8_t* BundleData::weight_ptr(size_t index) const {
+  return static_cast<const uint8_t*>(weights_file->data) + weights[index].offset;
+}
+
+Result<Bundle> Bundle::open(const std::string& dir, const OpenOptions& options) {
+  auto read = read_bundle_fb(dir, options);
+  if (!read.ok()) return read.status();
+  std::shared_ptr<BundleData> data = std::move(*read);
+  for (const FileData& f : data->files)
+    if (Status s = verify_file(*data, f, options.verify_hashes); !s.ok()) return s;
+  if (Status s = map_weights(*data); !s.ok()) return s;
+  if (Status s = load_kernels(*data); !s.ok()) return s;
+  if (Status s = allocate_arenas(*data); !s.ok()) return s;
+  return Bundle(std::move(data));
+}
+
+Result<Entry> Bundle::entry(const std::string& name) const {
+  std::string names;
+  for (const EntryData& e : data_->entries) {
+    if (e.name == name) return Entry(data_, &e);
+    names += (names.empty() ? "" : ", ") + e.name;
+  }
+  return Status(StatusCode::not_found,
+                "bundle " + data_->dir + " has no entry '" + name + "' (entries: " + names + ")");
+}
+
+std::vector<std::string> Bundle::entry_names() const {
+  std::vector<std::string> names;
+  for (const EntryData& e : data_->entries) names.push_back(e.name);
+  return names;
+}
+
+const std::string& Bundle::name() const { return data_->name; }
+uint32_t Bundle::format_major() const { return data_->format_major; }
+uint32_t Bundle::format_minor() const { return data_->format_minor; }
+const std::string& Bundle::tool_version() const { return data_->tool_version; }
+const std::string& Bundle::toolchain() const { return data_->toolchain; }
+const std::string& Bundle::triple() const { return data_->triple; }
+
+std::vector<std::string> known_features() { return {}; }
+
+}  // namespace aotrace::rt

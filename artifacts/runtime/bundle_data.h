@@ -1,0 +1,119 @@
+// Private to the runtime: a bundle as plain C++ values, read once from bundle.fb at open so
+// that running never touches the FlatBuffer again.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "aotrace_kernel_abi.h"
+#include "aotrace_runtime.h"
+
+namespace aotrace::rt {
+
+enum class GuardKind : uint8_t {
+  Rank, DType, Device, DimEq, DimRange, DimMultiple, DimsEqual, Contiguous
+};
+
+struct GuardData {
+  GuardKind kind = GuardKind::Rank;
+  int input = 0;
+  int dim = 0;
+  int64_t value = 0;
+  int64_t value2 = 0;
+  int other_input = 0;
+  int other_dim = 0;
+  DType dtype = DType::f32;
+  DeviceKind device = DeviceKind::cpu;
+  std::string text;    // "L['x'].size()[0] == 8"
+  std::string origin;  // "model.py:12"
+};
+
+enum class BufferKind : uint8_t { Input, Output, Weight, Arena };
+
+struct BufferData {
+  BufferKind kind = BufferKind::Arena;
+  int64_t index = 0;
+  int64_t offset = 0;
+  int64_t size_bytes = 0;
+};
+
+struct CallData {
+  std::string symbol;
+  aotrace_kernel_fn fn = nullptr;  // resolved at open
+  std::vector<int32_t> buffers;
+};
+
+struct VariantData {
+  std::string name;
+  std::vector<std::string> profiles;
+  std::vector<TensorInfo> inputs;
+  std::vector<TensorInfo> outputs;
+  std::vector<GuardData> guards;
+  std::vector<BufferData> buffers;
+  std::vector<CallData> calls;
+  int64_t arena_bytes = 0;
+  // Allocated at open, sized by the memory plan (STYLE 10); runs of one variant are serialised
+  // by `arena_mutex` so concurrent callers never share scratch memory.
+  std::shared_ptr<uint8_t> arena;
+  std::unique_ptr<std::mutex> arena_mutex = std::make_unique<std::mutex>();
+};
+
+struct EntryData {
+  std::string name;
+  std::string output_tree;
+  std::vector<OutputNode> output_nodes;
+  std::vector<VariantData> variants;
+};
+
+struct WeightData {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+// An mmap'ed file; unmapped on destruction.
+struct MappedFile {
+  void* data = nullptr;
+  size_t size = 0;
+  MappedFile() = default;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+};
+
+struct FileData {
+  std::string path;  // relative to the bundle directory
+  uint64_t size = 0;
+  uint64_t xxh3 = 0;
+};
+
+struct BundleData {
+  std::string dir;
+  std::string cpu_library;  // "cpu/<triple>.so" or empty
+  std::vector<FileData> files;
+  std::string name, tool_version, toolchain, triple;
+  uint32_t format_major = 0, format_minor = 0;
+  std::vector<WeightData> weights;
+  std::vector<EntryData> entries;
+  std::unique_ptr<MappedFile> weights_file;
+  void* library = nullptr;  // dlopen handle
+  ~BundleData();
+
+  const uint8_t* weight_ptr(size_t index) const;
+};
+
+// Reads and validates bundle.fb (bundle_reader.cpp). Does not touch the other files.
+Result<std::shared_ptr<BundleData>> read_bundle_fb(const std::string& dir,
+                                                   const OpenOptions& options);
+
+// Guard evaluation (guards.cpp).
+bool guard_holds(const GuardData&, const std::vector<TensorRef>& inputs, std::string* got);
+Status no_variant_status(const EntryData&, const std::vector<TensorRef>& inputs,
+                         const std::vector<size_t>& failed_guard);
+
+}  // namespace aotrace::rt

@@ -1,0 +1,194 @@
+// Reads bundle.fb into BundleData: verifier first, then version and features, then every field,
+// then the consistency checks that make a hostile bundle an error instead of a crash.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <set>
+
+#include "bundle_data.h"
+#include "bundle_generated.h"
+
+namespace aotrace::rt {
+namespace {
+
+Status corrupt(const std::string& dir, const std::string& what) {
+  return Status(StatusCode::data_loss, "bundle " + dir + " is corrupt: " + what);
+}
+
+std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+
+std::vector<std::string> strings(const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v) {
+  std::vector<std::string> out;
+  if (v) for (const auto* s : *v) out.push_back(str(s));
+  return out;
+}
+
+std::vector<int64_t> longs(const flatbuffers::Vector<int64_t>* v) {
+  return v ? std::vector<int64_t>(v->begin(), v->end()) : std::vector<int64_t>();
+}
+
+bool valid_dtype(fb::DType d) { return static_cast<uint8_t>(d) <= static_cast<uint8_t>(fb::DType::b8); }
+
+Status check_version(const std::string& dir, const std::vector<uint8_t>& buf) {
+  flatbuffers::Verifier probe_verifier(buf.data(), buf.size());
+  if (!probe_verifier.VerifyBuffer<fb::BundleVersionProbe>(fb::BundleIdentifier()))
+    return corrupt(dir, "bundle.fb is not an aotrace bundle (bad identifier or header)");
+  const auto* probe = flatbuffers::GetRoot<fb::BundleVersionProbe>(buf.data());
+  uint32_t major = probe->format_major(), minor = probe->format_minor();
+  if (major > kFormatMajor)
+    return Status(StatusCode::unsupported,
+                  "bundle " + dir + " has format version " + std::to_string(major) + "." +
+                      std::to_string(minor) + ", this runtime reads format version " +
+                      std::to_string(kFormatMajor) + "." + std::to_string(kFormatMinor) +
+                      " and older minors of major " + std::to_string(kFormatMajor) +
+                      ": rebuild the runtime from the bundle's runtime/ folder");
+  if (major < kFormatMajor)
+    return Status(StatusCode::unsupported,
+                  "bundle " + dir + " has format version " + std::to_string(major) + "." +
+                      std::to_string(minor) + ", older than this runtime's major version " +
+                      std::to_string(kFormatMajor) + "." + std::to_string(kFormatMinor));
+  return Status::Ok();
+}
+
+Status check_features(const std::string& dir, const fb::Bundle& b) {
+  std::vector<std::string> known = known_features();
+  for (const std::string& f : strings(b.required_features()))
+    if (std::find(known.begin(), known.end(), f) == known.end())
+      return Status(StatusCode::unsupported,
+                    "bundle " + dir + " (format " + std::to_string(b.format_major()) + "." +
+                        std::to_string(b.format_minor()) + ") requires feature '" + f +
+                        "', unknown to this runtime (format " + std::to_string(kFormatMajor) +
+                        "." + std::to_string(kFormatMinor) + ")");
+  if (b.kernel_abi_version() != AOTRACE_KERNEL_ABI_VERSION)
+    return Status(StatusCode::unsupported,
+                  "bundle " + dir + " has kernel ABI version " +
+                      std::to_string(b.kernel_abi_version()) + ", this runtime supports " +
+                      std::to_string(AOTRACE_KERNEL_ABI_VERSION));
+  return Status::Ok();
+}
+
+std::vector<TensorInfo> read_tensors(const flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>>* v,
+                                     bool* ok) {
+  std::vector<TensorInfo> out;
+  if (!v) return out;
+  for (const auto* t : *v) {
+    if (!valid_dtype(t->dtype())) *ok = false;
+    out.push_back({str(t->name()), static_cast<DType>(t->dtype()), longs(t->shape()),
+                   str(t->source())});
+  }
+  return out;
+}
+
+GuardData read_guard(const fb::Guard& g) {
+  GuardData d;
+  d.kind = static_cast<GuardKind>(g.kind());
+  d.input = g.input();
+  d.dim = g.dim();
+  d.value = g.value();
+  d.value2 = g.value2();
+  d.other_input = g.other_input();
+  d.other_dim = g.other_dim();
+  d.dtype = static_cast<DType>(g.dtype());
+  d.device = static_cast<DeviceKind>(g.device());
+  d.text = str(g.text());
+  d.origin = str(g.origin());
+  return d;
+}
+
+std::vector<OutputNode> read_output_nodes(const fb::Variant& v) {
+  std::vector<OutputNode> out;
+  if (!v.output_nodes()) return out;
+  for (const auto* n : *v.output_nodes()) {
+    OutputNode node;
+    node.kind = static_cast<OutputNode::Kind>(n->kind());
+    node.leaf = n->leaf();
+    if (n->children()) node.children.assign(n->children()->begin(), n->children()->end());
+    node.keys = strings(n->keys());
+    out.push_back(std::move(node));
+  }
+  return out;
+}
+
+VariantData read_variant(const fb::Variant& v, bool* ok) {
+  VariantData d;
+  d.name = str(v.name());
+  d.profiles = strings(v.profiles());
+  d.inputs = read_tensors(v.inputs(), ok);
+  d.outputs = read_tensors(v.outputs(), ok);
+  if (v.guards())
+    for (const auto* g : *v.guards()) d.guards.push_back(read_guard(*g));
+  if (const auto* plan = v.plan()) {
+    if (plan->buffers())
+      for (const auto* b : *plan->buffers())
+        d.buffers.push_back({static_cast<BufferKind>(b->kind()), b->index(), b->offset(),
+                             b->size_bytes()});
+    if (plan->calls())
+      for (const auto* c : *plan->calls()) {
+        CallData call;
+        call.symbol = str(c->symbol());
+        if (c->buffers()) call.buffers.assign(c->buffers()->begin(), c->buffers()->end());
+        d.calls.push_back(std::move(call));
+      }
+    d.arena_bytes = plan->arena_bytes();
+  }
+  return d;
+}
+
+}  // namespace
+
+Status validate_variant(const std::string& dir, const BundleData& b, const EntryData& e,
+                        const VariantData& v);
+
+Result<std::shared_ptr<BundleData>> read_bundle_fb(const std::string& dir,
+                                                   const OpenOptions& options) {
+  std::ifstream in(dir + "/bundle.fb", std::ios::binary);
+  if (!in)
+    return Status(StatusCode::not_found, "cannot open " + dir + "/bundle.fb: not a bundle directory");
+  std::vector<uint8_t> buf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (Status s = check_version(dir, buf); !s.ok()) return s;
+  flatbuffers::Verifier verifier(buf.data(), buf.size());
+  if (!fb::VerifyBundleBuffer(verifier)) return corrupt(dir, "bundle.fb fails verification");
+  const fb::Bundle& fbb = *fb::GetBundle(buf.data());
+  if (Status s = check_features(dir, fbb); !s.ok()) return s;
+
+  auto data = std::make_shared<BundleData>();
+  data->dir = dir;
+  data->name = str(fbb.name());
+  data->tool_version = str(fbb.tool_version());
+  data->toolchain = str(fbb.toolchain());
+  data->triple = str(fbb.triple());
+  data->format_major = fbb.format_major();
+  data->format_minor = fbb.format_minor();
+  data->cpu_library = str(fbb.cpu_library());
+  if (fbb.files())
+    for (const auto* f : *fbb.files()) data->files.push_back({str(f->path()), f->size(), f->xxh3()});
+  bool ok = true;
+  if (fbb.weights())
+    for (const auto* w : *fbb.weights()) {
+      if (!valid_dtype(w->dtype())) ok = false;
+      data->weights.push_back({str(w->name()), static_cast<DType>(w->dtype()), longs(w->shape()),
+                               w->offset(), w->size()});
+    }
+  if (fbb.entries())
+    for (const auto* e : *fbb.entries()) {
+      EntryData entry;
+      entry.name = str(e->name());
+      if (e->variants())
+        for (const auto* v : *e->variants()) entry.variants.push_back(read_variant(*v, &ok));
+      if (e->variants() && e->variants()->size() > 0) {
+        entry.output_tree = str(e->variants()->Get(0)->output_tree());
+        entry.output_nodes = read_output_nodes(*e->variants()->Get(0));
+      }
+      data->entries.push_back(std::move(entry));
+    }
+  if (!ok) return corrupt(dir, "unknown dtype in bundle.fb");
+  for (const EntryData& e : data->entries) {
+    if (e.variants.empty()) return corrupt(dir, "entry '" + e.name + "' has no variants");
+    for (const VariantData& v : e.variants)
+      if (Status s = validate_variant(dir, *data, e, v); !s.ok()) return s;
+  }
+  return data;
+}
+
+}  // namespace aotrace::rt

@@ -1,0 +1,108 @@
+// Consistency checks on a bundle read from bundle.fb: every index in range, every buffer the
+// size its tensor needs. After these, running a variant cannot read or write out of bounds
+// (provided the kernels are what the plan says).
+#include <limits>
+
+#include "bundle_data.h"
+
+namespace aotrace::rt {
+namespace {
+
+constexpr int64_t kMaxBytes = int64_t{1} << 46;  // 64 TiB: anything larger is corruption
+
+// Bytes of a tensor, or -1 when a dim is negative or the size is absurd.
+int64_t tensor_bytes(const TensorInfo& t) {
+  int64_t n = static_cast<int64_t>(dtype_size(t.dtype));
+  for (int64_t d : t.shape) {
+    if (d < 0 || (d > 0 && n > kMaxBytes / d)) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+bool valid_guard(const GuardData& g, size_t num_inputs) {
+  auto in_range = [&](int i) { return i >= 0 && static_cast<size_t>(i) < num_inputs; };
+  return static_cast<uint8_t>(g.kind) <= static_cast<uint8_t>(GuardKind::Contiguous) &&
+         in_range(g.input) && g.dim >= 0 && g.other_dim >= 0 &&
+         (g.kind != GuardKind::DimsEqual || in_range(g.other_input)) &&
+         static_cast<uint8_t>(g.dtype) <= static_cast<uint8_t>(DType::b8) &&
+         (g.kind != GuardKind::DimMultiple || g.value > 0);
+}
+
+std::string check_buffer(const BufferData& b, const BundleData& bundle, const VariantData& v) {
+  auto tensor_size_matches = [&](const std::vector<TensorInfo>& ts) {
+    return b.index >= 0 && static_cast<size_t>(b.index) < ts.size() &&
+           tensor_bytes(ts[static_cast<size_t>(b.index)]) == b.size_bytes;
+  };
+  switch (b.kind) {
+    case BufferKind::Input:
+      return tensor_size_matches(v.inputs) ? "" : "input buffer does not match its input";
+    case BufferKind::Output:
+      return tensor_size_matches(v.outputs) ? "" : "output buffer does not match its output";
+    case BufferKind::Weight:
+      if (b.index < 0 || static_cast<size_t>(b.index) >= bundle.weights.size())
+        return "weight index out of range";
+      return b.size_bytes >= 0 &&
+                     static_cast<uint64_t>(b.size_bytes) <=
+                         bundle.weights[static_cast<size_t>(b.index)].size
+                 ? ""
+                 : "weight buffer larger than its weight";
+    case BufferKind::Arena:
+      if (b.offset < 0 || b.size_bytes < 0 || b.offset % 64 != 0 ||
+          b.offset > v.arena_bytes - b.size_bytes)
+        return "arena buffer outside the arena";
+      return "";
+  }
+  return "unknown buffer kind";
+}
+
+std::string check_output_nodes(const EntryData& e, size_t num_outputs) {
+  const auto& nodes = e.output_nodes;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const OutputNode& n = nodes[i];
+    if (static_cast<uint8_t>(n.kind) > static_cast<uint8_t>(OutputNode::Kind::Dict))
+      return "unknown output node kind";
+    if (n.kind == OutputNode::Kind::Leaf &&
+        (n.leaf < 0 || static_cast<size_t>(n.leaf) >= num_outputs))
+      return "output leaf out of range";
+    for (int c : n.children)
+      if (c <= static_cast<int>(i) || static_cast<size_t>(c) >= nodes.size())
+        return "output node child out of order";
+    if (n.kind == OutputNode::Kind::Dict && n.keys.size() != n.children.size())
+      return "dict output node without one key per child";
+  }
+  return "";
+}
+
+std::string check_variant(const BundleData& bundle, const EntryData& e, const VariantData& v) {
+  const VariantData& first = e.variants.front();
+  if (v.inputs.size() != first.inputs.size() || v.outputs.size() != first.outputs.size())
+    return "variants disagree on the number of inputs or outputs";
+  for (const auto* ts : {&v.inputs, &v.outputs})
+    for (const TensorInfo& t : *ts)
+      if (tensor_bytes(t) < 0) return "tensor '" + t.name + "' has an invalid shape";
+  for (const GuardData& g : v.guards)
+    if (!valid_guard(g, v.inputs.size())) return "invalid guard '" + g.text + "'";
+  if (v.arena_bytes < 0 || v.arena_bytes > kMaxBytes) return "invalid arena size";
+  for (const BufferData& b : v.buffers)
+    if (std::string why = check_buffer(b, bundle, v); !why.empty()) return why;
+  for (const CallData& c : v.calls) {
+    if (c.symbol.empty()) return "kernel call without a symbol";
+    for (int32_t i : c.buffers)
+      if (i < 0 || static_cast<size_t>(i) >= v.buffers.size())
+        return "kernel call '" + c.symbol + "' names a buffer out of range";
+  }
+  return check_output_nodes(e, v.outputs.size());
+}
+
+}  // namespace
+
+Status validate_variant(const std::string& dir, const BundleData& bundle, const EntryData& e,
+                        const VariantData& v) {
+  std::string why = check_variant(bundle, e, v);
+  if (why.empty()) return Status::Ok();
+  return Status(StatusCode::data_loss, "bundle " + dir + " is corrupt: entry '" + e.name +
+                                           "' variant '" + v.name + "': " + why);
+}
+
+}  // namespace aotrace::rt

@@ -1,0 +1,68 @@
+// The C API (aotrace_c.h) over the C++ runtime.
+#include "aotrace_c.h"
+
+#include "aotrace_runtime.h"
+
+using namespace aotrace::rt;
+
+struct aotrace_bundle {
+  Bundle bundle;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+int report(const Status& s) {
+  last_error = s.message();
+  return static_cast<int>(s.code());
+}
+
+std::vector<TensorRef> to_refs(const aotrace_tensor* tensors, size_t n) {
+  std::vector<TensorRef> refs(n);
+  for (size_t i = 0; i < n; ++i) {
+    const aotrace_tensor& t = tensors[i];
+    refs[i].dtype = static_cast<DType>(t.dtype);
+    refs[i].shape.assign(t.shape, t.shape + (t.rank > 0 ? t.rank : 0));
+    refs[i].data = t.data;
+  }
+  return refs;
+}
+
+}  // namespace
+
+extern "C" {
+
+int aotrace_bundle_open(const char* dir, aotrace_bundle** out_bundle) {
+  *out_bundle = nullptr;
+  auto b = Bundle::open(dir);
+  if (!b.ok()) return report(b.status());
+  *out_bundle = new aotrace_bundle{std::move(*b)};
+  return 0;
+}
+
+void aotrace_bundle_close(aotrace_bundle* bundle) { delete bundle; }
+
+int aotrace_entry_num_outputs(const aotrace_bundle* bundle, const char* entry, size_t* out_count) {
+  auto e = bundle->bundle.entry(entry);
+  if (!e.ok()) return report(e.status());
+  *out_count = e->num_outputs();
+  return 0;
+}
+
+int aotrace_entry_run(const aotrace_bundle* bundle, const char* entry, const aotrace_tensor* inputs,
+                      size_t num_inputs, const aotrace_tensor* outputs, size_t num_outputs) {
+  for (size_t i = 0; i < num_inputs + num_outputs; ++i) {
+    const aotrace_tensor& t = i < num_inputs ? inputs[i] : outputs[i - num_inputs];
+    if (t.dtype < 0 || t.dtype > static_cast<int>(DType::b8))
+      return report(Status(StatusCode::invalid_argument, "unknown dtype code " + std::to_string(t.dtype)));
+  }
+  auto e = bundle->bundle.entry(entry);
+  if (!e.ok()) return report(e.status());
+  Status s = e->run_into(to_refs(inputs, num_inputs), to_refs(outputs, num_outputs));
+  return s.ok() ? 0 : report(s);
+}
+
+const char* aotrace_last_error(void) { return last_error.c_str(); }
+
+}  // extern "C"

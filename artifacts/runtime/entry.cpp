@@ -1,0 +1,124 @@
+// Entry: variant selection and running a variant's plan (DESIGN §5).
+#include "bundle_data.h"
+
+namespace aotrace::rt {
+namespace {
+
+// The kernels' parallel_for. Runs the body serially for now; the thread pool of DESIGN §5 slots
+// in here without touching kernels (they only see the callback).
+void serial_parallel_for(void* /*pool*/, int64_t n, aotrace_parallel_body body, void* closure) {
+  if (n > 0) body(closure, 0, n);
+}
+
+const aotrace_kernel_ctx kKernelCtx = {nullptr, &serial_parallel_for};
+
+Status invalid(const std::string& msg) { return Status(StatusCode::invalid_argument, msg); }
+
+// After the guards chose `v`: each tensor must be exactly what the variant was compiled for.
+Status check_tensors(const EntryData& e, const VariantData& v, const std::vector<TensorInfo>& infos,
+                     const std::vector<TensorRef>& tensors, const char* role) {
+  if (tensors.size() != infos.size())
+    return invalid("entry '" + e.name + "' has " + std::to_string(infos.size()) + " " + role +
+                   "s, got " + std::to_string(tensors.size()));
+  for (size_t i = 0; i < infos.size(); ++i) {
+    const TensorInfo& info = infos[i];
+    const TensorRef& t = tensors[i];
+    if (t.dtype != info.dtype || t.shape != info.shape || !t.is_contiguous() ||
+        t.device != DeviceKind::cpu)
+      return invalid("variant " + v.name + " of entry '" + e.name + "' needs " + role + " '" +
+                     info.name + "' as a contiguous cpu " + dtype_name(info.dtype) + " tensor of shape " +
+                     shape_str(info.shape) + ", got " + dtype_name(t.dtype) + " " + shape_str(t.shape));
+    if (!t.data && t.nbytes() > 0)
+      return invalid(std::string(role) + " '" + info.name + "' of entry '" + e.name + "' has no data");
+  }
+  return Status::Ok();
+}
+
+void* buffer_pointer(const BundleData& b, const VariantData& v, const BufferData& buf,
+                     const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs) {
+  size_t index = static_cast<size_t>(buf.index);
+  switch (buf.kind) {
+    case BufferKind::Input: return inputs[index].data;
+    case BufferKind::Output: return outputs[index].data;
+    case BufferKind::Weight: return const_cast<uint8_t*>(b.weight_ptr(index));
+    case BufferKind::Arena: return v.arena.get() + buf.offset;
+  }
+  return nullptr;
+}
+
+Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v,
+                   const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs) {
+  if (Status s = check_tensors(e, v, v.inputs, inputs, "input"); !s.ok()) return s;
+  if (Status s = check_tensors(e, v, v.outputs, outputs, "output"); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(*v.arena_mutex);
+  std::vector<void*> pointers(v.buffers.size());
+  for (size_t i = 0; i < v.buffers.size(); ++i)
+    pointers[i] = buffer_pointer(b, v, v.buffers[i], inputs, outputs);
+  std::vector<void*> args;
+  const int64_t no_symbols[1] = {0};
+  for (const CallData& call : v.calls) {
+    args.clear();
+    for (int32_t i : call.buffers) args.push_back(pointers[static_cast<size_t>(i)]);
+    call.fn(args.data(), no_symbols, &kKernelCtx);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const std::string& Entry::name() const { return data_->name; }
+size_t Entry::num_inputs() const { return data_->variants.front().inputs.size(); }
+size_t Entry::num_outputs() const { return data_->variants.front().outputs.size(); }
+size_t Entry::num_variants() const { return data_->variants.size(); }
+const std::string& Entry::variant_name(size_t v) const { return data_->variants.at(v).name; }
+const std::vector<TensorInfo>& Entry::inputs(size_t v) const { return data_->variants.at(v).inputs; }
+const std::vector<TensorInfo>& Entry::outputs(size_t v) const { return data_->variants.at(v).outputs; }
+const std::string& Entry::output_tree() const { return data_->output_tree; }
+const std::vector<OutputNode>& Entry::output_nodes() const { return data_->output_nodes; }
+
+std::vector<std::string> Entry::guard_texts(size_t v) const {
+  std::vector<std::string> texts;
+  for (const GuardData& g : data_->variants.at(v).guards) texts.push_back(g.text);
+  return texts;
+}
+
+Result<size_t> Entry::select(const std::vector<TensorRef>& inputs) const {
+  if (data_->variants.empty()) return invalid("entry '" + data_->name + "' has no variants");
+  if (inputs.size() != num_inputs())
+    return invalid("entry '" + data_->name + "' takes " + std::to_string(num_inputs()) +
+                   " inputs, got " + std::to_string(inputs.size()));
+  std::vector<size_t> failed(data_->variants.size());
+  for (size_t v = 0; v < data_->variants.size(); ++v) {
+    const std::vector<GuardData>& guards = data_->variants[v].guards;
+    size_t g = 0;
+    while (g < guards.size() && guard_holds(guards[g], inputs, nullptr)) ++g;
+    if (g == guards.size()) return v;
+    failed[v] = g;
+  }
+  return no_variant_status(*data_, inputs, failed);
+}
+
+Status Entry::run_into(const std::vector<TensorRef>& inputs,
+                       const std::vector<TensorRef>& outputs) const {
+  Result<size_t> v = select(inputs);
+  if (!v.ok()) return v.status();
+  return run_variant(*bundle_, *data_, data_->variants[*v], inputs, outputs);
+}
+
+Result<std::vector<Tensor>> Entry::run(const std::vector<TensorRef>& inputs) const {
+  Result<size_t> v = select(inputs);
+  if (!v.ok()) return v.status();
+  const VariantData& variant = data_->variants[*v];
+  std::vector<Tensor> outputs;
+  std::vector<TensorRef> refs;
+  for (const TensorInfo& info : variant.outputs) {
+    outputs.emplace_back(info.dtype, info.shape);
+    if (!outputs.back().data())
+      return Status(StatusCode::io_error, "cannot allocate output '" + info.name + "'");
+    refs.push_back(outputs.back().ref());
+  }
+  if (Status s = run_variant(*bundle_, *data_, variant, inputs, refs); !s.ok()) return s;
+  return outputs;
+}
+
+}  // namespace aotrace::rt

@@ -1,0 +1,148 @@
+// write_bundle (artifacts.h): every file of the bundle into a temporary directory next to the
+// output, then bundle.fb listing their sizes and hashes, then one rename into place, so that an
+// existing bundle is only replaced by a complete one. Deterministic: sorted, no timestamps.
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <system_error>
+
+#include <xxhash.h>
+
+#include "artifacts/artifacts.h"
+#include "artifacts/writer_private.h"
+
+namespace aotrace::artifacts {
+namespace fs = std::filesystem;
+namespace {
+
+[[noreturn]] void write_failed(const fs::path& out, const std::string& why) {
+  user_error("cannot write bundle " + out.string() + ": " + why, {},
+             "check that the output directory exists and is writable");
+}
+
+// Writes files under `root` and remembers each one's size and hash for bundle.fb.
+class BundleFiles {
+ public:
+  BundleFiles(fs::path root, fs::path out) : root_(std::move(root)), out_(std::move(out)) {}
+
+  void write(const std::string& rel, const void* data, size_t size) {
+    fs::path path = root_ / rel;
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+    f.close();
+    if (ec || !f) write_failed(out_, "cannot write " + path.string());
+    records_.push_back({rel, size, XXH3_64bits(data, size)});
+  }
+  void write(const std::string& rel, const std::string& text) { write(rel, text.data(), text.size()); }
+
+  std::vector<FileRecord> sorted_records() const {
+    std::vector<FileRecord> r = records_;
+    std::sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+    return r;
+  }
+
+ private:
+  fs::path root_, out_;
+  std::vector<FileRecord> records_;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  AOT_CHECK(in.good(), "cannot read runtime source " + path.string());
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// weights.bin: each weight at a 64-byte aligned offset, zero padding between.
+std::vector<WeightPlacement> write_weights(const BundleSpec& spec, BundleFiles& files) {
+  std::vector<WeightPlacement> placements;
+  ir::Bytes bin;
+  for (const WeightSpec& w : spec.weights) {
+    AOT_CHECK(w.data != nullptr, "weight '" + w.name + "' has no data");
+    bin.resize((bin.size() + 63) / 64 * 64, 0);
+    placements.push_back({bin.size(), w.data->size()});
+    bin.insert(bin.end(), w.data->begin(), w.data->end());
+  }
+  if (!spec.weights.empty()) files.write("weights.bin", bin.data(), bin.size());
+  return placements;
+}
+
+// runtime/: the runtime sources, sorted, plus the generated schema header, so that
+// `cmake -S NAME.aot/runtime` builds aotrace_run without the compiler.
+void write_runtime(BundleFiles& files) {
+  std::vector<fs::path> sources;
+  for (const auto& e : fs::directory_iterator(AOTRACE_RUNTIME_SOURCE_DIR))
+    if (e.is_regular_file()) sources.push_back(e.path());
+  std::sort(sources.begin(), sources.end());
+  for (const fs::path& p : sources) files.write("runtime/" + p.filename().string(), read_file(p));
+  files.write("runtime/bundle_generated.h", read_file(AOTRACE_BUNDLE_SCHEMA_HEADER));
+}
+
+bool safe_file_name(const std::string& s) {
+  return !s.empty() && s.find('/') == std::string::npos && s != "." && s != "..";
+}
+
+void check_spec(const BundleSpec& spec) {
+  for (const EntrySpec& e : spec.entries) {
+    AOT_CHECK(safe_file_name(e.name), "entry name '" + e.name + "' cannot name a file");
+    AOT_CHECK(!e.variants.empty(), "entry '" + e.name + "' has no variants");
+    for (const VariantSpec& v : e.variants)
+      AOT_CHECK(safe_file_name(v.name), "variant name '" + v.name + "' cannot name a file");
+  }
+  AOT_CHECK(spec.cpu_library.empty() || safe_file_name(spec.triple),
+            "a CPU library needs a target triple");
+}
+
+// Moves `tmp` to `out`; an existing `out` is removed only after `tmp` is complete.
+void move_into_place(const fs::path& tmp, const fs::path& out) {
+  std::error_code ec;
+  fs::path old = out.parent_path() / ("." + out.filename().string() + ".old-" + std::to_string(::getpid()));
+  bool had_old = fs::exists(out, ec);
+  if (had_old) {
+    fs::rename(out, old, ec);
+    if (ec) write_failed(out, "cannot move the old bundle aside: " + ec.message());
+  }
+  fs::rename(tmp, out, ec);
+  if (ec) {
+    if (had_old) fs::rename(old, out, ec);
+    write_failed(out, "cannot rename " + tmp.string() + " into place");
+  }
+  if (had_old) fs::remove_all(old, ec);
+}
+
+}  // namespace
+
+void write_bundle(const BundleSpec& spec, const fs::path& out_arg) {
+  check_spec(spec);
+  fs::path out = out_arg.has_filename() ? out_arg : out_arg.parent_path();
+  fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+  fs::path tmp = parent / ("." + out.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directories(tmp, ec) || ec) write_failed(out, ec.message());
+
+  BundleFiles files(tmp, out);
+  std::vector<WeightPlacement> placements = write_weights(spec, files);
+  std::string cpu_library;
+  if (!spec.cpu_library.empty()) {
+    cpu_library = "cpu/" + spec.triple + ".so";
+    files.write(cpu_library, spec.cpu_library.data(), spec.cpu_library.size());
+  }
+  for (const EntrySpec& e : spec.entries)
+    for (const VariantSpec& v : e.variants)
+      files.write("graphs/" + e.name + "." + v.name + ".json", v.graph_json);
+  files.write("report.json", spec.report_json);
+  write_runtime(files);
+
+  std::vector<uint8_t> toc = build_bundle_fb(spec, files.sorted_records(), placements, cpu_library);
+  std::ofstream f(tmp / "bundle.fb", std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(toc.data()), static_cast<std::streamsize>(toc.size()));
+  f.close();
+  if (!f) write_failed(out, "cannot write bundle.fb");
+  move_into_place(tmp, out);
+}
+
+}  // namespace aotrace::artifacts

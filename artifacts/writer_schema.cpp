@@ -1,0 +1,141 @@
+// BundleSpec → bundle.fb (schema artifacts/schema/bundle.fbs), through the FlatBuffers object
+// API. Deterministic: the same spec and files give the same bytes.
+#include <flatbuffers/flatbuffers.h>
+
+#include "artifacts/runtime/aotrace_kernel_abi.h"
+#include "artifacts/writer_private.h"
+#include "bundle_generated.h"
+
+namespace aotrace::artifacts {
+namespace {
+
+static_assert(static_cast<int>(ir::DType::b8) == static_cast<int>(fb::DType::b8),
+              "ir::DType and the schema's DType must have the same order");
+static_assert(static_cast<int>(ir::Guard::Kind::Contiguous) ==
+                  static_cast<int>(fb::GuardKind::Contiguous),
+              "ir::Guard::Kind and the schema's GuardKind must have the same order");
+
+fb::DType to_fb(ir::DType d) { return static_cast<fb::DType>(d); }
+
+std::string origin_str(const SourceLoc& loc) { return loc.known() ? loc.str() : std::string(); }
+
+std::unique_ptr<fb::TensorInfoT> tensor_info(const TensorSpec& t) {
+  auto info = std::make_unique<fb::TensorInfoT>();
+  info->name = t.name;
+  info->dtype = to_fb(t.dtype);
+  info->shape = t.shape;
+  info->source = t.source;
+  return info;
+}
+
+std::unique_ptr<fb::GuardT> guard_table(const ir::Guard& g) {
+  auto t = std::make_unique<fb::GuardT>();
+  t->kind = static_cast<fb::GuardKind>(g.kind);
+  t->input = g.input;
+  t->dim = g.dim;
+  t->value = g.value;
+  t->value2 = g.value2;
+  t->other_input = g.other_input;
+  t->other_dim = g.other_dim;
+  t->dtype = to_fb(g.dtype);
+  t->device = g.device.kind == ir::Device::Kind::cpu ? fb::DeviceKind::cpu : fb::DeviceKind::cuda;
+  t->device_index = g.device.index;
+  t->source = g.source;
+  t->text = g.str();
+  t->origin = origin_str(g.origin);
+  return t;
+}
+
+// Appends `tree` and its subtrees in preorder; returns the index of `tree`'s node.
+int32_t flatten_output_tree(const ir::OutputTree& tree,
+                            std::vector<std::unique_ptr<fb::OutputNodeT>>& nodes) {
+  auto node = std::make_unique<fb::OutputNodeT>();
+  node->kind = static_cast<fb::OutputKind>(tree.kind);
+  node->leaf = tree.leaf;
+  node->keys = tree.keys;
+  int32_t me = static_cast<int32_t>(nodes.size());
+  nodes.push_back(std::move(node));
+  for (const ir::OutputTree& child : tree.children) {
+    int32_t c = flatten_output_tree(child, nodes);
+    nodes[static_cast<size_t>(me)]->children.push_back(c);
+  }
+  return me;
+}
+
+std::unique_ptr<fb::PlanT> plan_table(const ir::ExecutionPlan& plan) {
+  auto t = std::make_unique<fb::PlanT>();
+  for (const ir::PlanBuffer& b : plan.buffers)
+    t->buffers.emplace_back(static_cast<fb::BufferKind>(b.kind), b.index, b.offset, b.size_bytes);
+  for (const ir::KernelCall& c : plan.calls) {
+    auto call = std::make_unique<fb::KernelCallT>();
+    call->symbol = c.symbol;
+    call->buffers = c.buffers;
+    t->calls.push_back(std::move(call));
+  }
+  t->arena_bytes = plan.arena_bytes;
+  return t;
+}
+
+std::unique_ptr<fb::VariantT> variant_table(const VariantSpec& v) {
+  auto t = std::make_unique<fb::VariantT>();
+  t->name = v.name;
+  t->profiles = v.profiles;
+  for (const TensorSpec& in : v.inputs) t->inputs.push_back(tensor_info(in));
+  for (const TensorSpec& out : v.outputs) t->outputs.push_back(tensor_info(out));
+  t->output_tree = v.output_tree.str();
+  flatten_output_tree(v.output_tree, t->output_nodes);
+  for (const ir::Guard& g : v.guards) t->guards.push_back(guard_table(g));
+  for (const ir::Assumption& a : v.assumptions) {
+    auto at = std::make_unique<fb::AssumptionT>();
+    at->text = a.text;
+    at->origin = origin_str(a.origin);
+    t->assumptions.push_back(std::move(at));
+  }
+  t->plan = plan_table(v.plan);
+  return t;
+}
+
+}  // namespace
+
+std::vector<uint8_t> build_bundle_fb(const BundleSpec& spec, const std::vector<FileRecord>& files,
+                                     const std::vector<WeightPlacement>& placements,
+                                     const std::string& cpu_library) {
+  fb::BundleT b;
+  b.format_major = kBundleFormatMajor;
+  b.format_minor = kBundleFormatMinor;
+  b.kernel_abi_version = AOTRACE_KERNEL_ABI_VERSION;
+  b.name = spec.name;
+  b.tool_version = std::string("aotrace ") + AOTRACE_VERSION;
+  b.toolchain = spec.toolchain;
+  b.triple = spec.triple;
+  b.cpu_library = cpu_library;
+  for (const FileRecord& f : files) {
+    auto t = std::make_unique<fb::FileInfoT>();
+    t->path = f.path;
+    t->size = f.size;
+    t->xxh3 = f.xxh3;
+    b.files.push_back(std::move(t));
+  }
+  for (size_t i = 0; i < spec.weights.size(); ++i) {
+    auto t = std::make_unique<fb::WeightInfoT>();
+    t->name = spec.weights[i].name;
+    t->dtype = to_fb(spec.weights[i].dtype);
+    t->shape = spec.weights[i].shape;
+    t->offset = placements[i].offset;
+    t->size = placements[i].size;
+    b.weights.push_back(std::move(t));
+  }
+  for (const EntrySpec& e : spec.entries) {
+    auto t = std::make_unique<fb::EntryT>();
+    t->name = e.name;
+    for (const VariantSpec& v : e.variants) t->variants.push_back(variant_table(v));
+    b.entries.push_back(std::move(t));
+  }
+  flatbuffers::FlatBufferBuilder builder;
+  builder.ForceDefaults(true);  // every scalar present, so tools can patch any of them in place
+  fb::FinishBundleBuffer(builder, fb::Bundle::Pack(builder, &b));
+  return std::vector<uint8_t>(builder.GetBufferPointer(),
+                              builder.GetBufferPointer() + builder.GetSize());
+}
+
+}  // namespace aotrace::artifacts

@@ -1,0 +1,50 @@
+// cli/ — the `aotrace` command (DESIGN §7). Each subcommand is one function; main.cpp parses
+// the command line and maps errors to exit codes (0 ok, 1 user input, 2 usage, 3 internal).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "embed/embed.h"
+#include "shape_profiles/shape_profiles.h"
+
+namespace aotrace::cli {
+
+// One profile of one entry, captured.
+struct ProfileCapture {
+  const shape_profiles::EntrySpec* entry = nullptr;
+  const shape_profiles::Profile* profile = nullptr;
+  std::vector<embed::CaptureInput> inputs;
+  embed::Capture capture;
+};
+
+// Runs the spec's script and captures every profile of every entry.
+std::vector<ProfileCapture> capture_all(const shape_profiles::ProfileSet& spec);
+
+// The explain report of one profile (DESIGN §2, `explain --json`).
+nlohmann::json explain_json(const ProfileCapture& pc, bool with_graph);
+std::string explain_text(const ProfileCapture& pc, bool with_graph);
+// user_error listing every graph break of the captures (compile refuses them); no-op when none.
+void refuse_graph_breaks(const std::vector<ProfileCapture>& captures);
+
+struct CompileOptions {
+  std::filesystem::path output;  // empty: ./<name>.aot
+  std::string triple;
+  std::string cpu;
+};
+int compile_command(const std::filesystem::path& yaml, const CompileOptions& options);
+int explain_command(const std::filesystem::path& yaml, bool json, bool graph);
+
+struct RunOptions {
+  std::filesystem::path bundle;
+  std::string entry;
+  std::vector<std::string> inputs;  // NAME=FILE.npy
+  std::filesystem::path output_dir = ".";
+};
+int run_command(const RunOptions& options);
+
+}  // namespace aotrace::cli

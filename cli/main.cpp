@@ -1,0 +1,56 @@
+// The `aotrace` command line (DESIGN §7).
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli/commands.h"
+
+using namespace aotrace;
+
+int main(int argc, char** argv) {
+  CLI::App app{"aotrace — ahead-of-time trace compiler for PyTorch programs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("aotrace ") + AOTRACE_VERSION);
+
+  std::string yaml;
+  cli::CompileOptions compile;
+  auto* c = app.add_subcommand("compile", "capture, lower and write a bundle");
+  c->add_option("spec", yaml, "profile YAML")->required();
+  c->add_option("-o,--output", compile.output, "bundle directory (default: ./NAME.aot)");
+  c->add_option("--triple", compile.triple, "target triple (default: the host)");
+  c->add_option("--cpu", compile.cpu, "CPU baseline for kernels (default: x86-64-v2)");
+
+  bool json = false, graph = false;
+  auto* e = app.add_subcommand("explain", "capture only: graphs, breaks, guards, timings");
+  e->add_option("spec", yaml, "profile YAML")->required();
+  e->add_flag("--json", json, "one JSON object per profile");
+  e->add_flag("--graph", graph, "include the captured graphs");
+
+  cli::RunOptions run;
+  auto* r = app.add_subcommand("run", "run a bundle on .npy inputs");
+  r->add_option("bundle", run.bundle, "bundle directory")->required();
+  r->add_option("--entry", run.entry, "entry name (default: the only entry, or 'forward')");
+  r->add_option("--input", run.inputs, "NAME=FILE.npy, once per input")->required();
+  r->add_option("--output-dir", run.output_dir, "where out0.npy, out1.npy, … are written");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& err) {
+    int code = app.exit(err);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    if (*c) return cli::compile_command(yaml, compile);
+    if (*e) return cli::explain_command(yaml, json, graph);
+    if (*r) return cli::run_command(run);
+  } catch (const UserError& err) {
+    std::cerr << err.render();
+    return 1;
+  } catch (const InternalError& err) {
+    std::cerr << err.render();
+    return 3;
+  } catch (const std::exception& err) {
+    std::cerr << "aotrace: internal error (this is a bug in aotrace): " << err.what() << "\n";
+    return 3;
+  }
+  return 2;
+}

@@ -1,0 +1,68 @@
+// `aotrace run`: loads a bundle with the shipped runtime, reads .npy inputs by name, runs the
+// entry (guards checked) and writes out0.npy, out1.npy, … in flattened output order.
+#include <iostream>
+#include <map>
+
+#include "artifacts/runtime/aotrace_runtime.h"
+#include "artifacts/runtime/npy.h"
+#include "cli/commands.h"
+
+namespace aotrace::cli {
+
+namespace {
+
+template <class T>
+T value_or_fail(rt::Result<T> r, const std::string& hint = {}) {
+  if (!r.ok()) throw UserError(r.status().message(), {}, hint);
+  return std::move(r).value();
+}
+
+}  // namespace
+
+int run_command(const RunOptions& options) {
+  rt::Bundle bundle = value_or_fail(rt::Bundle::open(options.bundle.string()),
+                                    "check the path, or rebuild the bundle with `aotrace compile`");
+  std::string entry_name = options.entry;
+  const auto names = bundle.entry_names();
+  if (entry_name.empty()) {
+    if (names.size() == 1) entry_name = names.front();
+    else entry_name = "forward";
+  }
+  rt::Entry entry = value_or_fail(bundle.entry(entry_name), "use --entry with one of the bundle's entries");
+
+  std::map<std::string, std::string> files;
+  for (const auto& spec : options.inputs) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      user_error("--input '" + spec + "' is not NAME=FILE.npy", {}, "e.g. --input x=x.npy");
+    if (!files.emplace(spec.substr(0, eq), spec.substr(eq + 1)).second)
+      user_error("--input " + spec.substr(0, eq) + " is given twice");
+  }
+  std::vector<rt::Tensor> tensors;
+  std::vector<rt::TensorRef> refs;
+  std::string expected;
+  for (const auto& info : entry.inputs(0)) expected += (expected.empty() ? "" : ", ") + info.name;
+  for (const auto& info : entry.inputs(0)) {
+    auto it = files.find(info.name);
+    if (it == files.end())
+      user_error("entry '" + entry_name + "' needs input '" + info.name + "'", {},
+                 "pass --input " + info.name + "=FILE.npy (inputs: " + expected + ")");
+    tensors.push_back(value_or_fail(rt::npy_read(it->second)));
+    files.erase(it);
+  }
+  if (!files.empty())
+    user_error("entry '" + entry_name + "' has no input '" + files.begin()->first + "'", {},
+               "its inputs are: " + expected);
+  for (const auto& t : tensors) refs.push_back(t.ref());
+
+  std::vector<rt::Tensor> outputs = value_or_fail(entry.run(refs));
+  std::filesystem::create_directories(options.output_dir);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto path = options.output_dir / ("out" + std::to_string(i) + ".npy");
+    rt::Status s = rt::npy_write(path.string(), outputs[i].ref());
+    if (!s.ok()) user_error("writing " + path.string() + ": " + s.message());
+  }
+  return 0;
+}
+
+}  // namespace aotrace::cli

@@ -1,0 +1,65 @@
+// embed/ — capture (DESIGN §2): the embedded CPython 3.11, the PEP 523 frame hook and the
+// Translator, a symbolic interpreter of CPython 3.11 bytecode that turns a model's entry
+// function into an ir::Graph plus guards, assumptions and graph breaks.
+//
+// Python headers appear only in embed/*.cpp; this header is plain C++.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace aotrace::embed {
+
+// One tensor argument of the entry, in call parameter order, with its concrete profile shape.
+struct CaptureInput {
+  std::string name;
+  ir::DType dtype = ir::DType::f32;
+  std::vector<int64_t> shape;
+  SourceLoc origin;  // where the shape was declared (the YAML), for guard provenance
+};
+
+struct GraphBreak {
+  std::string category;  // "data-dependent control flow", "tensor value read (.item())", …
+  std::string reason;
+  std::string hint;
+  std::vector<SourceLoc> user_stack;  // outermost first; each with file, line, function
+};
+
+struct Capture {
+  ir::Graph graph;  // the graph up to the first break (the whole program when none)
+  std::vector<ir::Guard> guards;
+  std::vector<ir::Assumption> assumptions;
+  std::vector<GraphBreak> breaks;
+  double seconds = 0;
+};
+
+// The embedded interpreter: one per process, created on first use, never finalised
+// (torch does not support re-initialisation). Not thread-safe: capture is single-threaded.
+class Interpreter {
+ public:
+  static Interpreter& instance();
+
+  // Runs `script` as module "__aotrace_main__" with its folder first on sys.path. The
+  // namespace stays alive for evaluate/capture. user_error with the Python traceback's
+  // innermost user file:line when the script raises.
+  void run_script(const std::filesystem::path& script);
+
+  // Captures one call of `call_expr` (evaluated in the script's namespace: an nn.Module, whose
+  // forward is traced in eval mode under no_grad, or a function) for inputs of these shapes.
+  Capture capture(const std::string& call_expr, const std::vector<CaptureInput>& inputs);
+
+  // Runs the call for real with torch (eager) on the given inputs; returns the flattened outputs.
+  std::vector<ir::HostTensor> run_eager(const std::string& call_expr,
+                                        const std::vector<ir::HostTensor>& inputs);
+
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
+
+ private:
+  Interpreter();
+};
+
+}  // namespace aotrace::embed

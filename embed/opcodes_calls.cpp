@@ -1,0 +1,113 @@
+// Opcode handlers: calls (PRECALL/CALL/KW_NAMES/CALL_FUNCTION_EX), MAKE_FUNCTION, RETURN_VALUE.
+#include "embed/opcodes.h"
+
+namespace aotrace::embed {
+
+namespace {
+
+void precall(Translator&, Frame&, const Instruction&) {}
+
+void kw_names(Translator&, Frame& f, const Instruction& i) {
+  f.kw_names = PyRef::borrow(PyTuple_GetItem(f.bytecode->consts.get(), i.arg));
+}
+
+// Stack: [NULL, callable, args…] (or [callable, self, args…]); the last len(kw_names) args are
+// keyword arguments.
+void call(Translator& t, Frame& f, const Instruction& i) {
+  std::vector<VarRef> args = f.pop_n(static_cast<size_t>(i.arg));
+  VarRef b = f.pop();
+  VarRef a = f.pop();
+  std::vector<std::pair<std::string, VarRef>> kwargs;
+  if (f.kw_names) {
+    const size_t nkw = static_cast<size_t>(PyTuple_Size(f.kw_names.get()));
+    const size_t first = args.size() - nkw;
+    for (size_t k = 0; k < nkw; ++k)
+      kwargs.emplace_back(py_str(PyTuple_GetItem(f.kw_names.get(), static_cast<Py_ssize_t>(k))),
+                          args[first + k]);
+    args.resize(first);
+    f.kw_names = PyRef();
+  }
+  VarRef callable = b;
+  if (!as<NullVar>(a)) {
+    callable = a;
+    args.insert(args.begin(), b);
+  }
+  f.push(t.call(callable, std::move(args), std::move(kwargs)));
+}
+
+// Stack: [NULL, callable, args tuple/list, kwargs dict?].
+void call_function_ex(Translator& t, Frame& f, const Instruction& i) {
+  std::vector<std::pair<std::string, VarRef>> kwargs;
+  if (i.arg & 1) {
+    VarRef kw = f.pop();
+    PyRef d = t.to_python(kw);
+    if (!d || !PyDict_Check(d.get()))
+      t.graph_break("unsupported Python", "**kwargs holding " + kw->describe(),
+                    "pass keyword arguments explicitly");
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(d.get(), &pos, &key, &value))
+      kwargs.emplace_back(py_str(key), t.constant(value));
+  }
+  VarRef args_var = f.pop();
+  VarRef callable = f.pop();
+  if (!f.stack.empty() && as<NullVar>(f.top())) f.pop();
+  auto* seq = as<SequenceVar>(args_var);
+  std::vector<VarRef> args;
+  if (seq) args = seq->items;
+  else {
+    VarRef it = t.iterate(args_var);
+    args = as<IteratorVar>(it)->items;
+  }
+  f.push(t.call(callable, std::move(args), std::move(kwargs)));
+}
+
+void make_function(Translator& t, Frame& f, const Instruction& i) {
+  VarRef code = f.pop();
+  auto* code_const = as<ConstVar>(code);
+  AOT_CHECK(code_const && PyCode_Check(code_const->obj.get()), "MAKE_FUNCTION without a code object");
+  std::vector<VarRef> closure;
+  if (i.arg & 0x08) {
+    VarRef cells = f.pop();
+    auto* seq = as<SequenceVar>(cells);
+    AOT_CHECK(seq, "MAKE_FUNCTION closure is not a tuple");
+    closure = seq->items;
+  }
+  if (i.arg & 0x04) f.pop();  // annotations
+  PyRef kwdefaults, defaults;
+  if (i.arg & 0x02) kwdefaults = t.to_python(f.pop());
+  if (i.arg & 0x01) defaults = t.to_python(f.pop());
+  if (((i.arg & 0x02) && !kwdefaults) || ((i.arg & 0x01) && !defaults))
+    t.graph_break("unsupported Python", "a nested function whose defaults hold tensors",
+                  "pass the tensors as arguments instead of defaults");
+  PyRef fn = check(PyFunction_New(code_const->obj.get(), f.globals.get()), "PyFunction_New");
+  if (defaults) {
+    PyRef tuple = PyRef::steal(PySequence_Tuple(defaults.get()));
+    PyFunction_SetDefaults(fn.get(), tuple.get());
+  }
+  if (kwdefaults) PyFunction_SetKwDefaults(fn.get(), kwdefaults.get());
+  auto var = std::make_shared<FunctionVar>(fn, nullptr, Source());
+  var->closure = std::move(closure);
+  var->traced_closure = true;
+  f.push(var);
+}
+
+void return_value(Translator&, Frame& f, const Instruction&) {
+  f.return_value = f.pop();
+  f.returned = true;
+}
+
+}  // namespace
+
+HandlerList call_handlers() {
+  return {
+      {"PRECALL", precall},
+      {"KW_NAMES", kw_names},
+      {"CALL", call},
+      {"CALL_FUNCTION_EX", call_function_ex},
+      {"MAKE_FUNCTION", make_function},
+      {"RETURN_VALUE", return_value},
+  };
+}
+
+}  // namespace aotrace::embed

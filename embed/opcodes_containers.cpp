@@ -1,0 +1,143 @@
+// Opcode handlers: tuples, lists, dicts, slices, unpacking and strings.
+#include "embed/opcodes.h"
+
+namespace aotrace::embed {
+
+namespace {
+
+using Kind = SequenceVar::Kind;
+
+void build_tuple(Translator&, Frame& f, const Instruction& i) {
+  f.push(std::make_shared<SequenceVar>(Kind::Tuple, f.pop_n(static_cast<size_t>(i.arg))));
+}
+
+void build_list(Translator&, Frame& f, const Instruction& i) {
+  f.push(std::make_shared<SequenceVar>(Kind::List, f.pop_n(static_cast<size_t>(i.arg))));
+}
+
+std::vector<VarRef> items_of(Translator& t, const VarRef& v) {
+  if (auto* seq = as<SequenceVar>(v)) return seq->items;
+  VarRef it = t.iterate(v);
+  return as<IteratorVar>(it)->items;
+}
+
+void list_append(Translator&, Frame& f, const Instruction& i) {
+  VarRef v = f.pop();
+  auto* list = as<SequenceVar>(f.top(i.arg - 1));
+  AOT_CHECK(list, "LIST_APPEND target is not a list");
+  list->items.push_back(v);
+}
+
+void list_extend(Translator& t, Frame& f, const Instruction& i) {
+  VarRef v = f.pop();
+  auto* list = as<SequenceVar>(f.top(i.arg - 1));
+  AOT_CHECK(list, "LIST_EXTEND target is not a list");
+  for (auto& item : items_of(t, v)) list->items.push_back(item);
+}
+
+void list_to_tuple(Translator&, Frame& f, const Instruction&) {
+  VarRef v = f.pop();
+  auto* list = as<SequenceVar>(v);
+  AOT_CHECK(list, "LIST_TO_TUPLE of a non-list");
+  f.push(std::make_shared<SequenceVar>(Kind::Tuple, list->items));
+}
+
+void unpack_sequence(Translator& t, Frame& f, const Instruction& i) {
+  VarRef v = f.pop();
+  std::vector<VarRef> items = items_of(t, v);
+  if (static_cast<int>(items.size()) != i.arg)
+    user_error("cannot unpack " + v->describe() + " into " + std::to_string(i.arg) + " values",
+               t.loc());
+  for (auto it = items.rbegin(); it != items.rend(); ++it) f.push(*it);
+}
+
+void build_slice(Translator&, Frame& f, const Instruction& i) {
+  VarRef step = i.arg == 3 ? f.pop() : nullptr;
+  VarRef stop = f.pop();
+  VarRef start = f.pop();
+  if (!step) step = std::make_shared<ConstVar>(PyRef::borrow(Py_None), Source());
+  f.push(std::make_shared<SliceVar>(start, stop, step));
+}
+
+// Dicts hold compile-time values only (a dict of tensors is a later issue).
+void build_const_key_map(Translator& t, Frame& f, const Instruction& i) {
+  VarRef keys = f.pop();
+  std::vector<VarRef> values = f.pop_n(static_cast<size_t>(i.arg));
+  PyRef k = t.to_python(keys);
+  PyRef d = PyRef::steal(PyDict_New());
+  for (size_t n = 0; n < values.size(); ++n) {
+    PyRef v = t.to_python(values[n]);
+    if (!v)
+      t.graph_break("unsupported Python", "a dict holding " + values[n]->describe(),
+                    "return a tuple of tensors instead of a dict");
+    PyDict_SetItem(d.get(), PyTuple_GetItem(k.get(), static_cast<Py_ssize_t>(n)), v.get());
+  }
+  f.push(t.constant(d.get()));
+}
+
+void build_map(Translator& t, Frame& f, const Instruction& i) {
+  std::vector<VarRef> kv = f.pop_n(static_cast<size_t>(2 * i.arg));
+  PyRef d = PyRef::steal(PyDict_New());
+  for (size_t n = 0; n < kv.size(); n += 2) {
+    PyRef k = t.to_python(kv[n]), v = t.to_python(kv[n + 1]);
+    if (!k || !v)
+      t.graph_break("unsupported Python", "a dict holding " + kv[n + 1]->describe(),
+                    "return a tuple of tensors instead of a dict");
+    PyDict_SetItem(d.get(), k.get(), v.get());
+  }
+  f.push(t.constant(d.get()));
+}
+
+void dict_merge(Translator& t, Frame& f, const Instruction& i) {
+  VarRef v = f.pop();
+  PyRef src = t.to_python(v);
+  auto* target = as<ConstVar>(f.top(i.arg - 1));
+  if (!src || !target)
+    t.graph_break("unsupported Python", "**kwargs holding tensors", "pass tensors by name");
+  PyDict_Update(target->obj.get(), src.get());
+}
+
+void format_value(Translator& t, Frame& f, const Instruction& i) {
+  PyRef spec;
+  if ((i.arg & 0x04) == 0x04) spec = t.to_python(f.pop());
+  VarRef v = f.pop();
+  PyRef o = t.to_python(v);
+  if (!o)
+    t.graph_break("side effect", "formatting " + v->describe() + " into a string",
+                  "format tensor values outside the traced function");
+  const int conv = i.arg & 0x03;
+  if (conv == 1) o = PyRef::steal(PyObject_Str(o.get()));
+  if (conv == 2) o = PyRef::steal(PyObject_Repr(o.get()));
+  if (conv == 3) o = PyRef::steal(PyObject_ASCII(o.get()));
+  PyRef r = check(PyObject_Format(o.get(), spec ? spec.get() : nullptr), "format");
+  f.push(t.constant(r.get()));
+}
+
+void build_string(Translator& t, Frame& f, const Instruction& i) {
+  std::vector<VarRef> parts = f.pop_n(static_cast<size_t>(i.arg));
+  std::string s;
+  for (auto& p : parts) s += py_str(t.to_python(p).get());
+  PyRef r = PyRef::steal(PyUnicode_FromString(s.c_str()));
+  f.push(t.constant(r.get()));
+}
+
+}  // namespace
+
+HandlerList container_handlers() {
+  return {
+      {"BUILD_TUPLE", build_tuple},
+      {"BUILD_LIST", build_list},
+      {"LIST_APPEND", list_append},
+      {"LIST_EXTEND", list_extend},
+      {"LIST_TO_TUPLE", list_to_tuple},
+      {"UNPACK_SEQUENCE", unpack_sequence},
+      {"BUILD_SLICE", build_slice},
+      {"BUILD_CONST_KEY_MAP", build_const_key_map},
+      {"BUILD_MAP", build_map},
+      {"DICT_MERGE", dict_merge},
+      {"FORMAT_VALUE", format_value},
+      {"BUILD_STRING", build_string},
+  };
+}
+
+}  // namespace aotrace::embed

@@ -1,0 +1,52 @@
+// Private to embed/: a small owning reference for CPython objects, and helpers.
+#pragma once
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <string>
+#include <utility>
+
+#include "ir/diagnostics.h"
+
+namespace aotrace::embed {
+
+// An owned (strong) reference. `PyRef::steal` takes a new reference; `PyRef::borrow` increfs.
+class PyRef {
+ public:
+  PyRef() = default;
+  static PyRef steal(PyObject* o) { return PyRef(o); }
+  static PyRef borrow(PyObject* o) {
+    Py_XINCREF(o);
+    return PyRef(o);
+  }
+  PyRef(const PyRef& o) : obj_(o.obj_) { Py_XINCREF(obj_); }
+  PyRef(PyRef&& o) noexcept : obj_(std::exchange(o.obj_, nullptr)) {}
+  PyRef& operator=(PyRef o) noexcept {
+    std::swap(obj_, o.obj_);
+    return *this;
+  }
+  ~PyRef() { Py_XDECREF(obj_); }
+
+  PyObject* get() const { return obj_; }
+  PyObject* release() { return std::exchange(obj_, nullptr); }
+  explicit operator bool() const { return obj_ != nullptr; }
+
+ private:
+  explicit PyRef(PyObject* o) : obj_(o) {}
+  PyObject* obj_ = nullptr;
+};
+
+// The pending Python exception as "TypeError: message" (clears it). Empty when none.
+std::string fetch_python_error();
+// internal_error with the pending Python exception when `o` is null; returns it as a PyRef.
+PyRef check(PyObject* o, const char* what);
+std::string py_str(PyObject* o);   // str(o), never throws
+std::string py_repr(PyObject* o);  // repr(o), never throws
+std::string type_name(PyObject* o);
+PyRef import(const char* module);
+// A stable name for a callable: "torch.cumsum", "math.sqrt", "mymodule.Helper.run".
+std::string callable_name(PyObject* o);
+PyRef getattr(PyObject* o, const char* name);  // internal_error when missing
+
+}  // namespace aotrace::embed

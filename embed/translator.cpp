@@ -1,0 +1,347 @@
+// The Translator's core: frames, the dispatch loop, calls and inlining, graph breaks.
+// Opcode handlers live in opcodes_*.cpp; value semantics (wrap, attributes, subscripts,
+// operators, truth) in values.cpp; builtins in builtins.cpp; torch ops in torch_ops*.cpp.
+#include "embed/translator.h"
+
+#include <algorithm>
+
+#include "embed/torch_ops.h"
+
+namespace aotrace::embed {
+
+namespace {
+constexpr int kMaxInlineDepth = 64;
+constexpr int CO_VARARGS_FLAG = 0x04;
+constexpr int CO_VARKEYWORDS_FLAG = 0x08;
+
+// Library frames are inlined too, but a break is reported at the innermost user frame.
+bool is_library_file(const std::string& file) {
+  return file.find("/dist-packages/") != std::string::npos ||
+         file.find("/site-packages/") != std::string::npos ||
+         file.rfind("/usr/lib/python3", 0) == 0 || file.rfind("<frozen", 0) == 0;
+}
+}  // namespace
+
+// ----------------------------------------------------------------------------------------------
+// Frame and Bytecode
+
+VarRef Frame::pop() {
+  AOT_CHECK(!stack.empty(), "pop from an empty value stack in " + bytecode->function);
+  VarRef v = std::move(stack.back());
+  stack.pop_back();
+  return v;
+}
+
+VarRef& Frame::top(int depth) {
+  AOT_CHECK(static_cast<int>(stack.size()) > depth, "stack underflow in " + bytecode->function);
+  return stack[stack.size() - 1 - static_cast<size_t>(depth)];
+}
+
+std::vector<VarRef> Frame::pop_n(size_t n) {
+  AOT_CHECK(stack.size() >= n, "stack underflow in " + bytecode->function);
+  std::vector<VarRef> out(std::make_move_iterator(stack.end() - static_cast<long>(n)),
+                          std::make_move_iterator(stack.end()));
+  stack.resize(stack.size() - n);
+  return out;
+}
+
+size_t Bytecode::index_at(int offset) const {
+  auto it = index_of_offset.find(offset);
+  AOT_CHECK(it != index_of_offset.end(),
+            "jump to offset " + std::to_string(offset) + " which starts no instruction");
+  return it->second;
+}
+
+const Bytecode& Translator::bytecode_of(PyObject* code) {
+  auto& slot = bytecode_cache_[code];
+  if (slot) return *slot;
+  auto bc = std::make_unique<Bytecode>();
+  bc->code = PyRef::borrow(code);
+  bc->filename = py_str(getattr(code, "co_filename").get());
+  bc->function = py_str(getattr(code, "co_name").get());
+  bc->consts = getattr(code, "co_consts");
+  bc->names = getattr(code, "co_names");
+  {
+    PyRef varnames = getattr(code, "co_varnames"), cells = getattr(code, "co_cellvars"),
+          frees = getattr(code, "co_freevars");
+    for (Py_ssize_t i = 0; i < PyTuple_Size(varnames.get()); ++i)
+      bc->localsplus_names.push_back(py_str(PyTuple_GetItem(varnames.get(), i)));
+    const size_t nvars = bc->localsplus_names.size();
+    for (Py_ssize_t i = 0; i < PyTuple_Size(cells.get()); ++i) {
+      std::string n = py_str(PyTuple_GetItem(cells.get(), i));
+      if (std::find(bc->localsplus_names.begin(), bc->localsplus_names.begin() + static_cast<long>(nvars), n) ==
+          bc->localsplus_names.begin() + static_cast<long>(nvars))
+        bc->localsplus_names.push_back(n);  // a cell that is also an argument shares its slot
+    }
+    bc->num_free = static_cast<int>(PyTuple_Size(frees.get()));
+    for (Py_ssize_t i = 0; i < bc->num_free; ++i)
+      bc->localsplus_names.push_back(py_str(PyTuple_GetItem(frees.get(), i)));
+  }
+  PyRef raw = getattr(code, "co_code");  // 3.11: the un-specialised bytecode
+  const auto* bytes = reinterpret_cast<const uint8_t*>(PyBytes_AsString(raw.get()));
+  const Py_ssize_t n = PyBytes_Size(raw.get());
+  static const int extended_arg = opcode_number("EXTENDED_ARG");
+  int arg = 0;
+  for (Py_ssize_t i = 0; i + 1 < n;) {
+    const int op = bytes[i];
+    arg = (arg << 8) | bytes[i + 1];
+    if (op == extended_arg) {
+      i += 2;
+      continue;
+    }
+    Instruction ins;
+    ins.opcode = op;
+    ins.arg = arg;
+    ins.offset = static_cast<int>(i);
+    ins.next_offset = static_cast<int>(i + 2 + 2 * inline_cache_entries(op));
+    bc->index_of_offset[ins.offset] = bc->instructions.size();
+    bc->instructions.push_back(ins);
+    arg = 0;
+    i = ins.next_offset;
+  }
+  // Jumps may target an EXTENDED_ARG prefix: map those offsets to the instruction they prefix.
+  for (Py_ssize_t i = 0; i + 1 < n; i += 2)
+    if (bytes[i] == extended_arg && !bc->index_of_offset.count(static_cast<int>(i))) {
+      auto next = bc->index_of_offset.lower_bound(static_cast<int>(i));
+      if (next != bc->index_of_offset.end()) bc->index_of_offset[static_cast<int>(i)] = next->second;
+    }
+  slot = std::move(bc);
+  return *slot;
+}
+
+// ----------------------------------------------------------------------------------------------
+// Translator
+
+Translator::Translator(Capture& out) : out_(out) { init_torch_ops(); }
+
+SourceLoc Translator::loc() const {
+  for (auto it = frames_.rbegin(); it != frames_.rend(); ++it)
+    if (!is_library_file((*it)->bytecode->filename))
+      return SourceLoc{(*it)->bytecode->filename, (*it)->line, 0, (*it)->bytecode->function};
+  if (frames_.empty()) return {};
+  const Frame* f = frames_.back();
+  return SourceLoc{f->bytecode->filename, f->line, 0, f->bytecode->function};
+}
+
+void Translator::graph_break(std::string category, std::string reason, std::string hint) {
+  GraphBreak b;
+  b.category = std::move(category);
+  b.reason = std::move(reason);
+  b.hint = std::move(hint);
+  for (const Frame* f : frames_)
+    b.user_stack.push_back(SourceLoc{f->bytecode->filename, f->line, 0, f->bytecode->function});
+  // Show the user's frames; library frames only when there is nothing else.
+  std::vector<SourceLoc> user;
+  for (const auto& l : b.user_stack)
+    if (!is_library_file(l.file)) user.push_back(l);
+  if (!user.empty()) b.user_stack = std::move(user);
+  out_.breaks.push_back(std::move(b));
+  throw GraphBreakSignal{out_.breaks.back().category, out_.breaks.back().reason,
+                         out_.breaks.back().hint};
+}
+
+namespace {
+// Flattens the returned value into graph outputs and their Python structure.
+ir::OutputTree flatten_outputs(Translator& t, const VarRef& v, std::vector<ir::ValueId>& outs) {
+  ir::OutputTree tree;
+  if (auto* tv = as<TensorVar>(v)) {
+    tree.kind = ir::OutputTree::Kind::Leaf;
+    tree.leaf = static_cast<int>(outs.size());
+    outs.push_back(tv->value);
+    return tree;
+  }
+  if (auto* seq = as<SequenceVar>(v); seq && seq->kind != SequenceVar::Kind::Size) {
+    tree.kind = seq->kind == SequenceVar::Kind::List ? ir::OutputTree::Kind::List
+                                                     : ir::OutputTree::Kind::Tuple;
+    for (const auto& item : seq->items) tree.children.push_back(flatten_outputs(t, item, outs));
+    return tree;
+  }
+  user_error("the traced function returns " + v->describe() +
+                 "; aotrace outputs must be tensors or tuples/lists of tensors",
+             t.loc(), "return only tensors from the entry; compute other values outside it");
+}
+}  // namespace
+
+VarRef Translator::translate_entry(PyObject* fn, std::vector<VarRef> args) {
+  try {
+    VarRef result = inline_function(fn, std::move(args), {});
+    std::vector<ir::ValueId> outs;
+    ir::OutputTree tree = flatten_outputs(*this, result, outs);
+    out_.graph.set_outputs(std::move(outs), std::move(tree));
+    return result;
+  } catch (const GraphBreakSignal&) {
+    frames_.clear();
+    return nullptr;  // recorded in out_.breaks
+  }
+}
+
+VarRef Translator::run(Frame& frame) {
+  frames_.push_back(&frame);
+  const auto& ins = frame.bytecode->instructions;
+  while (!frame.returned) {
+    AOT_CHECK(frame.pc < ins.size(), "fell off the end of " + frame.bytecode->function);
+    const Instruction& i = ins[frame.pc++];
+    frame.line = PyCode_Addr2Line(reinterpret_cast<PyCodeObject*>(frame.bytecode->code.get()),
+                                  i.offset);
+    OpcodeHandler h = opcode_handler(i.opcode);
+    if (!h)
+      graph_break("unsupported bytecode",
+                  "the Translator has no handler for bytecode " + opcode_name(i.opcode),
+                  "rewrite this statement with simpler Python, or move it out of the traced "
+                  "function");
+    h(*this, frame, i);
+  }
+  frames_.pop_back();
+  return frame.return_value;
+}
+
+VarRef Translator::inline_function(PyObject* fn, std::vector<VarRef> args,
+                                   std::vector<std::pair<std::string, VarRef>> kwargs,
+                                   const std::vector<VarRef>* closure) {
+  if (inline_depth_ >= kMaxInlineDepth)
+    graph_break("unsupported Python", "calls nested deeper than " +
+                                          std::to_string(kMaxInlineDepth) + " (recursion?)",
+                "avoid recursion in the traced code");
+  PyRef code = getattr(fn, "__code__");
+  const Bytecode& bc = bytecode_of(code.get());
+  Frame f;
+  f.bytecode = &bc;
+  f.globals = getattr(fn, "__globals__");
+  PyObject* b = PyDict_GetItemString(f.globals.get(), "__builtins__");
+  f.builtins = b ? (PyModule_Check(b) ? PyRef::borrow(PyModule_GetDict(b)) : PyRef::borrow(b))
+                 : PyRef::borrow(PyEval_GetBuiltins());
+  keep_alive_.push_back(PyRef::borrow(fn));
+  f.function = PyRef::borrow(fn);
+
+  auto get_int = [&](const char* name) {
+    return static_cast<int>(PyLong_AsLong(getattr(code.get(), name).get()));
+  };
+  const int argcount = get_int("co_argcount");
+  const int posonly = get_int("co_posonlyargcount");
+  const int kwonly = get_int("co_kwonlyargcount");
+  const int flags = get_int("co_flags");
+  f.locals.resize(bc.localsplus_names.size());
+  f.closure = closure;
+  auto name_at = [&](int i) { return bc.localsplus_names[static_cast<size_t>(i)]; };
+
+  const std::string fname = bc.function;
+  std::vector<VarRef> extra_positional;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (static_cast<int>(i) < argcount) f.locals[i] = args[i];
+    else extra_positional.push_back(args[i]);
+  }
+  int next_slot = argcount + kwonly;
+  if (flags & CO_VARARGS_FLAG) {
+    f.locals[static_cast<size_t>(next_slot++)] =
+        std::make_shared<SequenceVar>(SequenceVar::Kind::Tuple, extra_positional);
+  } else if (!extra_positional.empty()) {
+    user_error(fname + "() takes " + std::to_string(argcount) + " positional arguments but " +
+                   std::to_string(args.size()) + " were given",
+               loc());
+  }
+  for (auto& [k, v] : kwargs) {
+    bool placed = false;
+    for (int i = posonly; i < argcount + kwonly; ++i)
+      if (name_at(i) == k) {
+        if (f.locals[static_cast<size_t>(i)])
+          user_error(fname + "() got multiple values for argument '" + k + "'", loc());
+        f.locals[static_cast<size_t>(i)] = v;
+        placed = true;
+        break;
+      }
+    if (!placed) {
+      if (flags & CO_VARKEYWORDS_FLAG)
+        graph_break("unsupported Python", "**kwargs of " + fname + " receiving '" + k + "'",
+                    "pass the argument by a named parameter");
+      user_error(fname + "() got an unexpected keyword argument '" + k + "'", loc());
+    }
+  }
+  // Defaults: positional from __defaults__ (right-aligned), keyword-only from __kwdefaults__.
+  PyRef defaults = getattr(fn, "__defaults__");
+  if (defaults.get() != Py_None) {
+    const int nd = static_cast<int>(PyTuple_Size(defaults.get()));
+    for (int i = argcount - nd; i < argcount; ++i)
+      if (i >= 0 && !f.locals[static_cast<size_t>(i)])
+        f.locals[static_cast<size_t>(i)] =
+            constant(PyTuple_GetItem(defaults.get(), i - (argcount - nd)));
+  }
+  PyRef kwdefaults = getattr(fn, "__kwdefaults__");
+  for (int i = argcount; i < argcount + kwonly; ++i) {
+    if (f.locals[static_cast<size_t>(i)]) continue;
+    PyObject* d = kwdefaults.get() != Py_None
+                      ? PyDict_GetItemString(kwdefaults.get(), name_at(i).c_str())
+                      : nullptr;
+    if (d) f.locals[static_cast<size_t>(i)] = constant(d);
+  }
+  for (int i = 0; i < argcount + kwonly; ++i)
+    if (!f.locals[static_cast<size_t>(i)])
+      user_error(fname + "() missing required argument '" + name_at(i) + "'", loc());
+  if ((flags & CO_VARKEYWORDS_FLAG))
+    graph_break("unsupported Python", fname + "() takes **kwargs",
+                "give the function named parameters");
+
+  ++inline_depth_;
+  struct DepthGuard {
+    int& d;
+    ~DepthGuard() { --d; }
+  } guard{inline_depth_};
+  return run(f);
+}
+
+VarRef Translator::call(const VarRef& fn, std::vector<VarRef> args,
+                        std::vector<std::pair<std::string, VarRef>> kwargs) {
+  if (auto* op = as<TorchFnVar>(fn)) {
+    CallArgs ca{std::move(args), std::move(kwargs)};
+    if (op->self) ca.args.insert(ca.args.begin(), op->self);
+    return op->op->build(*this, ca);
+  }
+  if (auto* m = as<ModuleVar>(fn)) {
+    PyRef forward = getattr(reinterpret_cast<PyObject*>(Py_TYPE(m->module.get())), "forward");
+    args.insert(args.begin(), fn);
+    if (const TorchOp* op = torch_function(forward.get()))
+      return op->build(*this, CallArgs{std::move(args), std::move(kwargs)});
+    return inline_function(forward.get(), std::move(args), std::move(kwargs));
+  }
+  if (auto* f = as<FunctionVar>(fn)) {
+    if (f->self) args.insert(args.begin(), f->self);
+    if (const TorchOp* op = torch_function(f->fn.get()))
+      return op->build(*this, CallArgs{std::move(args), std::move(kwargs)});
+    return inline_function(f->fn.get(), std::move(args), std::move(kwargs),
+                           f->traced_closure ? &f->closure : nullptr);
+  }
+  if (as<BuiltinVar>(fn)) return call_builtin(*this, fn, std::move(args), std::move(kwargs));
+  if (auto* c = as<ConstVar>(fn)) {
+    // A compile-time callable: run it for real on compile-time arguments.
+    PyRef pargs = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
+    for (size_t i = 0; i < args.size(); ++i) {
+      PyRef a = to_python(args[i]);
+      if (!a)
+        graph_break("torch callable with no op mapping",
+                    callable_name(c->obj.get()) + " has no mapping to graph ops (called with " +
+                        args[i]->describe() + " argument)",
+                    "use a torch operation that aotrace supports (see `aotrace explain`)");
+      PyTuple_SetItem(pargs.get(), static_cast<Py_ssize_t>(i), a.release());
+    }
+    PyRef pkw = PyRef::steal(PyDict_New());
+    for (auto& [k, v] : kwargs) {
+      PyRef a = to_python(v);
+      if (!a)
+        graph_break("torch callable with no op mapping",
+                    callable_name(c->obj.get()) + " has no mapping to graph ops (called with " +
+                        v->describe() + " keyword argument '" + k + "')",
+                    "use a torch operation that aotrace supports");
+      PyDict_SetItemString(pkw.get(), k.c_str(), a.get());
+    }
+    PyObject* r = PyObject_Call(c->obj.get(), pargs.get(), pkw.get());
+    if (!r)
+      graph_break("python exception",
+                  "calling " + callable_name(c->obj.get()) + " raised " + fetch_python_error(),
+                  "the traced code raised at compile time; fix the call");
+    PyRef result = PyRef::steal(r);
+    return wrap(result.get(), Source());
+  }
+  graph_break("unsupported Python", "calling " + fn->describe() + " is not supported",
+              "call a function, a module or a torch operation");
+}
+
+}  // namespace aotrace::embed

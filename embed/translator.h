@@ -1,0 +1,131 @@
+// Private to embed/: the Translator, a symbolic interpreter of CPython 3.11 bytecode.
+//
+// One handler per opcode (opcodes_*.cpp), registered in one table (opcode_table.cpp). User
+// functions and module forwards are inlined as nested Frames; Python that does not touch
+// tensors runs for real (ConstVar). Anything it cannot express in the graph raises a GraphBreak.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "embed/embed.h"
+#include "embed/variables.h"
+
+namespace aotrace::embed {
+
+// Thrown by handlers; caught by Translator::translate_entry, which records it with the stack.
+struct GraphBreakSignal {
+  std::string category, reason, hint;
+};
+
+struct Instruction {
+  int opcode = 0;
+  int arg = 0;
+  int offset = 0;       // in bytes, of the opcode (after any EXTENDED_ARG prefixes)
+  int next_offset = 0;  // in bytes, after inline caches
+};
+
+// The decoded bytecode of one code object, shared by every frame running it.
+struct Bytecode {
+  PyRef code;
+  std::vector<Instruction> instructions;
+  std::map<int, size_t> index_of_offset;  // byte offset -> instruction index
+  std::string filename, function;
+  PyRef consts, names;                       // co_consts, co_names
+  std::vector<std::string> localsplus_names; // locals, then new cells, then free vars
+  int num_free = 0;
+  size_t index_at(int offset) const;  // internal_error when not an instruction start
+};
+
+struct Frame {
+  const Bytecode* bytecode = nullptr;
+  PyRef function;                 // the Python function being run (closure, defaults)
+  PyRef globals, builtins;
+  std::vector<VarRef> locals;     // co_localsplusnames order (locals, cells, free vars)
+  std::vector<VarRef> stack;
+  size_t pc = 0;                  // index into bytecode->instructions
+  PyRef kw_names;                 // set by KW_NAMES for the next CALL
+  const std::vector<VarRef>* closure = nullptr;  // for COPY_FREE_VARS
+  VarRef return_value;
+  bool returned = false;
+  int line = 0;
+
+  VarRef pop();
+  VarRef& top(int depth = 0);  // depth 0: top of stack
+  void push(VarRef v) { stack.push_back(std::move(v)); }
+  std::vector<VarRef> pop_n(size_t n);  // in push order
+};
+
+class Translator;
+using OpcodeHandler = void (*)(Translator&, Frame&, const Instruction&);
+
+class Translator {
+ public:
+  explicit Translator(Capture& out);
+
+  // Translates the entry call: `fn` is the Python function (for a module, type(m).forward),
+  // `args` its positional arguments as variables (self first for a module).
+  VarRef translate_entry(PyObject* fn, std::vector<VarRef> args);
+
+  ir::Graph& graph() { return out_.graph; }
+  Capture& capture() { return out_; }
+  SourceLoc loc() const;  // the user's current file:line (innermost frame)
+
+  [[noreturn]] void graph_break(std::string category, std::string reason, std::string hint = {});
+
+  // Calls a variable: torch ops add nodes, user functions and modules are inlined, builtins are
+  // evaluated symbolically, and constant callables on constant arguments run for real.
+  VarRef call(const VarRef& fn, std::vector<VarRef> args,
+              std::vector<std::pair<std::string, VarRef>> kwargs);
+  // `closure`: cells of a function made by MAKE_FUNCTION in traced code (else fn.__closure__).
+  VarRef inline_function(PyObject* fn, std::vector<VarRef> args,
+                         std::vector<std::pair<std::string, VarRef>> kwargs,
+                         const std::vector<VarRef>* closure = nullptr);
+
+  // A Python object from outside the traced code as a variable (tensors become weights).
+  VarRef wrap(PyObject* obj, const Source& source);
+  VarRef constant(PyObject* obj, const Source& source = {});  // borrows obj
+  VarRef attribute(const VarRef& obj, const std::string& name);
+  VarRef subscript(const VarRef& obj, const VarRef& index);
+  VarRef binary_op(const std::string& op, const VarRef& a, const VarRef& b);
+  // Python truth of a variable (branches); graph break on tensors.
+  bool truth(const VarRef& v);
+  // The Python object of a compile-time value (ConstVar, SymIntVar, sequences of them); null
+  // when the variable holds a tensor.
+  PyRef to_python(const VarRef& v);
+  VarRef iterate(const VarRef& v);
+
+  // Shape specialisation: marks the guard of an input dim as created here (user file:line).
+  void note_specialisation(const SymIntVar& v);
+  void add_assumption(const std::string& text);
+
+  // A tensor input of the entry.
+  VarRef add_input(const CaptureInput& input, int index, const Source& source);
+
+ private:
+  VarRef run(Frame& frame);
+  const Bytecode& bytecode_of(PyObject* code);
+  VarRef weight_for(PyObject* tensor, const Source& source);
+
+  Capture& out_;
+  std::vector<Frame*> frames_;
+  std::map<PyObject*, std::unique_ptr<Bytecode>> bytecode_cache_;
+  std::map<PyObject*, ir::ValueId> weights_by_tensor_;  // tied parameters are stored once
+  std::vector<PyRef> keep_alive_;
+  int inline_depth_ = 0;
+};
+
+// Builtins evaluated symbolically (builtins.cpp).
+VarRef call_builtin(Translator&, const VarRef& fn, std::vector<VarRef> args,
+                    std::vector<std::pair<std::string, VarRef>> kwargs);
+bool is_symbolic_builtin(PyObject* obj);
+
+// The opcode table (opcode_table.cpp): handler for a CPython 3.11 opcode, or null.
+OpcodeHandler opcode_handler(int opcode);
+std::string opcode_name(int opcode);
+int inline_cache_entries(int opcode);
+int opcode_number(const char* name);  // -1 when unknown
+
+}  // namespace aotrace::embed

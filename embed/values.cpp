@@ -1,0 +1,395 @@
+// Value semantics of the Translator: wrapping outside objects, attributes, subscripts,
+// operators, truth and iteration. Tensors go through the op table (torch_ops.cpp).
+#include <algorithm>
+
+#include "embed/torch_ops.h"
+#include "embed/translator.h"
+
+namespace aotrace::embed {
+
+std::string ConstVar::describe() const {
+  std::string r = py_repr(obj.get());
+  if (r.size() > 60) r = r.substr(0, 57) + "...";
+  return type_name(obj.get()) + " " + r;
+}
+
+std::string SequenceVar::describe() const {
+  const char* k = kind == Kind::List ? "list" : kind == Kind::Size ? "torch.Size" : "tuple";
+  return std::string(k) + " of " + std::to_string(items.size());
+}
+
+std::string ModuleVar::describe() const { return "module " + type_name(module.get()); }
+
+std::string FunctionVar::describe() const {
+  return "function " + py_str(getattr(fn.get(), "__qualname__").get());
+}
+
+namespace {
+
+bool is_instance_of(PyObject* obj, const char* module, const char* cls) {
+  PyRef m = import(module);
+  PyRef c = getattr(m.get(), cls);
+  int r = PyObject_IsInstance(obj, c.get());
+  if (r < 0) PyErr_Clear();
+  return r == 1;
+}
+
+// A weight's name in state_dict style: "L['self'].blocks[0].fc.weight" -> "blocks.0.fc.weight",
+// "G['table']" -> "table". Sources without a name give "const<N>".
+std::string weight_name(const Source& source, size_t index) {
+  std::string s = source.str();
+  if (s.rfind("L['self']", 0) == 0) s = s.substr(9);
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '[') {
+      if (!out.empty()) out += '.';
+    } else if (c == ']' || c == '\'' || (c == '.' && out.empty())) {
+      continue;
+    } else if (isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.') {
+      out += c;
+    }
+  }
+  if (out.rfind("L.", 0) == 0 || out.rfind("G.", 0) == 0) out = out.substr(2);
+  return out.empty() ? "const" + std::to_string(index) : out;
+}
+
+}  // namespace
+
+VarRef Translator::constant(PyObject* obj, const Source& source) {
+  return std::make_shared<ConstVar>(PyRef::borrow(obj), source);
+}
+
+VarRef Translator::weight_for(PyObject* tensor, const Source& source) {
+  if (auto it = weights_by_tensor_.find(tensor); it != weights_by_tensor_.end())
+    return std::make_shared<TensorVar>(it->second, source);  // tied: stored once
+  PyRef dtype_str = check(PyObject_Str(getattr(tensor, "dtype").get()), "str(dtype)");
+  auto dtype = ir::parse_dtype(py_str(dtype_str.get()));
+  if (!dtype)
+    graph_break("unsupported dtype", "tensor " + source.str() + " has dtype " +
+                                         py_str(dtype_str.get()) + ", which aotrace does not support");
+  PyRef arr = check(PyObject_CallMethod(tensor, "detach", nullptr), "detach");
+  arr = check(PyObject_CallMethod(arr.get(), "cpu", nullptr), "cpu");
+  arr = check(PyObject_CallMethod(arr.get(), "contiguous", nullptr), "contiguous");
+  PyRef shape = check(PySequence_Tuple(getattr(arr.get(), "shape").get()), "shape");
+  ir::TensorType type;
+  type.dtype = *dtype;
+  for (Py_ssize_t i = 0; i < PyTuple_Size(shape.get()); ++i)
+    type.shape.push_back(ir::SymExpr(PyLong_AsLongLong(PyTuple_GetItem(shape.get(), i))));
+  // Bytes through a uint8 view, so every dtype (bf16 too) copies the same way.
+  PyRef torch = import("torch");
+  PyRef flat = check(PyObject_CallMethod(arr.get(), "reshape", "(i)", -1), "reshape");
+  PyRef u8 = check(PyObject_CallMethod(flat.get(), "view", "(O)", getattr(torch.get(), "uint8").get()),
+                   "view(uint8)");
+  PyRef np = check(PyObject_CallMethod(u8.get(), "numpy", nullptr), "numpy");
+  PyRef raw = check(PyObject_CallMethod(np.get(), "tobytes", nullptr), "tobytes");
+  auto data = std::make_shared<ir::Bytes>(
+      reinterpret_cast<const uint8_t*>(PyBytes_AsString(raw.get())),
+      reinterpret_cast<const uint8_t*>(PyBytes_AsString(raw.get())) + PyBytes_Size(raw.get()));
+  ir::ValueId v = out_.graph.add_weight(weight_name(source, out_.graph.weights.size()), type,
+                                        source.str(), std::move(data));
+  weights_by_tensor_[tensor] = v;
+  keep_alive_.push_back(PyRef::borrow(tensor));
+  return std::make_shared<TensorVar>(v, source);
+}
+
+VarRef Translator::wrap(PyObject* obj, const Source& source) {
+  if (is_instance_of(obj, "torch", "Tensor")) return weight_for(obj, source);
+  if (is_instance_of(obj, "torch.nn", "Module"))
+    return std::make_shared<ModuleVar>(PyRef::borrow(obj), source);
+  if (const TorchOp* op = torch_function(obj))
+    return std::make_shared<TorchFnVar>(op, nullptr, op->name);
+  if (PyFunction_Check(obj)) return std::make_shared<FunctionVar>(PyRef::borrow(obj), nullptr, source);
+  if (PyMethod_Check(obj)) {
+    PyObject* func = PyMethod_GET_FUNCTION(obj);
+    PyObject* self = PyMethod_GET_SELF(obj);
+    if (const TorchOp* op = torch_function(func))
+      return std::make_shared<TorchFnVar>(op, wrap(self, Source()), op->name);
+    if (PyFunction_Check(func))
+      return std::make_shared<FunctionVar>(PyRef::borrow(func), wrap(self, Source()), source);
+  }
+  if (is_symbolic_builtin(obj))
+    return std::make_shared<BuiltinVar>(PyRef::borrow(obj), py_str(getattr(obj, "__name__").get()),
+                                        source);
+  if (PyTuple_Check(obj) || PyList_Check(obj)) {
+    // Containers are wrapped item by item, so tensors and modules inside them are tracked.
+    std::vector<VarRef> items;
+    PyRef seq = check(PySequence_Fast(obj, "sequence"), "sequence");
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq.get()); ++i)
+      items.push_back(wrap(PySequence_Fast_GET_ITEM(seq.get(), i), source.item(i)));
+    return std::make_shared<SequenceVar>(
+        PyList_Check(obj) ? SequenceVar::Kind::List : SequenceVar::Kind::Tuple, std::move(items),
+        source);
+  }
+  return constant(obj, source);
+}
+
+void Translator::add_assumption(const std::string& text) {
+  for (const auto& a : out_.assumptions)
+    if (a.text == text) return;
+  out_.assumptions.push_back(ir::Assumption{text, loc()});
+}
+
+void Translator::note_specialisation(const SymIntVar& v) {
+  if (v.input < 0) return;
+  for (auto& g : out_.guards)
+    if (g.kind == ir::Guard::Kind::DimEq && g.input == v.input && g.dim == v.dim) {
+      g.origin = loc();
+      return;
+    }
+}
+
+VarRef Translator::add_input(const CaptureInput& input, int index, const Source& source) {
+  ir::TensorType type;
+  type.dtype = input.dtype;
+  for (int64_t d : input.shape) type.shape.push_back(ir::SymExpr(d));
+  ir::ValueId v = out_.graph.add_input(input.name, type, source.str());
+  auto guard = [&](ir::Guard::Kind kind, int dim, int64_t value) {
+    ir::Guard g;
+    g.kind = kind;
+    g.input = index;
+    g.dim = dim;
+    g.value = value;
+    g.dtype = input.dtype;
+    g.source = source.str();
+    g.origin = input.origin;
+    out_.guards.push_back(g);
+  };
+  guard(ir::Guard::Kind::Rank, 0, static_cast<int64_t>(input.shape.size()));
+  guard(ir::Guard::Kind::DType, 0, 0);
+  for (size_t d = 0; d < input.shape.size(); ++d)
+    guard(ir::Guard::Kind::DimEq, static_cast<int>(d), input.shape[d]);
+  return std::make_shared<TensorVar>(v, source);
+}
+
+PyRef Translator::to_python(const VarRef& v) {
+  if (auto* c = as<ConstVar>(v)) return c->obj;
+  if (auto* s = as<SymIntVar>(v)) {
+    auto value = s->expr.as_constant();
+    if (!value)
+      graph_break("dynamic shape", "shape value " + s->expr.str() + " used as a Python int",
+                  "declare this dim static in the profile YAML");
+    note_specialisation(*s);
+    return PyRef::steal(PyLong_FromLongLong(*value));
+  }
+  if (auto* seq = as<SequenceVar>(v)) {
+    PyRef out = PyRef::steal(PyList_New(static_cast<Py_ssize_t>(seq->items.size())));
+    for (size_t i = 0; i < seq->items.size(); ++i) {
+      PyRef item = to_python(seq->items[i]);
+      if (!item) return {};
+      PyList_SetItem(out.get(), static_cast<Py_ssize_t>(i), item.release());
+    }
+    if (seq->kind == SequenceVar::Kind::List) return out;
+    PyRef tuple = PyRef::steal(PyList_AsTuple(out.get()));
+    if (seq->kind == SequenceVar::Kind::Size)
+      return check(PyObject_CallOneArg(getattr(import("torch").get(), "Size").get(), tuple.get()),
+                   "torch.Size");
+    return tuple;
+  }
+  if (auto* sl = as<SliceVar>(v)) {
+    PyRef a = to_python(sl->start), b = to_python(sl->stop), c = to_python(sl->step);
+    if (!a || !b || !c) return {};
+    return PyRef::steal(PySlice_New(a.get(), b.get(), c.get()));
+  }
+  if (auto* m = as<ModuleVar>(v)) return m->module;
+  if (auto* f = as<FunctionVar>(v); f && !f->self) return f->fn;
+  if (auto* b = as<BuiltinVar>(v)) return b->fn;
+  return {};
+}
+
+bool Translator::truth(const VarRef& v) {
+  if (as<TensorVar>(v))
+    graph_break("data-dependent control flow",
+                "a branch depends on the value of a tensor, which is unknown at compile time",
+                "use torch.where(cond, a, b) to select values, or decide the branch outside the "
+                "traced function");
+  if (auto* seq = as<SequenceVar>(v)) return !seq->items.empty();
+  PyRef o = to_python(v);
+  if (!o) return true;  // modules, functions, …
+  int r = PyObject_IsTrue(o.get());
+  if (r < 0)
+    graph_break("python exception", "truth value raised " + fetch_python_error(), "");
+  return r == 1;
+}
+
+VarRef Translator::attribute(const VarRef& obj, const std::string& name) {
+  if (as<TensorVar>(obj)) {
+    if (VarRef r = tensor_attribute(*this, obj, name)) return r;
+    if (const TorchOp* op = tensor_method(name))
+      return std::make_shared<TorchFnVar>(op, obj, "Tensor." + name);
+    graph_break("torch callable with no op mapping",
+                "Tensor attribute '" + name + "' is not supported",
+                "use an attribute or method aotrace supports (shape, dtype, view, sum, …)");
+  }
+  if (auto* m = as<ModuleVar>(obj)) {
+    PyObject* mod = m->module.get();
+    for (const char* dict : {"_parameters", "_buffers", "_modules"}) {
+      PyRef d = getattr(mod, dict);
+      if (PyObject* item = PyDict_GetItemString(d.get(), name.c_str())) {
+        if (item == Py_None) return constant(Py_None, obj->source.attr(name));
+        return wrap(item, obj->source.attr(name));
+      }
+    }
+    PyObject* r = PyObject_GetAttrString(mod, name.c_str());
+    if (!r)
+      graph_break("python exception",
+                  "reading " + obj->source.str() + "." + name + " raised " + fetch_python_error(),
+                  "");
+    PyRef value = PyRef::steal(r);
+    if (name == "training")
+      add_assumption(obj->source.attr(name).str() + " == " + py_str(value.get()));
+    return wrap(value.get(), obj->source.attr(name));
+  }
+  PyRef o = to_python(obj);
+  if (!o)
+    graph_break("unsupported Python", "attribute '" + name + "' of " + obj->describe(),
+                "read attributes of modules, tensors and plain Python objects only");
+  PyObject* r = PyObject_GetAttrString(o.get(), name.c_str());
+  if (!r)
+    graph_break("python exception",
+                "reading attribute '" + name + "' of " + obj->describe() + " raised " +
+                    fetch_python_error(),
+                "");
+  PyRef value = PyRef::steal(r);
+  return wrap(value.get(), obj->source.attr(name));
+}
+
+namespace {
+int64_t normalise_index(Translator& t, int64_t i, size_t size) {
+  int64_t n = static_cast<int64_t>(size);
+  if (i < 0) i += n;
+  if (i < 0 || i >= n)
+    t.graph_break("python exception", "index " + std::to_string(i) + " out of range for a sequence of " +
+                                          std::to_string(n),
+                  "");
+  return i;
+}
+}  // namespace
+
+VarRef Translator::subscript(const VarRef& obj, const VarRef& index) {
+  if (as<TensorVar>(obj)) {
+    if (const TorchOp* op = tensor_method("__getitem__"))
+      return op->build(*this, CallArgs{{obj, index}, {}});
+    graph_break("torch callable with no op mapping", "tensor indexing is not supported yet",
+                "use reshape/permute, or index outside the traced function");
+  }
+  if (auto* seq = as<SequenceVar>(obj)) {
+    PyRef idx = to_python(index);
+    if (idx && PyLong_Check(idx.get()))
+      return seq->items[static_cast<size_t>(
+          normalise_index(*this, PyLong_AsLongLong(idx.get()), seq->items.size()))];
+    if (idx && PySlice_Check(idx.get())) {
+      Py_ssize_t start, stop, step;
+      PySlice_Unpack(idx.get(), &start, &stop, &step);
+      Py_ssize_t n = PySlice_AdjustIndices(static_cast<Py_ssize_t>(seq->items.size()), &start, &stop, step);
+      std::vector<VarRef> items;
+      for (Py_ssize_t i = 0; i < n; ++i) items.push_back(seq->items[static_cast<size_t>(start + i * step)]);
+      return std::make_shared<SequenceVar>(seq->kind, std::move(items));
+    }
+    graph_break("unsupported Python", "indexing a sequence with " + index->describe(), "");
+  }
+  if (auto* m = as<ModuleVar>(obj)) {
+    PyRef idx = to_python(index);
+    if (!idx) graph_break("unsupported Python", "indexing a module with " + index->describe(), "");
+    PyObject* r = PyObject_GetItem(m->module.get(), idx.get());
+    if (!r) graph_break("python exception", "indexing " + obj->describe() + " raised " + fetch_python_error(), "");
+    PyRef item = PyRef::steal(r);
+    Source s = PyLong_Check(idx.get()) ? obj->source.item(PyLong_AsLongLong(idx.get()))
+                                       : obj->source.item(py_str(idx.get()));
+    return wrap(item.get(), s);
+  }
+  PyRef o = to_python(obj), idx = to_python(index);
+  if (!o || !idx)
+    graph_break("unsupported Python", "indexing " + obj->describe() + " with " + index->describe(), "");
+  PyObject* r = PyObject_GetItem(o.get(), idx.get());
+  if (!r)
+    graph_break("python exception", "indexing " + obj->describe() + " raised " + fetch_python_error(), "");
+  PyRef item = PyRef::steal(r);
+  Source s = PyLong_Check(idx.get()) ? obj->source.item(PyLong_AsLongLong(idx.get()))
+             : PyUnicode_Check(idx.get()) ? obj->source.item(py_str(idx.get()))
+                                          : Source();
+  return wrap(item.get(), s);
+}
+
+VarRef Translator::binary_op(const std::string& op, const VarRef& a, const VarRef& b) {
+  if (as<TensorVar>(a) || as<TensorVar>(b)) return tensor_operator(*this, op, a, b);
+  auto* sa = as<SymIntVar>(a);
+  auto* sb = as<SymIntVar>(b);
+  if ((sa || sb) && (op == "+" || op == "-" || op == "*" || op == "//" || op == "%")) {
+    PyRef pa = sa ? PyRef() : to_python(a), pb = sb ? PyRef() : to_python(b);
+    auto expr = [&](SymIntVar* s, const PyRef& p) -> std::optional<ir::SymExpr> {
+      if (s) return s->expr;
+      if (p && PyLong_Check(p.get()) && !PyBool_Check(p.get())) return ir::SymExpr(PyLong_AsLongLong(p.get()));
+      return std::nullopt;
+    };
+    auto ea = expr(sa, pa), eb = expr(sb, pb);
+    if (ea && eb) {
+      ir::SymExpr r = op == "+" ? *ea + *eb : op == "-" ? *ea - *eb : op == "*" ? *ea * *eb
+                    : op == "//" ? floordiv(*ea, *eb) : mod(*ea, *eb);
+      return std::make_shared<SymIntVar>(r);
+    }
+  }
+  PyRef pa = to_python(a), pb = to_python(b);
+  if (!pa || !pb)
+    graph_break("unsupported Python", "operator " + op + " on " + a->describe() + " and " + b->describe(), "");
+  PyObject* r = nullptr;
+  PyObject *x = pa.get(), *y = pb.get();
+  if (op == "+") r = PyNumber_Add(x, y);
+  else if (op == "-") r = PyNumber_Subtract(x, y);
+  else if (op == "*") r = PyNumber_Multiply(x, y);
+  else if (op == "/") r = PyNumber_TrueDivide(x, y);
+  else if (op == "//") r = PyNumber_FloorDivide(x, y);
+  else if (op == "%") r = PyNumber_Remainder(x, y);
+  else if (op == "**") r = PyNumber_Power(x, y, Py_None);
+  else if (op == "@") r = PyNumber_MatrixMultiply(x, y);
+  else if (op == "&") r = PyNumber_And(x, y);
+  else if (op == "|") r = PyNumber_Or(x, y);
+  else if (op == "^") r = PyNumber_Xor(x, y);
+  else if (op == "<<") r = PyNumber_Lshift(x, y);
+  else if (op == ">>") r = PyNumber_Rshift(x, y);
+  else if (op == "<") r = PyObject_RichCompare(x, y, Py_LT);
+  else if (op == "<=") r = PyObject_RichCompare(x, y, Py_LE);
+  else if (op == ">") r = PyObject_RichCompare(x, y, Py_GT);
+  else if (op == ">=") r = PyObject_RichCompare(x, y, Py_GE);
+  else if (op == "==") r = PyObject_RichCompare(x, y, Py_EQ);
+  else if (op == "!=") r = PyObject_RichCompare(x, y, Py_NE);
+  else internal_error("binary_op: unknown operator " + op);
+  if (!r)
+    graph_break("python exception", "operator " + op + " raised " + fetch_python_error(), "");
+  PyRef result = PyRef::steal(r);
+  return constant(result.get());
+}
+
+VarRef Translator::iterate(const VarRef& v) {
+  if (auto* seq = as<SequenceVar>(v)) return std::make_shared<IteratorVar>(seq->items);
+  if (auto* m = as<ModuleVar>(v)) {
+    // Sequential / ModuleList iterate their children; ModuleDict its keys.
+    PyRef modules = getattr(m->module.get(), "_modules");
+    std::vector<VarRef> items;
+    bool is_dict = is_instance_of(m->module.get(), "torch.nn", "ModuleDict");
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    int64_t i = 0;
+    while (PyDict_Next(modules.get(), &pos, &key, &value)) {
+      if (is_dict) items.push_back(constant(key));
+      else items.push_back(wrap(value, v->source.item(i)));
+      ++i;
+    }
+    return std::make_shared<IteratorVar>(std::move(items));
+  }
+  if (as<TensorVar>(v))
+    graph_break("unsupported Python", "iterating over a tensor",
+                "use torch.unbind or index explicitly");
+  PyRef o = to_python(v);
+  if (!o) graph_break("unsupported Python", "iterating over " + v->describe(), "");
+  PyObject* list = PySequence_List(o.get());
+  if (!list)
+    graph_break("python exception", "iterating over " + v->describe() + " raised " + fetch_python_error(), "");
+  PyRef l = PyRef::steal(list);
+  std::vector<VarRef> items;
+  for (Py_ssize_t i = 0; i < PyList_Size(l.get()); ++i)
+    items.push_back(wrap(PyList_GetItem(l.get(), i), Source()));
+  return std::make_shared<IteratorVar>(std::move(items));
+}
+
+}  // namespace aotrace::embed

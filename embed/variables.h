@@ -1,0 +1,143 @@
+// Private to embed/: the Translator's values (DESIGN §2). Each variable that came from outside
+// the traced frame carries a Source, printed in Dynamo's notation (L['x'], L['self'].fc1.weight).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "embed/py.h"
+#include "ir/ir.h"
+
+namespace aotrace::embed {
+
+class Source {
+ public:
+  Source() = default;
+  static Source local(const std::string& name) { return Source("L['" + name + "']"); }
+  static Source global(const std::string& name) { return Source("G['" + name + "']"); }
+  Source attr(const std::string& name) const { return derive("." + name); }
+  Source item(int64_t index) const { return derive("[" + std::to_string(index) + "]"); }
+  Source item(const std::string& key) const { return derive("['" + key + "']"); }
+  Source size(int dim) const { return derive(".size()[" + std::to_string(dim) + "]"); }
+  Source call(const std::string& method) const { return derive("." + method + "()"); }
+  bool empty() const { return text_.empty(); }
+  const std::string& str() const { return text_; }
+
+ private:
+  explicit Source(std::string t) : text_(std::move(t)) {}
+  Source derive(const std::string& suffix) const { return empty() ? Source() : Source(text_ + suffix); }
+  std::string text_;
+};
+
+struct Var;
+using VarRef = std::shared_ptr<Var>;
+struct TorchOp;
+
+struct Var {
+  explicit Var(Source s = {}) : source(std::move(s)) {}
+  virtual ~Var() = default;
+  virtual std::string describe() const = 0;  // for messages: "tensor f32[8, 784]", "int 3"
+  Source source;
+};
+
+// The NULL that LOAD_GLOBAL / LOAD_METHOD / PUSH_NULL put below a callable.
+struct NullVar : Var {
+  std::string describe() const override { return "NULL"; }
+};
+
+// Any Python object evaluated for real at compile time.
+struct ConstVar : Var {
+  ConstVar(PyRef o, Source s) : Var(std::move(s)), obj(std::move(o)) {}
+  std::string describe() const override;
+  PyRef obj;
+};
+
+struct TensorVar : Var {
+  TensorVar(ir::ValueId v, Source s = {}) : Var(std::move(s)), value(v) {}
+  std::string describe() const override { return "tensor"; }
+  ir::ValueId value;
+};
+
+// A shape value: x.shape[i] and arithmetic on it. `input`/`dim` say which input dim it is,
+// so that a specialisation on it can be attributed to the user's line.
+struct SymIntVar : Var {
+  SymIntVar(ir::SymExpr e, Source s = {}, int input = -1, int dim = -1)
+      : Var(std::move(s)), expr(std::move(e)), input(input), dim(dim) {}
+  std::string describe() const override { return "shape value " + expr.str(); }
+  ir::SymExpr expr;
+  int input, dim;
+};
+
+// tuple, list and torch.Size.
+struct SequenceVar : Var {
+  enum class Kind : uint8_t { Tuple, List, Size };
+  SequenceVar(Kind k, std::vector<VarRef> i, Source s = {})
+      : Var(std::move(s)), kind(k), items(std::move(i)) {}
+  std::string describe() const override;
+  Kind kind;
+  std::vector<VarRef> items;
+};
+
+struct IteratorVar : Var {
+  explicit IteratorVar(std::vector<VarRef> i) : items(std::move(i)) {}
+  std::string describe() const override { return "iterator"; }
+  std::vector<VarRef> items;
+  size_t next = 0;
+};
+
+struct SliceVar : Var {
+  SliceVar(VarRef a, VarRef b, VarRef c)
+      : start(std::move(a)), stop(std::move(b)), step(std::move(c)) {}
+  std::string describe() const override { return "slice"; }
+  VarRef start, stop, step;  // ConstVar None when absent
+};
+
+// An nn.Module: calling it inlines its forward; parameters and buffers become weights.
+struct ModuleVar : Var {
+  ModuleVar(PyRef m, Source s) : Var(std::move(s)), module(std::move(m)) {}
+  std::string describe() const override;
+  PyRef module;
+};
+
+// A user Python function (inlined), optionally bound to `self`.
+struct FunctionVar : Var {
+  FunctionVar(PyRef f, VarRef self_, Source s) : Var(std::move(s)), fn(std::move(f)), self(std::move(self_)) {}
+  std::string describe() const override;
+  PyRef fn;
+  VarRef self;                  // null for plain functions
+  std::vector<VarRef> closure;  // CellVars, for functions made in traced code (MAKE_FUNCTION)
+  bool traced_closure = false;
+};
+
+// A torch callable known to the op table; `self` set for tensor methods (x.view).
+struct TorchFnVar : Var {
+  TorchFnVar(const TorchOp* o, VarRef self_, std::string n)
+      : op(o), self(std::move(self_)), name(std::move(n)) {}
+  std::string describe() const override { return "torch callable " + name; }
+  const TorchOp* op;
+  VarRef self;
+  std::string name;
+};
+
+// A Python builtin evaluated symbolically (len, range, isinstance, getattr, …).
+struct BuiltinVar : Var {
+  BuiltinVar(PyRef f, std::string n, Source s) : Var(std::move(s)), fn(std::move(f)), name(std::move(n)) {}
+  std::string describe() const override { return "builtin " + name; }
+  PyRef fn;
+  std::string name;
+};
+
+// A closure cell (MAKE_CELL / LOAD_DEREF / STORE_DEREF).
+struct CellVar : Var {
+  explicit CellVar(VarRef c) : contents(std::move(c)) {}
+  std::string describe() const override { return "cell"; }
+  VarRef contents;  // null: empty cell
+};
+
+template <class T>
+T* as(const VarRef& v) {
+  return dynamic_cast<T*>(v.get());
+}
+
+}  // namespace aotrace::embed

@@ -1,0 +1,18 @@
+// codegen_cpu: the scheduled kernels of one variant as one LLVM module → one ELF object.
+// Test: lowering_tests EndToEnd.* (run the kernels), Determinism.SameObjectTwice.
+#include <llvm/IR/LLVMContext.h>
+
+#include "lowering/cpu/llvm_backend.h"
+
+namespace aotrace::lowering {
+
+ir::Bytes codegen_cpu(const Schedule& s, const Options& options) {
+  llvm::LLVMContext context;
+  llvm::Module module("aotrace_kernels", context);
+  module.setSourceFileName("aotrace_kernels");
+  for (const ScheduledKernel& k : s.kernels) cpu::emit_kernel(module, s.fused.graph, k);
+  std::unique_ptr<llvm::TargetMachine> tm = cpu::make_target_machine(options);
+  return cpu::optimise_and_emit(module, *tm, options.opt_level);
+}
+
+}  // namespace aotrace::lowering

@@ -1,0 +1,44 @@
+// Private to lowering/cpu/: pieces of the LLVM backend (the only files that see LLVM headers).
+//   scalar_ops.cpp   dtypes → LLVM types, conversions, one emission per elementwise primitive
+//   kernel_emitter.cpp  one LLVM function per scheduled kernel (loops, loads through views)
+//   target.cpp       target machine, the O2 pipeline, object emission
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include "lowering/passes.h"
+
+namespace aotrace::lowering::cpu {
+
+// How a dtype is computed with (bool: i1) and stored (bool: one byte).
+llvm::Type* compute_type(llvm::LLVMContext& ctx, ir::DType t);
+llvm::Type* storage_type(llvm::LLVMContext& ctx, ir::DType t);
+llvm::Value* constant(llvm::IRBuilder<>& b, double value, ir::DType t);
+// torch's conversion rules (float → int truncates, x → bool is x != 0).
+llvm::Value* convert(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType from, ir::DType to);
+
+// Elementwise primitives on values already converted to the computation dtype `t`.
+llvm::Value* emit_unary(llvm::IRBuilder<>& b, ir::OpKind op, llvm::Value* x, ir::DType t);
+llvm::Value* emit_binary(llvm::IRBuilder<>& b, ir::OpKind op, llvm::Value* x, llvm::Value* y,
+                         ir::DType t);
+llvm::Value* emit_compare(llvm::IRBuilder<>& b, ir::OpKind op, llvm::Value* x, llvm::Value* y,
+                          ir::DType t);
+// NaN-propagating max/min as torch computes them (also used by reduce_max).
+llvm::Value* emit_max(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, ir::DType t);
+llvm::Value* emit_min(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, ir::DType t);
+// The identity of reduce_max: -inf, or the smallest integer.
+llvm::Value* lowest_value(llvm::IRBuilder<>& b, ir::DType t);
+
+// Emits `kernel` as an exported function of `module`.
+void emit_kernel(llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel);
+
+std::unique_ptr<llvm::TargetMachine> make_target_machine(const Options& options);
+// Verifies, optimises (PassBuilder O<opt_level>) and emits `module` as an ELF object.
+ir::Bytes optimise_and_emit(llvm::Module& module, llvm::TargetMachine& tm, int opt_level);
+
+}  // namespace aotrace::lowering::cpu

@@ -1,0 +1,170 @@
+// Scalar code of the elementwise primitives, with torch semantics: one case per op of
+// ir/ops.def (STYLE 6). Transcendentals use LLVM intrinsics (they lower to libm calls);
+// tanh has no intrinsic in LLVM 16 and calls libm's tanhf/tanh directly.
+// Test: lowering_tests EndToEnd.Unary*, EndToEnd.Binary*, EndToEnd.Compare*, EndToEnd.Cast*.
+#include <cmath>
+#include <limits>
+
+#include <llvm/IR/Intrinsics.h>
+
+#include "lowering/cpu/llvm_backend.h"
+
+namespace aotrace::lowering::cpu {
+using ir::DType;
+using ir::OpKind;
+
+static bool is_unsigned(DType t) { return t == DType::u8 || t == DType::b8; }
+
+llvm::Type* compute_type(llvm::LLVMContext& ctx, DType t) {
+  switch (t) {
+    case DType::f32: return llvm::Type::getFloatTy(ctx);
+    case DType::f64: return llvm::Type::getDoubleTy(ctx);
+    case DType::i64: return llvm::Type::getInt64Ty(ctx);
+    case DType::i32: return llvm::Type::getInt32Ty(ctx);
+    case DType::i8:
+    case DType::u8: return llvm::Type::getInt8Ty(ctx);
+    case DType::b8: return llvm::Type::getInt1Ty(ctx);
+    default: internal_error("dtype " + std::string(ir::dtype_name(t)) + " reached CPU codegen");
+  }
+}
+
+llvm::Type* storage_type(llvm::LLVMContext& ctx, DType t) {
+  return t == DType::b8 ? llvm::Type::getInt8Ty(ctx) : compute_type(ctx, t);
+}
+
+llvm::Value* constant(llvm::IRBuilder<>& b, double value, DType t) {
+  llvm::Type* type = compute_type(b.getContext(), t);
+  if (ir::is_floating(t)) return llvm::ConstantFP::get(type, value);
+  if (t == DType::b8) return b.getInt1(value != 0);
+  return llvm::ConstantInt::get(type, static_cast<uint64_t>(static_cast<int64_t>(value)), true);
+}
+
+llvm::Value* convert(llvm::IRBuilder<>& b, llvm::Value* v, DType from, DType to) {
+  if (from == to) return v;
+  llvm::Type* dst = compute_type(b.getContext(), to);
+  if (to == DType::b8) {
+    if (ir::is_floating(from)) return b.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
+    return b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+  }
+  if (ir::is_floating(from)) {
+    if (ir::is_floating(to)) return b.CreateFPCast(v, dst);
+    if (dst->getIntegerBitWidth() >= 32) return b.CreateFPToSI(v, dst);
+    return b.CreateTrunc(b.CreateFPToSI(v, b.getInt32Ty()), dst);
+  }
+  if (ir::is_floating(to)) return is_unsigned(from) ? b.CreateUIToFP(v, dst) : b.CreateSIToFP(v, dst);
+  return b.CreateIntCast(v, dst, !is_unsigned(from));
+}
+
+static llvm::Value* intrinsic(llvm::IRBuilder<>& b, llvm::Intrinsic::ID id,
+                              std::vector<llvm::Value*> args) {
+  return b.CreateIntrinsic(id, {args[0]->getType()}, args);
+}
+
+static llvm::Value* libm_call(llvm::IRBuilder<>& b, const char* f32_name, const char* f64_name,
+                              llvm::Value* x, DType t) {
+  llvm::Module* m = b.GetInsertBlock()->getModule();
+  llvm::FunctionCallee f = m->getOrInsertFunction(
+      t == DType::f32 ? f32_name : f64_name,
+      llvm::FunctionType::get(x->getType(), {x->getType()}, false));
+  llvm::CallInst* call = b.CreateCall(f, {x});
+  call->setDoesNotThrow();
+  call->setOnlyReadsMemory();
+  return call;
+}
+
+llvm::Value* emit_unary(llvm::IRBuilder<>& b, OpKind op, llvm::Value* x, DType t) {
+  const bool fp = ir::is_floating(t);
+  llvm::Value* zero = constant(b, 0, t);
+  switch (op) {
+    case OpKind::Neg: return fp ? b.CreateFNeg(x) : b.CreateSub(zero, x);
+    case OpKind::Abs:
+      if (fp) return intrinsic(b, llvm::Intrinsic::fabs, {x});
+      return is_unsigned(t) ? x : intrinsic(b, llvm::Intrinsic::abs, {x, b.getFalse()});
+    case OpKind::Relu:
+      if (fp) return b.CreateSelect(b.CreateFCmpOLT(x, zero), zero, x);  // relu(nan) = nan
+      return is_unsigned(t) ? x : b.CreateSelect(b.CreateICmpSLT(x, zero), zero, x);
+    default: break;
+  }
+  AOT_CHECK(fp, "unary " + std::string(ir::op_name(op)) + " on a non-float dtype");
+  switch (op) {
+    case OpKind::Exp: return intrinsic(b, llvm::Intrinsic::exp, {x});
+    case OpKind::Log: return intrinsic(b, llvm::Intrinsic::log, {x});
+    case OpKind::Sqrt: return intrinsic(b, llvm::Intrinsic::sqrt, {x});
+    case OpKind::Tanh: return libm_call(b, "tanhf", "tanh", x, t);
+    case OpKind::Sigmoid: {  // 1 / (1 + exp(-x))
+      llvm::Value* e = intrinsic(b, llvm::Intrinsic::exp, {b.CreateFNeg(x)});
+      llvm::Value* one = constant(b, 1, t);
+      return b.CreateFDiv(one, b.CreateFAdd(one, e));
+    }
+    default: internal_error("not a unary op: " + std::string(ir::op_name(op)));
+  }
+}
+
+llvm::Value* emit_max(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, DType t) {
+  if (!ir::is_floating(t))
+    return b.CreateSelect(is_unsigned(t) ? b.CreateICmpUGT(x, y) : b.CreateICmpSGT(x, y), x, y);
+  // x if x is NaN or x > y, else y (NaN when y is NaN): torch propagates NaN.
+  return b.CreateSelect(b.CreateOr(b.CreateFCmpUNO(x, x), b.CreateFCmpOGT(x, y)), x, y);
+}
+
+llvm::Value* emit_min(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, DType t) {
+  if (!ir::is_floating(t))
+    return b.CreateSelect(is_unsigned(t) ? b.CreateICmpULT(x, y) : b.CreateICmpSLT(x, y), x, y);
+  return b.CreateSelect(b.CreateOr(b.CreateFCmpUNO(x, x), b.CreateFCmpOLT(x, y)), x, y);
+}
+
+llvm::Value* lowest_value(llvm::IRBuilder<>& b, DType t) {
+  if (ir::is_floating(t)) return constant(b, -std::numeric_limits<double>::infinity(), t);
+  if (t == DType::b8) return b.getFalse();
+  if (t == DType::u8) return constant(b, 0, t);
+  unsigned bits = compute_type(b.getContext(), t)->getIntegerBitWidth();
+  return llvm::ConstantInt::get(b.getContext(), llvm::APInt::getSignedMinValue(bits));
+}
+
+static llvm::Value* emit_integer_pow(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, DType t) {
+  llvm::Value* p = intrinsic(b, llvm::Intrinsic::pow, {convert(b, x, t, DType::f64),
+                                                        convert(b, y, t, DType::f64)});
+  return convert(b, p, DType::f64, t);
+}
+
+llvm::Value* emit_binary(llvm::IRBuilder<>& b, OpKind op, llvm::Value* x, llvm::Value* y, DType t) {
+  const bool fp = ir::is_floating(t);
+  if (t == DType::b8) {  // torch: bool + bool is or, bool * bool is and
+    switch (op) {
+      case OpKind::Add: case OpKind::Maximum: return b.CreateOr(x, y);
+      case OpKind::Mul: case OpKind::Minimum: return b.CreateAnd(x, y);
+      case OpKind::Sub: return b.CreateXor(x, y);
+      default: break;
+    }
+  }
+  switch (op) {
+    case OpKind::Add: return fp ? b.CreateFAdd(x, y) : b.CreateAdd(x, y);
+    case OpKind::Sub: return fp ? b.CreateFSub(x, y) : b.CreateSub(x, y);
+    case OpKind::Mul: return fp ? b.CreateFMul(x, y) : b.CreateMul(x, y);
+    case OpKind::Div:
+      AOT_CHECK(fp, "div must compute in a float dtype (true division)");
+      return b.CreateFDiv(x, y);
+    case OpKind::Maximum: return emit_max(b, x, y, t);
+    case OpKind::Minimum: return emit_min(b, x, y, t);
+    case OpKind::Pow: return fp ? intrinsic(b, llvm::Intrinsic::pow, {x, y}) : emit_integer_pow(b, x, y, t);
+    default: internal_error("not a binary op: " + std::string(ir::op_name(op)));
+  }
+}
+
+llvm::Value* emit_compare(llvm::IRBuilder<>& b, OpKind op, llvm::Value* x, llvm::Value* y, DType t) {
+  using P = llvm::CmpInst::Predicate;
+  const bool fp = ir::is_floating(t), u = is_unsigned(t);
+  P p;
+  switch (op) {
+    case OpKind::Eq: p = fp ? P::FCMP_OEQ : P::ICMP_EQ; break;
+    case OpKind::Ne: p = fp ? P::FCMP_UNE : P::ICMP_NE; break;
+    case OpKind::Lt: p = fp ? P::FCMP_OLT : u ? P::ICMP_ULT : P::ICMP_SLT; break;
+    case OpKind::Le: p = fp ? P::FCMP_OLE : u ? P::ICMP_ULE : P::ICMP_SLE; break;
+    case OpKind::Gt: p = fp ? P::FCMP_OGT : u ? P::ICMP_UGT : P::ICMP_SGT; break;
+    case OpKind::Ge: p = fp ? P::FCMP_OGE : u ? P::ICMP_UGE : P::ICMP_SGE; break;
+    default: internal_error("not a compare op: " + std::string(ir::op_name(op)));
+  }
+  return fp ? b.CreateFCmp(p, x, y) : b.CreateICmp(p, x, y);
+}
+
+}  // namespace aotrace::lowering::cpu

@@ -1,0 +1,94 @@
+// The target side of the CPU backend: triple and CPU from Options (default: the host triple,
+// normalised, with the portable "x86-64-v2" CPU), the LLVM O2 pipeline (so loops vectorise),
+// and ELF object emission into memory. Test: lowering_tests Target.*, Determinism.*.
+#include <mutex>
+
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/Triple.h>
+
+#include "lowering/cpu/llvm_backend.h"
+
+namespace aotrace::lowering {
+
+std::string resolved_triple(const Options& options) {
+  std::string t = options.triple.empty() ? llvm::sys::getDefaultTargetTriple() : options.triple;
+  return llvm::Triple::normalize(t);
+}
+
+namespace cpu {
+
+static void initialise_llvm_targets() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeAllTargetInfos();
+    llvm::InitializeAllTargets();
+    llvm::InitializeAllTargetMCs();
+    llvm::InitializeAllAsmPrinters();
+  });
+}
+
+std::unique_ptr<llvm::TargetMachine> make_target_machine(const Options& options) {
+  initialise_llvm_targets();
+  std::string triple = resolved_triple(options);
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (target == nullptr)
+    user_error("unsupported target triple '" + triple + "': " + error, {},
+               "use x86_64-linux-gnu or aarch64-linux-gnu");
+  llvm::Triple parsed(triple);
+  std::string cpu = options.cpu;
+  if (cpu.empty()) cpu = parsed.getArch() == llvm::Triple::x86_64 ? "x86-64-v2" : "generic";
+  llvm::TargetOptions target_options;
+  auto level = options.opt_level <= 0 ? llvm::CodeGenOpt::None : llvm::CodeGenOpt::Default;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, cpu, options.features, target_options, llvm::Reloc::PIC_, std::nullopt, level));
+  AOT_CHECK(tm != nullptr, "no target machine for " + triple + " / " + cpu);
+  return tm;
+}
+
+static void optimise(llvm::Module& module, llvm::TargetMachine& tm, int opt_level) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = opt_level <= 0   ? llvm::OptimizationLevel::O0
+                                  : opt_level == 1 ? llvm::OptimizationLevel::O1
+                                  : opt_level == 2 ? llvm::OptimizationLevel::O2
+                                                   : llvm::OptimizationLevel::O3;
+  llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0
+                                    ? pb.buildO0DefaultPipeline(level)
+                                    : pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(module, mam);
+}
+
+ir::Bytes optimise_and_emit(llvm::Module& module, llvm::TargetMachine& tm, int opt_level) {
+  module.setTargetTriple(tm.getTargetTriple().str());
+  module.setDataLayout(tm.createDataLayout());
+  std::string problems;
+  llvm::raw_string_ostream problems_stream(problems);
+  if (llvm::verifyModule(module, &problems_stream))
+    internal_error("generated LLVM IR is invalid:\n" + problems);
+  optimise(module, tm, opt_level);
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream out(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, out, nullptr, llvm::CGFT_ObjectFile))
+    internal_error("the target cannot emit object files");
+  pm.run(module);
+  return ir::Bytes(buffer.begin(), buffer.end());
+}
+
+}  // namespace cpu
+}  // namespace aotrace::lowering

@@ -1,0 +1,145 @@
+// fuse: decides which values are materialised (written to a buffer by a kernel) and which are
+// inlined into the kernel that reads them. Walking the graph from the outputs back:
+//   - Full and movement ops (reshape, permute, expand) are always inlined: a constant, or an
+//     index map (a view) applied when the consumer loads — broadcasts and transposes are free;
+//   - an elementwise op is inlined when every use lands in one kernel and none is a matmul
+//     operand (matmul operands are views only, or the op would be recomputed K times);
+//   - a reduction (Reduce, Matmul) is inlined into its consumer's kernel — as that kernel's one
+//     reduction, with the elementwise consumers as its epilogue — when it has one use, reached
+//     through same-shape elementwise ops (evaluated once per output element), and is not itself
+//     inside another reduction's operand; its operand's elementwise ops form its prologue;
+//   - graph outputs and everything else are materialised: each is the root of a kernel.
+// Test: lowering_tests Fusion.* (an elementwise chain is one kernel, softmax's kernels, the
+// linear epilogue), and every end-to-end test through the kernels it produces.
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "lowering/passes.h"
+
+namespace aotrace::lowering {
+namespace {
+
+// Where a value is evaluated: in which kernel, and on what path from that kernel's root.
+struct Context {
+  int kernel = 0;
+  bool identity = true;            // evaluated at the root's own index (same shape, no movement)
+  bool in_reduction = false;       // inside a Reduce's operand
+  bool in_matmul = false;          // inside a Matmul's operand
+  auto operator<=>(const Context&) const = default;
+};
+
+bool is_reduction(ir::OpCategory c) {
+  return c == ir::OpCategory::Reduce || c == ir::OpCategory::Matmul;
+}
+
+struct Fuser {
+  const ir::Graph& g;
+  std::vector<std::vector<std::pair<size_t, int>>> uses;  // value → (node index, operand pos)
+  std::vector<std::set<Context>> contexts;                 // value → where it is evaluated
+  std::vector<bool> is_output;
+  std::vector<ir::ValueId> kernel_reduction;               // kernel → its reduction or -1
+  std::vector<ir::ValueId> kernel_root;
+  std::vector<bool> materialised;
+
+  explicit Fuser(const ir::Graph& graph)
+      : g(graph), uses(graph.num_values()), contexts(graph.num_values()),
+        is_output(graph.num_values(), false), materialised(graph.num_values(), false) {
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      for (size_t p = 0; p < g.nodes[i].operands.size(); ++p)
+        uses[static_cast<size_t>(g.nodes[i].operands[p])].push_back({i, static_cast<int>(p)});
+    for (ir::ValueId v : g.outputs) is_output[static_cast<size_t>(v)] = true;
+    for (const auto& in : g.inputs) materialised[static_cast<size_t>(in.value)] = true;
+    for (const auto& w : g.weights) materialised[static_cast<size_t>(w.value)] = true;
+  }
+
+  // The contexts `v` inherits from its consumers.
+  std::set<Context> derived_contexts(ir::ValueId v) const {
+    std::set<Context> out;
+    for (auto [node_index, pos] : uses[static_cast<size_t>(v)]) {
+      const ir::Node& c = g.nodes[node_index];
+      ir::OpCategory cat = ir::op_info(c.op).category;
+      for (Context ctx : contexts[static_cast<size_t>(c.results[0])]) {
+        if (cat == ir::OpCategory::Movement || is_reduction(cat)) ctx.identity = false;
+        if (g.type(v).shape != g.type(c.results[0]).shape) ctx.identity = false;
+        if (cat == ir::OpCategory::Reduce) ctx.in_reduction = true;
+        if (cat == ir::OpCategory::Matmul) ctx.in_matmul = true;
+        out.insert(ctx);
+      }
+    }
+    return out;
+  }
+
+  bool can_inline(ir::ValueId v, ir::OpCategory cat, const std::set<Context>& ctxs) const {
+    if (is_output[static_cast<size_t>(v)] || ctxs.empty()) return false;
+    if (cat == ir::OpCategory::Source || cat == ir::OpCategory::Movement) return true;
+    bool one_kernel = std::all_of(ctxs.begin(), ctxs.end(), [&](const Context& c) {
+      return c.kernel == ctxs.begin()->kernel && !c.in_matmul;
+    });
+    if (!one_kernel) return false;
+    if (!is_reduction(cat)) return true;
+    const Context& c = *ctxs.begin();
+    return ctxs.size() == 1 && uses[static_cast<size_t>(v)].size() == 1 && c.identity &&
+           !c.in_reduction && kernel_reduction[static_cast<size_t>(c.kernel)] < 0;
+  }
+
+  void visit(const ir::Node& n) {
+    AOT_CHECK(n.results.size() == 1, "fusion expects single-result primitives");
+    ir::ValueId v = n.results[0];
+    ir::OpCategory cat = ir::op_info(n.op).category;
+    std::set<Context> ctxs = derived_contexts(v);
+    if (can_inline(v, cat, ctxs)) {
+      if (is_reduction(cat)) kernel_reduction[static_cast<size_t>(ctxs.begin()->kernel)] = v;
+      contexts[static_cast<size_t>(v)] = std::move(ctxs);
+      return;
+    }
+    if (ctxs.empty() && !is_output[static_cast<size_t>(v)]) return;  // unused (no DCE run)
+    int k = static_cast<int>(kernel_root.size());
+    kernel_root.push_back(v);
+    kernel_reduction.push_back(is_reduction(cat) ? v : -1);
+    materialised[static_cast<size_t>(v)] = true;
+    contexts[static_cast<size_t>(v)] = {Context{k, true, false, false}};
+  }
+
+  // Materialised values a kernel loads, in first-use order (depth-first over operands).
+  void collect_reads(ir::ValueId v, const std::vector<int>& producer, std::vector<bool>& seen,
+                     std::vector<ir::ValueId>& reads) const {
+    if (seen[static_cast<size_t>(v)]) return;
+    seen[static_cast<size_t>(v)] = true;
+    if (materialised[static_cast<size_t>(v)]) {
+      reads.push_back(v);
+      return;
+    }
+    for (ir::ValueId o : g.nodes[static_cast<size_t>(producer[static_cast<size_t>(v)])].operands)
+      collect_reads(o, producer, seen, reads);
+  }
+};
+
+}  // namespace
+
+FusedGraph fuse(ir::Graph g) {
+  Fuser f(g);
+  for (size_t i = g.nodes.size(); i-- > 0;) f.visit(g.nodes[i]);
+
+  std::vector<int> producer(g.num_values(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (ir::ValueId r : g.nodes[i].results) producer[static_cast<size_t>(r)] = static_cast<int>(i);
+
+  FusedGraph out;
+  // Kernels were found from the outputs back: reverse them into execution order.
+  for (size_t k = f.kernel_root.size(); k-- > 0;) {
+    FusedKernel kernel;
+    kernel.root = f.kernel_root[k];
+    kernel.reduction = f.kernel_reduction[k];
+    std::vector<bool> seen(g.num_values(), false);
+    seen[static_cast<size_t>(kernel.root)] = true;
+    for (ir::ValueId o : g.nodes[static_cast<size_t>(producer[static_cast<size_t>(kernel.root)])].operands)
+      f.collect_reads(o, producer, seen, kernel.reads);
+    out.kernels.push_back(std::move(kernel));
+  }
+  out.materialised = std::move(f.materialised);
+  out.graph = std::move(g);
+  return out;
+}
+
+}  // namespace aotrace::lowering

@@ -1,0 +1,81 @@
+// Private to lowering/: the passes of lower_graph (pipeline.cpp) and the data they hand on.
+//
+//   graph passes   decompose, fold_constants, cse, dce         ir::Graph → ir::Graph
+//   fuse           decides which values are materialised        ir::Graph → FusedGraph
+//   schedule       kernels in order, buffers, loop nests        FusedGraph → Schedule
+//   codegen (cpu)  one LLVM function per kernel → ELF object    Schedule → ir::Bytes
+//   plan_memory    arena offsets with liveness-based reuse       Schedule → ir::ExecutionPlan
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "lowering/lowering.h"
+
+namespace aotrace::lowering {
+
+ir::Graph decompose(ir::Graph g);       // decompose.cpp
+ir::Graph fold_constants(ir::Graph g);  // fold_constants.cpp
+ir::Graph cse(ir::Graph g);             // cse.cpp
+ir::Graph dce(ir::Graph g);             // dce.cpp
+
+// The static shape of a value; user_error for symbolic dims (CPU codegen is static for now).
+std::vector<int64_t> static_dims(const ir::Graph& g, ir::ValueId v);
+// user_error unless every value of `g` has a static shape and a dtype codegen supports.
+void check_codegen_supported(const ir::Graph& g);
+
+// A kernel writes one materialised value (its root). Everything it computes that is not
+// materialised is inlined into it: elementwise ops and Full as expressions, movement ops as
+// index maps (views: transposes and broadcasts cost nothing), and at most one reduction
+// (Reduce or Matmul) whose operands are evaluated inside its reduction loop.
+struct FusedKernel {
+  ir::ValueId root = -1;
+  ir::ValueId reduction = -1;          // inlined reduction (may be the root), -1 if none
+  std::vector<ir::ValueId> reads;      // materialised values it loads, in first-use order
+};
+
+struct FusedGraph {
+  ir::Graph graph;
+  std::vector<bool> materialised;      // per value: inputs, weights, kernel roots
+  std::vector<FusedKernel> kernels;    // in topological order
+};
+
+FusedGraph fuse(ir::Graph g);  // fuse.cpp
+
+// A buffer of the plan before memory planning (index = PlanBuffer index).
+struct LogicalBuffer {
+  ir::PlanBuffer::Kind kind = ir::PlanBuffer::Kind::Arena;
+  int64_t index = 0;        // Input/Output position, Weight index
+  ir::ValueId value = -1;   // the value it holds
+  int64_t size_bytes = 0;
+};
+
+struct ScheduledKernel {
+  std::string symbol;
+  ir::ValueId root = -1;                 // the value computed and stored to buffers[0]
+  std::vector<int32_t> buffers;          // [output, reads...] as LogicalBuffer indices
+  std::vector<ir::ValueId> read_values;  // value held by buffers[1..]
+  std::vector<int64_t> loop_extents;     // the output loop nest (row-major; empty: scalar)
+};
+
+struct Schedule {
+  FusedGraph fused;
+  std::vector<LogicalBuffer> buffers;
+  std::vector<ScheduledKernel> kernels;  // in execution order
+};
+
+Schedule schedule(FusedGraph fused, const std::string& symbol_prefix);  // schedule.cpp
+ir::ExecutionPlan plan_memory(const Schedule& s);                       // memory_plan.cpp
+ir::Bytes codegen_cpu(const Schedule& s, const Options& options);       // cpu/codegen.cpp
+
+// Rebuilding a graph in a pass: copies inputs, weights and symbols; `map` sends old values to new.
+struct GraphCopy {
+  ir::Graph graph;
+  std::vector<ir::ValueId> map;
+};
+GraphCopy copy_signature(const ir::Graph& old);
+// Sets the outputs of `copy` from the old graph's outputs through the map.
+ir::Graph finish_copy(GraphCopy copy, const ir::Graph& old);
+
+}  // namespace aotrace::lowering

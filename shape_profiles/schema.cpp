@@ -1,0 +1,72 @@
+// The JSON Schema of the profile YAML (DESIGN §6), for `aotrace profiles schema`: editors use it
+// to complete and check specs. It mirrors what parse_profile_text accepts; the cross-file checks
+// (declared dims, profile values, the script's existence) only the parser can make.
+#include "shape_profiles/shape_profiles.h"
+
+namespace aotrace::shape_profiles {
+
+std::string profile_json_schema() {
+  return R"JSON({
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "title": "aotrace profile",
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["version", "script", "entries"],
+  "properties": {
+    "version": {"const": 1},
+    "name": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$",
+             "description": "bundle name; default: the script's stem"},
+    "script": {"type": "string", "description": "Python file, relative to this YAML file"},
+    "entries": {
+      "type": "object", "minProperties": 1,
+      "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+      "additionalProperties": {
+        "type": "object", "additionalProperties": false, "required": ["call", "inputs"],
+        "properties": {
+          "call": {"type": "string", "minLength": 1,
+                   "description": "expression evaluated in the script's namespace"},
+          "inputs": {
+            "type": "object",
+            "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+            "additionalProperties": {
+              "type": "object", "additionalProperties": false, "required": ["dtype", "shape"],
+              "properties": {
+                "dtype": {"type": "string",
+                          "examples": ["float32", "float16", "bfloat16", "float64", "int64",
+                                       "int32", "int8", "uint8", "bool"]},
+                "shape": {"type": "array", "items": {"anyOf": [
+                  {"type": "integer", "minimum": 1},
+                  {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}]}}
+              }
+            }
+          }
+        }
+      }
+    },
+    "dims": {
+      "type": "object",
+      "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "not": {"const": "name"}},
+      "additionalProperties": {"anyOf": [
+        {"type": "integer", "minimum": 1},
+        {"type": "array", "minItems": 1, "uniqueItems": true,
+         "items": {"type": "integer", "minimum": 1}},
+        {"type": "object", "additionalProperties": false, "required": ["max"],
+         "properties": {"min": {"type": "integer", "minimum": 1},
+                        "max": {"type": "integer", "minimum": 1},
+                        "multiple_of": {"type": "integer", "minimum": 1}}}]}
+    },
+    "profiles": {
+      "type": "array", "minItems": 1,
+      "items": {"type": "object", "properties": {"name": {"type": "string", "minLength": 1}},
+                "additionalProperties": {"type": "integer", "minimum": 1}}
+    },
+    "targets": {"type": "array", "minItems": 1, "uniqueItems": true,
+                "items": {"enum": ["cpu", "cuda"]}},
+    "options": {"type": "object", "additionalProperties": false,
+                "properties": {"max_variants": {"type": "integer", "minimum": 1}}}
+  }
+}
+)JSON";
+}
+
+}  // namespace aotrace::shape_profiles

@@ -1,0 +1,7 @@
+# capture: call=f inputs=x:f32[4,4]
+import torch
+
+
+def f(x):
+    y = torch.relu(x)
+    return torch.cumsum(y, dim=0)

@@ -1,0 +1,175 @@
+// End-to-end: `aotrace compile` each example, run every profile's bundle with the runtime in
+// this process, and compare with torch eager computed here through the embedded interpreter.
+// Guard misses through `aotrace run` exit 1 with a message naming the input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "artifacts/runtime/aotrace_runtime.h"
+#include "artifacts/runtime/npy.h"
+#include "embed/embed.h"
+#include "shape_profiles/shape_profiles.h"
+#include "tests/support/subprocess.h"
+
+namespace fs = std::filesystem;
+using namespace aotrace;
+using test::quote;
+using test::run_command;
+
+namespace {
+
+// The end-to-end tolerance for f32 (issue 2): |got - want| <= atol + rtol * |want|.
+constexpr double kAtol = 1e-5, kRtol = 1e-4;
+
+const fs::path kExamples = fs::path(AOTRACE_SOURCE_DIR) / "examples";
+
+fs::path temp_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("aotrace-e2e-" + std::to_string(getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+// Compiles a spec once per test process.
+fs::path compiled(const fs::path& spec) {
+  static std::map<fs::path, fs::path> done;
+  if (auto it = done.find(spec); it != done.end()) return it->second;
+  fs::path out = temp_dir() / (spec.stem().string() + ".aot");
+  auto r = run_command(quote(AOTRACE_CLI) + " compile " + quote(spec.string()) + " -o " + quote(out.string()));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  done[spec] = out;
+  return out;
+}
+
+ir::HostTensor random_tensor(ir::DType dtype, const std::vector<int64_t>& shape, std::mt19937& rng) {
+  ir::HostTensor t = ir::HostTensor::zeros(dtype, shape);
+  std::normal_distribution<float> dist;
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, dist(rng));
+  return t;
+}
+
+rt::TensorRef ref(ir::HostTensor& t) {
+  rt::TensorRef r;
+  r.dtype = static_cast<rt::DType>(t.dtype);  // both enums follow the schema order
+  r.shape = t.shape;
+  r.data = t.data.data();
+  return r;
+}
+
+void expect_close(const rt::Tensor& got, const ir::HostTensor& want, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape) << what;
+  ASSERT_EQ(static_cast<int>(got.dtype()), static_cast<int>(want.dtype)) << what;
+  ir::HostTensor g{want.dtype, want.shape, ir::Bytes(static_cast<const uint8_t*>(got.data()),
+                                                      static_cast<const uint8_t*>(got.data()) + got.nbytes())};
+  double worst = 0;
+  int64_t bad = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double err = std::abs(g.get(i) - want.get(i));
+    worst = std::max(worst, err);
+    if (!(err <= kAtol + kRtol * std::abs(want.get(i)))) ++bad;
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " elements outside atol/rtol; max abs error " << worst;
+}
+
+void check_example_against_eager(const fs::path& spec_path) {
+  const fs::path bundle_dir = compiled(spec_path);
+  auto spec = shape_profiles::parse_profile_file(spec_path);
+  auto& interp = embed::Interpreter::instance();
+  interp.run_script(spec.script);
+  auto bundle = rt::Bundle::open(bundle_dir.string());
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  std::mt19937 rng(1234);
+  int checked = 0;
+  for (const auto& entry : spec.entries) {
+    auto e = bundle->entry(entry.name);
+    ASSERT_TRUE(e.ok()) << e.status().message();
+    for (const auto& profile : spec.profiles) {
+      std::vector<ir::HostTensor> inputs;
+      for (const auto& in : entry.inputs) inputs.push_back(random_tensor(in.dtype, spec.concrete_shape(in, profile), rng));
+      std::vector<ir::HostTensor> want = interp.run_eager(entry.call, inputs);
+      std::vector<rt::TensorRef> refs;
+      for (auto& t : inputs) refs.push_back(ref(t));
+      auto got = e->run(refs);
+      ASSERT_TRUE(got.ok()) << got.status().message();
+      ASSERT_EQ(got->size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i)
+        expect_close((*got)[i], want[i], entry.name + " profile " + profile.name + " out" + std::to_string(i));
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, static_cast<int>(spec.entries.size() * spec.profiles.size()));
+  EXPECT_GE(checked, 2);
+}
+
+TEST(Examples, MlpModuleMatchesEagerForEveryProfile) { check_example_against_eager(kExamples / "mlp" / "mlp.yaml"); }
+
+TEST(Examples, PlainFunctionMatchesEagerForEveryProfile) {
+  check_example_against_eager(kExamples / "function" / "function.yaml");
+}
+
+// Guard misses through the CLI: exit 1 and a message naming the input and the rejecting guards.
+class GuardMiss : public ::testing::Test {
+ protected:
+  void write(const std::string& name, rt::DType dtype, std::vector<int64_t> shape) {
+    rt::Tensor t(dtype, std::move(shape));
+    ASSERT_TRUE(rt::npy_write((temp_dir() / name).string(), t.ref()).ok());
+  }
+  test::CommandResult run_mlp(const std::string& input) {
+    return run_command(quote(AOTRACE_CLI) + " run " + quote(compiled(kExamples / "mlp" / "mlp.yaml").string()) +
+                       " --input x=" + quote((temp_dir() / input).string()) + " --output-dir " +
+                       quote((temp_dir() / "guard-out").string()));
+  }
+};
+
+TEST_F(GuardMiss, MatchingInputRuns) {
+  write("x8.npy", rt::DType::f32, {8, 784});
+  auto r = run_mlp("x8.npy");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  auto out = rt::npy_read((temp_dir() / "guard-out" / "out0.npy").string());
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->shape(), (std::vector<int64_t>{8, 10}));
+}
+
+TEST_F(GuardMiss, WrongBatch) {
+  write("x5.npy", rt::DType::f32, {5, 784});
+  auto r = run_mlp("x5.npy");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("input 'x' has shape [5, 784]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("L['x'].size()[0] == 8 failed (got 5)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("L['x'].size()[0] == 32 failed (got 5)"), std::string::npos) << r.output;
+}
+
+TEST_F(GuardMiss, WrongDtype) {
+  write("x8d.npy", rt::DType::f64, {8, 784});
+  auto r = run_mlp("x8d.npy");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("input 'x'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("float64"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("L['x'].dtype == torch.float32"), std::string::npos) << r.output;
+}
+
+TEST_F(GuardMiss, WrongRank) {
+  write("x1d.npy", rt::DType::f32, {784});
+  auto r = run_mlp("x1d.npy");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("input 'x'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("L['x'].dim() == 2"), std::string::npos) << r.output;
+}
+
+TEST(Bundle, HoldsOneVariantPerProfileAndTheDeclaredFiles) {
+  const fs::path b = compiled(kExamples / "mlp" / "mlp.yaml");
+  for (const char* f : {"bundle.fb", "weights.bin", "report.json", "graphs/forward.v0.json",
+                        "runtime/CMakeLists.txt", "runtime/aotrace_runtime.h"})
+    EXPECT_TRUE(fs::exists(b / f)) << f;
+  auto bundle = rt::Bundle::open(b.string());
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  auto e = bundle->entry("forward");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->num_variants(), 3u);
+}
+
+}  // namespace

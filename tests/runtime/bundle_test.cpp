@@ -1,0 +1,157 @@
+// Write a bundle, open it, run it: layout, determinism, replacement, outputs, C API.
+#include <gtest/gtest.h>
+
+#include "artifacts/runtime/aotrace_c.h"
+#include "artifacts/runtime/aotrace_runtime.h"
+#include "bundle_generated.h"
+#include "tiny_bundle.h"
+
+namespace aotrace::testing {
+namespace {
+namespace fs = std::filesystem;
+using rt::DType;
+using rt::TensorRef;
+
+fs::path written_bundle(const std::string& name) {
+  fs::path dir = fresh_temp_dir(name) / "tiny.aot";
+  artifacts::write_bundle(tiny_bundle_spec(), dir);
+  return dir;
+}
+
+TEST(Bundle, WritesTheDocumentedLayout) {
+  fs::path dir = written_bundle("layout");
+  for (const char* f : {"bundle.fb", "weights.bin", "cpu/x86_64-unknown-linux-gnu.so",
+                        "graphs/forward.v0.json", "graphs/forward.v1.json", "report.json",
+                        "runtime/CMakeLists.txt", "runtime/aotrace_runtime.h",
+                        "runtime/aotrace_kernel_abi.h", "runtime/bundle_generated.h",
+                        "runtime/aotrace_run_main.cpp", "runtime/npy.h"})
+    EXPECT_TRUE(fs::exists(dir / f)) << f;
+  EXPECT_EQ(read_bytes(dir / "graphs/forward.v1.json"), "{\"variant\": \"v1\"}\n");
+  // bias (16 bytes) at 0, extra (24 bytes) at the next 64-byte boundary.
+  EXPECT_EQ(fs::file_size(dir / "weights.bin"), 64u + 24u);
+  std::string fb_bytes = read_bytes(dir / "bundle.fb");
+  const auto* b = fb::GetBundle(fb_bytes.data());
+  ASSERT_EQ(b->weights()->size(), 2u);
+  EXPECT_EQ(b->weights()->Get(1)->offset(), 64u);
+  EXPECT_EQ(b->format_major(), 1u);
+  EXPECT_EQ(b->files()->size(), std::distance(fs::recursive_directory_iterator(dir),
+                                              fs::recursive_directory_iterator()) -
+                                     4 /* bundle.fb and the folders cpu, graphs, runtime */);
+  const auto* g = b->entries()->Get(0)->variants()->Get(0)->guards()->Get(2);
+  EXPECT_EQ(g->text()->str(), "L['x'].size()[0] == 1");
+  EXPECT_EQ(g->origin()->str(), "model.py:12");
+}
+
+TEST(Bundle, OutputIsDeterministic) {
+  fs::path a = written_bundle("det_a"), b = written_bundle("det_b");
+  for (const auto& f : fs::recursive_directory_iterator(a)) {
+    if (!f.is_regular_file()) continue;
+    fs::path rel = fs::relative(f.path(), a);
+    EXPECT_EQ(read_bytes(f.path()), read_bytes(b / rel)) << rel;
+  }
+}
+
+TEST(Bundle, ReplacesAnOldBundleAndLeavesNoTemporaries) {
+  fs::path dir = written_bundle("replace");
+  write_bytes(dir / "stale.txt", "old");
+  artifacts::write_bundle(tiny_bundle_spec(), dir);
+  EXPECT_FALSE(fs::exists(dir / "stale.txt"));
+  EXPECT_TRUE(fs::exists(dir / "bundle.fb"));
+  // Only tiny.aot itself: no .tmp-* or .old-* directories left next to it.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.parent_path()), fs::directory_iterator()), 1);
+}
+
+TEST(Bundle, OpensAndRunsEachVariant) {
+  fs::path dir = written_bundle("run");
+  auto bundle = rt::Bundle::open(dir.string());
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  EXPECT_EQ(bundle->name(), "tiny");
+  EXPECT_EQ(bundle->format_major(), 1u);
+  auto entry = bundle->entry("forward");
+  ASSERT_TRUE(entry.ok()) << entry.status().message();
+  EXPECT_EQ(entry->num_outputs(), 2u);
+  EXPECT_EQ(entry->output_tree(), "(0, 1)");
+  ASSERT_EQ(entry->output_nodes().size(), 3u);
+  EXPECT_EQ(entry->output_nodes()[0].kind, rt::OutputNode::Kind::Tuple);
+  EXPECT_EQ(entry->output_nodes()[0].children, (std::vector<int>{1, 2}));
+  EXPECT_EQ(entry->output_nodes()[2].leaf, 1);
+
+  std::vector<float> x = {1, 2, 3, 4, 10, 20, 30, 40};
+  for (int64_t batch : {1, 2}) {
+    std::vector<TensorRef> in = {TensorRef{DType::f32, {batch, 4}, x.data()}};
+    auto v = entry->select(in);
+    ASSERT_TRUE(v.ok()) << v.status().message();
+    EXPECT_EQ(*v, static_cast<size_t>(batch - 1));
+    auto outs = entry->run(in);
+    ASSERT_TRUE(outs.ok()) << outs.status().message();
+    ASSERT_EQ(outs->size(), 2u);
+    EXPECT_EQ((*outs)[0].shape(), (std::vector<int64_t>{batch, 4}));
+    for (int64_t i = 0; i < batch * 4; ++i) {
+      float sum = x[i] + static_cast<float>(i % 4 + 1);
+      EXPECT_EQ((*outs)[1].data_as<float>()[i], sum) << i;
+      EXPECT_EQ((*outs)[0].data_as<float>()[i], 2 * sum) << i;
+    }
+  }
+}
+
+TEST(Bundle, RunIntoCallerBuffersChecksTheirShapes) {
+  auto bundle = rt::Bundle::open(written_bundle("run_into").string());
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  auto entry = bundle->entry("forward");
+  ASSERT_TRUE(entry.ok());
+  std::vector<float> x = {1, 1, 1, 1}, y0(4), y1(4);
+  std::vector<TensorRef> in = {TensorRef{DType::f32, {1, 4}, x.data()}};
+  rt::Status s = entry->run_into(in, {TensorRef{DType::f32, {1, 4}, y0.data()},
+                                  TensorRef{DType::f32, {1, 4}, y1.data()}});
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(y0, (std::vector<float>{4, 6, 8, 10}));
+  rt::Status bad = entry->run_into(in, {TensorRef{DType::f32, {2, 4}, y0.data()},
+                                    TensorRef{DType::f32, {1, 4}, y1.data()}});
+  EXPECT_EQ(bad.code(), rt::StatusCode::invalid_argument);
+  EXPECT_NE(bad.message().find("output 'out0'"), std::string::npos) << bad.message();
+}
+
+TEST(Bundle, UnknownEntryAndMissingDirectoryAreErrors) {
+  auto bundle = rt::Bundle::open(written_bundle("unknown").string());
+  ASSERT_TRUE(bundle.ok());
+  auto e = bundle->entry("backward");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("entries: forward"), std::string::npos);
+  auto missing = rt::Bundle::open("/nonexistent/m.aot");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), rt::StatusCode::not_found);
+}
+
+TEST(Bundle, MissingKernelSymbolIsRefusedAtOpen) {
+  artifacts::BundleSpec spec = tiny_bundle_spec();
+  spec.entries[0].variants[1].plan.calls[0].symbol = "k_not_there";
+  fs::path dir = fresh_temp_dir("nosym") / "m.aot";
+  artifacts::write_bundle(spec, dir);
+  auto bundle = rt::Bundle::open(dir.string());
+  ASSERT_FALSE(bundle.ok());
+  EXPECT_NE(bundle.status().message().find("kernel 'k_not_there' is missing"), std::string::npos)
+      << bundle.status().message();
+}
+
+TEST(Bundle, CApiRunsAndReportsErrors) {
+  fs::path dir = written_bundle("capi");
+  aotrace_bundle* b = nullptr;
+  ASSERT_EQ(aotrace_bundle_open(dir.c_str(), &b), 0) << aotrace_last_error();
+  size_t n = 0;
+  ASSERT_EQ(aotrace_entry_num_outputs(b, "forward", &n), 0);
+  EXPECT_EQ(n, 2u);
+  float x[4] = {0, 0, 0, 0}, y0[4], y1[4];
+  int64_t shape[2] = {1, 4}, bad_shape[2] = {3, 4};
+  aotrace_tensor in = {0, 2, shape, x};
+  aotrace_tensor outs[2] = {{0, 2, shape, y0}, {0, 2, shape, y1}};
+  ASSERT_EQ(aotrace_entry_run(b, "forward", &in, 1, outs, 2), 0) << aotrace_last_error();
+  EXPECT_EQ(y0[3], 8.0f);
+  aotrace_tensor wrong = {0, 2, bad_shape, x};
+  EXPECT_EQ(aotrace_entry_run(b, "forward", &wrong, 1, outs, 2),
+            static_cast<int>(rt::StatusCode::invalid_argument));
+  EXPECT_NE(std::string(aotrace_last_error()).find("got 3"), std::string::npos);
+  aotrace_bundle_close(b);
+}
+
+}  // namespace
+}  // namespace aotrace::testing

@@ -1,0 +1,135 @@
+// A corrupted, truncated or incompatible bundle gives an error, never a crash (DESIGN §5).
+#include <gtest/gtest.h>
+
+#include "artifacts/runtime/aotrace_runtime.h"
+#include "bundle_generated.h"
+#include "tiny_bundle.h"
+
+namespace aotrace::testing {
+namespace {
+namespace fs = std::filesystem;
+
+fs::path written_bundle(const std::string& name) {
+  fs::path dir = fresh_temp_dir(name) / "tiny.aot";
+  artifacts::write_bundle(tiny_bundle_spec(), dir);
+  return dir;
+}
+
+std::string open_error(const fs::path& dir, rt::OpenOptions options = {}) {
+  auto b = rt::Bundle::open(dir.string(), options);
+  EXPECT_FALSE(b.ok());
+  return b.ok() ? "" : b.status().message();
+}
+
+TEST(Corruption, BadIdentifierIsRefused) {
+  fs::path dir = written_bundle("ident");
+  std::string fb_bytes = read_bytes(dir / "bundle.fb");
+  fb_bytes[4] ^= 0x20;  // "AOTB" → "aOTB"
+  write_bytes(dir / "bundle.fb", fb_bytes);
+  EXPECT_NE(open_error(dir).find("not an aotrace bundle"), std::string::npos);
+}
+
+// Every third single-byte flip of bundle.fb either opens (the byte did not matter, e.g. a string's
+// content) or gives an error; the process never crashes. The root offset flip must be an error.
+TEST(Corruption, EveryByteFlipOfBundleFbIsAnErrorOrHarmless) {
+  fs::path dir = written_bundle("flip");
+  const std::string original = read_bytes(dir / "bundle.fb");
+  size_t errors = 0;
+  for (size_t i = 0; i < original.size(); i += 3) {
+    std::string bytes = original;
+    bytes[i] = static_cast<char>(bytes[i] ^ 0xff);
+    write_bytes(dir / "bundle.fb", bytes);
+    auto b = rt::Bundle::open(dir.string(), {/*verify_hashes=*/false});
+    if (!b.ok()) {
+      ++errors;
+      EXPECT_FALSE(b.status().message().empty());
+      if (i == 0) {
+        EXPECT_EQ(b.status().code(), rt::StatusCode::data_loss);
+      }
+    }
+  }
+  EXPECT_GT(errors, original.size() / 12);
+}
+
+TEST(Corruption, ChangedFileFailsItsHash) {
+  fs::path dir = written_bundle("hash");
+  std::string w = read_bytes(dir / "weights.bin");
+  w[0] ^= 1;
+  write_bytes(dir / "weights.bin", w);
+  EXPECT_NE(open_error(dir).find("file weights.bin does not match its XXH3 hash"), std::string::npos);
+  rt::OpenOptions no_hash;
+  no_hash.verify_hashes = false;
+  EXPECT_TRUE(rt::Bundle::open(dir.string(), no_hash).ok());
+}
+
+TEST(Corruption, TruncatedWeightsAreRefusedEvenWithoutHashes) {
+  fs::path dir = written_bundle("trunc");
+  fs::resize_file(dir / "weights.bin", 40);
+  rt::OpenOptions no_hash;
+  no_hash.verify_hashes = false;
+  std::string m = open_error(dir, no_hash);
+  EXPECT_NE(m.find("file weights.bin has 40 bytes, bundle.fb says 88"), std::string::npos) << m;
+}
+
+TEST(Corruption, MissingKernelLibraryIsRefused) {
+  fs::path dir = written_bundle("nolib");
+  fs::remove(dir / "cpu/x86_64-unknown-linux-gnu.so");
+  EXPECT_NE(open_error(dir).find("file cpu/x86_64-unknown-linux-gnu.so is missing"),
+            std::string::npos);
+}
+
+TEST(Compatibility, NewerMajorIsRefusedNamingBothVersions) {
+  fs::path dir = written_bundle("major");
+  std::string bytes = read_bytes(dir / "bundle.fb");
+  ASSERT_TRUE(fb::GetMutableBundle(bytes.data())->mutate_format_major(2));
+  ASSERT_TRUE(fb::GetMutableBundle(bytes.data())->mutate_format_minor(3));
+  write_bytes(dir / "bundle.fb", bytes);
+  auto b = rt::Bundle::open(dir.string());
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), rt::StatusCode::unsupported);
+  EXPECT_NE(b.status().message().find("format version 2.3"), std::string::npos) << b.status().message();
+  EXPECT_NE(b.status().message().find("this runtime reads format version 1.0"), std::string::npos)
+      << b.status().message();
+}
+
+TEST(Compatibility, NewerMinorIsAccepted) {
+  fs::path dir = written_bundle("minor");
+  std::string bytes = read_bytes(dir / "bundle.fb");
+  ASSERT_TRUE(fb::GetMutableBundle(bytes.data())->mutate_format_minor(7));
+  write_bytes(dir / "bundle.fb", bytes);
+  auto b = rt::Bundle::open(dir.string());
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(b->format_minor(), 7u);
+}
+
+TEST(Compatibility, UnknownRequiredFeatureIsRefused) {
+  fs::path dir = written_bundle("feature");
+  std::string bytes = read_bytes(dir / "bundle.fb");
+  std::unique_ptr<fb::BundleT> toc(fb::GetBundle(bytes.data())->UnPack());
+  toc->required_features.push_back("dynamic-shapes-v9");
+  flatbuffers::FlatBufferBuilder builder;
+  fb::FinishBundleBuffer(builder, fb::Bundle::Pack(builder, toc.get()));
+  write_bytes(dir / "bundle.fb", std::string(reinterpret_cast<const char*>(builder.GetBufferPointer()),
+                                             builder.GetSize()));
+  auto b = rt::Bundle::open(dir.string());
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), rt::StatusCode::unsupported);
+  EXPECT_NE(b.status().message().find("requires feature 'dynamic-shapes-v9'"), std::string::npos)
+      << b.status().message();
+}
+
+TEST(Corruption, PlanIndexOutOfRangeIsRefused) {
+  fs::path dir = written_bundle("plan");
+  std::string bytes = read_bytes(dir / "bundle.fb");
+  std::unique_ptr<fb::BundleT> toc(fb::GetBundle(bytes.data())->UnPack());
+  toc->entries[0]->variants[0]->plan->calls[0]->buffers[2] = 99;
+  flatbuffers::FlatBufferBuilder builder;
+  fb::FinishBundleBuffer(builder, fb::Bundle::Pack(builder, toc.get()));
+  write_bytes(dir / "bundle.fb", std::string(reinterpret_cast<const char*>(builder.GetBufferPointer()),
+                                             builder.GetSize()));
+  std::string m = open_error(dir);
+  EXPECT_NE(m.find("names a buffer out of range"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace aotrace::testing

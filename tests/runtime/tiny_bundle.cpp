@@ -1,0 +1,89 @@
+#include "tiny_bundle.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <iterator>
+
+namespace aotrace::testing {
+namespace fs = std::filesystem;
+using namespace artifacts;
+
+namespace {
+
+ir::Guard guard(ir::Guard::Kind kind, int dim, int64_t value, std::string source, int line) {
+  ir::Guard g;
+  g.kind = kind;
+  g.input = 0;
+  g.dim = dim;
+  g.value = value;
+  g.source = std::move(source);
+  if (line > 0) g.origin = SourceLoc{"model.py", line, 0, "forward"};
+  return g;
+}
+
+VariantSpec variant(int batch) {
+  std::string b = std::to_string(batch), n = std::to_string(batch * 4);
+  VariantSpec v;
+  v.name = "v" + std::to_string(batch - 1);
+  v.profiles = {"batch=" + b};
+  v.inputs = {{"x", ir::DType::f32, {batch, 4}, "L['x']"}};
+  v.outputs = {{"out0", ir::DType::f32, {batch, 4}, ""}, {"out1", ir::DType::f32, {batch, 4}, ""}};
+  v.output_tree.kind = ir::OutputTree::Kind::Tuple;
+  v.output_tree.children.resize(2);
+  v.output_tree.children[1].leaf = 1;
+  ir::Guard dtype = guard(ir::Guard::Kind::DType, 0, 0, "L['x']", 0);
+  dtype.dtype = ir::DType::f32;
+  v.guards = {guard(ir::Guard::Kind::Rank, 0, 2, "L['x']", 3), dtype,
+              guard(ir::Guard::Kind::DimEq, 0, batch, "L['x']", 12),
+              guard(ir::Guard::Kind::DimEq, 1, 4, "L['x']", 7)};
+  v.assumptions = {{"L['self'].training == False", SourceLoc{"model.py", 20, 0, ""}}};
+  int64_t bytes = batch * 16;
+  using K = ir::PlanBuffer::Kind;
+  v.plan.buffers = {{K::Input, 0, 0, bytes}, {K::Weight, 0, 0, 16}, {K::Arena, 0, 0, bytes},
+                    {K::Output, 0, 0, bytes}, {K::Output, 1, 0, bytes}};
+  v.plan.calls = {{"k_add_bias_b" + b, {0, 1, 2}}, {"k_scale2_n" + n, {2, 3}}, {"k_copy_n" + n, {2, 4}}};
+  v.plan.arena_bytes = 64;
+  v.graph_json = "{\"variant\": \"" + v.name + "\"}\n";
+  return v;
+}
+
+}  // namespace
+
+BundleSpec tiny_bundle_spec() {
+  BundleSpec spec;
+  spec.name = "tiny";
+  spec.triple = "x86_64-unknown-linux-gnu";
+  spec.toolchain = "test kernels (system C compiler)";
+  spec.report_json = "{\"name\": \"tiny\"}\n";
+  std::string so = read_bytes(RT_TEST_KERNELS_SO);
+  spec.cpu_library.assign(so.begin(), so.end());
+  std::vector<float> bias = {1, 2, 3, 4};
+  auto bias_bytes = std::make_shared<ir::Bytes>(reinterpret_cast<const uint8_t*>(bias.data()),
+                                                reinterpret_cast<const uint8_t*>(bias.data() + 4));
+  spec.weights.push_back({"bias", ir::DType::f32, {4}, bias_bytes});
+  auto extra = std::make_shared<ir::Bytes>(24, 7);
+  spec.weights.push_back({"extra", ir::DType::i64, {3}, extra});
+  spec.entries.push_back({"forward", {variant(1), variant(2)}});
+  return spec;
+}
+
+fs::path fresh_temp_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() /
+                 ("aotrace_rt_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void write_bytes(const fs::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+}  // namespace aotrace::testing

@@ -1,0 +1,18 @@
+// A hand-built BundleSpec for the runtime tests: entry 'forward', input x f32[B, 4], outputs
+// (2 * (x + bias), x + bias), variants v0 (batch=1) and v1 (batch=2), kernels in
+// test_kernels.c. Plus helpers for files and temporary directories.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "artifacts/artifacts.h"
+
+namespace aotrace::testing {
+
+artifacts::BundleSpec tiny_bundle_spec();
+std::filesystem::path fresh_temp_dir(const std::string& name);  // empty, under the test tmp
+std::string read_bytes(const std::filesystem::path&);
+void write_bytes(const std::filesystem::path&, const std::string&);
+
+}  // namespace aotrace::testing

@@ -1,0 +1,46 @@
+// Test helper: lowers a graph, links the object into a .so, dlopens it and runs the
+// ExecutionPlan the way the runtime does (one arena, kernels called in order).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "lowering/lowering.h"
+
+namespace aotrace::lowering::testing {
+
+class LoadedLibrary {
+ public:
+  explicit LoadedLibrary(const ir::Bytes& so);  // writes it to a temp dir and dlopens it
+  ~LoadedLibrary();
+  LoadedLibrary(const LoadedLibrary&) = delete;
+  LoadedLibrary& operator=(const LoadedLibrary&) = delete;
+  void* symbol(const std::string& name) const;
+
+ private:
+  std::string dir_;
+  void* handle_ = nullptr;
+};
+
+// Runs `plan` from `lib` on `inputs` with the weights of `graph`; returns the outputs.
+std::vector<ir::HostTensor> run_plan(const LoadedLibrary& lib, const ir::ExecutionPlan& plan,
+                                     const ir::Graph& graph,
+                                     const std::vector<ir::HostTensor>& inputs);
+
+// lower_graph + link_cpu_library + run_plan.
+std::vector<ir::HostTensor> compile_and_run(const ir::Graph& graph,
+                                            const std::vector<ir::HostTensor>& inputs,
+                                            LoweredVariant* lowered_out = nullptr);
+
+// Random tensors with a fixed seed (uniform in [lo, hi)).
+ir::HostTensor random_tensor(std::vector<int64_t> shape, uint32_t seed, double lo = -1,
+                             double hi = 1, ir::DType dtype = ir::DType::f32);
+std::shared_ptr<const ir::Bytes> random_weight_bytes(std::vector<int64_t> shape, uint32_t seed);
+
+// "" when close (|a-b| <= atol + rtol*|b| everywhere, NaNs matching), else a description.
+std::string compare(const ir::HostTensor& actual, const ir::HostTensor& expected,
+                    double rtol = 1e-4, double atol = 1e-5);
+
+}  // namespace aotrace::lowering::testing

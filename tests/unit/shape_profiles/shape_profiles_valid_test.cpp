@@ -1,0 +1,240 @@
+// Valid profile YAMLs: what the parser returns, defaults, profile expansion, concrete shapes.
+#include "tests/unit/shape_profiles/spec_fixture.h"
+
+#include "shape_profiles/yaml_values.h"
+
+namespace aotrace::shape_profiles {
+namespace {
+
+const char* kFullSpec = R"(version: 1
+name: mlp_bundle
+script: mlp.py
+entries:
+  forward:
+    call: model
+    inputs:
+      x: {dtype: float32, shape: [batch, 784]}
+      mask: {dtype: bool, shape: [batch, seq]}
+  embed:
+    call: make_embed()
+    inputs:
+      ids: {dtype: int64, shape: []}
+dims:
+  batch: [1, 8, 32]
+  seq: {min: 16, max: 512, multiple_of: 8}
+profiles:
+  - {name: online, batch: 1}
+  - name: offline
+    batch: 32
+targets: [cpu, cuda]
+options: {max_variants: 4}
+)";
+
+TEST_F(SpecTest, FullSpecTopLevel) {
+  ProfileSet set = parse(kFullSpec);
+  EXPECT_EQ(set.version, 1);
+  EXPECT_EQ(set.name, "mlp_bundle");
+  EXPECT_EQ(set.yaml_path, yaml_path());
+  EXPECT_TRUE(set.script.is_absolute());
+  EXPECT_TRUE(std::filesystem::equivalent(set.script, dir_ / "mlp.py"));
+  EXPECT_EQ(set.targets, (std::vector<std::string>{"cpu", "cuda"}));
+  EXPECT_EQ(set.max_variants, 4);
+}
+
+TEST_F(SpecTest, FullSpecEntriesKeepDocumentOrder) {
+  ProfileSet set = parse(kFullSpec);
+  ASSERT_EQ(set.entries.size(), 2u);
+  const EntrySpec& forward = set.entries[0];
+  EXPECT_EQ(forward.name, "forward");
+  EXPECT_EQ(forward.call, "model");
+  EXPECT_EQ(forward.loc.line, 5);
+  EXPECT_EQ(forward.loc.col, 3);
+  ASSERT_EQ(forward.inputs.size(), 2u);
+  EXPECT_EQ(forward.inputs[0].name, "x");
+  EXPECT_EQ(forward.inputs[0].dtype, ir::DType::f32);
+  EXPECT_EQ(forward.inputs[1].name, "mask");
+  EXPECT_EQ(forward.inputs[1].dtype, ir::DType::b8);
+  EXPECT_EQ(forward.inputs[1].loc.line, 9);
+  EXPECT_EQ(forward.inputs[1].loc.col, 7);
+  const EntrySpec& embed = set.entries[1];
+  EXPECT_EQ(embed.call, "make_embed()");
+  ASSERT_EQ(embed.inputs.size(), 1u);
+  EXPECT_EQ(embed.inputs[0].dtype, ir::DType::i64);
+  EXPECT_TRUE(embed.inputs[0].shape.empty());
+}
+
+TEST_F(SpecTest, FullSpecShapesAndDims) {
+  ProfileSet set = parse(kFullSpec);
+  const InputSpec& x = set.entries[0].inputs[0];
+  ASSERT_EQ(x.shape.size(), 2u);
+  EXPECT_TRUE(x.shape[0].is_named);
+  EXPECT_EQ(x.shape[0].name, "batch");
+  EXPECT_EQ(x.shape[0].loc.line, 8);
+  EXPECT_EQ(x.shape[0].loc.col, 35);
+  EXPECT_FALSE(x.shape[1].is_named);
+  EXPECT_EQ(x.shape[1].value, 784);
+  ASSERT_EQ(set.dims.size(), 2u);
+  EXPECT_EQ(set.dims[0].name, "batch");
+  EXPECT_FALSE(set.dims[0].is_dynamic);
+  EXPECT_EQ(set.dims[0].values, (std::vector<int64_t>{1, 8, 32}));
+  EXPECT_EQ(set.dims[1].name, "seq");
+  EXPECT_TRUE(set.dims[1].is_dynamic);
+  EXPECT_EQ(set.dims[1].range.min, 16);
+  EXPECT_EQ(set.dims[1].range.max, 512);
+  EXPECT_EQ(set.dims[1].range.multiple_of, 8);
+}
+
+TEST_F(SpecTest, FullSpecNamedProfiles) {
+  ProfileSet set = parse(kFullSpec);
+  ASSERT_EQ(set.profiles.size(), 2u);
+  EXPECT_EQ(set.profiles[0].name, "online");
+  EXPECT_EQ(set.profiles[0].dims, (std::map<std::string, int64_t>{{"batch", 1}}));
+  EXPECT_EQ(set.profiles[1].name, "offline");
+  EXPECT_EQ(set.profiles[1].dims, (std::map<std::string, int64_t>{{"batch", 32}}));
+  EXPECT_EQ(set.profiles[1].loc.line, 19);
+}
+
+TEST_F(SpecTest, DefaultsNameTargetsOptions) {
+  ProfileSet set = parse(R"(version: 1
+script: mlp.py
+entries:
+  forward:
+    call: model
+    inputs:
+      x: {dtype: float16, shape: [4, 784]}
+)");
+  EXPECT_EQ(set.name, "mlp");
+  EXPECT_EQ(set.targets, (std::vector<std::string>{"cpu"}));
+  EXPECT_EQ(set.max_variants, 8);
+  ASSERT_EQ(set.profiles.size(), 1u);
+  EXPECT_EQ(set.profiles[0].name, "default");
+  EXPECT_TRUE(set.profiles[0].dims.empty());
+  EXPECT_EQ(set.concrete_shape(set.entries[0].inputs[0], set.profiles[0]),
+            (std::vector<int64_t>{4, 784}));
+}
+
+TEST_F(SpecTest, DefaultProfilesAreEveryCombinationInDeclarationOrder) {
+  ProfileSet set = parse(R"(version: 1
+script: mlp.py
+entries:
+  forward:
+    call: model
+    inputs:
+      x: {dtype: float32, shape: [batch, seq, 64]}
+dims:
+  seq: [16, 32]
+  batch: [1, 8, 4]
+)");
+  std::vector<std::string> names;
+  for (const Profile& p : set.profiles) names.push_back(p.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"seq=16,batch=1", "seq=16,batch=8", "seq=16,batch=4",
+                                              "seq=32,batch=1", "seq=32,batch=8",
+                                              "seq=32,batch=4"}));
+  EXPECT_EQ(set.concrete_shape(set.entries[0].inputs[0], set.profiles[4]),
+            (std::vector<int64_t>{8, 32, 64}));
+}
+
+TEST_F(SpecTest, DefaultProfilesSkipDynamicDims) {
+  ProfileSet set = parse(R"(version: 1
+script: mlp.py
+entries:
+  f:
+    call: model
+    inputs:
+      x: {dtype: float32, shape: [batch, seq]}
+dims:
+  batch: 8
+  seq: {max: 64}
+)");
+  ASSERT_EQ(set.profiles.size(), 1u);
+  EXPECT_EQ(set.profiles[0].name, "batch=8");
+  EXPECT_EQ(set.dims[1].range.min, 1);
+  EXPECT_EQ(set.dims[1].range.multiple_of, 1);
+}
+
+TEST_F(SpecTest, ConcreteShapeOfDynamicDimIsAnError) {
+  ProfileSet set = parse(R"(version: 1
+script: mlp.py
+entries:
+  f:
+    call: model
+    inputs:
+      x: {dtype: float32, shape: [2, seq]}
+dims:
+  seq: {min: 16, max: 64}
+)");
+  try {
+    set.concrete_shape(set.entries[0].inputs[0], set.profiles[0]);
+    FAIL() << "expected an error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("dynamic dims are not supported yet"), std::string::npos);
+    EXPECT_EQ(e.loc().line, 7);
+    EXPECT_EQ(e.loc().col, 38);
+  }
+}
+
+TEST_F(SpecTest, UnnamedProfileGetsGeneratedName) {
+  ProfileSet set = parse(R"(version: 1
+script: mlp.py
+entries:
+  f:
+    call: model
+    inputs:
+      x: {dtype: float32, shape: [batch, heads]}
+dims:
+  batch: [1, 8]
+  heads: [4, 2]
+profiles:
+  - {heads: 2, batch: 8}
+  - {name: small, batch: 1, heads: 4}
+)");
+  ASSERT_EQ(set.profiles.size(), 2u);
+  EXPECT_EQ(set.profiles[0].name, "batch=8,heads=2");
+  EXPECT_EQ(set.profiles[1].name, "small");
+  EXPECT_EQ(set.concrete_shape(set.entries[0].inputs[0], set.profiles[1]),
+            (std::vector<int64_t>{1, 4}));
+}
+
+TEST_F(SpecTest, ScriptInSubfolderAndTorchDtypeSpelling) {
+  std::filesystem::create_directories(dir_ / "models");
+  std::ofstream(dir_ / "models" / "net.py") << "net = None\n";
+  ProfileSet set = parse(R"(version: 1
+script: models/net.py
+entries:
+  f: {call: net, inputs: {a: {dtype: torch.bfloat16, shape: [3]}, b: {dtype: f64, shape: [1]}}}
+)");
+  EXPECT_EQ(set.name, "net");
+  EXPECT_EQ(set.script, (dir_ / "models" / "net.py").lexically_normal());
+  EXPECT_EQ(set.entries[0].inputs[0].dtype, ir::DType::bf16);
+  EXPECT_EQ(set.entries[0].inputs[1].dtype, ir::DType::f64);
+}
+
+TEST_F(SpecTest, ParseProfileFileReadsFromDisk) {
+  std::ofstream(yaml_path()) << "version: 1\nscript: mlp.py\nentries:\n  f: {call: model, inputs: {}}\n";
+  ProfileSet set = parse_profile_file(yaml_path());
+  EXPECT_EQ(set.entries.size(), 1u);
+  EXPECT_TRUE(set.entries[0].inputs.empty());
+}
+
+TEST_F(SpecTest, ParseProfileFileMissingFile) {
+  try {
+    parse_profile_file(dir_ / "absent.yaml");
+    FAIL() << "expected an error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot read profile"), std::string::npos);
+    EXPECT_EQ(e.loc().file, (dir_ / "absent.yaml").string());
+  }
+}
+
+TEST(ShapeProfilesDidYouMean, EditDistanceCountsTranspositionsOnce) {
+  EXPECT_EQ(detail::edit_distance("script", "script"), 0u);
+  EXPECT_EQ(detail::edit_distance("scirpt", "script"), 1u);
+  EXPECT_EQ(detail::edit_distance("scrip", "script"), 1u);
+  EXPECT_EQ(detail::edit_distance("", "abc"), 3u);
+  std::vector<std::string> keys = {"version", "script", "entries"};
+  EXPECT_EQ(detail::did_you_mean("scirpt", keys), "did you mean 'script'?");
+  EXPECT_EQ(detail::did_you_mean("banana", keys), "");
+}
+
+}  // namespace
+}  // namespace aotrace::shape_profiles
