@@ -20,6 +20,14 @@ T value_or_fail(rt::Result<T> r, const std::string& hint = {}) {
 }  // namespace
 
 int run_command(const RunOptions& options) {
+  std::map<std::string, std::string> files;
+  for (const auto& spec : options.inputs) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      user_error("--input '" + spec + "' is not NAME=FILE.npy", {}, "e.g. --input x=x.npy");
+    if (!files.emplace(spec.substr(0, eq), spec.substr(eq + 1)).second)
+      user_error("--input " + spec.substr(0, eq) + " is given twice");
+  }
   rt::Bundle bundle = value_or_fail(rt::Bundle::open(options.bundle.string()),
                                     "check the path, or rebuild the bundle with `aotrace compile`");
   std::string entry_name = options.entry;
@@ -30,14 +38,6 @@ int run_command(const RunOptions& options) {
   }
   rt::Entry entry = value_or_fail(bundle.entry(entry_name), "use --entry with one of the bundle's entries");
 
-  std::map<std::string, std::string> files;
-  for (const auto& spec : options.inputs) {
-    const auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-      user_error("--input '" + spec + "' is not NAME=FILE.npy", {}, "e.g. --input x=x.npy");
-    if (!files.emplace(spec.substr(0, eq), spec.substr(eq + 1)).second)
-      user_error("--input " + spec.substr(0, eq) + " is given twice");
-  }
   std::vector<rt::Tensor> tensors;
   std::vector<rt::TensorRef> refs;
   std::string expected;

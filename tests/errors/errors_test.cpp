@@ -88,6 +88,7 @@ TEST(RunErrors, MissingBundle) {
 TEST(RunErrors, BadInputSyntax) {
   auto r = aotrace_cli("run /nonexistent.aot --input x.npy");
   EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "--input 'x.npy' is not NAME=FILE.npy");
 }
 
 }  // namespace
