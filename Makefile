@@ -8,7 +8,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
   libxxhash-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libopenblas0-pthread \
   zlib1g-dev libzstd-dev libedit-dev libffi-dev libtinfo-dev libxml2-dev
 
-.PHONY: deps build test run clean bench
+.PHONY: deps build test run clean bench fuzz
 
 # Installs only what is missing; quiet when everything is present.
 deps:
@@ -36,6 +36,14 @@ run: build
 
 bench: build
 	@echo "make bench: not yet implemented (issue 6)"; exit 1
+
+# libFuzzer targets (tests/fuzz) for FUZZ_SECONDS each; `make test` runs a 5-second pass.
+FUZZ_SECONDS ?= 60
+fuzz: build
+	cd $(BUILD) && ctest -R fuzz_seed --output-on-failure
+	@for t in bundle yaml; do echo "fuzz_$$t ($(FUZZ_SECONDS) s):"; \
+	  tests/fuzz/run_fuzzer.sh $(BUILD)/tests/fuzz/fuzz_$$t $(BUILD)/tests/fuzz/corpus/$$t \
+	    $(BUILD)/tests/fuzz/seeds/$$t $(FUZZ_SECONDS) || exit 1; done
 
 clean:
 	rm -rf $(BUILD)

@@ -18,6 +18,12 @@ struct TensorSpec {
   std::string source;          // input: "L['x']"
 };
 
+// One golden vector: inputs and the outputs the captured graph gives for them (ir::evaluate).
+struct GoldenPair {
+  std::vector<ir::HostTensor> inputs;   // one per VariantSpec::inputs, same dtype and shape
+  std::vector<ir::HostTensor> outputs;  // one per VariantSpec::outputs
+};
+
 struct VariantSpec {
   std::string name;                   // "v0", "v1", … unique in the entry
   std::vector<std::string> profiles;  // the profile names this variant serves
@@ -28,6 +34,7 @@ struct VariantSpec {
   std::vector<ir::Assumption> assumptions;
   ir::ExecutionPlan plan;             // PlanBuffer::Weight indices refer to BundleSpec::weights
   std::string graph_json;             // written to graphs/<entry>.<variant>.json
+  std::vector<GoldenPair> golden;     // written to golden/<entry>.<variant>.<k>.{in,out}<i>.npy
 };
 
 struct EntrySpec {
@@ -50,7 +57,14 @@ struct BundleSpec {
   ir::Bytes cpu_library;              // the linked shared library, written to cpu/<triple>.so
   std::string report_json;            // written to report.json
   std::string toolchain;              // "LLVM 16.0.6"
+  std::string cpu;                    // the CPU the kernels were compiled for ("x86-64-v2")
+  std::vector<std::string> cpu_features;  // required at load (checked by the runtime)
 };
+
+// One golden pair for `graph` (static shapes): inputs from a fixed-seed generator (floats in
+// [-1, 1)), outputs from ir::evaluate. Empty when an input is not floating point (its values may
+// be indices the model must not get at random) or the inputs exceed `max_elements`.
+std::vector<GoldenPair> make_golden(const ir::Graph& graph, int64_t max_elements = 1 << 20);
 
 // Writes the bundle directory `out` (created; replaced if it exists): bundle.fb, weights.bin,
 // cpu/<triple>.so, graphs/*.json, report.json, runtime/ (the runtime sources + CMakeLists.txt).

@@ -11,10 +11,13 @@
 #include <xxhash.h>
 
 #include "artifacts/artifacts.h"
+#include "artifacts/runtime/aotrace_runtime.h"
+#include "artifacts/runtime/npy.h"
 #include "artifacts/writer_private.h"
 
 namespace aotrace::artifacts {
 namespace fs = std::filesystem;
+using ir::Bytes;
 namespace {
 
 [[noreturn]] void write_failed(const fs::path& out, const std::string& why) {
@@ -81,6 +84,34 @@ void write_runtime(BundleFiles& files) {
   files.write("runtime/bundle_generated.h", read_file(AOTRACE_BUNDLE_SCHEMA_HEADER));
 }
 
+Bytes npy_bytes(const ir::HostTensor& t) {
+  static_assert(static_cast<int>(ir::DType::b8) == static_cast<int>(rt::DType::b8),
+                "ir::DType and rt::DType must have the same order");
+  rt::TensorRef ref(static_cast<rt::DType>(t.dtype), t.shape, const_cast<uint8_t*>(t.data.data()));
+  rt::Result<std::string> bytes = rt::npy_serialize(ref);
+  AOT_CHECK(bytes.ok(), "golden tensor: " + bytes.status().message());
+  return Bytes(bytes->begin(), bytes->end());
+}
+
+// golden/: each variant's golden pairs as .npy files (golden_path).
+void write_golden(const BundleSpec& spec, BundleFiles& files) {
+  for (const EntrySpec& e : spec.entries)
+    for (const VariantSpec& v : e.variants)
+      for (size_t k = 0; k < v.golden.size(); ++k) {
+        const GoldenPair& g = v.golden[k];
+        AOT_CHECK(g.inputs.size() == v.inputs.size() && g.outputs.size() == v.outputs.size(),
+                  "golden pair of variant " + v.name + " does not match its inputs and outputs");
+        for (size_t i = 0; i < g.inputs.size(); ++i) {
+          Bytes b = npy_bytes(g.inputs[i]);
+          files.write(golden_path(e.name, v.name, k, "in", i), b.data(), b.size());
+        }
+        for (size_t i = 0; i < g.outputs.size(); ++i) {
+          Bytes b = npy_bytes(g.outputs[i]);
+          files.write(golden_path(e.name, v.name, k, "out", i), b.data(), b.size());
+        }
+      }
+}
+
 bool safe_file_name(const std::string& s) {
   return !s.empty() && s.find('/') == std::string::npos && s != "." && s != "..";
 }
@@ -115,15 +146,9 @@ void move_into_place(const fs::path& tmp, const fs::path& out) {
 
 }  // namespace
 
-void write_bundle(const BundleSpec& spec, const fs::path& out_arg) {
-  check_spec(spec);
-  fs::path out = out_arg.has_filename() ? out_arg : out_arg.parent_path();
-  fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
-  fs::path tmp = parent / ("." + out.filename().string() + ".tmp-" + std::to_string(::getpid()));
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  if (!fs::create_directories(tmp, ec) || ec) write_failed(out, ec.message());
-
+// Every file of the bundle into `tmp`, bundle.fb last.
+namespace {
+void write_bundle_files(const BundleSpec& spec, const fs::path& tmp, const fs::path& out) {
   BundleFiles files(tmp, out);
   std::vector<WeightPlacement> placements = write_weights(spec, files);
   std::string cpu_library;
@@ -134,6 +159,7 @@ void write_bundle(const BundleSpec& spec, const fs::path& out_arg) {
   for (const EntrySpec& e : spec.entries)
     for (const VariantSpec& v : e.variants)
       files.write("graphs/" + e.name + "." + v.name + ".json", v.graph_json);
+  write_golden(spec, files);
   files.write("report.json", spec.report_json);
   write_runtime(files);
 
@@ -142,7 +168,26 @@ void write_bundle(const BundleSpec& spec, const fs::path& out_arg) {
   f.write(reinterpret_cast<const char*>(toc.data()), static_cast<std::streamsize>(toc.size()));
   f.close();
   if (!f) write_failed(out, "cannot write bundle.fb");
+}
+}  // namespace
+
+void write_bundle(const BundleSpec& spec, const fs::path& out_arg) {
+  check_spec(spec);
+  fs::path out = out_arg.has_filename() ? out_arg : out_arg.parent_path();
+  fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+  fs::path tmp = parent / ("." + out.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directories(tmp, ec) || ec) write_failed(out, ec.message());
+
+  try {
+    write_bundle_files(spec, tmp, out);
+  } catch (...) {
+    fs::remove_all(tmp, ec);  // a failed write leaves `out` as it was and no temporary behind
+    throw;
+  }
   move_into_place(tmp, out);
 }
+
 
 }  // namespace aotrace::artifacts

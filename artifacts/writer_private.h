@@ -11,7 +11,7 @@ namespace aotrace::artifacts {
 
 // bundle.fb format version written by this compiler (artifacts/COMPATIBILITY.md).
 constexpr uint32_t kBundleFormatMajor = 1;
-constexpr uint32_t kBundleFormatMinor = 0;
+constexpr uint32_t kBundleFormatMinor = 1;
 
 struct FileRecord {
   std::string path;  // relative to the bundle, '/' separated
@@ -23,6 +23,17 @@ struct WeightPlacement {
   uint64_t offset = 0;  // in weights.bin
   uint64_t size = 0;
 };
+
+// bundle.fb ends with a footer from format 1.1 on: these 8 bytes, then XXH3-64 (little-endian)
+// of everything before the footer, so that any change to bundle.fb is detected at open.
+constexpr char kBundleFooterMagic[8] = {'A', 'O', 'T', 'B', 'X', 'X', 'H', '3'};
+
+// Where golden pair `k` of a variant keeps input/output `i` ("in" or "out").
+inline std::string golden_path(const std::string& entry, const std::string& variant, size_t k,
+                               const char* role, size_t i) {
+  return "golden/" + entry + "." + variant + "." + std::to_string(k) + "." + role +
+         std::to_string(i) + ".npy";
+}
 
 // Serialises the table of contents. `files` sorted by path; `placements` parallel to
 // spec.weights; `cpu_library` the bundle-relative path of the kernels ("" when none).

@@ -1,6 +1,7 @@
 // BundleSpec → bundle.fb (schema artifacts/schema/bundle.fbs), through the FlatBuffers object
 // API. Deterministic: the same spec and files give the same bytes.
 #include <flatbuffers/flatbuffers.h>
+#include <xxhash.h>
 
 #include "artifacts/runtime/aotrace_kernel_abi.h"
 #include "artifacts/writer_private.h"
@@ -76,7 +77,7 @@ std::unique_ptr<fb::PlanT> plan_table(const ir::ExecutionPlan& plan) {
   return t;
 }
 
-std::unique_ptr<fb::VariantT> variant_table(const VariantSpec& v) {
+std::unique_ptr<fb::VariantT> variant_table(const std::string& entry, const VariantSpec& v) {
   auto t = std::make_unique<fb::VariantT>();
   t->name = v.name;
   t->profiles = v.profiles;
@@ -92,6 +93,14 @@ std::unique_ptr<fb::VariantT> variant_table(const VariantSpec& v) {
     t->assumptions.push_back(std::move(at));
   }
   t->plan = plan_table(v.plan);
+  for (size_t k = 0; k < v.golden.size(); ++k) {
+    auto g = std::make_unique<fb::GoldenPairT>();
+    for (size_t i = 0; i < v.golden[k].inputs.size(); ++i)
+      g->inputs.push_back(golden_path(entry, v.name, k, "in", i));
+    for (size_t i = 0; i < v.golden[k].outputs.size(); ++i)
+      g->outputs.push_back(golden_path(entry, v.name, k, "out", i));
+    t->golden.push_back(std::move(g));
+  }
   return t;
 }
 
@@ -128,14 +137,19 @@ std::vector<uint8_t> build_bundle_fb(const BundleSpec& spec, const std::vector<F
   for (const EntrySpec& e : spec.entries) {
     auto t = std::make_unique<fb::EntryT>();
     t->name = e.name;
-    for (const VariantSpec& v : e.variants) t->variants.push_back(variant_table(v));
+    for (const VariantSpec& v : e.variants) t->variants.push_back(variant_table(e.name, v));
     b.entries.push_back(std::move(t));
   }
+  b.cpu = spec.cpu;
+  b.required_cpu_features = spec.cpu_features;
   flatbuffers::FlatBufferBuilder builder;
   builder.ForceDefaults(true);  // every scalar present, so tools can patch any of them in place
   fb::FinishBundleBuffer(builder, fb::Bundle::Pack(builder, &b));
-  return std::vector<uint8_t>(builder.GetBufferPointer(),
-                              builder.GetBufferPointer() + builder.GetSize());
+  std::vector<uint8_t> out(builder.GetBufferPointer(), builder.GetBufferPointer() + builder.GetSize());
+  uint64_t hash = XXH3_64bits(out.data(), out.size());
+  out.insert(out.end(), kBundleFooterMagic, kBundleFooterMagic + 8);
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(hash >> (8 * i)));
+  return out;
 }
 
 }  // namespace aotrace::artifacts

@@ -1,4 +1,5 @@
 // Capture of every profile, and the explain report (text and JSON) built from it.
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -43,6 +44,14 @@ std::map<std::string, int> op_counts(const ir::Graph& g) {
   return counts;
 }
 
+// The captured graphs: one per region between breaks (at least the first).
+const std::vector<ir::Graph>& graphs_of(const embed::Capture& c) {
+  static const std::vector<ir::Graph> none;
+  return c.graphs.empty() ? none : c.graphs;
+}
+
+size_t graph_count(const embed::Capture& c) { return std::max<size_t>(1, c.graphs.size()); }
+
 }  // namespace
 
 json explain_json(const ProfileCapture& pc, bool with_graph) {
@@ -59,18 +68,32 @@ json explain_json(const ProfileCapture& pc, bool with_graph) {
   json assumptions = json::array();
   for (const auto& a : c.assumptions)
     assumptions.push_back({{"assumption", a.text}, {"origin", a.origin.known() ? a.origin.str() : ""}});
-  json ops = json::object();
-  for (const auto& [op, n] : op_counts(c.graph)) ops[op] = n;
+  json ops_per_graph = json::array();
+  for (const auto& g : graphs_of(c)) {
+    json ops = json::object();
+    for (const auto& [op, n] : op_counts(g)) ops[op] = n;
+    ops_per_graph.push_back(ops);
+  }
+  if (c.graphs.empty()) {
+    json ops = json::object();
+    for (const auto& [op, n] : op_counts(c.graph)) ops[op] = n;
+    ops_per_graph.push_back(ops);
+  }
   json j = {{"entry", pc.entry->name},
             {"profile", pc.profile->name},
-            {"graph_count", 1},
+            {"graph_count", graph_count(c)},
             {"graph_break_count", c.breaks.size()},
             {"break_reasons", breaks},
-            {"ops_per_graph", json::array({ops})},
+            {"ops_per_graph", ops_per_graph},
             {"guards", guards},
             {"assumptions", assumptions},
             {"compile_times", {{"capture_seconds", c.seconds}}}};
-  if (with_graph) j["graphs"] = json::array({c.graph.str()});
+  if (with_graph) {
+    json dumps = json::array();
+    for (const auto& g : graphs_of(c)) dumps.push_back(g.str());
+    if (c.graphs.empty()) dumps.push_back(c.graph.str());
+    j["graphs"] = dumps;
+  }
   return j;
 }
 
@@ -78,7 +101,7 @@ std::string explain_text(const ProfileCapture& pc, bool with_graph) {
   const auto& c = pc.capture;
   std::ostringstream s;
   s << "entry " << pc.entry->name << ", profile " << pc.profile->name << "\n";
-  s << "  graphs: 1, graph breaks: " << c.breaks.size() << "\n";
+  s << "  graphs: " << graph_count(c) << ", graph breaks: " << c.breaks.size() << "\n";
   for (const auto& b : c.breaks) {
     const SourceLoc at = b.user_stack.empty() ? SourceLoc{} : b.user_stack.back();
     s << "  break [" << b.category << "] at " << at.str() << ": " << b.reason << "\n";
@@ -86,16 +109,23 @@ std::string explain_text(const ProfileCapture& pc, bool with_graph) {
       s << "      in " << it->function << " at " << it->str() << "\n";
     if (!b.hint.empty()) s << "      hint: " << b.hint << "\n";
   }
-  s << "  ops:";
-  for (const auto& [op, n] : op_counts(c.graph)) s << " " << op << "=" << n;
-  s << "\n  guards:\n";
+  const std::vector<ir::Graph> single = {c.graph};
+  const auto& graphs = c.graphs.empty() ? single : c.graphs;
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    s << "  ops of graph " << i + 1 << ":";
+    for (const auto& [op, n] : op_counts(graphs[i])) s << " " << op << "=" << n;
+    s << "\n";
+  }
+  s << "  guards:\n";
   for (const auto& g : c.guards)
     s << "    " << g.str() << (g.origin.known() ? "   # " + g.origin.str() : "") << "\n";
   s << "  assumptions:\n";
   for (const auto& a : c.assumptions)
     s << "    " << a.text << (a.origin.known() ? "   # " + a.origin.str() : "") << "\n";
   s << "  capture time: " << c.seconds << " s\n";
-  if (with_graph) s << c.graph.str() << "\n";
+  if (with_graph)
+    for (size_t i = 0; i < graphs.size(); ++i)
+      s << "graph " << i + 1 << " of " << graphs.size() << ":\n" << graphs[i].str() << "\n";
   return s.str();
 }
 

@@ -47,4 +47,9 @@ struct RunOptions {
 };
 int run_command(const RunOptions& options);
 
+// Bundle tools (inspect.cpp, verify.cpp): exit 0 ok, 1 when the bundle fails.
+int inspect_command(const std::filesystem::path& bundle, bool json);
+int verify_command(const std::filesystem::path& bundle);
+int selftest_command(const std::filesystem::path& bundle);  // `aotrace run BUNDLE --selftest`
+
 }  // namespace aotrace::cli

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "artifacts/artifacts.h"
+#include "artifacts/runtime/aotrace_runtime.h"
 #include "cli/commands.h"
 #include "lowering/lowering.h"
 
@@ -48,7 +49,9 @@ void add_weights(const ir::Graph& g, ir::ExecutionPlan& plan, artifacts::BundleS
   std::vector<int64_t> global(g.weights.size());
   for (size_t i = 0; i < g.weights.size(); ++i) {
     const auto& w = g.weights[i];
-    const std::string key = w.source + "|" + g.type(w.value).str();
+    // Without a source (a tensor constant of the trace) only the same data is the same weight.
+    const std::string key = (w.source.empty() ? "data@" + std::to_string(reinterpret_cast<uintptr_t>(w.data.get()))
+                                              : w.source) + "|" + g.type(w.value).str();
     auto it = index_by_source.find(key);
     if (it == index_by_source.end()) {
       artifacts::WeightSpec ws{w.name, g.type(w.value).dtype, static_dims(g.type(w.value)), w.data};
@@ -93,9 +96,18 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   bundle.name = spec.name;
   bundle.triple = lowering::resolved_triple(lo);
   bundle.toolchain = "LLVM 16";
+  bundle.cpu = lowering::resolved_cpu(lo);
+  // The preflight lists the features the runtime can check on the device.
+  for (const auto& f : lowering::target_cpu_features(lo))
+    if (rt::cpu_feature_known(f)) bundle.cpu_features.push_back(f);
   std::map<std::string, int64_t> weight_index;
   std::vector<ir::Bytes> objects;
   json report_profiles = json::array();
+  struct VariantTiming {
+    std::string profile;
+    double capture_seconds, lowering_seconds;
+  };
+  std::vector<VariantTiming> timings;
   int kernels = 0;
 
   for (const auto& entry : spec.entries) {
@@ -110,6 +122,7 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
       if (found != variant_of_key.end()) {
         es.variants[found->second].profiles.push_back(pc.profile->name);
         rp["variant"] = es.variants[found->second].name;
+        rp.erase("compile_times");  // wall-clock: kept out of the bundle, which is deterministic
         report_profiles.push_back(rp);
         continue;
       }
@@ -121,15 +134,15 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
       const auto lower_start = std::chrono::steady_clock::now();
       lowering::LoweredVariant lv = lowering::lower_graph(pc.capture.graph, entry.name + "_" + vname + "_", lo);
       artifacts::VariantSpec vs = variant_spec(pc, vname);
+      vs.golden = artifacts::make_golden(pc.capture.graph);
       vs.plan = std::move(lv.plan);
       add_weights(pc.capture.graph, vs.plan, bundle, weight_index);
       objects.push_back(std::move(lv.object));
       kernels += static_cast<int>(vs.plan.calls.size());
-      json passes = json::object();
-      for (const auto& t : lv.timings) passes[t.pass] = t.seconds;
       rp["variant"] = vname;
-      rp["compile_times"]["lowering_seconds"] = seconds_since(lower_start);
-      rp["compile_times"]["passes"] = passes;
+      // Timings are printed, not stored: the same inputs must give a byte-identical bundle.
+      timings.push_back({pc.profile->name, pc.capture.seconds, seconds_since(lower_start)});
+      rp.erase("compile_times");
       report_profiles.push_back(rp);
       variant_of_key.emplace(key, es.variants.size());
       es.variants.push_back(std::move(vs));
@@ -159,6 +172,9 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   std::cerr << "aotrace: compiled " << spec.profiles.size() * spec.entries.size() << " profile(s) into "
             << variants << " variant(s), " << kernels << " kernel(s), " << bundle.weights.size()
             << " weight(s) -> " << out.string() << " in " << seconds_since(start) << " s\n";
+  for (const auto& t : timings)
+    std::cerr << "  variant for profile " << t.profile << ": capture " << t.capture_seconds
+              << " s, lowering " << t.lowering_seconds << " s\n";
   return 0;
 }
 

@@ -29,7 +29,16 @@ int main(int argc, char** argv) {
   auto* r = app.add_subcommand("run", "run a bundle on .npy inputs");
   r->add_option("bundle", run.bundle, "bundle directory")->required();
   r->add_option("--entry", run.entry, "entry name (default: the only entry, or 'forward')");
-  r->add_option("--input", run.inputs, "NAME=FILE.npy, once per input")->required();
+  r->add_option("--input", run.inputs, "NAME=FILE.npy, once per input");
+  bool selftest = false;
+  r->add_flag("--selftest", selftest, "run the bundle's golden vectors instead of inputs");
+
+  std::filesystem::path bundle_dir;
+  auto* ins = app.add_subcommand("inspect", "what a bundle holds: versions, variants, files, hardware");
+  ins->add_option("bundle", bundle_dir, "bundle directory")->required();
+  ins->add_flag("--json", json, "one JSON object");
+  auto* ver = app.add_subcommand("verify", "check a bundle's integrity and that it runs here");
+  ver->add_option("bundle", bundle_dir, "bundle directory")->required();
   r->add_option("--output-dir", run.output_dir, "where out0.npy, out1.npy, … are written");
 
   try {
@@ -41,7 +50,10 @@ int main(int argc, char** argv) {
   try {
     if (*c) return cli::compile_command(yaml, compile);
     if (*e) return cli::explain_command(yaml, json, graph);
+    if (*r && selftest) return cli::selftest_command(run.bundle);
     if (*r) return cli::run_command(run);
+    if (*ins) return cli::inspect_command(bundle_dir, json);
+    if (*ver) return cli::verify_command(bundle_dir);
   } catch (const UserError& err) {
     std::cerr << err.render();
     return 1;

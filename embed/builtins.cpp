@@ -61,12 +61,34 @@ VarRef call_builtin(Translator& t, const VarRef& fn, std::vector<VarRef> args, K
       PyRef zero = PyRef::steal(PyLong_FromLong(0));
       return t.subscript(t.attribute(x, "shape"), t.constant(zero.get()));
     }
+    if (auto* d = as<DictVar>(x)) {
+      PyRef n = PyRef::steal(PyLong_FromSize_t(d->keys.size()));
+      return t.constant(n.get());
+    }
+    if (as<ModuleVar>(x) || as<IteratorVar>(x)) {
+      PyRef n = PyRef::steal(PyLong_FromSize_t(items_of(t, x).size()));
+      return t.constant(n.get());
+    }
+  }
+  if (name == "type" && args.size() == 1 && as<TensorVar>(args[0]))
+    return t.constant(getattr(import("torch").get(), "Tensor").get());
+  if ((name == "any" || name == "all") && args.size() == 1 && !all_python(t, args)) {
+    const bool want = name == "any";
+    for (auto& item : items_of(t, args[0]))
+      if (t.truth(item) == want) return py_bool(t, want);
+    return py_bool(t, !want);
   }
   if (name == "isinstance" && args.size() == 2) {
     PyRef cls = t.to_python(args[1]);
     if (cls && as<TensorVar>(args[0])) {
       PyRef tensor_type = getattr(import("torch").get(), "Tensor");
       int r = PyObject_IsSubclass(tensor_type.get(), cls.get());
+      if (r < 0) PyErr_Clear();
+      return py_bool(t, r == 1);
+    }
+    if (cls && (as<DictVar>(args[0]) || as<IteratorVar>(args[0]))) {
+      PyObject* type = as<DictVar>(args[0]) ? reinterpret_cast<PyObject*>(&PyDict_Type) : nullptr;
+      int r = type ? PyObject_IsSubclass(type, cls.get()) : 0;
       if (r < 0) PyErr_Clear();
       return py_bool(t, r == 1);
     }
@@ -102,7 +124,10 @@ VarRef call_builtin(Translator& t, const VarRef& fn, std::vector<VarRef> args, K
     if (name == "hasattr") {
       if (as<TensorVar>(args[0])) return py_bool(t, tensor_attribute(t, args[0], a) || tensor_method(a));
       PyRef m = t.to_python(args[0]);
-      return py_bool(t, m && PyObject_HasAttrString(m.get(), a.c_str()) == 1);
+      const bool has = m && PyObject_HasAttrString(m.get(), a.c_str()) == 1;
+      if (!args[0]->source.empty())
+        t.add_assumption("hasattr(" + args[0]->source.str() + ", '" + a + "') == " + (has ? "True" : "False"));
+      return py_bool(t, has);
     }
     return t.attribute(args[0], a);
   }

@@ -30,6 +30,10 @@ struct GraphBreak {
 
 struct Capture {
   ir::Graph graph;  // the graph up to the first break (the whole program when none)
+  // Every graph, in order: graph_count = graphs.size() = breaks.size() + 1 when the capture
+  // could continue past each break (it runs the breaking region for real; see translator.h),
+  // fewer when it had to stop. graphs.front() is `graph`.
+  std::vector<ir::Graph> graphs;
   std::vector<ir::Guard> guards;
   std::vector<ir::Assumption> assumptions;
   std::vector<GraphBreak> breaks;

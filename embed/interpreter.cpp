@@ -62,54 +62,6 @@ PyRef evaluate_call(const std::string& expr) {
   return PyRef::steal(r);
 }
 
-PyRef dtype_object(ir::DType dtype) {
-  return getattr(torch_module().get(), std::string(ir::dtype_torch_name(dtype)).c_str());
-}
-
-PyRef tensor_from_host(const ir::HostTensor& h) {
-  PyRef torch = torch_module();
-  PyRef shape = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(h.shape.size())));
-  for (size_t i = 0; i < h.shape.size(); ++i)
-    PyTuple_SetItem(shape.get(), static_cast<Py_ssize_t>(i), PyLong_FromLongLong(h.shape[i]));
-  // bytes -> uint8 tensor -> view as the dtype -> reshape: works for every dtype.
-  PyRef bytes = PyRef::steal(PyByteArray_FromStringAndSize(reinterpret_cast<const char*>(h.data.data()),
-                                                           static_cast<Py_ssize_t>(h.data.size())));
-  PyRef kwargs = PyRef::steal(PyDict_New());
-  PyDict_SetItemString(kwargs.get(), "dtype", getattr(torch.get(), "uint8").get());
-  PyRef u8;
-  if (h.data.empty()) {
-    PyRef zero = PyRef::steal(Py_BuildValue("(i)", 0));
-    u8 = check(PyObject_Call(getattr(torch.get(), "zeros").get(), zero.get(), kwargs.get()), "torch.zeros");
-  } else {
-    PyRef pargs = PyRef::steal(PyTuple_Pack(1, bytes.get()));
-    u8 = check(PyObject_Call(getattr(torch.get(), "frombuffer").get(), pargs.get(), kwargs.get()),
-               "torch.frombuffer");
-  }
-  PyRef typed = check(PyObject_CallMethod(u8.get(), "view", "O", dtype_object(h.dtype).get()), "view");
-  PyRef shaped = check(PyObject_CallMethod(typed.get(), "reshape", "O", shape.get()), "reshape");
-  return check(PyObject_CallMethod(shaped.get(), "clone", nullptr), "clone");
-}
-
-ir::HostTensor host_from_tensor(PyObject* t) {
-  ir::HostTensor h;
-  PyRef dtype = check(PyObject_Str(getattr(t, "dtype").get()), "dtype");
-  auto d = ir::parse_dtype(py_str(dtype.get()));
-  if (!d) user_error("the entry returned a tensor of unsupported dtype " + py_str(dtype.get()));
-  h.dtype = *d;
-  PyRef shape = check(PySequence_Tuple(getattr(t, "shape").get()), "shape");
-  for (Py_ssize_t i = 0; i < PyTuple_Size(shape.get()); ++i)
-    h.shape.push_back(PyLong_AsLongLong(PyTuple_GetItem(shape.get(), i)));
-  PyRef c = check(PyObject_CallMethod(t, "detach", nullptr), "detach");
-  c = check(PyObject_CallMethod(c.get(), "contiguous", nullptr), "contiguous");
-  c = check(PyObject_CallMethod(c.get(), "reshape", "(i)", -1), "reshape");
-  c = check(PyObject_CallMethod(c.get(), "view", "O", getattr(torch_module().get(), "uint8").get()), "view");
-  PyRef np = check(PyObject_CallMethod(c.get(), "numpy", nullptr), "numpy");
-  PyRef raw = check(PyObject_CallMethod(np.get(), "tobytes", nullptr), "tobytes");
-  const auto* p = reinterpret_cast<const uint8_t*>(PyBytes_AsString(raw.get()));
-  h.data.assign(p, p + PyBytes_Size(raw.get()));
-  return h;
-}
-
 void flatten_eager(PyObject* out, std::vector<ir::HostTensor>& result) {
   PyRef tensor_type = getattr(torch_module().get(), "Tensor");
   if (PyObject_IsInstance(out, tensor_type.get()) == 1) {
@@ -212,8 +164,11 @@ Capture Interpreter::capture(const std::string& call_expr, const std::vector<Cap
   if (!PyFunction_Check(fn.get()))
     user_error("the forward of `" + call_expr + "` is not Python code and cannot be traced");
 
-  // Example inputs: random values of the profile's shapes (they only steer Python at compile time).
+  // Example inputs: random values of the profile's shapes, from a fixed seed so that a capture
+  // is deterministic (they steer the Python run past graph breaks at compile time).
   PyRef torch = torch_module();
+  PyRef generator = check(PyObject_CallMethod(torch.get(), "Generator", nullptr), "torch.Generator");
+  check(PyObject_CallMethod(generator.get(), "manual_seed", "(i)", 0), "manual_seed");
   PyRef args = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(inputs.size())));
   for (size_t i = 0; i < inputs.size(); ++i) {
     PyRef shape = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(inputs[i].shape.size())));
@@ -221,6 +176,7 @@ Capture Interpreter::capture(const std::string& call_expr, const std::vector<Cap
       PyTuple_SetItem(shape.get(), static_cast<Py_ssize_t>(d), PyLong_FromLongLong(inputs[i].shape[d]));
     PyRef kwargs = PyRef::steal(PyDict_New());
     PyDict_SetItemString(kwargs.get(), "dtype", dtype_object(inputs[i].dtype).get());
+    if (ir::is_floating(inputs[i].dtype)) PyDict_SetItemString(kwargs.get(), "generator", generator.get());
     const char* maker = ir::is_floating(inputs[i].dtype) ? "randn" : "zeros";
     PyRef a = PyRef::steal(PyTuple_Pack(1, shape.get()));
     PyObject* t = PyObject_Call(getattr(torch.get(), maker).get(), a.get(), kwargs.get());
@@ -252,7 +208,7 @@ Capture Interpreter::capture(const std::string& call_expr, const std::vector<Cap
       if (k >= 0) {
         if (k != next_input++)
           internal_error("entry parameters do not follow the YAML input order");
-        vars.push_back(translator.add_input(inputs[static_cast<size_t>(k)], k, source));
+        vars.push_back(translator.add_input(inputs[static_cast<size_t>(k)], k, source, frame_args[i]));
       } else {
         vars.push_back(translator.wrap(frame_args[i], source));
       }

@@ -40,14 +40,19 @@ void call_function_ex(Translator& t, Frame& f, const Instruction& i) {
   std::vector<std::pair<std::string, VarRef>> kwargs;
   if (i.arg & 1) {
     VarRef kw = f.pop();
-    PyRef d = t.to_python(kw);
-    if (!d || !PyDict_Check(d.get()))
-      t.graph_break("unsupported Python", "**kwargs holding " + kw->describe(),
-                    "pass keyword arguments explicitly");
-    PyObject *key, *value;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(d.get(), &pos, &key, &value))
-      kwargs.emplace_back(py_str(key), t.constant(value));
+    if (auto* dict = as<DictVar>(kw)) {
+      for (size_t k = 0; k < dict->keys.size(); ++k)
+        kwargs.emplace_back(py_str(dict->keys[k].get()), dict->values[k]);
+    } else {
+      PyRef d = t.to_python(kw);
+      if (!d || !PyDict_Check(d.get()))
+        t.graph_break("unsupported Python", "**kwargs holding " + kw->describe(),
+                      "pass keyword arguments explicitly");
+      PyObject *key, *value;
+      Py_ssize_t pos = 0;
+      while (PyDict_Next(d.get(), &pos, &key, &value))
+        kwargs.emplace_back(py_str(key), t.wrap(value, Source()));
+    }
   }
   VarRef args_var = f.pop();
   VarRef callable = f.pop();
@@ -97,6 +102,42 @@ void return_value(Translator&, Frame& f, const Instruction&) {
   f.returned = true;
 }
 
+// Generators are run to the end when called (Translator::inline_function): RETURN_GENERATOR
+// pushes the value its POP_TOP discards, YIELD_VALUE collects and "receives" None.
+void return_generator(Translator& t, Frame& f, const Instruction&) {
+  if (!f.yields)
+    t.graph_break("unsupported Python", "a generator outside a generator frame", "");
+  f.push(t.constant(Py_None));
+}
+
+void yield_value(Translator& t, Frame& f, const Instruction&) {
+  if (!f.yields)
+    t.graph_break("unsupported Python", "yield outside a generator frame", "");
+  f.yields->push_back(f.pop());
+  f.push(t.constant(Py_None));
+}
+
+// with CM: as v — the context manager is a compile-time object (torch.no_grad(),
+// torch.autocast(...), a user class): __enter__ runs for real now and __exit__ at the end of the
+// block (the normal path calls it with three Nones). Exception paths are never entered: the
+// Translator raises nothing inside the block (a failure is a graph break or a user error).
+void before_with(Translator& t, Frame& f, const Instruction&) {
+  VarRef mgr = f.pop();
+  PyRef m = t.to_python(mgr);
+  if (!m || as<ModuleVar>(mgr))
+    t.graph_break("unsupported Python", "`with` on " + mgr->describe(),
+                  "use a context manager that does not hold tensors (torch.no_grad())");
+  PyObject* exit = PyObject_GetAttrString(m.get(), "__exit__");
+  if (!exit) t.graph_break("python exception", "`with` object has no __exit__: " + fetch_python_error(), "");
+  PyRef exit_ref = PyRef::steal(exit);
+  PyObject* entered = PyObject_CallMethod(m.get(), "__enter__", nullptr);
+  if (!entered)
+    t.graph_break("python exception", "__enter__ raised " + fetch_python_error(), "");
+  PyRef entered_ref = PyRef::steal(entered);
+  f.push(t.constant(exit_ref.get()));
+  f.push(entered_ref.get() == m.get() ? mgr : t.wrap(entered_ref.get(), Source()));
+}
+
 }  // namespace
 
 HandlerList call_handlers() {
@@ -107,6 +148,9 @@ HandlerList call_handlers() {
       {"CALL_FUNCTION_EX", call_function_ex},
       {"MAKE_FUNCTION", make_function},
       {"RETURN_VALUE", return_value},
+      {"RETURN_GENERATOR", return_generator},
+      {"YIELD_VALUE", yield_value},
+      {"BEFORE_WITH", before_with},
   };
 }
 

@@ -59,42 +59,76 @@ void build_slice(Translator&, Frame& f, const Instruction& i) {
   f.push(std::make_shared<SliceVar>(start, stop, step));
 }
 
-// Dicts hold compile-time values only (a dict of tensors is a later issue).
+// Dicts are DictVars: compile-time keys, values of any kind (tensors too).
+PyRef dict_key(Translator& t, const VarRef& k) {
+  PyRef key = t.to_python(k);
+  if (!key || PyObject_Hash(key.get()) == -1) {
+    PyErr_Clear();
+    t.graph_break("unsupported Python", "a dict keyed by " + k->describe(), "use string keys");
+  }
+  return key;
+}
+
 void build_const_key_map(Translator& t, Frame& f, const Instruction& i) {
   VarRef keys = f.pop();
   std::vector<VarRef> values = f.pop_n(static_cast<size_t>(i.arg));
   PyRef k = t.to_python(keys);
-  PyRef d = PyRef::steal(PyDict_New());
-  for (size_t n = 0; n < values.size(); ++n) {
-    PyRef v = t.to_python(values[n]);
-    if (!v)
-      t.graph_break("unsupported Python", "a dict holding " + values[n]->describe(),
-                    "return a tuple of tensors instead of a dict");
-    PyDict_SetItem(d.get(), PyTuple_GetItem(k.get(), static_cast<Py_ssize_t>(n)), v.get());
-  }
-  f.push(t.constant(d.get()));
+  auto d = std::make_shared<DictVar>();
+  for (size_t n = 0; n < values.size(); ++n)
+    d->set(PyRef::borrow(PyTuple_GetItem(k.get(), static_cast<Py_ssize_t>(n))), values[n]);
+  f.push(d);
 }
 
 void build_map(Translator& t, Frame& f, const Instruction& i) {
   std::vector<VarRef> kv = f.pop_n(static_cast<size_t>(2 * i.arg));
-  PyRef d = PyRef::steal(PyDict_New());
-  for (size_t n = 0; n < kv.size(); n += 2) {
-    PyRef k = t.to_python(kv[n]), v = t.to_python(kv[n + 1]);
-    if (!k || !v)
-      t.graph_break("unsupported Python", "a dict holding " + kv[n + 1]->describe(),
-                    "return a tuple of tensors instead of a dict");
-    PyDict_SetItem(d.get(), k.get(), v.get());
+  auto d = std::make_shared<DictVar>();
+  for (size_t n = 0; n < kv.size(); n += 2) d->set(dict_key(t, kv[n]), kv[n + 1]);
+  f.push(d);
+}
+
+void merge_into(Translator& t, DictVar& target, const VarRef& v) {
+  if (auto* src = as<DictVar>(v)) {
+    for (size_t n = 0; n < src->keys.size(); ++n) target.set(src->keys[n], src->values[n]);
+    return;
   }
-  f.push(t.constant(d.get()));
+  PyRef src = t.to_python(v);
+  if (!src || !PyDict_Check(src.get()))
+    t.graph_break("unsupported Python", "** of " + v->describe(), "pass a dict");
+  PyObject *k, *val;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(src.get(), &pos, &k, &val)) target.set(PyRef::borrow(k), t.wrap(val, Source()));
 }
 
 void dict_merge(Translator& t, Frame& f, const Instruction& i) {
   VarRef v = f.pop();
-  PyRef src = t.to_python(v);
-  auto* target = as<ConstVar>(f.top(i.arg - 1));
-  if (!src || !target)
-    t.graph_break("unsupported Python", "**kwargs holding tensors", "pass tensors by name");
-  PyDict_Update(target->obj.get(), src.get());
+  auto* target = as<DictVar>(f.top(i.arg - 1));
+  AOT_CHECK(target, "DICT_MERGE target is not a dict");
+  merge_into(t, *target, v);
+}
+
+void map_add(Translator& t, Frame& f, const Instruction& i) {
+  VarRef value = f.pop();
+  VarRef key = f.pop();
+  auto* target = as<DictVar>(f.top(i.arg - 1));
+  AOT_CHECK(target, "MAP_ADD target is not a dict");
+  target->set(dict_key(t, key), value);
+}
+
+// a, *rest, b = seq: arg = (number after the star) << 8 | (number before it).
+void unpack_ex(Translator& t, Frame& f, const Instruction& i) {
+  VarRef v = f.pop();
+  std::vector<VarRef> items = items_of(t, v);
+  const size_t before = static_cast<size_t>(i.arg & 0xff), after = static_cast<size_t>(i.arg >> 8);
+  if (items.size() < before + after)
+    user_error("cannot unpack " + v->describe() + " into at least " + std::to_string(before + after) +
+                   " values",
+               t.loc());
+  std::vector<VarRef> out(items.begin(), items.begin() + static_cast<long>(before));
+  out.push_back(std::make_shared<SequenceVar>(
+      Kind::List, std::vector<VarRef>(items.begin() + static_cast<long>(before),
+                                      items.end() - static_cast<long>(after))));
+  out.insert(out.end(), items.end() - static_cast<long>(after), items.end());
+  for (auto it = out.rbegin(); it != out.rend(); ++it) f.push(*it);
 }
 
 void format_value(Translator& t, Frame& f, const Instruction& i) {
@@ -135,6 +169,9 @@ HandlerList container_handlers() {
       {"BUILD_CONST_KEY_MAP", build_const_key_map},
       {"BUILD_MAP", build_map},
       {"DICT_MERGE", dict_merge},
+      {"DICT_UPDATE", dict_merge},
+      {"MAP_ADD", map_add},
+      {"UNPACK_EX", unpack_ex},
       {"FORMAT_VALUE", format_value},
       {"BUILD_STRING", build_string},
   };

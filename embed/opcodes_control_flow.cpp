@@ -22,8 +22,11 @@ void pop_jump_if(Translator& t, Frame& f, const Instruction& i) {
 }
 
 template <bool Forward, bool WhenNone>
-void pop_jump_if_none(Translator&, Frame& f, const Instruction& i) {
-  if (is_none(f.pop()) == WhenNone) jump_to(f, Forward ? jump_forward(i) : jump_backward(i));
+void pop_jump_if_none(Translator& t, Frame& f, const Instruction& i) {
+  VarRef v = f.pop();
+  if (auto* c = as<ConstVar>(v); c && !c->source.empty())
+    t.add_assumption(c->source.str() + (is_none(v) ? " is None" : " is not None"));
+  if (is_none(v) == WhenNone) jump_to(f, Forward ? jump_forward(i) : jump_backward(i));
 }
 
 template <bool WhenTrue>
@@ -56,9 +59,23 @@ void binary_op(Translator& t, Frame& f, const Instruction& i) {
   AOT_CHECK(i.arg >= 0 && i.arg < 26, "BINARY_OP with unknown operator");
   // In-place forms (+=) on immutable values behave as the plain operator; a list += extends.
   const std::string op = kBinaryOps[i.arg % 13];
-  if (i.arg >= 13 && as<TensorVar>(a))
-    t.graph_break("in-place mutation",
-                  "in-place operator " + op + "= on a tensor", "write x = x " + op + " y instead");
+  auto* ta = as<TensorVar>(a);
+  if (i.arg >= 13 && ta && !t.eager()) {
+    if (!ta->source.empty())
+      t.graph_break("in-place mutation",
+                    "in-place operator " + op + "= on " + ta->source.str() +
+                        ", a tensor from outside the traced function",
+                    "write x = x " + op + " y instead");
+    // An intermediate: computed out of place; its aliases share the variable and see the update.
+    VarRef r = t.binary_op(op, a, b);
+    if (auto* tr = as<TensorVar>(r)) {
+      ta->value = tr->value;
+      f.push(a);
+      return;
+    }
+    f.push(r);
+    return;
+  }
   f.push(t.binary_op(op, a, b));
 }
 
@@ -75,6 +92,8 @@ void is_op(Translator& t, Frame& f, const Instruction& i) {
   VarRef b = f.pop();
   VarRef a = f.pop();
   bool same;
+  t.note_constant_use(a);
+  t.note_constant_use(b);
   PyRef pa = as<TensorVar>(a) ? PyRef() : t.to_python(a);
   PyRef pb = as<TensorVar>(b) ? PyRef() : t.to_python(b);
   if (pa && pb) same = pa.get() == pb.get();
@@ -86,6 +105,21 @@ void is_op(Translator& t, Frame& f, const Instruction& i) {
 void contains_op(Translator& t, Frame& f, const Instruction& i) {
   VarRef container = f.pop();
   VarRef item = f.pop();
+  if (auto* d = as<DictVar>(container)) {
+    PyRef key = t.to_python(item);
+    const bool found = key && d->find(key.get()) >= 0;
+    f.push(t.constant(found != (i.arg == 1) ? Py_True : Py_False));
+    return;
+  }
+  if (as<ModuleVar>(container)) {
+    PyRef key = t.to_python(item);
+    PyRef modules = getattr(as<ModuleVar>(container)->module.get(), "_modules");
+    const bool found = key && PyUnicode_Check(key.get()) && PyDict_Contains(modules.get(), key.get()) == 1;
+    f.push(t.constant(found != (i.arg == 1) ? Py_True : Py_False));
+    return;
+  }
+  t.note_constant_use(container);
+  t.note_constant_use(item);
   PyRef c = t.to_python(container), x = t.to_python(item);
   if (!c || !x)
     t.graph_break("unsupported Python", "'in' on " + container->describe(), "");

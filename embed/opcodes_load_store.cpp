@@ -68,6 +68,12 @@ void load_method(Translator& t, Frame& f, const Instruction& i) {
 
 void store_attr(Translator& t, Frame& f, const Instruction& i) {
   VarRef obj = f.pop();
+  VarRef value = f.pop();
+  if (t.eager()) {  // after a graph break: the assignment runs for real
+    PyRef o = t.to_python(obj), v = t.to_python(value);
+    if (o && v && PyObject_SetAttrString(o.get(), name_of(f, i.arg).c_str(), v.get()) == 0) return;
+    PyErr_Clear();
+  }
   t.graph_break("side effect", "assignment to attribute '" + name_of(f, i.arg) + "' of " +
                                    obj->describe(),
                 "keep the traced function free of attribute mutation (compute a local instead)");
@@ -94,11 +100,45 @@ void store_subscr(Translator& t, Frame& f, const Instruction&) {
       }
     }
   }
+  if (auto* d = as<DictVar>(obj)) {
+    PyRef key = t.to_python(index);
+    if (!key) t.graph_break("unsupported Python", "a dict keyed by " + index->describe(), "");
+    d->set(key, value);
+    return;
+  }
+  if (t.eager()) {  // after a graph break: the assignment runs for real
+    PyRef o = t.to_python(obj), k = t.to_python(index), v = t.to_python(value);
+    if (o && k && v && PyObject_SetItem(o.get(), k.get(), v.get()) == 0) return;
+    PyErr_Clear();
+  }
   if (as<TensorVar>(obj))
     t.graph_break("in-place mutation", "assignment into a tensor (x[...] = v)",
                   "build the result out of place, e.g. with torch.where or torch.cat");
   t.graph_break("side effect", "item assignment on " + obj->describe(),
                 "assign into a local list, or build a new value");
+}
+
+void delete_subscr(Translator& t, Frame& f, const Instruction&) {
+  VarRef index = f.pop();
+  VarRef obj = f.pop();
+  PyRef key = t.to_python(index);
+  if (auto* d = as<DictVar>(obj); d && key) {
+    const int k = d->find(key.get());
+    if (k >= 0) {
+      d->keys.erase(d->keys.begin() + k);
+      d->values.erase(d->values.begin() + k);
+      return;
+    }
+  }
+  if (auto* seq = as<SequenceVar>(obj); seq && key && PyLong_Check(key.get()) && seq->kind == SequenceVar::Kind::List) {
+    int64_t k = PyLong_AsLongLong(key.get());
+    if (k < 0) k += static_cast<int64_t>(seq->items.size());
+    if (k >= 0 && k < static_cast<int64_t>(seq->items.size())) {
+      seq->items.erase(seq->items.begin() + k);
+      return;
+    }
+  }
+  t.graph_break("side effect", "del of an item of " + obj->describe(), "build a new value instead");
 }
 
 void make_cell(Translator&, Frame& f, const Instruction& i) {
@@ -144,6 +184,22 @@ void pop_top(Translator&, Frame& f, const Instruction&) { f.pop(); }
 void copy(Translator&, Frame& f, const Instruction& i) { f.push(f.top(i.arg - 1)); }
 void swap(Translator&, Frame& f, const Instruction& i) { std::swap(f.top(0), f.top(i.arg - 1)); }
 
+// import m / from m import n inside the traced function: the import runs for real.
+void import_name(Translator& t, Frame& f, const Instruction& i) {
+  PyRef fromlist = t.to_python(f.pop());
+  PyRef level = t.to_python(f.pop());
+  PyRef name = PyRef::borrow(PyTuple_GetItem(f.bytecode->names.get(), i.arg));
+  PyObject* m = PyImport_ImportModuleLevelObject(name.get(), f.globals.get(), nullptr, fromlist.get(),
+                                                 static_cast<int>(PyLong_AsLong(level.get())));
+  if (!m) t.graph_break("python exception", "import raised " + fetch_python_error(), "");
+  PyRef module = PyRef::steal(m);
+  f.push(t.constant(module.get()));
+}
+
+void import_from(Translator& t, Frame& f, const Instruction& i) {
+  f.push(t.attribute(f.top(), name_of(f, i.arg)));
+}
+
 void load_assertion_error(Translator& t, Frame& f, const Instruction&) {
   f.push(t.constant(PyExc_AssertionError));
 }
@@ -167,6 +223,7 @@ HandlerList load_store_handlers() {
       {"STORE_ATTR", store_attr},
       {"BINARY_SUBSCR", binary_subscr},
       {"STORE_SUBSCR", store_subscr},
+      {"DELETE_SUBSCR", delete_subscr},
       {"MAKE_CELL", make_cell},
       {"COPY_FREE_VARS", copy_free_vars},
       {"LOAD_DEREF", load_deref},
@@ -177,6 +234,8 @@ HandlerList load_store_handlers() {
       {"COPY", copy},
       {"SWAP", swap},
       {"LOAD_ASSERTION_ERROR", load_assertion_error},
+      {"IMPORT_NAME", import_name},
+      {"IMPORT_FROM", import_from},
   };
 }
 

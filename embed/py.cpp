@@ -1,5 +1,7 @@
 #include "embed/py.h"
 
+#include "ir/ir.h"
+
 namespace aotrace::embed {
 
 std::string fetch_python_error() {
@@ -87,5 +89,54 @@ std::string callable_name(PyObject* o) {
 PyRef getattr(PyObject* o, const char* name) {
   return check(PyObject_GetAttrString(o, name), name);
 }
+
+PyRef dtype_object(ir::DType dtype) {
+  return getattr(import("torch").get(), std::string(ir::dtype_torch_name(dtype)).c_str());
+}
+
+PyRef tensor_from_host(const ir::HostTensor& h) {
+  PyRef torch = import("torch");
+  PyRef shape = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(h.shape.size())));
+  for (size_t i = 0; i < h.shape.size(); ++i)
+    PyTuple_SetItem(shape.get(), static_cast<Py_ssize_t>(i), PyLong_FromLongLong(h.shape[i]));
+  // bytes -> uint8 tensor -> view as the dtype -> reshape: works for every dtype.
+  PyRef bytes = PyRef::steal(PyByteArray_FromStringAndSize(reinterpret_cast<const char*>(h.data.data()),
+                                                           static_cast<Py_ssize_t>(h.data.size())));
+  PyRef kwargs = PyRef::steal(PyDict_New());
+  PyDict_SetItemString(kwargs.get(), "dtype", getattr(torch.get(), "uint8").get());
+  PyRef u8;
+  if (h.data.empty()) {
+    PyRef zero = PyRef::steal(Py_BuildValue("(i)", 0));
+    u8 = check(PyObject_Call(getattr(torch.get(), "zeros").get(), zero.get(), kwargs.get()), "torch.zeros");
+  } else {
+    PyRef pargs = PyRef::steal(PyTuple_Pack(1, bytes.get()));
+    u8 = check(PyObject_Call(getattr(torch.get(), "frombuffer").get(), pargs.get(), kwargs.get()),
+               "torch.frombuffer");
+  }
+  PyRef typed = check(PyObject_CallMethod(u8.get(), "view", "O", dtype_object(h.dtype).get()), "view");
+  PyRef shaped = check(PyObject_CallMethod(typed.get(), "reshape", "(O)", shape.get()), "reshape");
+  return check(PyObject_CallMethod(shaped.get(), "clone", nullptr), "clone");
+}
+
+ir::HostTensor host_from_tensor(PyObject* t) {
+  ir::HostTensor h;
+  PyRef dtype = check(PyObject_Str(getattr(t, "dtype").get()), "dtype");
+  auto d = ir::parse_dtype(py_str(dtype.get()));
+  if (!d) user_error("the entry returned a tensor of unsupported dtype " + py_str(dtype.get()));
+  h.dtype = *d;
+  PyRef shape = check(PySequence_Tuple(getattr(t, "shape").get()), "shape");
+  for (Py_ssize_t i = 0; i < PyTuple_Size(shape.get()); ++i)
+    h.shape.push_back(PyLong_AsLongLong(PyTuple_GetItem(shape.get(), i)));
+  PyRef c = check(PyObject_CallMethod(t, "detach", nullptr), "detach");
+  c = check(PyObject_CallMethod(c.get(), "contiguous", nullptr), "contiguous");
+  c = check(PyObject_CallMethod(c.get(), "reshape", "(i)", -1), "reshape");
+  c = check(PyObject_CallMethod(c.get(), "view", "O", getattr(import("torch").get(), "uint8").get()), "view");
+  PyRef np = check(PyObject_CallMethod(c.get(), "numpy", nullptr), "numpy");
+  PyRef raw = check(PyObject_CallMethod(np.get(), "tobytes", nullptr), "tobytes");
+  const auto* p = reinterpret_cast<const uint8_t*>(PyBytes_AsString(raw.get()));
+  h.data.assign(p, p + PyBytes_Size(raw.get()));
+  return h;
+}
+
 
 }  // namespace aotrace::embed

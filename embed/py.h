@@ -50,3 +50,18 @@ std::string callable_name(PyObject* o);
 PyRef getattr(PyObject* o, const char* name);  // internal_error when missing
 
 }  // namespace aotrace::embed
+
+namespace aotrace::ir {
+struct HostTensor;
+enum class DType : uint8_t;
+}  // namespace aotrace::ir
+
+namespace aotrace::embed {
+
+// Conversions between torch tensors and the IR's host tensors (bytes through a uint8 view, so
+// every dtype converts the same way).
+PyRef dtype_object(ir::DType dtype);
+PyRef tensor_from_host(const ir::HostTensor& h);
+ir::HostTensor host_from_tensor(PyObject* tensor);
+
+}  // namespace aotrace::embed

@@ -1,11 +1,13 @@
 // The torch op table: every torch callable, Tensor method and operator that capture maps onto
-// the IR, in one list (`table()` at the bottom). Builders turn call arguments into graph nodes;
-// composites (linear, softmax, mean) are IR ops decomposed by lowering, not here.
+// the IR, in one list (`table()` below). Builders (torch_ops_*.cpp, declared in
+// torch_ops_builders.h) turn call arguments into graph nodes; composites (linear, softmax,
+// gelu, layer_norm, ...) are IR ops decomposed by lowering, not here.
 #include "embed/torch_ops.h"
 
 #include <map>
 #include <optional>
 
+#include "embed/torch_ops_builders.h"
 #include "embed/translator.h"
 
 namespace aotrace::embed {
@@ -25,250 +27,7 @@ VarRef CallArgs::kw(const char* name) const {
 
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// Argument helpers
-
-bool is_none(const VarRef& v) {
-  auto* c = as<ConstVar>(v);
-  return !v || (c && c->obj.get() == Py_None);
-}
-
-ir::ValueId tensor(Translator& t, const VarRef& v, const char* what) {
-  if (auto* tv = as<TensorVar>(v)) return tv->value;
-  user_error(std::string(what) + " expects a tensor, got " + (v ? v->describe() : "nothing"),
-             t.loc());
-}
-
-int64_t int_arg(Translator& t, const VarRef& v, const char* what) {
-  PyRef o = v ? t.to_python(v) : PyRef();
-  if (!o || !PyLong_Check(o.get()))
-    user_error(std::string(what) + " expects an int, got " + (v ? v->describe() : "nothing"), t.loc());
-  return PyLong_AsLongLong(o.get());
-}
-
-// The items of a sequence given as a SequenceVar or as a constant tuple/list; null when `v` is
-// not a sequence.
-std::optional<std::vector<VarRef>> sequence_items(Translator& t, const VarRef& v) {
-  if (auto* seq = as<SequenceVar>(v)) return seq->items;
-  if (auto* c = as<ConstVar>(v); c && (PyTuple_Check(c->obj.get()) || PyList_Check(c->obj.get()))) {
-    std::vector<VarRef> items;
-    PyRef fast = check(PySequence_Fast(c->obj.get(), "sequence"), "sequence");
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast.get()); ++i)
-      items.push_back(t.constant(PySequence_Fast_GET_ITEM(fast.get(), i)));
-    return items;
-  }
-  return std::nullopt;
-}
-
-// Ints given either as one sequence argument or as varargs starting at `first`.
-std::vector<int64_t> ints_arg(Translator& t, const CallArgs& a, size_t first, const char* name,
-                              const char* what) {
-  std::vector<VarRef> items;
-  VarRef v = a.get(first, name);
-  if (auto seq = v ? sequence_items(t, v) : std::nullopt) items = *seq;
-  else if (first < a.args.size()) items.assign(a.args.begin() + static_cast<long>(first), a.args.end());
-  else if (v) items = {v};
-  std::vector<int64_t> out;
-  for (auto& item : items) out.push_back(int_arg(t, item, what));
-  return out;
-}
-
-int normalise_dim(Translator& t, int64_t dim, int rank, const char* what) {
-  const int64_t r = std::max(rank, 1);
-  if (dim < -r || dim >= r)
-    user_error(std::string(what) + ": dim " + std::to_string(dim) + " is out of range for a tensor of rank " +
-                   std::to_string(rank),
-               t.loc(), "dims must lie in [-rank, rank)");
-  return static_cast<int>(dim < 0 ? dim + r : dim);
-}
-
-const ir::TensorType& type_of(Translator& t, ir::ValueId v) { return t.graph().type(v); }
-
-VarRef wrap_value(ir::ValueId v) { return std::make_shared<TensorVar>(v); }
-
-VarRef add(Translator& t, OpKind op, std::vector<ir::ValueId> operands, ir::Attrs attrs = {}) {
-  return wrap_value(t.graph().add(op, std::move(operands), std::move(attrs), t.loc()));
-}
-
-// A Python number (or shape value) as a rank-0 constant with torch's scalar promotion against
-// a tensor of dtype `like`.
-ir::ValueId scalar(Translator& t, const VarRef& v, ir::DType like) {
-  PyRef o = t.to_python(v);
-  if (!o || !(PyLong_Check(o.get()) || PyFloat_Check(o.get())))
-    user_error("expected a tensor or a Python number, got " + v->describe(), t.loc());
-  ir::DType dtype = like;
-  if (PyFloat_Check(o.get()) && !ir::is_floating(like)) dtype = ir::DType::f32;
-  if (PyLong_Check(o.get()) && !PyBool_Check(o.get()) && like == ir::DType::b8) dtype = ir::DType::i64;
-  return t.graph().constant(PyFloat_AsDouble(o.get()), dtype, t.loc());
-}
-
-VarRef binary(Translator& t, OpKind op, const VarRef& a, const VarRef& b) {
-  auto* ta = as<TensorVar>(a);
-  auto* tb = as<TensorVar>(b);
-  AOT_CHECK(ta || tb, "binary tensor op without a tensor");
-  ir::ValueId x = ta ? ta->value : scalar(t, a, type_of(t, tb->value).dtype);
-  ir::ValueId y = tb ? tb->value : scalar(t, b, type_of(t, ta->value).dtype);
-  return add(t, op, {x, y});
-}
-
-[[noreturn]] void value_read(Translator& t, const char* what) {
-  t.graph_break("tensor value read", std::string(what) +
-                                         " reads a tensor's value, which is unknown at compile time",
-                "keep the computation in tensors (e.g. torch.where instead of branching on "
-                "x.item()), or move it out of the traced function");
-}
-
-// ---------------------------------------------------------------------------------------------
-// Builders
-
-template <OpKind K>
-VarRef unary_op(Translator& t, const CallArgs& a) {
-  return add(t, K, {tensor(t, a.get(0, "input"), std::string(ir::op_name(K)).c_str())});
-}
-
-template <OpKind K>
-VarRef binary_op(Translator& t, const CallArgs& a) {
-  VarRef x = a.get(0, "input"), y = a.get(1, "other");
-  if (!x || !y) user_error(std::string(ir::op_name(K)) + " expects two operands", t.loc());
-  VarRef r = binary(t, K, x, y);
-  if (VarRef alpha = a.kw("alpha"); alpha && !is_none(alpha))
-    user_error("the alpha= argument is not supported yet", t.loc(), "write x + alpha * y");
-  return r;
-}
-
-VarRef matmul(Translator& t, const CallArgs& a) {
-  return add(t, OpKind::Matmul, {tensor(t, a.get(0, "input"), "matmul"), tensor(t, a.get(1, "other"), "matmul")});
-}
-
-VarRef linear(Translator& t, const CallArgs& a) {
-  std::vector<ir::ValueId> ops = {tensor(t, a.get(0, "input"), "linear"),
-                                  tensor(t, a.get(1, "weight"), "linear")};
-  if (VarRef b = a.get(2, "bias"); !is_none(b)) ops.push_back(tensor(t, b, "linear"));
-  return add(t, OpKind::Linear, std::move(ops));
-}
-
-VarRef reshape(Translator& t, const CallArgs& a) {
-  ir::ValueId x = tensor(t, a.get(0, "input"), "reshape");
-  std::vector<int64_t> shape = ints_arg(t, a, 1, "shape", "reshape");
-  auto dims = type_of(t, x).static_shape();
-  if (!dims) user_error("reshape of a tensor with dynamic dims is not supported yet", t.loc());
-  int64_t numel = 1, known = 1, infer = -1;
-  for (int64_t d : *dims) numel *= d;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == -1) {
-      if (infer >= 0) user_error("reshape: only one dimension can be -1", t.loc());
-      infer = static_cast<int64_t>(i);
-    } else if (shape[i] < 0) {
-      user_error("reshape: invalid size " + std::to_string(shape[i]), t.loc());
-    } else {
-      known *= shape[i];
-    }
-  }
-  if (infer >= 0) {
-    if (known == 0 || numel % known != 0)
-      user_error("reshape: shape " + ir::shape_str(ir::Shape(shape.begin(), shape.end())) +
-                     " is invalid for a tensor of " + std::to_string(numel) + " elements",
-                 t.loc());
-    shape[static_cast<size_t>(infer)] = numel / known;
-  }
-  ir::Shape s(shape.begin(), shape.end());
-  return add(t, OpKind::Reshape, {x}, ir::Attrs().set("shape", s));
-}
-
-VarRef flatten(Translator& t, const CallArgs& a) {
-  ir::ValueId x = tensor(t, a.get(0, "input"), "flatten");
-  const auto& type = type_of(t, x);
-  const int rank = type.rank();
-  VarRef sv = a.get(1, "start_dim"), ev = a.get(2, "end_dim");
-  int start = normalise_dim(t, sv ? int_arg(t, sv, "flatten") : 0, rank, "flatten");
-  int end = normalise_dim(t, ev ? int_arg(t, ev, "flatten") : -1, rank, "flatten");
-  if (rank == 0) return add(t, OpKind::Reshape, {x}, ir::Attrs().set("shape", ir::Shape{1}));
-  ir::Shape s;
-  for (int i = 0; i < start; ++i) s.push_back(type.shape[static_cast<size_t>(i)]);
-  ir::SymExpr merged(1);
-  for (int i = start; i <= end; ++i) merged = merged * type.shape[static_cast<size_t>(i)];
-  s.push_back(merged);
-  for (int i = end + 1; i < rank; ++i) s.push_back(type.shape[static_cast<size_t>(i)]);
-  return add(t, OpKind::Reshape, {x}, ir::Attrs().set("shape", s));
-}
-
-VarRef permute(Translator& t, const CallArgs& a) {
-  ir::ValueId x = tensor(t, a.get(0, "input"), "permute");
-  const int rank = type_of(t, x).rank();
-  std::vector<int64_t> perm = ints_arg(t, a, 1, "dims", "permute");
-  for (auto& p : perm) p = normalise_dim(t, p, rank, "permute");
-  return add(t, OpKind::Permute, {x}, ir::Attrs().set("perm", perm));
-}
-
-VarRef transpose(Translator& t, const CallArgs& a) {
-  ir::ValueId x = tensor(t, a.get(0, "input"), "transpose");
-  const int rank = type_of(t, x).rank();
-  int d0 = normalise_dim(t, int_arg(t, a.get(1, "dim0"), "transpose"), rank, "transpose");
-  int d1 = normalise_dim(t, int_arg(t, a.get(2, "dim1"), "transpose"), rank, "transpose");
-  std::vector<int64_t> perm;
-  for (int i = 0; i < rank; ++i) perm.push_back(i);
-  std::swap(perm[static_cast<size_t>(d0)], perm[static_cast<size_t>(d1)]);
-  return add(t, OpKind::Permute, {x}, ir::Attrs().set("perm", perm));
-}
-
-VarRef transpose_2d(Translator& t, const CallArgs& a) {
-  ir::ValueId x = tensor(t, a.get(0, "input"), "t");
-  const int rank = type_of(t, x).rank();
-  if (rank > 2) user_error("t() expects a tensor of rank <= 2, got rank " + std::to_string(rank), t.loc());
-  if (rank < 2) return wrap_value(x);
-  return add(t, OpKind::Permute, {x}, ir::Attrs().set("perm", std::vector<int64_t>{1, 0}));
-}
-
-// sum/mean: dim may be None (all), an int, or a sequence; keepdim.
-template <OpKind K>
-VarRef reduce(Translator& t, const CallArgs& a) {
-  const char* what = K == OpKind::ReduceSum ? "sum" : "mean";
-  ir::ValueId x = tensor(t, a.get(0, "input"), what);
-  const int rank = type_of(t, x).rank();
-  VarRef dim = a.get(1, "dim");
-  if (VarRef d = a.kw("dtype"); d && !is_none(d))
-    user_error(std::string(what) + "(dtype=…) is not supported yet", t.loc());
-  std::vector<int64_t> axes;
-  if (is_none(dim)) {
-    for (int i = 0; i < rank; ++i) axes.push_back(i);
-  } else if (auto items = sequence_items(t, dim)) {
-    for (auto& item : *items) axes.push_back(normalise_dim(t, int_arg(t, item, what), rank, what));
-  } else {
-    axes.push_back(normalise_dim(t, int_arg(t, dim, what), rank, what));
-  }
-  std::sort(axes.begin(), axes.end());
-  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  VarRef kd = a.get(2, "keepdim");
-  int64_t keepdim = kd ? (t.truth(kd) ? 1 : 0) : 0;
-  return add(t, K == OpKind::ReduceSum ? OpKind::ReduceSum : OpKind::Mean, {x},
-             ir::Attrs().set("axes", axes).set("keepdim", keepdim));
-}
-
-template <OpKind K>
-VarRef softmax(Translator& t, const CallArgs& a) {
-  const char* what = K == OpKind::Softmax ? "softmax" : "log_softmax";
-  ir::ValueId x = tensor(t, a.get(0, "input"), what);
-  VarRef dim = a.get(1, "dim");
-  if (is_none(dim))
-    user_error(std::string(what) + " without dim= is ambiguous", t.loc(), "pass dim= explicitly");
-  if (VarRef d = a.kw("dtype"); d && !is_none(d))
-    user_error(std::string(what) + "(dtype=…) is not supported yet", t.loc());
-  int axis = normalise_dim(t, int_arg(t, dim, what), type_of(t, x).rank(), what);
-  return add(t, K, {x}, ir::Attrs().set("axis", static_cast<int64_t>(axis)));
-}
-
-VarRef identity(Translator& t, const CallArgs& a) {
-  tensor(t, a.get(0, "input"), "this op");
-  return a.get(0, "input");
-}
-
-VarRef dropout(Translator& t, const CallArgs& a) {
-  VarRef training = a.get(2, "training");
-  if (training && t.truth(training))
-    t.graph_break("unsupported Python", "dropout in training mode",
-                  "aotrace traces models in eval mode; call model.eval()");
-  return a.get(0, "input");
-}
+using namespace ops;
 
 VarRef size(Translator& t, const CallArgs& a) {
   VarRef shape = tensor_attribute(t, a.get(0, "input"), "shape");
@@ -278,13 +37,25 @@ VarRef size(Translator& t, const CallArgs& a) {
   return as<SequenceVar>(shape)->items[static_cast<size_t>(normalise_dim(t, int_arg(t, dim, "size"), rank, "size"))];
 }
 
-VarRef dim(Translator& t, const CallArgs& a) {
-  return tensor_attribute(t, a.get(0, "input"), "ndim");
+VarRef dim(Translator& t, const CallArgs& a) { return tensor_attribute(t, a.get(0, "input"), "ndim"); }
+
+VarRef is_floating_point(Translator& t, const CallArgs& a) {
+  bool f = ir::is_floating(type_of(t, tensor(t, a.get(0, "input"), "is_floating_point")).dtype);
+  return t.constant(f ? Py_True : Py_False);
 }
 
 VarRef item(Translator& t, const CallArgs&) { value_read(t, ".item()"); }
 VarRef tolist(Translator& t, const CallArgs&) { value_read(t, ".tolist()"); }
 VarRef numpy(Translator& t, const CallArgs&) { value_read(t, ".numpy()"); }
+
+// Builders parametrised by an op kind or a constant, as plain function pointers.
+#define UNARY(K) [](Translator& t, const CallArgs& a) { return unary_op(t, a, OpKind::K); }
+#define BINARY(K) [](Translator& t, const CallArgs& a) { return binary_op(t, a, OpKind::K); }
+#define WITH(F, ARG) [](Translator& t, const CallArgs& a) { return F(t, a, ARG); }
+// The in-place method form (x.add_(y), x.relu_()) of a builder: see ops::inplace.
+#define IN_PLACE(B) [](Translator& t, const CallArgs& a) { \
+    auto build = B;                                         \
+    return inplace(t, a.get(0, "self"), build(t, a), "method"); }
 
 // ---------------------------------------------------------------------------------------------
 // The table: Python paths of functions, and Tensor method names, per builder.
@@ -294,44 +65,178 @@ struct Entry {
   OpBuilder build;
 };
 
+#define F "torch.nn.functional."
 const std::vector<Entry>& table() {
   static const std::vector<Entry> t = {
+      // Linear algebra
       {{"torch.matmul", "torch.mm", "torch.bmm"}, {"matmul", "mm", "bmm", "__matmul__"}, matmul},
-      {{"torch.nn.functional.linear"}, {}, linear},
-      {{"torch.add"}, {"add", "__add__"}, binary_op<OpKind::Add>},
-      {{"torch.sub", "torch.subtract"}, {"sub", "__sub__"}, binary_op<OpKind::Sub>},
-      {{"torch.mul", "torch.multiply"}, {"mul", "__mul__"}, binary_op<OpKind::Mul>},
-      {{"torch.div", "torch.true_divide"}, {"div", "__truediv__"}, binary_op<OpKind::Div>},
-      {{"torch.pow"}, {"pow", "__pow__"}, binary_op<OpKind::Pow>},
-      {{"torch.maximum"}, {"maximum"}, binary_op<OpKind::Maximum>},
-      {{"torch.minimum"}, {"minimum"}, binary_op<OpKind::Minimum>},
-      {{"torch.relu", "torch.nn.functional.relu"}, {"relu"}, unary_op<OpKind::Relu>},
-      {{"torch.tanh", "torch.nn.functional.tanh"}, {"tanh"}, unary_op<OpKind::Tanh>},
-      {{"torch.sigmoid", "torch.nn.functional.sigmoid"}, {"sigmoid"}, unary_op<OpKind::Sigmoid>},
-      {{"torch.exp"}, {"exp"}, unary_op<OpKind::Exp>},
-      {{"torch.log"}, {"log"}, unary_op<OpKind::Log>},
-      {{"torch.neg", "torch.negative"}, {"neg", "negative", "__neg__"}, unary_op<OpKind::Neg>},
-      {{"torch.sqrt"}, {"sqrt"}, unary_op<OpKind::Sqrt>},
-      {{"torch.abs"}, {"abs"}, unary_op<OpKind::Abs>},
+      {{F "linear"}, {}, linear},
+      {{"torch.einsum"}, {}, einsum},
+      // Arithmetic
+      {{"torch.add"}, {"add", "__add__", "__radd__"}, BINARY(Add)},
+      {{}, {"add_", "__iadd__"}, IN_PLACE(BINARY(Add))},
+      {{"torch.sub", "torch.subtract"}, {"sub", "subtract", "__sub__"}, BINARY(Sub)},
+      {{}, {"sub_", "__isub__"}, IN_PLACE(BINARY(Sub))},
+      {{"torch.rsub"}, {"__rsub__"}, rsub},
+      {{"torch.mul", "torch.multiply"}, {"mul", "multiply", "__mul__", "__rmul__"}, BINARY(Mul)},
+      {{}, {"mul_", "__imul__"}, IN_PLACE(BINARY(Mul))},
+      {{"torch.div", "torch.divide"}, {"div", "divide"}, divide},
+      {{"torch.true_divide"}, {"true_divide", "__truediv__"}, BINARY(Div)},
+      {{}, {"div_", "__itruediv__"}, IN_PLACE(divide)},
+      {{"torch.floor_divide"}, {"floor_divide", "__floordiv__"}, BINARY(FloorDiv)},
+      {{"torch.remainder"}, {"remainder", "__mod__"}, BINARY(Remainder)},
+      {{"torch.pow"}, {"pow", "__pow__"}, BINARY(Pow)},
+      {{"torch.maximum", "torch.fmax"}, {"maximum"}, BINARY(Maximum)},
+      {{"torch.minimum", "torch.fmin"}, {"minimum"}, BINARY(Minimum)},
+      {{"torch.eq"}, {"eq", "__eq__"}, BINARY(Eq)},
+      {{"torch.ne", "torch.not_equal"}, {"ne", "not_equal", "__ne__"}, BINARY(Ne)},
+      {{"torch.lt", "torch.less"}, {"lt", "less", "__lt__"}, BINARY(Lt)},
+      {{"torch.le", "torch.less_equal"}, {"le", "less_equal", "__le__"}, BINARY(Le)},
+      {{"torch.gt", "torch.greater"}, {"gt", "greater", "__gt__"}, BINARY(Gt)},
+      {{"torch.ge", "torch.greater_equal"}, {"ge", "greater_equal", "__ge__"}, BINARY(Ge)},
+      {{"torch.logical_and"}, {"logical_and"}, WITH(logical_binary, OpKind::And)},
+      {{"torch.logical_or"}, {"logical_or"}, WITH(logical_binary, OpKind::Or)},
+      {{"torch.bitwise_and"}, {"bitwise_and", "__and__"}, BINARY(And)},
+      {{"torch.bitwise_or"}, {"bitwise_or", "__or__"}, BINARY(Or)},
+      {{"torch.logical_not"}, {"logical_not"}, logical_not},
+      {{"torch.bitwise_not"}, {"bitwise_not", "__invert__"}, bitwise_not},
+      {{"torch.where"}, {"where"}, where},
+      {{"torch.clamp", "torch.clip"}, {"clamp", "clip"}, clamp},
+      {{}, {"clamp_", "clip_"}, IN_PLACE(clamp)},
+      {{"torch.clamp_min"}, {"clamp_min"}, clamp_min},
+      {{"torch.clamp_max"}, {"clamp_max"}, clamp_max},
+      // Math functions
+      {{"torch.exp"}, {"exp"}, UNARY(Exp)},
+      {{"torch.log"}, {"log"}, UNARY(Log)},
+      {{"torch.tanh", F "tanh"}, {"tanh"}, UNARY(Tanh)},
+      {{"torch.sigmoid", F "sigmoid"}, {"sigmoid"}, UNARY(Sigmoid)},
+      {{}, {"sigmoid_"}, IN_PLACE(UNARY(Sigmoid))},
+      {{"torch.sqrt"}, {"sqrt"}, UNARY(Sqrt)},
+      {{"torch.rsqrt"}, {"rsqrt"}, UNARY(Rsqrt)},
+      {{"torch.abs"}, {"abs", "__abs__"}, UNARY(Abs)},
+      {{"torch.neg", "torch.negative"}, {"neg", "negative", "__neg__"}, UNARY(Neg)},
+      {{"torch.erf", "torch.special.erf"}, {"erf"}, UNARY(Erf)},
+      {{"torch.floor"}, {"floor"}, UNARY(Floor)},
+      {{"torch.ceil"}, {"ceil"}, UNARY(Ceil)},
+      {{"torch.sin"}, {"sin"}, UNARY(Sin)},
+      {{"torch.cos"}, {"cos"}, UNARY(Cos)},
+      // Activations
+      {{"torch.relu", F "relu"}, {"relu"}, relu},
+      {{"torch.relu_", F "relu_"}, {"relu_"}, IN_PLACE(UNARY(Relu))},
+      {{F "relu6"}, {}, relu6},
+      {{F "hardtanh"}, {}, hardtanh},
+      {{F "gelu"}, {}, gelu},
+      {{F "silu"}, {}, silu},
+      {{F "hardswish"}, {}, hardswish},
+      {{F "hardsigmoid"}, {}, hardsigmoid},
+      {{F "leaky_relu"}, {}, leaky_relu},
+      {{F "elu"}, {}, elu},
+      {{F "softplus"}, {}, softplus},
+      {{"torch.softmax", F "softmax"}, {"softmax"}, softmax},
+      {{"torch.log_softmax", F "log_softmax"}, {"log_softmax"}, log_softmax},
+      // dtype conversions
+      {{}, {"to"}, to},
+      {{}, {"type_as"}, type_as},
+      {{}, {"type"}, tensor_type},
+      {{}, {"float"}, WITH(cast_to, ir::DType::f32)},
+      {{}, {"double"}, WITH(cast_to, ir::DType::f64)},
+      {{}, {"half"}, WITH(cast_to, ir::DType::f16)},
+      {{}, {"bfloat16"}, WITH(cast_to, ir::DType::bf16)},
+      {{}, {"long"}, WITH(cast_to, ir::DType::i64)},
+      {{}, {"int"}, WITH(cast_to, ir::DType::i32)},
+      {{}, {"bool"}, WITH(cast_to, ir::DType::b8)},
+      // Factories
+      {{"torch.zeros", "torch.empty"}, {}, WITH(full_factory, 0.0)},
+      {{"torch.ones"}, {}, WITH(full_factory, 1.0)},
+      {{"torch.full"}, {}, full},
+      {{"torch.zeros_like", "torch.empty_like"}, {}, WITH(like_factory, 0.0)},
+      {{"torch.ones_like"}, {}, WITH(like_factory, 1.0)},
+      {{"torch.full_like"}, {}, full_like},
+      {{}, {"new_zeros", "new_empty"}, WITH(new_factory, 0.0)},
+      {{}, {"new_ones"}, WITH(new_factory, 1.0)},
+      {{}, {"new_full"}, new_full},
+      {{"torch.arange"}, {}, arange},
+      {{"torch.tensor", "torch.as_tensor"}, {}, tensor_literal},
+      // Shapes and indexing
       {{"torch.reshape"}, {"reshape", "view"}, reshape},
+      {{}, {"view_as", "reshape_as"}, view_as},
       {{"torch.flatten"}, {"flatten"}, flatten},
+      {{"torch.unflatten"}, {"unflatten"}, unflatten},
       {{"torch.permute"}, {"permute"}, permute},
-      {{"torch.transpose"}, {"transpose"}, transpose},
+      {{"torch.transpose", "torch.swapaxes"}, {"transpose", "swapaxes"}, transpose},
       {{"torch.t"}, {"t"}, transpose_2d},
-      {{"torch.sum"}, {"sum"}, reduce<OpKind::ReduceSum>},
-      {{"torch.mean"}, {"mean"}, reduce<OpKind::Mean>},
-      {{"torch.softmax", "torch.nn.functional.softmax"}, {"softmax"}, softmax<OpKind::Softmax>},
-      {{"torch.log_softmax", "torch.nn.functional.log_softmax"}, {"log_softmax"}, softmax<OpKind::LogSoftmax>},
-      {{"torch.nn.functional.dropout"}, {}, dropout},
-      {{}, {"contiguous", "detach"}, identity},
+      {{"torch.squeeze"}, {"squeeze"}, squeeze},
+      {{"torch.unsqueeze"}, {"unsqueeze"}, unsqueeze},
+      {{}, {"expand"}, expand},
+      {{}, {"expand_as"}, expand_as},
+      {{}, {"repeat"}, repeat},
+      {{"torch.cat", "torch.concat"}, {}, cat},
+      {{"torch.stack"}, {}, stack},
+      {{"torch.split"}, {"split"}, split},
+      {{"torch.chunk"}, {"chunk"}, chunk},
+      {{"torch.unbind"}, {"unbind"}, unbind},
+      {{"torch.narrow"}, {"narrow"}, narrow},
+      {{"torch.select"}, {"select"}, select},
+      {{}, {"__getitem__"}, getitem},
+      {{"torch.gather"}, {"gather"}, gather},
+      {{"torch.index_select"}, {"index_select"}, index_select},
+      {{"torch.flip"}, {"flip"}, flip},
+      {{F "pad"}, {}, pad},
+      {{"torch.tril"}, {"tril"}, tril},
+      {{"torch.triu"}, {"triu"}, triu},
+      {{"torch.masked_fill"}, {"masked_fill"}, masked_fill},
+      {{}, {"masked_fill_"}, IN_PLACE(masked_fill)},
+      {{F "embedding"}, {}, embedding},
+      {{}, {"contiguous", "detach", "clone"}, identity},
+      {{"torch.clone"}, {}, identity},
+      // Reductions and scans
+      {{"torch.sum"}, {"sum"}, sum},
+      {{"torch.mean"}, {"mean"}, mean},
+      {{"torch.amax"}, {"amax"}, amax},
+      {{"torch.amin"}, {"amin"}, amin},
+      {{"torch.max"}, {"max"}, max},
+      {{"torch.min"}, {"min"}, min},
+      {{"torch.argmax"}, {"argmax"}, argmax},
+      {{"torch.argmin"}, {"argmin"}, argmin},
+      {{"torch.var"}, {"var"}, var},
+      {{"torch.std"}, {"std"}, std_},
+      {{"torch.all"}, {"all"}, all},
+      {{"torch.any"}, {"any"}, any},
+      {{"torch.cumsum"}, {"cumsum"}, cumsum},
+      {{"torch.topk"}, {"topk"}, topk},
+      // Neural-network functions
+      {{"torch.conv1d", F "conv1d"}, {}, WITH(conv, 1)},
+      {{"torch.conv2d", F "conv2d"}, {}, WITH(conv, 2)},
+      {{"torch.conv_transpose1d", F "conv_transpose1d"}, {}, WITH(conv_transpose, 1)},
+      {{"torch.conv_transpose2d", F "conv_transpose2d"}, {}, WITH(conv_transpose, 2)},
+      {{F "max_pool1d", "torch.max_pool1d"}, {}, WITH(max_pool, 1)},
+      {{F "max_pool2d", "torch.max_pool2d"}, {}, WITH(max_pool, 2)},
+      {{F "avg_pool1d", "torch.avg_pool1d"}, {}, WITH(avg_pool, 1)},
+      {{F "avg_pool2d"}, {}, WITH(avg_pool, 2)},
+      {{F "adaptive_avg_pool1d", "torch.adaptive_avg_pool1d"}, {}, WITH(adaptive_avg_pool, 1)},
+      {{F "adaptive_avg_pool2d"}, {}, WITH(adaptive_avg_pool, 2)},
+      {{F "batch_norm"}, {}, batch_norm},
+      {{F "layer_norm"}, {}, layer_norm},
+      {{F "group_norm"}, {}, group_norm},
+      {{F "instance_norm"}, {}, instance_norm},
+      {{F "interpolate", F "upsample"}, {}, interpolate},
+      {{F "dropout", F "dropout1d", F "dropout2d", F "dropout3d", F "alpha_dropout",
+        F "feature_alpha_dropout"}, {}, dropout},
+      {{"torch._native_multi_head_attention"}, {}, native_multi_head_attention},
+      {{"torch._transformer_encoder_layer_fwd"}, {}, transformer_encoder_layer_fwd},
+      {{"torch.overrides.has_torch_function", "torch.overrides.has_torch_function_variadic",
+        "torch.overrides.has_torch_function_unary"}, {}, has_torch_function},
+      // Tensor metadata and value reads
       {{}, {"size"}, size},
       {{}, {"dim"}, dim},
+      {{"torch.is_floating_point"}, {"is_floating_point"}, is_floating_point},
       {{}, {"item"}, item},
       {{}, {"tolist"}, tolist},
       {{}, {"numpy"}, numpy},
   };
   return t;
 }
+#undef F
 
 struct Resolved {
   std::map<PyObject*, TorchOp> by_object;
@@ -439,6 +344,10 @@ VarRef tensor_attribute(Translator& t, const VarRef& v, const std::string& name)
     return t.constant(dev.get());
   }
   if (name == "is_cuda") return t.constant(type.device.kind == ir::Device::Kind::cuda ? Py_True : Py_False);
+  // Traced tensors are dense, strided, plain and need no gradient (capture runs under no_grad).
+  if (name == "is_nested" || name == "requires_grad" || name == "is_sparse" || name == "is_quantized" ||
+      name == "is_meta")
+    return t.constant(Py_False);
   if (name == "T") {
     std::vector<int64_t> perm;
     for (int i = type.rank() - 1; i >= 0; --i) perm.push_back(i);
@@ -451,8 +360,10 @@ VarRef tensor_operator(Translator& t, const std::string& op, const VarRef& a, co
   static const std::map<std::string, OpKind> ops = {
       {"+", OpKind::Add}, {"-", OpKind::Sub},  {"*", OpKind::Mul},  {"/", OpKind::Div},
       {"**", OpKind::Pow}, {"<", OpKind::Lt},  {"<=", OpKind::Le},  {">", OpKind::Gt},
-      {">=", OpKind::Ge}, {"==", OpKind::Eq},  {"!=", OpKind::Ne}};
+      {">=", OpKind::Ge}, {"==", OpKind::Eq},  {"!=", OpKind::Ne},  {"%", OpKind::Remainder},
+      {"//", OpKind::FloorDiv}, {"&", OpKind::And}, {"|", OpKind::Or}};
   if (op == "neg") return add(t, OpKind::Neg, {tensor(t, a, "-")});
+  if (op == "invert" || op == "~") return add(t, OpKind::Not, {tensor(t, a, "~")});
   if (op == "@") return add(t, OpKind::Matmul, {tensor(t, a, "@"), tensor(t, b, "@")});
   auto it = ops.find(op);
   if (it == ops.end())

@@ -140,59 +140,31 @@ void Translator::graph_break(std::string category, std::string reason, std::stri
                          out_.breaks.back().hint};
 }
 
-namespace {
-// Flattens the returned value into graph outputs and their Python structure.
-ir::OutputTree flatten_outputs(Translator& t, const VarRef& v, std::vector<ir::ValueId>& outs) {
-  ir::OutputTree tree;
-  if (auto* tv = as<TensorVar>(v)) {
-    tree.kind = ir::OutputTree::Kind::Leaf;
-    tree.leaf = static_cast<int>(outs.size());
-    outs.push_back(tv->value);
-    return tree;
-  }
-  if (auto* seq = as<SequenceVar>(v); seq && seq->kind != SequenceVar::Kind::Size) {
-    tree.kind = seq->kind == SequenceVar::Kind::List ? ir::OutputTree::Kind::List
-                                                     : ir::OutputTree::Kind::Tuple;
-    for (const auto& item : seq->items) tree.children.push_back(flatten_outputs(t, item, outs));
-    return tree;
-  }
-  user_error("the traced function returns " + v->describe() +
-                 "; aotrace outputs must be tensors or tuples/lists of tensors",
-             t.loc(), "return only tensors from the entry; compute other values outside it");
-}
-}  // namespace
-
-VarRef Translator::translate_entry(PyObject* fn, std::vector<VarRef> args) {
-  try {
-    VarRef result = inline_function(fn, std::move(args), {});
-    std::vector<ir::ValueId> outs;
-    ir::OutputTree tree = flatten_outputs(*this, result, outs);
-    out_.graph.set_outputs(std::move(outs), std::move(tree));
-    return result;
-  } catch (const GraphBreakSignal&) {
-    frames_.clear();
-    return nullptr;  // recorded in out_.breaks
-  }
-}
-
 VarRef Translator::run(Frame& frame) {
   frames_.push_back(&frame);
-  const auto& ins = frame.bytecode->instructions;
-  while (!frame.returned) {
-    AOT_CHECK(frame.pc < ins.size(), "fell off the end of " + frame.bytecode->function);
-    const Instruction& i = ins[frame.pc++];
-    frame.line = PyCode_Addr2Line(reinterpret_cast<PyCodeObject*>(frame.bytecode->code.get()),
-                                  i.offset);
-    OpcodeHandler h = opcode_handler(i.opcode);
-    if (!h)
-      graph_break("unsupported bytecode",
-                  "the Translator has no handler for bytecode " + opcode_name(i.opcode),
-                  "rewrite this statement with simpler Python, or move it out of the traced "
-                  "function");
-    h(*this, frame, i);
-  }
+  while (!frame.returned) step(frame);
   frames_.pop_back();
   return frame.return_value;
+}
+
+void Translator::step(Frame& frame) {
+  const auto& ins = frame.bytecode->instructions;
+  AOT_CHECK(frame.pc < ins.size(), "fell off the end of " + frame.bytecode->function);
+  if (&frame == entry_) {
+    entry_stack_before_ = frame.stack;
+    entry_kw_names_before_ = frame.kw_names;
+    entry_pc_before_ = frame.pc;
+  }
+  const Instruction& i = ins[frame.pc++];
+  frame.line = PyCode_Addr2Line(reinterpret_cast<PyCodeObject*>(frame.bytecode->code.get()),
+                                i.offset);
+  OpcodeHandler h = opcode_handler(i.opcode);
+  if (!h)
+    graph_break("unsupported bytecode",
+                "the Translator has no handler for bytecode " + opcode_name(i.opcode),
+                "rewrite this statement with simpler Python, or move it out of the traced "
+                "function");
+  h(*this, frame, i);
 }
 
 VarRef Translator::inline_function(PyObject* fn, std::vector<VarRef> args,
@@ -202,9 +174,27 @@ VarRef Translator::inline_function(PyObject* fn, std::vector<VarRef> args,
     graph_break("unsupported Python", "calls nested deeper than " +
                                           std::to_string(kMaxInlineDepth) + " (recursion?)",
                 "avoid recursion in the traced code");
+  Frame f;
+  bind_frame(f, fn, std::move(args), std::move(kwargs), closure);
+  // A generator (genexpr, `yield`): run it to the end at once, collecting what it yields.
+  std::vector<VarRef> yielded;
+  const bool generator = PyLong_AsLong(getattr(f.bytecode->code.get(), "co_flags").get()) & 0x20;
+  if (generator) f.yields = &yielded;
+  ++inline_depth_;
+  struct DepthGuard {
+    int& d;
+    ~DepthGuard() { --d; }
+  } guard{inline_depth_};
+  VarRef r = run(f);
+  if (generator) return std::make_shared<IteratorVar>(std::move(yielded));
+  return r;
+}
+
+void Translator::bind_frame(Frame& f, PyObject* fn, std::vector<VarRef> args,
+                            std::vector<std::pair<std::string, VarRef>> kwargs,
+                            const std::vector<VarRef>* closure) {
   PyRef code = getattr(fn, "__code__");
   const Bytecode& bc = bytecode_of(code.get());
-  Frame f;
   f.bytecode = &bc;
   f.globals = getattr(fn, "__globals__");
   PyObject* b = PyDict_GetItemString(f.globals.get(), "__builtins__");
@@ -239,6 +229,11 @@ VarRef Translator::inline_function(PyObject* fn, std::vector<VarRef> args,
                    std::to_string(args.size()) + " were given",
                loc());
   }
+  std::shared_ptr<DictVar> var_kwargs;
+  if (flags & CO_VARKEYWORDS_FLAG) {
+    var_kwargs = std::make_shared<DictVar>();
+    f.locals[static_cast<size_t>(next_slot++)] = var_kwargs;
+  }
   for (auto& [k, v] : kwargs) {
     bool placed = false;
     for (int i = posonly; i < argcount + kwonly; ++i)
@@ -250,9 +245,10 @@ VarRef Translator::inline_function(PyObject* fn, std::vector<VarRef> args,
         break;
       }
     if (!placed) {
-      if (flags & CO_VARKEYWORDS_FLAG)
-        graph_break("unsupported Python", "**kwargs of " + fname + " receiving '" + k + "'",
-                    "pass the argument by a named parameter");
+      if (var_kwargs) {
+        var_kwargs->set(PyRef::steal(PyUnicode_FromString(k.c_str())), v);
+        continue;
+      }
       user_error(fname + "() got an unexpected keyword argument '" + k + "'", loc());
     }
   }
@@ -276,20 +272,11 @@ VarRef Translator::inline_function(PyObject* fn, std::vector<VarRef> args,
   for (int i = 0; i < argcount + kwonly; ++i)
     if (!f.locals[static_cast<size_t>(i)])
       user_error(fname + "() missing required argument '" + name_at(i) + "'", loc());
-  if ((flags & CO_VARKEYWORDS_FLAG))
-    graph_break("unsupported Python", fname + "() takes **kwargs",
-                "give the function named parameters");
-
-  ++inline_depth_;
-  struct DepthGuard {
-    int& d;
-    ~DepthGuard() { --d; }
-  } guard{inline_depth_};
-  return run(f);
 }
 
 VarRef Translator::call(const VarRef& fn, std::vector<VarRef> args,
                         std::vector<std::pair<std::string, VarRef>> kwargs) {
+  if (eager_) return call_eager(fn, std::move(args), std::move(kwargs));
   if (auto* op = as<TorchFnVar>(fn)) {
     CallArgs ca{std::move(args), std::move(kwargs)};
     if (op->self) ca.args.insert(ca.args.begin(), op->self);
@@ -310,7 +297,48 @@ VarRef Translator::call(const VarRef& fn, std::vector<VarRef> args,
                            f->traced_closure ? &f->closure : nullptr);
   }
   if (as<BuiltinVar>(fn)) return call_builtin(*this, fn, std::move(args), std::move(kwargs));
+  if (auto* m = as<ContainerMethodVar>(fn)) return call_container_method(*this, *m, std::move(args), std::move(kwargs));
+  if (auto* p = as<PartialVar>(fn)) {
+    std::vector<VarRef> all = p->args;
+    all.insert(all.end(), args.begin(), args.end());
+    auto kw = p->kwargs;
+    for (auto& [k, v] : kwargs) {
+      auto it = std::find_if(kw.begin(), kw.end(), [&](const auto& e) { return e.first == k; });
+      if (it != kw.end()) it->second = v;
+      else kw.emplace_back(k, v);
+    }
+    return call(p->fn, std::move(all), std::move(kw));
+  }
   if (auto* c = as<ConstVar>(fn)) {
+    PyObject* obj = c->obj.get();
+    if (obj == builtin_object("super").get()) {
+      // super(): the class from the frame's __class__ cell, self from its first argument.
+      if (args.empty()) {
+        const Frame* f = frames_.back();
+        VarRef cls_var;
+        for (size_t i = 0; i < f->bytecode->localsplus_names.size(); ++i)
+          if (f->bytecode->localsplus_names[i] == "__class__")
+            if (auto* cell = as<CellVar>(f->locals[i])) cls_var = cell->contents;
+        if (!cls_var || f->locals.empty() || !f->locals[0])
+          user_error("super(): no arguments and no __class__ cell", loc());
+        VarRef self = f->locals[0];
+        if (auto* cell = as<CellVar>(self)) self = cell->contents;
+        args = {cls_var, self};
+      }
+      PyRef cls = to_python(args.at(0));
+      if (!cls || args.size() != 2) graph_break("unsupported Python", "super() with these arguments", "");
+      return std::make_shared<SuperVar>(cls, args[1]);
+    }
+    if (obj == getattr(import("functools").get(), "partial").get() && !args.empty())
+      return std::make_shared<PartialVar>(args[0], std::vector<VarRef>(args.begin() + 1, args.end()),
+                                          std::move(kwargs));
+    if (PyObject* self = PyMethod_Check(obj) ? PyMethod_GET_SELF(obj) : PyCFunction_Check(obj) ? PyCFunction_GET_SELF(obj) : nullptr;
+        self && is_autograd_function(self))
+      graph_break("torch.autograd.Function",
+                  "calling " + callable_name(self) + ".apply: a custom torch.autograd.Function "
+                  "runs arbitrary Python in its forward",
+                  "write the forward with torch operations directly, or move it out of the "
+                  "traced function");
     // A compile-time callable: run it for real on compile-time arguments.
     PyRef pargs = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
     for (size_t i = 0; i < args.size(); ++i) {
@@ -342,6 +370,52 @@ VarRef Translator::call(const VarRef& fn, std::vector<VarRef> args,
   }
   graph_break("unsupported Python", "calling " + fn->describe() + " is not supported",
               "call a function, a module or a torch operation");
+}
+
+// After a graph break: every value is real, so the call runs in Python.
+VarRef Translator::call_eager(const VarRef& fn, std::vector<VarRef> args,
+                              std::vector<std::pair<std::string, VarRef>> kwargs) {
+  PyRef callable;
+  if (auto* op = as<TorchFnVar>(fn)) {
+    callable = op->self ? to_python(fn) : op->obj;  // a Tensor method: bound to the real tensor
+  } else if (auto* f = as<FunctionVar>(fn)) {
+    callable = f->fn;
+    if (f->self) args.insert(args.begin(), f->self);
+  } else if (auto* p = as<PartialVar>(fn)) {
+    std::vector<VarRef> all = p->args;
+    all.insert(all.end(), args.begin(), args.end());
+    auto kw = p->kwargs;
+    kw.insert(kw.end(), kwargs.begin(), kwargs.end());
+    return call_eager(p->fn, std::move(all), std::move(kw));
+  } else if (auto* m = as<ContainerMethodVar>(fn)) {
+    if (!as<ConstVar>(m->self) && !as<ModuleVar>(m->self))
+      return call_container_method(*this, *m, std::move(args), std::move(kwargs));
+    PyRef self = to_python(m->self);  // a real tensor or module: its method runs for real
+    PyObject* method = self ? PyObject_GetAttrString(self.get(), m->name.c_str()) : nullptr;
+    if (!method) PyErr_Clear();
+    callable = PyRef::steal(method);
+  } else {
+    callable = to_python(fn);
+  }
+  if (!callable)
+    graph_break("unsupported Python", "running " + fn->describe() + " after a graph break", "");
+  PyRef pargs = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
+  for (size_t i = 0; i < args.size(); ++i) {
+    PyRef a = to_python(args[i]);
+    if (!a) graph_break("unsupported Python", "running a call with " + args[i]->describe() + " after a graph break", "");
+    PyTuple_SetItem(pargs.get(), static_cast<Py_ssize_t>(i), a.release());
+  }
+  PyRef pkw = PyRef::steal(PyDict_New());
+  for (auto& [k, v] : kwargs) {
+    PyRef a = to_python(v);
+    if (!a) graph_break("unsupported Python", "running a call with " + v->describe() + " after a graph break", "");
+    PyDict_SetItemString(pkw.get(), k.c_str(), a.get());
+  }
+  PyObject* r = PyObject_Call(callable.get(), pargs.get(), pkw.get());
+  if (!r)
+    graph_break("python exception", "running " + callable_name(callable.get()) + " raised " + fetch_python_error(), "");
+  PyRef result = PyRef::steal(r);
+  return wrap(result.get(), Source());
 }
 
 }  // namespace aotrace::embed

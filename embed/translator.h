@@ -51,6 +51,7 @@ struct Frame {
   VarRef return_value;
   bool returned = false;
   int line = 0;
+  std::vector<VarRef>* yields = nullptr;  // a generator's frame: YIELD_VALUE appends here
 
   VarRef pop();
   VarRef& top(int depth = 0);  // depth 0: top of stack
@@ -66,7 +67,10 @@ class Translator {
   explicit Translator(Capture& out);
 
   // Translates the entry call: `fn` is the Python function (for a module, type(m).forward),
-  // `args` its positional arguments as variables (self first for a module).
+  // `args` its positional arguments as variables (self first for a module). After a graph
+  // break it keeps going when example inputs were given (add_input): it evaluates the graph so
+  // far on them, runs the breaking instruction of the entry frame for real and resumes tracing
+  // with a new graph (resume.cpp), so that every break is reported, like torch._dynamo.explain.
   VarRef translate_entry(PyObject* fn, std::vector<VarRef> args);
 
   ir::Graph& graph() { return out_.graph; }
@@ -101,13 +105,32 @@ class Translator {
   void note_specialisation(const SymIntVar& v);
   void add_assumption(const std::string& text);
 
-  // A tensor input of the entry.
-  VarRef add_input(const CaptureInput& input, int index, const Source& source);
+  // A tensor input of the entry; `example` (borrowed, may be null) is the real tensor the entry
+  // is called with, used to run the program on after a graph break.
+  VarRef add_input(const CaptureInput& input, int index, const Source& source,
+                   PyObject* example = nullptr);
+
+  // True while an instruction is run for real after a graph break: calls run in Python and
+  // tensors are plain values (ConstVar).
+  bool eager() const { return eager_; }
+  // Truth of a compile-time value that decides the trace: recorded as an assumption on its
+  // source (G['USE_GELU'] == True, L['self'].cfg.use_tanh == True).
+  void note_constant_use(const VarRef& v);
 
  private:
   VarRef run(Frame& frame);
+  void step(Frame& frame);
+  // A frame for `fn` with its arguments bound (defaults, *args, **kwargs, closure).
+  void bind_frame(Frame& f, PyObject* fn, std::vector<VarRef> args,
+                  std::vector<std::pair<std::string, VarRef>> kwargs,
+                  const std::vector<VarRef>* closure);
   const Bytecode& bytecode_of(PyObject* code);
   VarRef weight_for(PyObject* tensor, const Source& source);
+  VarRef call_eager(const VarRef& fn, std::vector<VarRef> args,
+                    std::vector<std::pair<std::string, VarRef>> kwargs);
+  // resume.cpp: the graph-break continuation.
+  bool resume_after_break(Frame& entry);
+  void finish_graph(const VarRef& result);
 
   Capture& out_;
   std::vector<Frame*> frames_;
@@ -115,12 +138,31 @@ class Translator {
   std::map<PyObject*, ir::ValueId> weights_by_tensor_;  // tied parameters are stored once
   std::vector<PyRef> keep_alive_;
   int inline_depth_ = 0;
+  bool eager_ = false;
+  // The entry frame and its state before the instruction being run (for resuming).
+  Frame* entry_ = nullptr;
+  std::vector<VarRef> entry_stack_before_;
+  PyRef entry_kw_names_before_;
+  size_t entry_pc_before_ = 0;
+  std::vector<PyRef> input_values_;  // real tensors of the current graph's inputs (null: none)
 };
 
 // Builtins evaluated symbolically (builtins.cpp).
 VarRef call_builtin(Translator&, const VarRef& fn, std::vector<VarRef> args,
                     std::vector<std::pair<std::string, VarRef>> kwargs);
 bool is_symbolic_builtin(PyObject* obj);
+
+// Containers (containers.cpp): methods of lists, dicts, ModuleDict/ModuleList and the few
+// Tensor methods evaluated on shapes (numel); null when `name` is not one of them.
+VarRef container_method(Translator&, const VarRef& obj, const std::string& name);
+VarRef call_container_method(Translator&, const ContainerMethodVar& m, std::vector<VarRef> args,
+                             std::vector<std::pair<std::string, VarRef>> kwargs);
+// A DictVar's items as (key, value) tuples, its keys or its values.
+std::vector<VarRef> dict_items(Translator&, const DictVar& d, const std::string& which);
+// True when `o` is an instance of module.cls (e.g. "torch.nn", "ModuleDict").
+bool is_instance_of(PyObject* o, const char* module, const char* cls);
+PyRef builtin_object(const char* name);
+bool is_autograd_function(PyObject* cls);  // a subclass of torch.autograd.Function  // builtins.NAME (borrowed into a PyRef)
 
 // The opcode table (opcode_table.cpp): handler for a CPython 3.11 opcode, or null.
 OpcodeHandler opcode_handler(int opcode);

@@ -24,8 +24,6 @@ std::string FunctionVar::describe() const {
   return "function " + py_str(getattr(fn.get(), "__qualname__").get());
 }
 
-namespace {
-
 bool is_instance_of(PyObject* obj, const char* module, const char* cls) {
   PyRef m = import(module);
   PyRef c = getattr(m.get(), cls);
@@ -33,6 +31,8 @@ bool is_instance_of(PyObject* obj, const char* module, const char* cls) {
   if (r < 0) PyErr_Clear();
   return r == 1;
 }
+
+namespace {
 
 // A weight's name in state_dict style: "L['self'].blocks[0].fc.weight" -> "blocks.0.fc.weight",
 // "G['table']" -> "table". Sources without a name give "const<N>".
@@ -94,17 +94,30 @@ VarRef Translator::weight_for(PyObject* tensor, const Source& source) {
 }
 
 VarRef Translator::wrap(PyObject* obj, const Source& source) {
-  if (is_instance_of(obj, "torch", "Tensor")) return weight_for(obj, source);
+  if (is_instance_of(obj, "torch", "Tensor"))
+    return eager_ ? constant(obj, source) : weight_for(obj, source);
   if (is_instance_of(obj, "torch.nn", "Module"))
     return std::make_shared<ModuleVar>(PyRef::borrow(obj), source);
   if (const TorchOp* op = torch_function(obj))
-    return std::make_shared<TorchFnVar>(op, nullptr, op->name);
+    return std::make_shared<TorchFnVar>(op, nullptr, op->name, PyRef::borrow(obj));
+  if (is_instance_of(obj, "functools", "partial")) {
+    std::vector<VarRef> args;
+    std::vector<std::pair<std::string, VarRef>> kwargs;
+    PyRef pa = getattr(obj, "args"), pk = getattr(obj, "keywords");
+    for (Py_ssize_t i = 0; i < PyTuple_Size(pa.get()); ++i)
+      args.push_back(wrap(PyTuple_GetItem(pa.get(), i), Source()));
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(pk.get(), &pos, &k, &v)) kwargs.emplace_back(py_str(k), wrap(v, Source()));
+    return std::make_shared<PartialVar>(wrap(getattr(obj, "func").get(), Source()), std::move(args),
+                                        std::move(kwargs));
+  }
   if (PyFunction_Check(obj)) return std::make_shared<FunctionVar>(PyRef::borrow(obj), nullptr, source);
   if (PyMethod_Check(obj)) {
     PyObject* func = PyMethod_GET_FUNCTION(obj);
     PyObject* self = PyMethod_GET_SELF(obj);
     if (const TorchOp* op = torch_function(func))
-      return std::make_shared<TorchFnVar>(op, wrap(self, Source()), op->name);
+      return std::make_shared<TorchFnVar>(op, wrap(self, Source()), op->name, PyRef::borrow(func));
     if (PyFunction_Check(func))
       return std::make_shared<FunctionVar>(PyRef::borrow(func), wrap(self, Source()), source);
   }
@@ -139,7 +152,9 @@ void Translator::note_specialisation(const SymIntVar& v) {
     }
 }
 
-VarRef Translator::add_input(const CaptureInput& input, int index, const Source& source) {
+VarRef Translator::add_input(const CaptureInput& input, int index, const Source& source,
+                             PyObject* example) {
+  input_values_.push_back(PyRef::borrow(example));
   ir::TensorType type;
   type.dtype = input.dtype;
   for (int64_t d : input.shape) type.shape.push_back(ir::SymExpr(d));
@@ -192,9 +207,68 @@ PyRef Translator::to_python(const VarRef& v) {
     return PyRef::steal(PySlice_New(a.get(), b.get(), c.get()));
   }
   if (auto* m = as<ModuleVar>(v)) return m->module;
-  if (auto* f = as<FunctionVar>(v); f && !f->self) return f->fn;
+  if (auto* f = as<FunctionVar>(v)) {
+    if (!f->self) return f->fn;
+    PyRef self = to_python(f->self);
+    if (!self) return {};
+    return check(PyMethod_New(f->fn.get(), self.get()), "bound method");
+  }
   if (auto* b = as<BuiltinVar>(v)) return b->fn;
+  if (auto* d = as<DictVar>(v)) {
+    PyRef out = PyRef::steal(PyDict_New());
+    for (size_t i = 0; i < d->keys.size(); ++i) {
+      PyRef item = to_python(d->values[i]);
+      if (!item) return {};
+      PyDict_SetItem(out.get(), d->keys[i].get(), item.get());
+    }
+    return out;
+  }
+  if (auto* it = as<IteratorVar>(v)) {
+    PyRef list = PyRef::steal(PyList_New(0));
+    for (size_t i = it->next; i < it->items.size(); ++i) {
+      PyRef item = to_python(it->items[i]);
+      if (!item) return {};
+      PyList_Append(list.get(), item.get());
+    }
+    return check(PyObject_GetIter(list.get()), "iter");
+  }
+  if (auto* op = as<TorchFnVar>(v)) {
+    if (!op->self) return op->obj;
+    PyRef self = to_python(op->self);
+    if (!self) return {};
+    const std::string method = op->name.rfind("Tensor.", 0) == 0 ? op->name.substr(7) : op->name;
+    PyObject* r = PyObject_GetAttrString(self.get(), method.c_str());
+    if (!r) PyErr_Clear();
+    return PyRef::steal(r);
+  }
+  if (auto* p = as<PartialVar>(v)) {
+    PyRef fn = to_python(p->fn);
+    if (!fn) return {};
+    PyRef args = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(p->args.size() + 1)));
+    PyTuple_SetItem(args.get(), 0, fn.release());
+    for (size_t i = 0; i < p->args.size(); ++i) {
+      PyRef a = to_python(p->args[i]);
+      if (!a) return {};
+      PyTuple_SetItem(args.get(), static_cast<Py_ssize_t>(i + 1), a.release());
+    }
+    PyRef kw = PyRef::steal(PyDict_New());
+    for (auto& [k, val] : p->kwargs) {
+      PyRef a = to_python(val);
+      if (!a) return {};
+      PyDict_SetItemString(kw.get(), k.c_str(), a.get());
+    }
+    return check(PyObject_Call(getattr(import("functools").get(), "partial").get(), args.get(), kw.get()),
+                 "functools.partial");
+  }
   return {};
+}
+
+void Translator::note_constant_use(const VarRef& v) {
+  auto* c = as<ConstVar>(v);
+  if (!c || c->source.empty()) return;
+  PyObject* o = c->obj.get();
+  if (o == Py_None || PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o))
+    add_assumption(c->source.str() + " == " + py_repr(o));
 }
 
 bool Translator::truth(const VarRef& v) {
@@ -204,6 +278,8 @@ bool Translator::truth(const VarRef& v) {
                 "use torch.where(cond, a, b) to select values, or decide the branch outside the "
                 "traced function");
   if (auto* seq = as<SequenceVar>(v)) return !seq->items.empty();
+  if (auto* d = as<DictVar>(v)) return !d->keys.empty();
+  note_constant_use(v);
   PyRef o = to_python(v);
   if (!o) return true;  // modules, functions, …
   int r = PyObject_IsTrue(o.get());
@@ -212,7 +288,40 @@ bool Translator::truth(const VarRef& v) {
   return r == 1;
 }
 
+namespace {
+// The class attribute `name` of type(obj) found along its MRO without running descriptors.
+PyObject* class_attribute(PyObject* obj, const std::string& name) {
+  PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));
+  return _PyType_Lookup(Py_TYPE(obj), key.get());  // borrowed
+}
+
+}  // namespace
+
+bool is_autograd_function(PyObject* cls) {
+  if (!PyType_Check(cls)) return false;
+  PyRef base = getattr(import("torch.autograd").get(), "Function");
+  const int r = PyObject_IsSubclass(cls, base.get());
+  if (r < 0) PyErr_Clear();
+  return r == 1 && cls != base.get();
+}
+
 VarRef Translator::attribute(const VarRef& obj, const std::string& name) {
+  if (VarRef m = container_method(*this, obj, name)) return m;
+  if (auto* sup = as<SuperVar>(obj)) {
+    PyRef self = to_python(sup->self);
+    if (!self) graph_break("unsupported Python", "super() of " + sup->self->describe(), "");
+    PyRef super_obj = check(PyObject_CallFunctionObjArgs(builtin_object("super").get(), sup->cls.get(),
+                                                         self.get(), nullptr),
+                            "super()");
+    PyObject* r = PyObject_GetAttrString(super_obj.get(), name.c_str());
+    if (!r) graph_break("python exception", "super()." + name + " raised " + fetch_python_error(), "");
+    PyRef value = PyRef::steal(r);
+    if (PyMethod_Check(value.get()) && PyMethod_GET_SELF(value.get()) == self.get() &&
+        PyFunction_Check(PyMethod_GET_FUNCTION(value.get())))
+      return std::make_shared<FunctionVar>(PyRef::borrow(PyMethod_GET_FUNCTION(value.get())), sup->self,
+                                           Source());
+    return wrap(value.get(), Source());
+  }
   if (as<TensorVar>(obj)) {
     if (VarRef r = tensor_attribute(*this, obj, name)) return r;
     if (const TorchOp* op = tensor_method(name))
@@ -223,6 +332,11 @@ VarRef Translator::attribute(const VarRef& obj, const std::string& name) {
   }
   if (auto* m = as<ModuleVar>(obj)) {
     PyObject* mod = m->module.get();
+    // A property of the module's class runs as traced code (it may compute tensors).
+    if (PyObject* prop = class_attribute(mod, name); prop && PyObject_TypeCheck(prop, &PyProperty_Type)) {
+      PyRef fget = getattr(prop, "fget");
+      if (PyFunction_Check(fget.get())) return inline_function(fget.get(), {obj}, {});
+    }
     for (const char* dict : {"_parameters", "_buffers", "_modules"}) {
       PyRef d = getattr(mod, dict);
       if (PyObject* item = PyDict_GetItemString(d.get(), name.c_str())) {
@@ -238,12 +352,20 @@ VarRef Translator::attribute(const VarRef& obj, const std::string& name) {
     PyRef value = PyRef::steal(r);
     if (name == "training")
       add_assumption(obj->source.attr(name).str() + " == " + py_str(value.get()));
+    // A method bound to this module keeps the module variable as `self`, so the weights it
+    // reads keep their sources (ResNet's forward calls self._forward_impl).
+    if (PyMethod_Check(value.get()) && PyMethod_GET_SELF(value.get()) == mod &&
+        PyFunction_Check(PyMethod_GET_FUNCTION(value.get())) &&
+        !torch_function(PyMethod_GET_FUNCTION(value.get())))
+      return std::make_shared<FunctionVar>(PyRef::borrow(PyMethod_GET_FUNCTION(value.get())), obj,
+                                           obj->source.attr(name));
     return wrap(value.get(), obj->source.attr(name));
   }
   PyRef o = to_python(obj);
   if (!o)
     graph_break("unsupported Python", "attribute '" + name + "' of " + obj->describe(),
                 "read attributes of modules, tensors and plain Python objects only");
+
   PyObject* r = PyObject_GetAttrString(o.get(), name.c_str());
   if (!r)
     graph_break("python exception",
@@ -252,6 +374,10 @@ VarRef Translator::attribute(const VarRef& obj, const std::string& name) {
                 "");
   PyRef value = PyRef::steal(r);
   return wrap(value.get(), obj->source.attr(name));
+}
+
+PyRef builtin_object(const char* name) {
+  return PyRef::borrow(PyDict_GetItemString(PyEval_GetBuiltins(), name));
 }
 
 namespace {
@@ -287,6 +413,13 @@ VarRef Translator::subscript(const VarRef& obj, const VarRef& index) {
       return std::make_shared<SequenceVar>(seq->kind, std::move(items));
     }
     graph_break("unsupported Python", "indexing a sequence with " + index->describe(), "");
+  }
+  if (auto* d = as<DictVar>(obj)) {
+    PyRef idx = to_python(index);
+    const int k = idx ? d->find(idx.get()) : -1;
+    if (k < 0)
+      graph_break("python exception", "KeyError: " + (idx ? py_repr(idx.get()) : index->describe()), "");
+    return d->values[static_cast<size_t>(k)];
   }
   if (auto* m = as<ModuleVar>(obj)) {
     PyRef idx = to_python(index);
@@ -332,6 +465,10 @@ VarRef Translator::binary_op(const std::string& op, const VarRef& a, const VarRe
   PyRef pa = to_python(a), pb = to_python(b);
   if (!pa || !pb)
     graph_break("unsupported Python", "operator " + op + " on " + a->describe() + " and " + b->describe(), "");
+  if (op == "<" || op == "<=" || op == ">" || op == ">=" || op == "==" || op == "!=") {
+    note_constant_use(a);
+    note_constant_use(b);
+  }
   PyObject* r = nullptr;
   PyObject *x = pa.get(), *y = pb.get();
   if (op == "+") r = PyNumber_Add(x, y);
@@ -362,6 +499,9 @@ VarRef Translator::binary_op(const std::string& op, const VarRef& a, const VarRe
 
 VarRef Translator::iterate(const VarRef& v) {
   if (auto* seq = as<SequenceVar>(v)) return std::make_shared<IteratorVar>(seq->items);
+  if (auto* d = as<DictVar>(v)) return std::make_shared<IteratorVar>(dict_items(*this, *d, "keys"));
+  if (auto* it = as<IteratorVar>(v))
+    return std::make_shared<IteratorVar>(std::vector<VarRef>(it->items.begin() + static_cast<long>(it->next), it->items.end()));
   if (auto* m = as<ModuleVar>(v)) {
     // Sequential / ModuleList iterate their children; ModuleDict its keys.
     PyRef modules = getattr(m->module.get(), "_modules");

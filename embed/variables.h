@@ -80,7 +80,7 @@ struct SequenceVar : Var {
 };
 
 struct IteratorVar : Var {
-  explicit IteratorVar(std::vector<VarRef> i) : items(std::move(i)) {}
+  explicit IteratorVar(std::vector<VarRef> i = {}) : items(std::move(i)) {}
   std::string describe() const override { return "iterator"; }
   std::vector<VarRef> items;
   size_t next = 0;
@@ -112,12 +112,50 @@ struct FunctionVar : Var {
 
 // A torch callable known to the op table; `self` set for tensor methods (x.view).
 struct TorchFnVar : Var {
-  TorchFnVar(const TorchOp* o, VarRef self_, std::string n)
-      : op(o), self(std::move(self_)), name(std::move(n)) {}
+  TorchFnVar(const TorchOp* o, VarRef self_, std::string n, PyRef py = {})
+      : op(o), self(std::move(self_)), name(std::move(n)), obj(std::move(py)) {}
   std::string describe() const override { return "torch callable " + name; }
   const TorchOp* op;
   VarRef self;
   std::string name;
+  PyRef obj;  // the Python callable when known (runs it for real after a graph break)
+};
+
+// A dict whose values may be tensors: keys are compile-time Python objects, in insertion order.
+struct DictVar : Var {
+  explicit DictVar(Source s = {}) : Var(std::move(s)) {}
+  std::string describe() const override { return "dict of " + std::to_string(keys.size()) + " items"; }
+  std::vector<PyRef> keys;
+  std::vector<VarRef> values;
+  int find(PyObject* key) const;  // index, or -1
+  void set(PyRef key, VarRef value);
+};
+
+// A method of a container variable (list.append, dict.items, ModuleDict.values, Tensor.numel),
+// evaluated by the Translator.
+struct ContainerMethodVar : Var {
+  ContainerMethodVar(VarRef s, std::string n) : self(std::move(s)), name(std::move(n)) {}
+  std::string describe() const override { return "method " + name; }
+  VarRef self;
+  std::string name;
+};
+
+// super() / super(cls, self): attribute lookups start after `cls` in type(self).__mro__.
+struct SuperVar : Var {
+  SuperVar(PyRef c, VarRef s) : cls(std::move(c)), self(std::move(s)) {}
+  std::string describe() const override { return "super()"; }
+  PyRef cls;
+  VarRef self;
+};
+
+// functools.partial(fn, *args, **kwargs).
+struct PartialVar : Var {
+  PartialVar(VarRef f, std::vector<VarRef> a, std::vector<std::pair<std::string, VarRef>> k)
+      : fn(std::move(f)), args(std::move(a)), kwargs(std::move(k)) {}
+  std::string describe() const override { return "functools.partial"; }
+  VarRef fn;
+  std::vector<VarRef> args;
+  std::vector<std::pair<std::string, VarRef>> kwargs;
 };
 
 // A Python builtin evaluated symbolically (len, range, isinstance, getattr, …).

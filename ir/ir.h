@@ -113,7 +113,8 @@ struct TensorType {
 // ---------------------------------------------------------------------------------------------
 // Ops
 enum class OpCategory : uint8_t {
-  Source, Unary, Binary, Compare, Ternary, Cast, Reduce, Matmul, Movement, Composite
+  Source, Unary, Binary, Compare, Ternary, Cast, Reduce, Scan, Matmul, Movement, Index, Conv,
+  Pool, Sort, Composite
 };
 
 enum class OpKind : uint16_t {

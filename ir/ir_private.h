@@ -23,14 +23,25 @@ using ReferenceFn =
 using DecomposeFn = std::function<std::vector<int32_t>(Graph&, std::span<const int32_t>,
                                                        const Attrs&, const SourceLoc&)>;
 
-// Shape/type rules (op_rules.cpp). `op` is the op's text name, used in messages.
+// Shape/type rules (op_rules*.cpp). `op` is the op's text name, used in messages.
+std::string prefix(std::string_view op);  // "op: "
+void check_same_device(std::string_view op, std::span<const TensorType> types);
+void check_floating(std::string_view op, const TensorType& t);
+void check_integral(std::string_view op, const TensorType& t);
+void check_axes(std::string_view op, const TensorType& t, const std::vector<int64_t>& axes);
+bool flag(const Attrs& attrs, const std::string& key);  // an int attr read as 0/1, default 0
+Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& axes, bool keepdim);
+// An int attr or a one-element Shape attr (symbolic slice ends).
+SymExpr sym_attr(const Attrs& attrs, const std::string& key);
 // Broadcast of two shapes with numpy rules; user_error naming `op` and both types on mismatch.
 Shape broadcast_shapes(std::string_view op, const TensorType& a, const TensorType& b);
 // A Shape attribute, also accepted as a list of ints.
 Shape shape_attr(const Attrs& attrs, const std::string& key);
 InferFn infer_full();
 InferFn infer_unary(std::string_view op);
-InferFn infer_binary(std::string_view op, bool true_division);
+InferFn infer_unary_floating(std::string_view op);
+InferFn infer_unary_integral(std::string_view op);
+InferFn infer_binary(std::string_view op, bool true_division, bool integral_only = false);
 InferFn infer_compare(std::string_view op);
 InferFn infer_where();
 InferFn infer_cast();
@@ -41,25 +52,87 @@ InferFn infer_permute();
 InferFn infer_expand();
 InferFn infer_linear();
 InferFn infer_softmax(std::string_view op);
+// op_rules_index.cpp: sources, arg-reductions, scans, slicing, indexing, sorting.
+InferFn infer_arange();
+InferFn infer_arg_reduce(std::string_view op);
+InferFn infer_cumsum();
+InferFn infer_slice();
+InferFn infer_flip();
+InferFn infer_pad();
+InferFn infer_concat();
+InferFn infer_gather();
+InferFn infer_index_select();
+InferFn infer_topk();
+InferFn infer_tri(std::string_view op);
+// op_rules_nn.cpp: convolution, pooling, normalisation, resizing.
+InferFn infer_conv();
+InferFn infer_conv_transpose();
+InferFn infer_pool();
+InferFn infer_clamp();
+InferFn infer_var();
+InferFn infer_layer_norm();
+InferFn infer_group_norm();
+InferFn infer_batch_norm();
+InferFn infer_resize();
+InferFn infer_adaptive_avg_pool();
 
-// Reference implementations (op_reference.cpp): plain loops computing in double. Each one's
+// Reference implementations (op_reference*.cpp): plain loops computing in double. Each one's
 // results are allocated with the types `infer` gives for the (concrete) operands.
+using ReferenceLoop = std::function<void(std::span<const HostTensor>, const Attrs&,
+                                         std::vector<HostTensor>&)>;
+ReferenceFn with_results(InferFn infer, ReferenceLoop loop);
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape);
+enum class ReduceKind : uint8_t { sum, max, min };
 ReferenceFn reference_full(InferFn infer);
 ReferenceFn reference_unary(InferFn infer, double (*fn)(double));
 ReferenceFn reference_binary(InferFn infer, double (*fn)(double, double));
 ReferenceFn reference_where(InferFn infer);
 ReferenceFn reference_cast(InferFn infer);
-ReferenceFn reference_reduce(InferFn infer, bool is_max);
+ReferenceFn reference_reduce(InferFn infer, ReduceKind kind);
 ReferenceFn reference_matmul(InferFn infer);
 ReferenceFn reference_reshape(InferFn infer);
 ReferenceFn reference_permute(InferFn infer);
 ReferenceFn reference_expand(InferFn infer);
+ReferenceFn reference_not(InferFn infer);
+// op_reference_index.cpp
+ReferenceFn reference_arange(InferFn infer);
+ReferenceFn reference_arg_reduce(InferFn infer, bool is_max);
+ReferenceFn reference_cumsum(InferFn infer);
+ReferenceFn reference_slice(InferFn infer);
+ReferenceFn reference_flip(InferFn infer);
+ReferenceFn reference_pad(InferFn infer);
+ReferenceFn reference_concat(InferFn infer);
+ReferenceFn reference_gather(InferFn infer);
+ReferenceFn reference_index_select(InferFn infer);
+ReferenceFn reference_topk(InferFn infer);
+// op_reference_nn.cpp
+ReferenceFn reference_conv(InferFn infer);
+ReferenceFn reference_pool(InferFn infer);
 
 // Decompositions of the composites into primitives (op_decompose.cpp).
 DecomposeFn decompose_linear();
 DecomposeFn decompose_mean();
 DecomposeFn decompose_softmax();
 DecomposeFn decompose_log_softmax();
+// op_decompose_nn.cpp
+DecomposeFn decompose_conv_transpose();
+DecomposeFn decompose_gelu();
+DecomposeFn decompose_silu();
+DecomposeFn decompose_hardswish();
+DecomposeFn decompose_hardsigmoid();
+DecomposeFn decompose_leaky_relu();
+DecomposeFn decompose_elu();
+DecomposeFn decompose_softplus();
+DecomposeFn decompose_clamp();
+DecomposeFn decompose_var();
+DecomposeFn decompose_layer_norm();
+DecomposeFn decompose_group_norm();
+DecomposeFn decompose_batch_norm();
+DecomposeFn decompose_tril();
+DecomposeFn decompose_triu();
+// op_decompose_resize.cpp
+DecomposeFn decompose_resize();
+DecomposeFn decompose_adaptive_avg_pool();
 
 // The concrete type of a host tensor (cpu, static shape).
 TensorType host_type(const HostTensor& t);

@@ -12,7 +12,6 @@ namespace aotrace::ir {
 namespace {
 
 using Tensors = std::span<const HostTensor>;
-using Loop = std::function<void(Tensors, const Attrs&, std::vector<HostTensor>&)>;
 
 std::vector<int64_t> concrete(const Shape& shape) {
   std::vector<int64_t> out;
@@ -20,8 +19,10 @@ std::vector<int64_t> concrete(const Shape& shape) {
   return out;
 }
 
+}  // namespace
+
 // Allocates the results from the rule's types for these operands, then runs the loop.
-ReferenceFn with_results(InferFn infer, Loop loop) {
+ReferenceFn with_results(InferFn infer, ReferenceLoop loop) {
   return [infer = std::move(infer), loop = std::move(loop)](Tensors in, const Attrs& attrs) {
     std::vector<TensorType> types;
     for (const auto& t : in) types.push_back(host_type(t));
@@ -38,6 +39,8 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
   for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
   return s;
 }
+
+namespace {
 
 // Maps a linear index of `out_shape` to the linear index of an operand broadcast to it
 // (operand dims aligned right; a dim of size 1 always reads index 0).
@@ -79,6 +82,17 @@ ReferenceFn reference_unary(InferFn infer, double (*fn)(double)) {
   });
 }
 
+// bool: logical not; integers: bitwise not (two's complement, as torch's ~).
+ReferenceFn reference_not(InferFn infer) {
+  return with_results(infer, [](Tensors in, const Attrs&, std::vector<HostTensor>& out) {
+    const bool logical = in[0].dtype == DType::b8;
+    for (int64_t i = 0; i < out[0].numel(); ++i) {
+      double v = in[0].get(i);
+      out[0].set(i, logical ? (v == 0 ? 1.0 : 0.0) : static_cast<double>(~static_cast<int64_t>(v)));
+    }
+  });
+}
+
 ReferenceFn reference_binary(InferFn infer, double (*fn)(double, double)) {
   return with_results(infer, [fn](Tensors in, const Attrs&, std::vector<HostTensor>& out) {
     BroadcastIndex ia(in[0].shape, out[0].shape), ib(in[1].shape, out[0].shape);
@@ -102,14 +116,16 @@ ReferenceFn reference_cast(InferFn infer) {
   });
 }
 
-// Sum starts at 0; max starts at -inf and propagates NaN (as torch.amax).
-ReferenceFn reference_reduce(InferFn infer, bool is_max) {
-  return with_results(infer, [is_max](Tensors in, const Attrs& attrs,
-                                      std::vector<HostTensor>& out) {
+// Sum starts at 0; max (min) starts at -inf (+inf) and propagates NaN (as torch.amax/amin).
+ReferenceFn reference_reduce(InferFn infer, ReduceKind kind) {
+  return with_results(infer, [kind](Tensors in, const Attrs& attrs,
+                                    std::vector<HostTensor>& out) {
+    const bool is_max = kind != ReduceKind::sum;
+    const double sign = kind == ReduceKind::min ? -1.0 : 1.0;
     const auto& axes = attrs.ints("axes");
     const auto& shape = in[0].shape;
     if (is_max && in[0].numel() == 0 && out[0].numel() > 0)
-      user_error("reduce_max: cannot reduce an empty dimension of a tensor of shape " +
+      user_error("reduce_max/min: cannot reduce an empty dimension of a tensor of shape " +
                  attr_value_str(shape));
     // Strides of the output seen with the input's rank: 0 along reduced axes.
     std::vector<int64_t> kept_shape = shape;
@@ -117,7 +133,7 @@ ReferenceFn reference_reduce(InferFn infer, bool is_max) {
     auto kept_strides = row_major_strides(kept_shape);
     for (auto a : axes) kept_strides[static_cast<size_t>(a)] = 0;
     std::vector<double> acc(static_cast<size_t>(out[0].numel()),
-                            is_max ? -std::numeric_limits<double>::infinity() : 0.0);
+                            is_max ? -sign * std::numeric_limits<double>::infinity() : 0.0);
     for (int64_t i = 0; i < in[0].numel(); ++i) {
       int64_t rest = i, o = 0;
       for (size_t d = shape.size(); d-- > 0;) {
@@ -128,7 +144,7 @@ ReferenceFn reference_reduce(InferFn infer, bool is_max) {
       double& a = acc[static_cast<size_t>(o)];
       if (!is_max) a += v;
       else if (std::isnan(v) || std::isnan(a)) a = NAN;
-      else a = std::max(a, v);
+      else a = sign * std::max(sign * a, sign * v);
     }
     for (int64_t i = 0; i < out[0].numel(); ++i) out[0].set(i, acc[static_cast<size_t>(i)]);
   });

@@ -7,13 +7,16 @@
 #include "ir/ir_private.h"
 
 namespace aotrace::ir {
+
+std::string prefix(std::string_view op) { return std::string(op) + ": "; }
+
 namespace {
 
 using Types = std::span<const TensorType>;
 
-std::string prefix(std::string_view op) { return std::string(op) + ": "; }
-
 bool is_one(const SymExpr& d) { return d.is_constant() && d.constant() == 1; }
+
+}  // namespace
 
 void check_same_device(std::string_view op, Types types) {
   for (const auto& t : types)
@@ -26,6 +29,11 @@ void check_floating(std::string_view op, const TensorType& t) {
   if (!is_floating(t.dtype))
     user_error(prefix(op) + "needs a floating point operand, got " + t.str(), {},
                "cast the tensor with .float() first");
+}
+
+void check_integral(std::string_view op, const TensorType& t) {
+  if (!is_integral(t.dtype))
+    user_error(prefix(op) + "needs an integer or bool operand, got " + t.str());
 }
 
 // Axes must be normalised (non-negative, sorted, unique) by the builder.
@@ -53,6 +61,8 @@ Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& axes, bool k
   }
   return out;
 }
+
+namespace {
 
 // Two dims known to differ: both constant and unequal, or their difference a non-zero constant.
 bool provably_different(const SymExpr& a, const SymExpr& b) {
@@ -106,10 +116,25 @@ InferFn infer_unary(std::string_view op) {
   return [](Types t, const Attrs&) { return std::vector<TensorType>{t[0]}; };
 }
 
-InferFn infer_binary(std::string_view op, bool true_division) {
-  return [op, true_division](Types t, const Attrs&) {
+InferFn infer_unary_floating(std::string_view op) {
+  return [op](Types t, const Attrs&) {
+    check_floating(op, t[0]);
+    return std::vector<TensorType>{t[0]};
+  };
+}
+
+InferFn infer_unary_integral(std::string_view op) {
+  return [op](Types t, const Attrs&) {
+    check_integral(op, t[0]);
+    return std::vector<TensorType>{t[0]};
+  };
+}
+
+InferFn infer_binary(std::string_view op, bool true_division, bool integral_only) {
+  return [op, true_division, integral_only](Types t, const Attrs&) {
     check_same_device(op, t);
     DType dtype = promote(t[0].dtype, t[1].dtype);
+    if (integral_only) check_integral(op, TensorType{dtype, t[0].device, {}});
     if (true_division && is_integral(dtype)) dtype = DType::f32;
     return std::vector<TensorType>{{dtype, t[0].device, broadcast_shapes(op, t[0], t[1])}};
   };

@@ -2,7 +2,9 @@
 // is itself a splat, computed now with the op's reference implementation on one element and
 // replaced by a Full of the result type; a movement op of a Full is a Full of the new shape.
 // This folds the scalar arithmetic of traced Python (`x * (1.0 / 8)` built from constants).
+// Pad and concat are splats only when the pad value / every operand has the same value.
 // Test: lowering_tests GraphPasses.FoldConstants*.
+#include <algorithm>
 #include <optional>
 
 #include "lowering/passes.h"
@@ -48,6 +50,9 @@ ir::Graph fold_constants(ir::Graph old) {
     }
     bool all_splats = !operands.empty() && values.size() == operands.size() &&
                       n.results.size() == 1 && is_foldable(ir::op_info(n.op).category);
+    if (all_splats && n.op == ir::OpKind::Concat)
+      all_splats = std::all_of(values.begin(), values.end(), [&](double v) { return v == values[0]; });
+    if (all_splats && n.op == ir::OpKind::Pad) all_splats = n.attrs.f("value") == values[0];
     std::vector<ir::ValueId> results;
     if (all_splats) {
       const ir::TensorType& t = old.type(n.results[0]);

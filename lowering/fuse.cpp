@@ -1,16 +1,21 @@
 // fuse: decides which values are materialised (written to a buffer by a kernel) and which are
 // inlined into the kernel that reads them. Walking the graph from the outputs back:
-//   - Full and movement ops (reshape, permute, expand) are always inlined: a constant, or an
-//     index map (a view) applied when the consumer loads — broadcasts and transposes are free;
-//   - an elementwise op is inlined when every use lands in one kernel and none is a matmul
-//     operand (matmul operands are views only, or the op would be recomputed K times);
-//   - a reduction (Reduce, Matmul) is inlined into its consumer's kernel — as that kernel's one
-//     reduction, with the elementwise consumers as its epilogue — when it has one use, reached
-//     through same-shape elementwise ops (evaluated once per output element), and is not itself
-//     inside another reduction's operand; its operand's elementwise ops form its prologue;
+//   - Full, Arange and movement ops (reshape, permute, expand, slice, flip, pad, concat) are
+//     always inlined: a constant, or an index map (a view) applied when the consumer loads —
+//     broadcasts, transposes, slices and padding cost no copy;
+//   - an elementwise or index op (gather, index_select) is inlined when every use lands in one
+//     kernel and none is an operand of a matmul, conv or pool (those read each operand element
+//     many times: it would be recomputed per read);
+//   - a reduction (Reduce, Matmul, Conv, Pool) is inlined into its consumer's kernel — as that
+//     kernel's one reduction, with the elementwise consumers as its epilogue — when it has one
+//     use, reached through same-shape elementwise ops (evaluated once per output element), and
+//     is not itself inside another reduction's operand; its operand's elementwise ops form its
+//     prologue (not for matmul/conv/pool, see above);
+//   - scans (cumsum) and sorts (topk, two results) are always materialised: they walk an axis
+//     in order, in a kernel of their own;
 //   - graph outputs and everything else are materialised: each is the root of a kernel.
 // Test: lowering_tests Fusion.* (an elementwise chain is one kernel, softmax's kernels, the
-// linear epilogue), and every end-to-end test through the kernels it produces.
+// linear epilogue, conv + batch-norm + relu), and every end-to-end test through its kernels.
 #include <algorithm>
 #include <set>
 #include <tuple>
@@ -25,12 +30,17 @@ struct Context {
   int kernel = 0;
   bool identity = true;            // evaluated at the root's own index (same shape, no movement)
   bool in_reduction = false;       // inside a Reduce's operand
-  bool in_matmul = false;          // inside a Matmul's operand
+  bool reread = false;             // inside a Matmul/Conv/Pool operand (elements read many times)
   auto operator<=>(const Context&) const = default;
 };
 
 bool is_reduction(ir::OpCategory c) {
-  return c == ir::OpCategory::Reduce || c == ir::OpCategory::Matmul;
+  using C = ir::OpCategory;
+  return c == C::Reduce || c == C::Matmul || c == C::Conv || c == C::Pool;
+}
+
+bool always_materialised(ir::OpCategory c) {
+  return c == ir::OpCategory::Scan || c == ir::OpCategory::Sort;
 }
 
 struct Fuser {
@@ -60,10 +70,11 @@ struct Fuser {
       const ir::Node& c = g.nodes[node_index];
       ir::OpCategory cat = ir::op_info(c.op).category;
       for (Context ctx : contexts[static_cast<size_t>(c.results[0])]) {
-        if (cat == ir::OpCategory::Movement || is_reduction(cat)) ctx.identity = false;
+        if (!ir::is_elementwise(cat)) ctx.identity = false;
         if (g.type(v).shape != g.type(c.results[0]).shape) ctx.identity = false;
         if (cat == ir::OpCategory::Reduce) ctx.in_reduction = true;
-        if (cat == ir::OpCategory::Matmul) ctx.in_matmul = true;
+        if (cat == ir::OpCategory::Matmul || cat == ir::OpCategory::Conv || cat == ir::OpCategory::Pool)
+          ctx.reread = true;
         out.insert(ctx);
       }
     }
@@ -71,10 +82,10 @@ struct Fuser {
   }
 
   bool can_inline(ir::ValueId v, ir::OpCategory cat, const std::set<Context>& ctxs) const {
-    if (is_output[static_cast<size_t>(v)] || ctxs.empty()) return false;
+    if (is_output[static_cast<size_t>(v)] || ctxs.empty() || always_materialised(cat)) return false;
     if (cat == ir::OpCategory::Source || cat == ir::OpCategory::Movement) return true;
     bool one_kernel = std::all_of(ctxs.begin(), ctxs.end(), [&](const Context& c) {
-      return c.kernel == ctxs.begin()->kernel && !c.in_matmul;
+      return c.kernel == ctxs.begin()->kernel && !c.reread;
     });
     if (!one_kernel) return false;
     if (!is_reduction(cat)) return true;
@@ -84,9 +95,13 @@ struct Fuser {
   }
 
   void visit(const ir::Node& n) {
-    AOT_CHECK(n.results.size() == 1, "fusion expects single-result primitives");
-    ir::ValueId v = n.results[0];
     ir::OpCategory cat = ir::op_info(n.op).category;
+    AOT_CHECK(n.results.size() == 1 || always_materialised(cat),
+              "fusion expects single-result primitives (or topk)");
+    for (ir::ValueId v : n.results) visit_result(v, cat);
+  }
+
+  void visit_result(ir::ValueId v, ir::OpCategory cat) {
     std::set<Context> ctxs = derived_contexts(v);
     if (can_inline(v, cat, ctxs)) {
       if (is_reduction(cat)) kernel_reduction[static_cast<size_t>(ctxs.begin()->kernel)] = v;

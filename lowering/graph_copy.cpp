@@ -49,11 +49,6 @@ void check_codegen_supported(const ir::Graph& g) {
   for (size_t v = 0; v < g.num_values(); ++v) {
     const auto value = static_cast<ir::ValueId>(v);
     static_dims(g, value);
-    ir::DType t = g.type(value).dtype;
-    if (t == ir::DType::f16 || t == ir::DType::bf16)
-      user_error("dtype " + std::string(ir::dtype_name(t)) +
-                     " is not supported by CPU code generation yet",
-                 location_of(g, value), "cast to float32 in the model");
   }
 }
 

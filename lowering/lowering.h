@@ -3,6 +3,14 @@
 //   lower_graph(): decompose → fold constants → CSE → DCE → fuse → schedule → codegen → memory
 //   plan, listed in lowering/pipeline.cpp. Produces one object file per variant and its plan.
 //   link_cpu_library(): links the variants' objects with ld.lld-16 into one shared library.
+//
+// Numerics of the generated CPU kernels: torch's, per dtype (f16/bf16 are stored as such and
+// computed in f32, rounded to nearest even when stored or cast; integer sums accumulate in i64).
+// Where torch raises on bad *values* (kernels cannot raise), the kernels instead:
+//   - gather / index_select with an index still out of range after wrapping negatives once:
+//     clamp it to the nearest valid position (never read out of bounds);
+//   - integer floor_div / remainder by zero: give 0 (INT_MIN // -1 wraps, as torch);
+//   - argmax/argmin/reduce_max of an empty dim: give 0 / the reduction's identity.
 #pragma once
 
 #include <string>
@@ -40,5 +48,9 @@ ir::Bytes link_cpu_library(const std::vector<ir::Bytes>& objects, const Options&
 
 // The triple lower_graph uses for `options` (host default resolved).
 std::string resolved_triple(const Options& options);
+// The CPU the kernels are compiled for ("x86-64-v2" by default on x86-64; "native": the host's).
+std::string resolved_cpu(const Options& options);
+// Every feature that CPU enables (sorted; empty off x86-64), for the bundle's hardware preflight.
+std::vector<std::string> target_cpu_features(const Options& options);
 
 }  // namespace aotrace::lowering

@@ -22,13 +22,14 @@ ir::Graph dce(ir::Graph g);             // dce.cpp
 
 // The static shape of a value; user_error for symbolic dims (CPU codegen is static for now).
 std::vector<int64_t> static_dims(const ir::Graph& g, ir::ValueId v);
-// user_error unless every value of `g` has a static shape and a dtype codegen supports.
+// user_error unless every value of `g` has a static shape (every dtype is supported).
 void check_codegen_supported(const ir::Graph& g);
 
 // A kernel writes one materialised value (its root). Everything it computes that is not
-// materialised is inlined into it: elementwise ops and Full as expressions, movement ops as
-// index maps (views: transposes and broadcasts cost nothing), and at most one reduction
-// (Reduce or Matmul) whose operands are evaluated inside its reduction loop.
+// materialised is inlined into it: elementwise and index ops, Full and Arange as expressions,
+// movement ops as index maps (views: transposes, broadcasts, slices, padding cost nothing), and
+// at most one reduction (Reduce, Matmul, Conv or Pool) whose operands are evaluated inside its
+// reduction loop. Scans and topk are kernels of their own.
 struct FusedKernel {
   ir::ValueId root = -1;
   ir::ValueId reduction = -1;          // inlined reduction (may be the root), -1 if none

@@ -22,7 +22,11 @@ typedef struct aotrace_tensor {
 } aotrace_tensor;
 
 int aotrace_bundle_open(const char* dir, aotrace_bundle** out_bundle);
+/* Same, with hashing of the files off when verify_hashes is 0 (sizes are always checked). */
+int aotrace_bundle_open_with(const char* dir, int verify_hashes, aotrace_bundle** out_bundle);
 void aotrace_bundle_close(aotrace_bundle* bundle);
+/* Runs the bundle's golden vectors; out_checked (may be NULL): how many pairs matched. */
+int aotrace_bundle_selftest(const aotrace_bundle* bundle, size_t* out_checked);
 int aotrace_entry_num_outputs(const aotrace_bundle* bundle, const char* entry, size_t* out_count);
 /* Runs `entry`, writing into the caller's output buffers (of the selected variant's shapes). */
 int aotrace_entry_run(const aotrace_bundle* bundle, const char* entry, const aotrace_tensor* inputs,

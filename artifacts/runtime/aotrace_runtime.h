@@ -8,6 +8,10 @@
 //   auto outs = entry->run({aotrace::rt::TensorRef{DType::f32, {8, 784}, x_data}});
 //
 // Errors are values (Status / Result<T>), never exceptions (STYLE 10).
+// Threads: a Bundle and its Entries may be used from any number of threads at once; concurrent
+// runs take separate scratch arenas from a per-variant pool (grown only when more runs are in
+// flight than before), so a steady state allocates nothing per call beyond `run`'s outputs
+// (`run_into` allocates nothing).
 #pragma once
 
 #include <cstddef>
@@ -199,6 +203,13 @@ class Bundle {
   const std::string& tool_version() const;
   const std::string& toolchain() const;
   const std::string& triple() const;
+  const std::string& cpu() const;                         // "x86-64-v2", empty before format 1.1
+  const std::vector<std::string>& cpu_features() const;  // required by the kernels ("sse4.2")
+
+  // Runs every variant on its golden inputs (golden/ in the bundle) and compares the outputs
+  // with the golden outputs (floats within 1e-4 relative + 1e-5 absolute, others exactly).
+  // ok with `checked` pairs counted; data_loss naming the first mismatch.
+  Status selftest(size_t* checked = nullptr) const;
 
  private:
   explicit Bundle(std::shared_ptr<const BundleData> data) : data_(std::move(data)) {}
@@ -207,8 +218,13 @@ class Bundle {
 
 // The bundle format this runtime reads: every minor of its major (COMPATIBILITY.md).
 constexpr uint32_t kFormatMajor = 1;
-constexpr uint32_t kFormatMinor = 0;
+constexpr uint32_t kFormatMinor = 1;
 // Required features this runtime knows (a bundle naming any other is refused).
 std::vector<std::string> known_features();
+
+// Hardware preflight: whether this runtime can check CPU feature `name` (LLVM spelling, "avx2"),
+// and those of `required` this CPU lacks (unknown names count as missing).
+bool cpu_feature_known(const std::string& name);
+std::vector<std::string> missing_cpu_features(const std::vector<std::string>& required);
 
 }  // namespace aotrace::rt

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -99,6 +100,24 @@ bool triple_matches_host(const std::string& triple) {
 #endif
 }
 
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// Hardware preflight: before any kernel is loaded, this CPU must have every feature they use.
+Status check_cpu_features(const BundleData& b) {
+  std::vector<std::string> missing = missing_cpu_features(b.cpu_features);
+  if (missing.empty()) return Status::Ok();
+  return Status(StatusCode::unsupported,
+                "bundle " + b.dir + " has kernels compiled for CPU " +
+                    (b.cpu.empty() ? std::string("(unknown)") : b.cpu) +
+                    ", which need CPU features this machine lacks: " + joined(missing) +
+                    " (needs " + joined(b.cpu_features) +
+                    "); recompile with a --cpu this machine supports, e.g. --cpu x86-64-v2");
+}
+
 Status load_kernels(BundleData& b) {
   bool has_calls = false;
   for (const EntryData& e : b.entries)
@@ -109,6 +128,7 @@ Status load_kernels(BundleData& b) {
   if (!triple_matches_host(b.triple))
     return Status(StatusCode::unsupported, "bundle " + b.dir + " has CPU kernels for " +
                                                b.triple + ", which this machine cannot run");
+  if (Status s = check_cpu_features(b); !s.ok()) return s;
   std::string path = b.dir + "/" + b.cpu_library;
   b.library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!b.library) return Status(StatusCode::io_error, std::string("cannot load ") + path + ": " + ::dlerror());
@@ -121,20 +141,48 @@ Status load_kernels(BundleData& b) {
   return Status::Ok();
 }
 
+// One run slot per variant up front, so that single-threaded use never allocates scratch.
 Status allocate_arenas(BundleData& b) {
   for (EntryData& e : b.entries)
     for (VariantData& v : e.variants) {
-      if (v.arena_bytes == 0) continue;
-      size_t bytes = (static_cast<size_t>(v.arena_bytes) + 63) / 64 * 64;
-      void* p = std::aligned_alloc(64, bytes);
-      if (!p) return Status(StatusCode::io_error, "cannot allocate the arena of variant " + v.name +
-                                                      " (" + std::to_string(bytes) + " bytes)");
-      v.arena = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
+      size_t max_args = 0;
+      for (const CallData& c : v.calls) max_args = std::max(max_args, c.buffers.size());
+      v.slots = std::make_unique<RunSlotPool>(v.arena_bytes, v.buffers.size(), max_args);
+      std::unique_ptr<RunSlot> slot = v.slots->take();
+      if (!slot) return Status(StatusCode::io_error, "cannot allocate the arena of variant " + v.name +
+                                                         " (" + std::to_string(v.arena_bytes) + " bytes)");
+      v.slots->give_back(std::move(slot));
     }
   return Status::Ok();
 }
 
 }  // namespace
+
+std::unique_ptr<RunSlot> RunSlotPool::take() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!free_.empty()) {
+      std::unique_ptr<RunSlot> slot = std::move(free_.back());
+      free_.pop_back();
+      return slot;
+    }
+  }
+  auto slot = std::make_unique<RunSlot>();
+  if (arena_bytes_ > 0) {
+    size_t bytes = (static_cast<size_t>(arena_bytes_) + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, bytes);
+    if (!p) return nullptr;
+    slot->arena = {static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); }};
+  }
+  slot->pointers.resize(num_buffers_);
+  slot->args.reserve(max_call_args_);
+  return slot;
+}
+
+void RunSlotPool::give_back(std::unique_ptr<RunSlot> slot) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_.push_back(std::move(slot));
+}
 
 MappedFile::~MappedFile() {
   if (data) ::munmap(data, size);
@@ -182,6 +230,8 @@ uint32_t Bundle::format_minor() const { return data_->format_minor; }
 const std::string& Bundle::tool_version() const { return data_->tool_version; }
 const std::string& Bundle::toolchain() const { return data_->toolchain; }
 const std::string& Bundle::triple() const { return data_->triple; }
+const std::string& Bundle::cpu() const { return data_->cpu; }
+const std::vector<std::string>& Bundle::cpu_features() const { return data_->cpu_features; }
 
 std::vector<std::string> known_features() { return {}; }
 

@@ -46,6 +46,35 @@ struct CallData {
   std::vector<int32_t> buffers;
 };
 
+// Scratch memory of one run: the arena and the pointer tables, reused across runs.
+struct RunSlot {
+  std::unique_ptr<uint8_t, void (*)(uint8_t*)> arena{nullptr, nullptr};
+  std::vector<void*> pointers;  // one per plan buffer
+  std::vector<void*> args;      // the current call's arguments
+};
+
+// Run slots of one variant: a run takes a slot (a new one only when more runs are in flight
+// than ever before) and returns it, so concurrent runs never share scratch memory and a
+// steady state allocates nothing.
+class RunSlotPool {
+ public:
+  RunSlotPool(int64_t arena_bytes, size_t num_buffers, size_t max_call_args)
+      : arena_bytes_(arena_bytes), num_buffers_(num_buffers), max_call_args_(max_call_args) {}
+  std::unique_ptr<RunSlot> take();  // null when the arena cannot be allocated
+  void give_back(std::unique_ptr<RunSlot> slot);
+
+ private:
+  int64_t arena_bytes_;
+  size_t num_buffers_, max_call_args_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<RunSlot>> free_;
+};
+
+struct GoldenData {
+  std::vector<std::string> inputs;   // bundle-relative .npy paths
+  std::vector<std::string> outputs;
+};
+
 struct VariantData {
   std::string name;
   std::vector<std::string> profiles;
@@ -55,10 +84,9 @@ struct VariantData {
   std::vector<BufferData> buffers;
   std::vector<CallData> calls;
   int64_t arena_bytes = 0;
-  // Allocated at open, sized by the memory plan (STYLE 10); runs of one variant are serialised
-  // by `arena_mutex` so concurrent callers never share scratch memory.
-  std::shared_ptr<uint8_t> arena;
-  std::unique_ptr<std::mutex> arena_mutex = std::make_unique<std::mutex>();
+  std::vector<GoldenData> golden;
+  // Created at open with one slot allocated, sized by the memory plan (STYLE 10).
+  std::unique_ptr<RunSlotPool> slots;
 };
 
 struct EntryData {
@@ -96,7 +124,8 @@ struct BundleData {
   std::string dir;
   std::string cpu_library;  // "cpu/<triple>.so" or empty
   std::vector<FileData> files;
-  std::string name, tool_version, toolchain, triple;
+  std::string name, tool_version, toolchain, triple, cpu;
+  std::vector<std::string> cpu_features;  // required by the kernels
   uint32_t format_major = 0, format_minor = 0;
   std::vector<WeightData> weights;
   std::vector<EntryData> entries;
@@ -110,6 +139,13 @@ struct BundleData {
 // Reads and validates bundle.fb (bundle_reader.cpp). Does not touch the other files.
 Result<std::shared_ptr<BundleData>> read_bundle_fb(const std::string& dir,
                                                    const OpenOptions& options);
+
+// Runs variant `v` of `e` (inputs and outputs checked against it; entry.cpp).
+Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v,
+                   const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs);
+
+// The same from the bytes of a bundle.fb (`dir` only names the bundle in messages; fuzzed).
+Result<std::shared_ptr<BundleData>> parse_bundle_fb(const std::string& dir, std::vector<uint8_t> buf);
 
 // Guard evaluation (guards.cpp).
 bool guard_holds(const GuardData&, const std::vector<TensorRef>& inputs, std::string* got);

@@ -4,7 +4,13 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <set>
+
+#include <cstring>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "bundle_data.h"
 #include "bundle_generated.h"
@@ -48,6 +54,32 @@ Status check_version(const std::string& dir, const std::vector<uint8_t>& buf) {
                   "bundle " + dir + " has format version " + std::to_string(major) + "." +
                       std::to_string(minor) + ", older than this runtime's major version " +
                       std::to_string(kFormatMajor) + "." + std::to_string(kFormatMinor));
+  return Status::Ok();
+}
+
+constexpr char kFooterMagic[8] = {'A', 'O', 'T', 'B', 'X', 'X', 'H', '3'};
+constexpr size_t kFooterSize = 16;
+
+// Removes the footer (magic + XXH3 of the rest, format 1.1 on) from `buf`; its hash.
+std::optional<uint64_t> strip_footer(std::vector<uint8_t>& buf) {
+  if (buf.size() < kFooterSize || std::memcmp(buf.data() + buf.size() - kFooterSize, kFooterMagic, 8) != 0)
+    return std::nullopt;
+  uint64_t h = 0;
+  for (int i = 0; i < 8; ++i) h |= uint64_t{buf[buf.size() - 8 + i]} << (8 * i);
+  buf.resize(buf.size() - kFooterSize);
+  return h;
+}
+
+// From format 1.1 on, bundle.fb carries a checksum: any changed byte is an error, even one the
+// FlatBuffers verifier cannot notice (a string's content, a scalar).
+Status check_footer(const std::string& dir, const std::vector<uint8_t>& buf,
+                    std::optional<uint64_t> footer_hash) {
+  const auto* probe = flatbuffers::GetRoot<fb::BundleVersionProbe>(buf.data());
+  bool needs_footer = probe->format_major() > 1 || probe->format_minor() >= 1;
+  if (!footer_hash)
+    return needs_footer ? corrupt(dir, "bundle.fb lost its checksum footer (truncated?)") : Status::Ok();
+  if (XXH3_64bits(buf.data(), buf.size()) != *footer_hash)
+    return corrupt(dir, "bundle.fb does not match its checksum");
   return Status::Ok();
 }
 
@@ -132,6 +164,8 @@ VariantData read_variant(const fb::Variant& v, bool* ok) {
       }
     d.arena_bytes = plan->arena_bytes();
   }
+  if (v.golden())
+    for (const auto* g : *v.golden()) d.golden.push_back({strings(g->inputs()), strings(g->outputs())});
   return d;
 }
 
@@ -141,12 +175,18 @@ Status validate_variant(const std::string& dir, const BundleData& b, const Entry
                         const VariantData& v);
 
 Result<std::shared_ptr<BundleData>> read_bundle_fb(const std::string& dir,
-                                                   const OpenOptions& options) {
+                                                   const OpenOptions& /*options*/) {
   std::ifstream in(dir + "/bundle.fb", std::ios::binary);
   if (!in)
     return Status(StatusCode::not_found, "cannot open " + dir + "/bundle.fb: not a bundle directory");
   std::vector<uint8_t> buf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_bundle_fb(dir, std::move(buf));
+}
+
+Result<std::shared_ptr<BundleData>> parse_bundle_fb(const std::string& dir, std::vector<uint8_t> buf) {
+  std::optional<uint64_t> footer_hash = strip_footer(buf);
   if (Status s = check_version(dir, buf); !s.ok()) return s;
+  if (Status s = check_footer(dir, buf, footer_hash); !s.ok()) return s;
   flatbuffers::Verifier verifier(buf.data(), buf.size());
   if (!fb::VerifyBundleBuffer(verifier)) return corrupt(dir, "bundle.fb fails verification");
   const fb::Bundle& fbb = *fb::GetBundle(buf.data());
@@ -161,6 +201,8 @@ Result<std::shared_ptr<BundleData>> read_bundle_fb(const std::string& dir,
   data->format_major = fbb.format_major();
   data->format_minor = fbb.format_minor();
   data->cpu_library = str(fbb.cpu_library());
+  data->cpu = str(fbb.cpu());
+  data->cpu_features = strings(fbb.required_cpu_features());
   if (fbb.files())
     for (const auto* f : *fbb.files()) data->files.push_back({str(f->path()), f->size(), f->xxh3()});
   bool ok = true;

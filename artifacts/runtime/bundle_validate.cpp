@@ -74,6 +74,12 @@ std::string check_output_nodes(const EntryData& e, size_t num_outputs) {
   return "";
 }
 
+bool listed(const BundleData& b, const std::string& path) {
+  for (const FileData& f : b.files)
+    if (f.path == path) return true;
+  return false;
+}
+
 std::string check_variant(const BundleData& bundle, const EntryData& e, const VariantData& v) {
   const VariantData& first = e.variants.front();
   if (v.inputs.size() != first.inputs.size() || v.outputs.size() != first.outputs.size())
@@ -91,6 +97,13 @@ std::string check_variant(const BundleData& bundle, const EntryData& e, const Va
     for (int32_t i : c.buffers)
       if (i < 0 || static_cast<size_t>(i) >= v.buffers.size())
         return "kernel call '" + c.symbol + "' names a buffer out of range";
+  }
+  for (const GoldenData& g : v.golden) {
+    if (g.inputs.size() != v.inputs.size() || g.outputs.size() != v.outputs.size())
+      return "golden pair without one file per input and output";
+    for (const auto* paths : {&g.inputs, &g.outputs})
+      for (const std::string& p : *paths)
+        if (!listed(bundle, p)) return "golden file '" + p + "' is not listed in bundle.fb";
   }
   return check_output_nodes(e, v.outputs.size());
 }

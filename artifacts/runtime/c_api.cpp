@@ -34,14 +34,27 @@ std::vector<TensorRef> to_refs(const aotrace_tensor* tensors, size_t n) {
 extern "C" {
 
 int aotrace_bundle_open(const char* dir, aotrace_bundle** out_bundle) {
+  return aotrace_bundle_open_with(dir, 1, out_bundle);
+}
+
+int aotrace_bundle_open_with(const char* dir, int verify_hashes, aotrace_bundle** out_bundle) {
   *out_bundle = nullptr;
-  auto b = Bundle::open(dir);
+  OpenOptions options;
+  options.verify_hashes = verify_hashes != 0;
+  auto b = Bundle::open(dir, options);
   if (!b.ok()) return report(b.status());
   *out_bundle = new aotrace_bundle{std::move(*b)};
   return 0;
 }
 
 void aotrace_bundle_close(aotrace_bundle* bundle) { delete bundle; }
+
+int aotrace_bundle_selftest(const aotrace_bundle* bundle, size_t* out_checked) {
+  size_t checked = 0;
+  Status s = bundle->bundle.selftest(&checked);
+  if (out_checked) *out_checked = checked;
+  return s.ok() ? 0 : report(s);
+}
 
 int aotrace_entry_num_outputs(const aotrace_bundle* bundle, const char* entry, size_t* out_count) {
   auto e = bundle->bundle.entry(entry);

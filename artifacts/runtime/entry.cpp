@@ -34,37 +34,42 @@ Status check_tensors(const EntryData& e, const VariantData& v, const std::vector
   return Status::Ok();
 }
 
-void* buffer_pointer(const BundleData& b, const VariantData& v, const BufferData& buf,
+void* buffer_pointer(const BundleData& b, uint8_t* arena, const BufferData& buf,
                      const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs) {
   size_t index = static_cast<size_t>(buf.index);
   switch (buf.kind) {
     case BufferKind::Input: return inputs[index].data;
     case BufferKind::Output: return outputs[index].data;
     case BufferKind::Weight: return const_cast<uint8_t*>(b.weight_ptr(index));
-    case BufferKind::Arena: return v.arena.get() + buf.offset;
+    case BufferKind::Arena: return arena + buf.offset;
   }
   return nullptr;
 }
 
+}  // namespace
+
+// Runs `v`'s kernels with scratch memory from its slot pool: concurrent runs take different
+// slots; a steady state allocates nothing.
 Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v,
                    const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs) {
   if (Status s = check_tensors(e, v, v.inputs, inputs, "input"); !s.ok()) return s;
   if (Status s = check_tensors(e, v, v.outputs, outputs, "output"); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(*v.arena_mutex);
-  std::vector<void*> pointers(v.buffers.size());
+  std::unique_ptr<RunSlot> slot = v.slots->take();
+  if (!slot)
+    return Status(StatusCode::io_error, "cannot allocate the arena of variant " + v.name + " (" +
+                                            std::to_string(v.arena_bytes) + " bytes)");
   for (size_t i = 0; i < v.buffers.size(); ++i)
-    pointers[i] = buffer_pointer(b, v, v.buffers[i], inputs, outputs);
-  std::vector<void*> args;
+    slot->pointers[i] = buffer_pointer(b, slot->arena.get(), v.buffers[i], inputs, outputs);
   const int64_t no_symbols[1] = {0};
   for (const CallData& call : v.calls) {
-    args.clear();
-    for (int32_t i : call.buffers) args.push_back(pointers[static_cast<size_t>(i)]);
-    call.fn(args.data(), no_symbols, &kKernelCtx);
+    slot->args.clear();
+    for (int32_t i : call.buffers) slot->args.push_back(slot->pointers[static_cast<size_t>(i)]);
+    call.fn(slot->args.data(), no_symbols, &kKernelCtx);
   }
+  v.slots->give_back(std::move(slot));
   return Status::Ok();
 }
 
-}  // namespace
 
 const std::string& Entry::name() const { return data_->name; }
 size_t Entry::num_inputs() const { return data_->variants.front().inputs.size(); }
@@ -87,14 +92,17 @@ Result<size_t> Entry::select(const std::vector<TensorRef>& inputs) const {
   if (inputs.size() != num_inputs())
     return invalid("entry '" + data_->name + "' takes " + std::to_string(num_inputs()) +
                    " inputs, got " + std::to_string(inputs.size()));
-  std::vector<size_t> failed(data_->variants.size());
-  for (size_t v = 0; v < data_->variants.size(); ++v) {
+  auto first_failed_guard = [&](size_t v) {
     const std::vector<GuardData>& guards = data_->variants[v].guards;
     size_t g = 0;
     while (g < guards.size() && guard_holds(guards[g], inputs, nullptr)) ++g;
-    if (g == guards.size()) return v;
-    failed[v] = g;
-  }
+    return g;
+  };
+  for (size_t v = 0; v < data_->variants.size(); ++v)
+    if (first_failed_guard(v) == data_->variants[v].guards.size()) return v;
+  // A miss: evaluate again to name the failed guards (no allocation on the hit path).
+  std::vector<size_t> failed(data_->variants.size());
+  for (size_t v = 0; v < data_->variants.size(); ++v) failed[v] = first_failed_guard(v);
   return no_variant_status(*data_, inputs, failed);
 }
 

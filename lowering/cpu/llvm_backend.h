@@ -1,4 +1,5 @@
 // Private to lowering/cpu/: pieces of the LLVM backend (the only files that see LLVM headers).
+//   storage.cpp      how dtypes are stored (bool bytes, f16/bf16 bits) and converted
 //   scalar_ops.cpp   dtypes → LLVM types, conversions, one emission per elementwise primitive
 //   kernel_emitter.cpp  one LLVM function per scheduled kernel (loops, loads through views)
 //   target.cpp       target machine, the O2 pipeline, object emission
@@ -15,9 +16,14 @@
 
 namespace aotrace::lowering::cpu {
 
-// How a dtype is computed with (bool: i1) and stored (bool: one byte).
+// How a dtype is computed with (bool: i1; f16, bf16: f32) and stored (bool: one byte; f16,
+// bf16: their 16 bits), and the conversions at loads and stores (storage.cpp).
 llvm::Type* compute_type(llvm::LLVMContext& ctx, ir::DType t);
 llvm::Type* storage_type(llvm::LLVMContext& ctx, ir::DType t);
+llvm::Value* from_storage(llvm::IRBuilder<>& b, llvm::Value* stored, ir::DType t);
+llvm::Value* to_storage(llvm::IRBuilder<>& b, llvm::Value* x, ir::DType t);
+// f16/bf16: an f32 rounded to the dtype's precision (what storing and reloading gives).
+llvm::Value* round_to_storage_precision(llvm::IRBuilder<>& b, llvm::Value* x, ir::DType t);
 llvm::Value* constant(llvm::IRBuilder<>& b, double value, ir::DType t);
 // torch's conversion rules (float → int truncates, x → bool is x != 0).
 llvm::Value* convert(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType from, ir::DType to);
@@ -31,8 +37,9 @@ llvm::Value* emit_compare(llvm::IRBuilder<>& b, ir::OpKind op, llvm::Value* x, l
 // NaN-propagating max/min as torch computes them (also used by reduce_max).
 llvm::Value* emit_max(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, ir::DType t);
 llvm::Value* emit_min(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, ir::DType t);
-// The identity of reduce_max: -inf, or the smallest integer.
+// The identity of reduce_max: -inf, or the smallest integer; of reduce_min: +inf, the largest.
 llvm::Value* lowest_value(llvm::IRBuilder<>& b, ir::DType t);
+llvm::Value* highest_value(llvm::IRBuilder<>& b, ir::DType t);
 
 // Emits `kernel` as an exported function of `module`.
 void emit_kernel(llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel);

@@ -17,7 +17,9 @@ static bool is_unsigned(DType t) { return t == DType::u8 || t == DType::b8; }
 
 llvm::Type* compute_type(llvm::LLVMContext& ctx, DType t) {
   switch (t) {
-    case DType::f32: return llvm::Type::getFloatTy(ctx);
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16: return llvm::Type::getFloatTy(ctx);  // stored as 16 bits (storage.cpp)
     case DType::f64: return llvm::Type::getDoubleTy(ctx);
     case DType::i64: return llvm::Type::getInt64Ty(ctx);
     case DType::i32: return llvm::Type::getInt32Ty(ctx);
@@ -28,12 +30,10 @@ llvm::Type* compute_type(llvm::LLVMContext& ctx, DType t) {
   }
 }
 
-llvm::Type* storage_type(llvm::LLVMContext& ctx, DType t) {
-  return t == DType::b8 ? llvm::Type::getInt8Ty(ctx) : compute_type(ctx, t);
-}
-
 llvm::Value* constant(llvm::IRBuilder<>& b, double value, DType t) {
   llvm::Type* type = compute_type(b.getContext(), t);
+  if (t == DType::f16) value = ir::f16_to_f32(ir::f32_to_f16(static_cast<float>(value)));
+  if (t == DType::bf16) value = ir::bf16_to_f32(ir::f32_to_bf16(static_cast<float>(value)));
   if (ir::is_floating(t)) return llvm::ConstantFP::get(type, value);
   if (t == DType::b8) return b.getInt1(value != 0);
   return llvm::ConstantInt::get(type, static_cast<uint64_t>(static_cast<int64_t>(value)), true);
@@ -47,11 +47,14 @@ llvm::Value* convert(llvm::IRBuilder<>& b, llvm::Value* v, DType from, DType to)
     return b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
   }
   if (ir::is_floating(from)) {
-    if (ir::is_floating(to)) return b.CreateFPCast(v, dst);
+    if (ir::is_floating(to)) return round_to_storage_precision(b, b.CreateFPCast(v, dst), to);
     if (dst->getIntegerBitWidth() >= 32) return b.CreateFPToSI(v, dst);
     return b.CreateTrunc(b.CreateFPToSI(v, b.getInt32Ty()), dst);
   }
-  if (ir::is_floating(to)) return is_unsigned(from) ? b.CreateUIToFP(v, dst) : b.CreateSIToFP(v, dst);
+  if (ir::is_floating(to)) {
+    llvm::Value* f = is_unsigned(from) ? b.CreateUIToFP(v, dst) : b.CreateSIToFP(v, dst);
+    return round_to_storage_precision(b, f, to);
+  }
   return b.CreateIntCast(v, dst, !is_unsigned(from));
 }
 
@@ -64,7 +67,7 @@ static llvm::Value* libm_call(llvm::IRBuilder<>& b, const char* f32_name, const 
                               llvm::Value* x, DType t) {
   llvm::Module* m = b.GetInsertBlock()->getModule();
   llvm::FunctionCallee f = m->getOrInsertFunction(
-      t == DType::f32 ? f32_name : f64_name,
+      x->getType()->isFloatTy() ? f32_name : f64_name,
       llvm::FunctionType::get(x->getType(), {x->getType()}, false));
   llvm::CallInst* call = b.CreateCall(f, {x});
   call->setDoesNotThrow();
@@ -83,6 +86,11 @@ llvm::Value* emit_unary(llvm::IRBuilder<>& b, OpKind op, llvm::Value* x, DType t
     case OpKind::Relu:
       if (fp) return b.CreateSelect(b.CreateFCmpOLT(x, zero), zero, x);  // relu(nan) = nan
       return is_unsigned(t) ? x : b.CreateSelect(b.CreateICmpSLT(x, zero), zero, x);
+    case OpKind::Floor: return fp ? intrinsic(b, llvm::Intrinsic::floor, {x}) : x;
+    case OpKind::Ceil: return fp ? intrinsic(b, llvm::Intrinsic::ceil, {x}) : x;
+    case OpKind::Not:  // bool: logical not (i1); integers: bitwise not
+      AOT_CHECK(!fp, "not of a floating dtype");
+      return b.CreateNot(x);
     default: break;
   }
   AOT_CHECK(fp, "unary " + std::string(ir::op_name(op)) + " on a non-float dtype");
@@ -91,6 +99,10 @@ llvm::Value* emit_unary(llvm::IRBuilder<>& b, OpKind op, llvm::Value* x, DType t
     case OpKind::Log: return intrinsic(b, llvm::Intrinsic::log, {x});
     case OpKind::Sqrt: return intrinsic(b, llvm::Intrinsic::sqrt, {x});
     case OpKind::Tanh: return libm_call(b, "tanhf", "tanh", x, t);
+    case OpKind::Erf: return libm_call(b, "erff", "erf", x, t);  // no LLVM intrinsic
+    case OpKind::Rsqrt: return b.CreateFDiv(constant(b, 1, t), intrinsic(b, llvm::Intrinsic::sqrt, {x}));
+    case OpKind::Sin: return intrinsic(b, llvm::Intrinsic::sin, {x});
+    case OpKind::Cos: return intrinsic(b, llvm::Intrinsic::cos, {x});
     case OpKind::Sigmoid: {  // 1 / (1 + exp(-x))
       llvm::Value* e = intrinsic(b, llvm::Intrinsic::exp, {b.CreateFNeg(x)});
       llvm::Value* one = constant(b, 1, t);
@@ -113,6 +125,14 @@ llvm::Value* emit_min(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, DTyp
   return b.CreateSelect(b.CreateOr(b.CreateFCmpUNO(x, x), b.CreateFCmpOLT(x, y)), x, y);
 }
 
+llvm::Value* highest_value(llvm::IRBuilder<>& b, DType t) {
+  if (ir::is_floating(t)) return constant(b, std::numeric_limits<double>::infinity(), t);
+  if (t == DType::b8) return b.getTrue();
+  unsigned bits = compute_type(b.getContext(), t)->getIntegerBitWidth();
+  if (t == DType::u8) return llvm::ConstantInt::get(b.getContext(), llvm::APInt::getMaxValue(bits));
+  return llvm::ConstantInt::get(b.getContext(), llvm::APInt::getSignedMaxValue(bits));
+}
+
 llvm::Value* lowest_value(llvm::IRBuilder<>& b, DType t) {
   if (ir::is_floating(t)) return constant(b, -std::numeric_limits<double>::infinity(), t);
   if (t == DType::b8) return b.getFalse();
@@ -125,6 +145,53 @@ static llvm::Value* emit_integer_pow(llvm::IRBuilder<>& b, llvm::Value* x, llvm:
   llvm::Value* p = intrinsic(b, llvm::Intrinsic::pow, {convert(b, x, t, DType::f64),
                                                         convert(b, y, t, DType::f64)});
   return convert(b, p, DType::f64, t);
+}
+
+// Integer floor division and remainder with Python/torch signs (the remainder takes the sign of
+// the divisor). Division by zero cannot raise inside a kernel: it gives 0 (torch raises
+// ZeroDivisionError); INT_MIN // -1 wraps as torch does, without the hardware trap.
+static llvm::Value* emit_integer_floor_div_or_rem(llvm::IRBuilder<>& b, bool floor_div,
+                                                  llvm::Value* x, llvm::Value* y, DType t) {
+  llvm::Value* zero = llvm::ConstantInt::get(y->getType(), 0);
+  llvm::Value* one = llvm::ConstantInt::get(y->getType(), 1);
+  llvm::Value* by_zero = b.CreateICmpEQ(y, zero);
+  if (is_unsigned(t)) {
+    llvm::Value* safe = b.CreateSelect(by_zero, one, y);
+    return b.CreateSelect(by_zero, zero, floor_div ? b.CreateUDiv(x, safe) : b.CreateURem(x, safe));
+  }
+  llvm::Value* by_minus_one = b.CreateICmpEQ(y, llvm::ConstantInt::getSigned(y->getType(), -1));
+  llvm::Value* safe = b.CreateSelect(b.CreateOr(by_zero, by_minus_one), one, y);
+  llvm::Value* q = b.CreateSDiv(x, safe);
+  llvm::Value* r = b.CreateSRem(x, safe);
+  // The truncated quotient is one too big when the remainder's sign differs from the divisor's.
+  llvm::Value* adjust = b.CreateAnd(b.CreateICmpNE(r, zero), b.CreateICmpSLT(b.CreateXor(r, y), zero));
+  llvm::Value* out;
+  if (floor_div) {
+    out = b.CreateSub(q, b.CreateZExt(adjust, q->getType()));
+    out = b.CreateSelect(by_minus_one, b.CreateSub(zero, x), out);
+  } else {
+    out = b.CreateSelect(adjust, b.CreateAdd(r, y), r);
+  }
+  return b.CreateSelect(by_zero, zero, out);
+}
+
+// torch's floating remainder (fmod corrected to the divisor's sign) and div_floor_floating.
+static llvm::Value* emit_float_floor_div_or_rem(llvm::IRBuilder<>& b, bool floor_div,
+                                                llvm::Value* x, llvm::Value* y, DType t) {
+  llvm::Value* zero = constant(b, 0, t);
+  llvm::Value* m = b.CreateFRem(x, y);
+  llvm::Value* adjust = b.CreateAnd(b.CreateFCmpUNE(m, zero),
+                                    b.CreateXor(b.CreateFCmpOLT(y, zero), b.CreateFCmpOLT(m, zero)));
+  if (!floor_div) return b.CreateSelect(adjust, b.CreateFAdd(m, y), m);
+  llvm::Value* quotient = b.CreateFDiv(x, y);
+  llvm::Value* d = b.CreateFDiv(b.CreateFSub(x, m), y);
+  d = b.CreateSelect(adjust, b.CreateFSub(d, constant(b, 1, t)), d);
+  llvm::Value* f = intrinsic(b, llvm::Intrinsic::floor, {d});
+  f = b.CreateSelect(b.CreateFCmpOGT(b.CreateFSub(d, f), constant(b, 0.5, t)),
+                     b.CreateFAdd(f, constant(b, 1, t)), f);
+  llvm::Value* signed_zero = intrinsic(b, llvm::Intrinsic::copysign, {zero, quotient});
+  f = b.CreateSelect(b.CreateFCmpOEQ(d, zero), signed_zero, f);
+  return b.CreateSelect(b.CreateFCmpOEQ(y, zero), quotient, f);
 }
 
 llvm::Value* emit_binary(llvm::IRBuilder<>& b, OpKind op, llvm::Value* x, llvm::Value* y, DType t) {
@@ -147,6 +214,18 @@ llvm::Value* emit_binary(llvm::IRBuilder<>& b, OpKind op, llvm::Value* x, llvm::
     case OpKind::Maximum: return emit_max(b, x, y, t);
     case OpKind::Minimum: return emit_min(b, x, y, t);
     case OpKind::Pow: return fp ? intrinsic(b, llvm::Intrinsic::pow, {x, y}) : emit_integer_pow(b, x, y, t);
+    case OpKind::FloorDiv:
+    case OpKind::Remainder: {
+      bool floor_div = op == OpKind::FloorDiv;
+      return fp ? emit_float_floor_div_or_rem(b, floor_div, x, y, t)
+                : emit_integer_floor_div_or_rem(b, floor_div, x, y, t);
+    }
+    case OpKind::And:
+      AOT_CHECK(!fp, "and of a floating dtype");
+      return b.CreateAnd(x, y);
+    case OpKind::Or:
+      AOT_CHECK(!fp, "or of a floating dtype");
+      return b.CreateOr(x, y);
     default: internal_error("not a binary op: " + std::string(ir::op_name(op)));
   }
 }

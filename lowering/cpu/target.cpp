@@ -41,9 +41,7 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const Options& options)
   if (target == nullptr)
     user_error("unsupported target triple '" + triple + "': " + error, {},
                "use x86_64-linux-gnu or aarch64-linux-gnu");
-  llvm::Triple parsed(triple);
-  std::string cpu = options.cpu;
-  if (cpu.empty()) cpu = parsed.getArch() == llvm::Triple::x86_64 ? "x86-64-v2" : "generic";
+  const std::string cpu = resolved_cpu(options);
   llvm::TargetOptions target_options;
   auto level = options.opt_level <= 0 ? llvm::CodeGenOpt::None : llvm::CodeGenOpt::Default;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(

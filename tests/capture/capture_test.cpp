@@ -53,7 +53,12 @@ Header parse_header(const fs::path& script) {
 // The golden text: graph, guards, assumptions, breaks; file paths as basenames.
 std::string describe(const embed::Capture& c) {
   std::ostringstream s;
-  s << c.graph.str() << "\n";
+  if (c.graphs.size() <= 1) {
+    s << c.graph.str() << "\n";
+  } else {
+    for (size_t i = 0; i < c.graphs.size(); ++i)
+      s << "graph " << i + 1 << " of " << c.graphs.size() << ":\n" << c.graphs[i].str() << "\n";
+  }
   s << "guards:\n";
   for (const auto& g : c.guards)
     s << "  " << g.str() << (g.origin.known() ? "  # " + fs::path(g.origin.file).filename().string() + ":" + std::to_string(g.origin.line) : "") << "\n";

@@ -29,28 +29,6 @@ TEST(Corruption, BadIdentifierIsRefused) {
   EXPECT_NE(open_error(dir).find("not an aotrace bundle"), std::string::npos);
 }
 
-// Every third single-byte flip of bundle.fb either opens (the byte did not matter, e.g. a string's
-// content) or gives an error; the process never crashes. The root offset flip must be an error.
-TEST(Corruption, EveryByteFlipOfBundleFbIsAnErrorOrHarmless) {
-  fs::path dir = written_bundle("flip");
-  const std::string original = read_bytes(dir / "bundle.fb");
-  size_t errors = 0;
-  for (size_t i = 0; i < original.size(); i += 3) {
-    std::string bytes = original;
-    bytes[i] = static_cast<char>(bytes[i] ^ 0xff);
-    write_bytes(dir / "bundle.fb", bytes);
-    auto b = rt::Bundle::open(dir.string(), {/*verify_hashes=*/false});
-    if (!b.ok()) {
-      ++errors;
-      EXPECT_FALSE(b.status().message().empty());
-      if (i == 0) {
-        EXPECT_EQ(b.status().code(), rt::StatusCode::data_loss);
-      }
-    }
-  }
-  EXPECT_GT(errors, original.size() / 12);
-}
-
 TEST(Corruption, ChangedFileFailsItsHash) {
   fs::path dir = written_bundle("hash");
   std::string w = read_bytes(dir / "weights.bin");
@@ -80,23 +58,23 @@ TEST(Corruption, MissingKernelLibraryIsRefused) {
 
 TEST(Compatibility, NewerMajorIsRefusedNamingBothVersions) {
   fs::path dir = written_bundle("major");
-  std::string bytes = read_bytes(dir / "bundle.fb");
+  std::string bytes = without_footer(read_bytes(dir / "bundle.fb"));
   ASSERT_TRUE(fb::GetMutableBundle(bytes.data())->mutate_format_major(2));
   ASSERT_TRUE(fb::GetMutableBundle(bytes.data())->mutate_format_minor(3));
-  write_bytes(dir / "bundle.fb", bytes);
+  write_bytes(dir / "bundle.fb", with_footer(bytes));
   auto b = rt::Bundle::open(dir.string());
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().code(), rt::StatusCode::unsupported);
   EXPECT_NE(b.status().message().find("format version 2.3"), std::string::npos) << b.status().message();
-  EXPECT_NE(b.status().message().find("this runtime reads format version 1.0"), std::string::npos)
+  EXPECT_NE(b.status().message().find("this runtime reads format version 1.1"), std::string::npos)
       << b.status().message();
 }
 
 TEST(Compatibility, NewerMinorIsAccepted) {
   fs::path dir = written_bundle("minor");
-  std::string bytes = read_bytes(dir / "bundle.fb");
+  std::string bytes = without_footer(read_bytes(dir / "bundle.fb"));
   ASSERT_TRUE(fb::GetMutableBundle(bytes.data())->mutate_format_minor(7));
-  write_bytes(dir / "bundle.fb", bytes);
+  write_bytes(dir / "bundle.fb", with_footer(bytes));
   auto b = rt::Bundle::open(dir.string());
   ASSERT_TRUE(b.ok()) << b.status().message();
   EXPECT_EQ(b->format_minor(), 7u);
@@ -109,8 +87,9 @@ TEST(Compatibility, UnknownRequiredFeatureIsRefused) {
   toc->required_features.push_back("dynamic-shapes-v9");
   flatbuffers::FlatBufferBuilder builder;
   fb::FinishBundleBuffer(builder, fb::Bundle::Pack(builder, toc.get()));
-  write_bytes(dir / "bundle.fb", std::string(reinterpret_cast<const char*>(builder.GetBufferPointer()),
-                                             builder.GetSize()));
+  write_bytes(dir / "bundle.fb", with_footer(std::string(
+                                     reinterpret_cast<const char*>(builder.GetBufferPointer()),
+                                     builder.GetSize())));
   auto b = rt::Bundle::open(dir.string());
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().code(), rt::StatusCode::unsupported);
@@ -125,8 +104,9 @@ TEST(Corruption, PlanIndexOutOfRangeIsRefused) {
   toc->entries[0]->variants[0]->plan->calls[0]->buffers[2] = 99;
   flatbuffers::FlatBufferBuilder builder;
   fb::FinishBundleBuffer(builder, fb::Bundle::Pack(builder, toc.get()));
-  write_bytes(dir / "bundle.fb", std::string(reinterpret_cast<const char*>(builder.GetBufferPointer()),
-                                             builder.GetSize()));
+  write_bytes(dir / "bundle.fb", with_footer(std::string(
+                                     reinterpret_cast<const char*>(builder.GetBufferPointer()),
+                                     builder.GetSize())));
   std::string m = open_error(dir);
   EXPECT_NE(m.find("names a buffer out of range"), std::string::npos) << m;
 }

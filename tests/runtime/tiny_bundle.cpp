@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iterator>
 
+#include <xxhash.h>
+
 namespace aotrace::testing {
 namespace fs = std::filesystem;
 using namespace artifacts;
@@ -84,6 +86,17 @@ std::string read_bytes(const fs::path& p) {
 void write_bytes(const fs::path& p, const std::string& bytes) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string without_footer(const std::string& bundle_fb) {
+  return bundle_fb.substr(0, bundle_fb.size() - 16);
+}
+
+std::string with_footer(const std::string& flatbuffer) {
+  uint64_t hash = XXH3_64bits(flatbuffer.data(), flatbuffer.size());
+  std::string out = flatbuffer + "AOTBXXH3";
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(hash >> (8 * i)));
+  return out;
 }
 
 }  // namespace aotrace::testing

@@ -14,5 +14,8 @@ artifacts::BundleSpec tiny_bundle_spec();
 std::filesystem::path fresh_temp_dir(const std::string& name);  // empty, under the test tmp
 std::string read_bytes(const std::filesystem::path&);
 void write_bytes(const std::filesystem::path&, const std::string&);
+// bundle.fb without / with its checksum footer (format 1.1), for tests that edit the FlatBuffer.
+std::string without_footer(const std::string& bundle_fb);
+std::string with_footer(const std::string& flatbuffer);
 
 }  // namespace aotrace::testing

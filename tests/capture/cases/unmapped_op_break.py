@@ -4,4 +4,4 @@ import torch
 
 def f(x):
     y = torch.relu(x)
-    return torch.cumsum(y, dim=0)
+    return torch.trace(y)

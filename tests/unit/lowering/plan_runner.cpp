@@ -101,8 +101,8 @@ std::string compare(const ir::HostTensor& actual, const ir::HostTensor& expected
   if (actual.dtype != expected.dtype) return "dtypes differ";
   for (int64_t i = 0; i < actual.numel(); ++i) {
     double a = actual.get(i), e = expected.get(i);
-    bool both_nan = std::isnan(a) && std::isnan(e);
-    if (!both_nan && !(std::fabs(a - e) <= atol + rtol * std::fabs(e)))
+    bool same = (std::isnan(a) && std::isnan(e)) || a == e;  // NaNs match, and so do equal infs
+    if (!same && !(std::fabs(a - e) <= atol + rtol * std::fabs(e)))
       return "element " + std::to_string(i) + ": got " + std::to_string(a) + ", expected " +
              std::to_string(e);
   }

@@ -1,0 +1,206 @@
+// Containers the Translator evaluates itself: dicts whose values may be tensors (DictVar), list
+// methods that mutate a traced list, ModuleDict/ModuleList views, and Tensor methods that are
+// shape arithmetic (numel) or in-place updates of an intermediate tensor (add_, mul_, …).
+#include "embed/torch_ops.h"
+#include "embed/translator.h"
+
+namespace aotrace::embed {
+
+int DictVar::find(PyObject* key) const {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const int eq = PyObject_RichCompareBool(keys[i].get(), key, Py_EQ);
+    if (eq < 0) PyErr_Clear();
+    if (eq == 1) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void DictVar::set(PyRef key, VarRef value) {
+  const int k = find(key.get());
+  if (k >= 0) {
+    values[static_cast<size_t>(k)] = std::move(value);
+    return;
+  }
+  keys.push_back(std::move(key));
+  values.push_back(std::move(value));
+}
+
+namespace {
+
+VarRef tuple_of(std::vector<VarRef> items) {
+  return std::make_shared<SequenceVar>(SequenceVar::Kind::Tuple, std::move(items));
+}
+
+// A ModuleDict as a DictVar of its children, each with its source (L['self'].heads['a']).
+std::shared_ptr<DictVar> module_dict(Translator& t, const ModuleVar& m) {
+  auto d = std::make_shared<DictVar>(m.source);
+  PyRef modules = getattr(m.module.get(), "_modules");
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(modules.get(), &pos, &key, &value))
+    d->set(PyRef::borrow(key), t.wrap(value, m.source.item(py_str(key))));
+  return d;
+}
+
+bool is_inplace_method(const std::string& name) {
+  return name.size() > 1 && name.back() == '_' && name.front() != '_';
+}
+
+}  // namespace
+
+std::vector<VarRef> dict_items(Translator& t, const DictVar& d, const std::string& which) {
+  std::vector<VarRef> out;
+  for (size_t i = 0; i < d.keys.size(); ++i) {
+    VarRef key = t.constant(d.keys[i].get());
+    if (which == "keys") out.push_back(key);
+    else if (which == "values") out.push_back(d.values[i]);
+    else out.push_back(tuple_of({key, d.values[i]}));
+  }
+  return out;
+}
+
+VarRef container_method(Translator& t, const VarRef& obj, const std::string& name) {
+  auto method = [&](VarRef self) { return std::make_shared<ContainerMethodVar>(std::move(self), name); };
+  if (auto* seq = as<SequenceVar>(obj)) {
+    static const char* const list_methods[] = {"append", "extend", "insert", "pop", "index", "count"};
+    for (const char* m : list_methods)
+      if (name == m && (seq->kind == SequenceVar::Kind::List || name == "index" || name == "count"))
+        return method(obj);
+    if (name == "numel" && seq->kind == SequenceVar::Kind::Size) return method(obj);
+    return nullptr;
+  }
+  if (as<DictVar>(obj)) {
+    if (name == "items" || name == "keys" || name == "values" || name == "get" || name == "update" ||
+        name == "pop")
+      return method(obj);
+    return nullptr;
+  }
+  if (auto* m = as<ModuleVar>(obj)) {
+    if ((name == "items" || name == "keys" || name == "values") &&
+        is_instance_of(m->module.get(), "torch.nn", "ModuleDict"))
+      return method(module_dict(t, *m));
+    return nullptr;
+  }
+  if (auto* tv = as<TensorVar>(obj)) {
+    if (name == "numel" || name == "nelement") return method(obj);
+    if (is_inplace_method(name) && !t.eager() &&
+        (!tv->source.empty() || tensor_method(name.substr(0, name.size() - 1))))
+      return method(obj);
+  }
+  return nullptr;
+}
+
+VarRef call_container_method(Translator& t, const ContainerMethodVar& m, std::vector<VarRef> args,
+                             std::vector<std::pair<std::string, VarRef>> kwargs) {
+  const std::string& name = m.name;
+  auto arg = [&](size_t i) -> VarRef {
+    if (i >= args.size()) user_error(name + "() is missing an argument", t.loc());
+    return args[i];
+  };
+  if (auto* tv = as<TensorVar>(m.self)) {
+    if (name == "numel" || name == "nelement") {
+      VarRef shape = tensor_attribute(t, m.self, "shape");
+      PyRef one = PyRef::steal(PyLong_FromLong(1));
+      VarRef n = t.constant(one.get());
+      for (auto& d : as<SequenceVar>(shape)->items) n = t.binary_op("*", n, d);
+      return n;
+    }
+    if (!tv->source.empty())
+      t.graph_break("in-place mutation",
+                    "in-place Tensor." + name + " on " + tv->source.str() +
+                        ", a value from outside the traced function",
+                    "use the out-of-place form: x = x." + name.substr(0, name.size() - 1) + "(…)");
+    // An in-place update of an intermediate tensor: computed out of place, and every alias of
+    // the variable (they share it) sees the new value.
+    const TorchOp* op = tensor_method(name.substr(0, name.size() - 1));
+    if (!op)
+      t.graph_break("torch callable with no op mapping", "Tensor." + name + " has no mapping to graph ops",
+                    "use an operation aotrace supports");
+    CallArgs ca{std::move(args), std::move(kwargs)};
+    ca.args.insert(ca.args.begin(), m.self);
+    VarRef r = op->build(t, ca);
+    auto* rt = as<TensorVar>(r);
+    AOT_CHECK(rt, "in-place " + name + " did not give a tensor");
+    tv->value = rt->value;
+    return m.self;
+  }
+  if (auto* seq = as<SequenceVar>(m.self)) {
+    if (name == "append") {
+      seq->items.push_back(arg(0));
+      return t.constant(Py_None);
+    }
+    if (name == "extend") {
+      VarRef it = t.iterate(arg(0));
+      for (auto& v : as<IteratorVar>(it)->items) seq->items.push_back(v);
+      return t.constant(Py_None);
+    }
+    if (name == "insert") {
+      PyRef i = t.to_python(arg(0));
+      Py_ssize_t k = i ? PyLong_AsSsize_t(i.get()) : 0;
+      const auto n = static_cast<Py_ssize_t>(seq->items.size());
+      if (k < 0) k = std::max<Py_ssize_t>(0, k + n);
+      k = std::min(k, n);
+      seq->items.insert(seq->items.begin() + k, arg(1));
+      return t.constant(Py_None);
+    }
+    if (name == "pop") {
+      if (seq->items.empty()) t.graph_break("python exception", "pop from an empty list", "");
+      Py_ssize_t k = static_cast<Py_ssize_t>(seq->items.size()) - 1;
+      if (!args.empty()) {
+        PyRef i = t.to_python(args[0]);
+        k = PyLong_AsSsize_t(i.get());
+        if (k < 0) k += static_cast<Py_ssize_t>(seq->items.size());
+      }
+      VarRef v = seq->items.at(static_cast<size_t>(k));
+      seq->items.erase(seq->items.begin() + k);
+      return v;
+    }
+    if (name == "numel") {
+      PyRef one = PyRef::steal(PyLong_FromLong(1));
+      VarRef n = t.constant(one.get());
+      for (auto& d : seq->items) n = t.binary_op("*", n, d);
+      return n;
+    }
+    // index / count on compile-time items.
+    PyRef self = t.to_python(m.self), x = t.to_python(arg(0));
+    if (!self || !x) t.graph_break("unsupported Python", name + "() on " + m.self->describe(), "");
+    PyRef r = PyRef::steal(PyObject_CallMethod(self.get(), name.c_str(), "O", x.get()));
+    if (!r) t.graph_break("python exception", name + "() raised " + fetch_python_error(), "");
+    return t.wrap(r.get(), Source());
+  }
+  auto* d = as<DictVar>(m.self);
+  AOT_CHECK(d, "container method " + name + " on " + m.self->describe());
+  if (name == "items" || name == "keys" || name == "values")
+    return std::make_shared<IteratorVar>(dict_items(t, *d, name));
+  if (name == "get" || name == "pop") {
+    PyRef key = t.to_python(arg(0));
+    const int k = key ? d->find(key.get()) : -1;
+    if (k < 0) {
+      if (args.size() > 1) return args[1];
+      if (name == "get") return t.constant(Py_None);
+      t.graph_break("python exception", "KeyError in dict.pop", "");
+    }
+    VarRef v = d->values[static_cast<size_t>(k)];
+    if (name == "pop") {
+      d->keys.erase(d->keys.begin() + k);
+      d->values.erase(d->values.begin() + k);
+    }
+    return v;
+  }
+  // update(other) / update(**kwargs)
+  if (!args.empty()) {
+    if (auto* other = as<DictVar>(args[0])) {
+      for (size_t i = 0; i < other->keys.size(); ++i) d->set(other->keys[i], other->values[i]);
+    } else {
+      PyRef o = t.to_python(args[0]);
+      if (!o || !PyDict_Check(o.get())) t.graph_break("unsupported Python", "dict.update of " + args[0]->describe(), "");
+      PyObject *k, *v;
+      Py_ssize_t pos = 0;
+      while (PyDict_Next(o.get(), &pos, &k, &v)) d->set(PyRef::borrow(k), t.wrap(v, Source()));
+    }
+  }
+  for (auto& [k, v] : kwargs) d->set(PyRef::steal(PyUnicode_FromString(k.c_str())), v);
+  return t.constant(Py_None);
+}
+
+}  // namespace aotrace::embed

@@ -1,0 +1,263 @@
+// The entry's translation and the graph-break continuation (DESIGN §2: `explain` keeps going
+// after a break, like torch._dynamo.explain). On a break the entry frame goes back to the state
+// before its breaking instruction (for a break inside an inlined call: the call in the entry
+// frame), the graph so far is evaluated with the IR's reference implementations on the real
+// example inputs, its live tensors become real torch tensors, that one instruction runs for
+// real, and tracing resumes in a new graph whose inputs are the live tensors.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "embed/translator.h"
+
+namespace aotrace::embed {
+
+namespace {
+
+constexpr size_t kMaxBreaks = 64;
+
+// Flattens the returned value into graph outputs and their Python structure.
+ir::OutputTree flatten_outputs(Translator& t, const VarRef& v, std::vector<ir::ValueId>& outs) {
+  ir::OutputTree tree;
+  if (auto* tv = as<TensorVar>(v)) {
+    tree.kind = ir::OutputTree::Kind::Leaf;
+    tree.leaf = static_cast<int>(outs.size());
+    outs.push_back(tv->value);
+    return tree;
+  }
+  if (auto* seq = as<SequenceVar>(v); seq && seq->kind != SequenceVar::Kind::Size) {
+    tree.kind = seq->kind == SequenceVar::Kind::List ? ir::OutputTree::Kind::List
+                                                     : ir::OutputTree::Kind::Tuple;
+    for (const auto& item : seq->items) tree.children.push_back(flatten_outputs(t, item, outs));
+    return tree;
+  }
+  if (auto* d = as<DictVar>(v)) {
+    tree.kind = ir::OutputTree::Kind::Dict;
+    for (size_t i = 0; i < d->keys.size(); ++i) {
+      if (!PyUnicode_Check(d->keys[i].get()))
+        user_error("the traced function returns a dict with key " + py_repr(d->keys[i].get()) +
+                       "; output dicts must have string keys",
+                   t.loc());
+      tree.keys.push_back(py_str(d->keys[i].get()));
+      tree.children.push_back(flatten_outputs(t, d->values[i], outs));
+    }
+    return tree;
+  }
+  user_error("the traced function returns " + v->describe() +
+                 "; aotrace outputs must be tensors or tuples/lists/dicts of tensors",
+             t.loc(), "return only tensors from the entry; compute other values outside it");
+}
+
+// Visits every variable slot reachable from a frame's locals and stack (containers, cells,
+// bound selves), so that a pass can read or replace what is in them.
+template <class Fn>
+void visit_slots(VarRef& slot, Fn&& fn, std::set<Var*>& seen) {
+  if (!slot) return;
+  fn(slot);
+  Var* v = slot.get();
+  if (!seen.insert(v).second) return;
+  if (auto* seq = as<SequenceVar>(slot)) for (auto& i : seq->items) visit_slots(i, fn, seen);
+  else if (auto* d = as<DictVar>(slot)) for (auto& i : d->values) visit_slots(i, fn, seen);
+  else if (auto* it = as<IteratorVar>(slot)) for (auto& i : it->items) visit_slots(i, fn, seen);
+  else if (auto* c = as<CellVar>(slot)) visit_slots(c->contents, fn, seen);
+  else if (auto* f = as<FunctionVar>(slot)) {
+    visit_slots(f->self, fn, seen);
+    for (auto& i : f->closure) visit_slots(i, fn, seen);
+  } else if (auto* op = as<TorchFnVar>(slot)) visit_slots(op->self, fn, seen);
+  else if (auto* m = as<ContainerMethodVar>(slot)) visit_slots(m->self, fn, seen);
+  else if (auto* s = as<SuperVar>(slot)) visit_slots(s->self, fn, seen);
+  else if (auto* sl = as<SliceVar>(slot)) {
+    visit_slots(sl->start, fn, seen);
+    visit_slots(sl->stop, fn, seen);
+    visit_slots(sl->step, fn, seen);
+  } else if (auto* p = as<PartialVar>(slot)) {
+    visit_slots(p->fn, fn, seen);
+    for (auto& i : p->args) visit_slots(i, fn, seen);
+    for (auto& [k, i] : p->kwargs) visit_slots(i, fn, seen);
+  }
+}
+
+template <class Fn>
+void visit_frame(Frame& f, Fn&& fn) {
+  std::set<Var*> seen;
+  for (auto& slot : f.locals) visit_slots(slot, fn, seen);
+  for (auto& slot : f.stack) visit_slots(slot, fn, seen);
+}
+
+bool is_tensor(PyObject* o) { return is_instance_of(o, "torch", "Tensor"); }
+
+// Sends sys.stdout to sys.stderr while an instruction runs for real, so that a print in the
+// model does not mix with the report on stdout (explain --json).
+struct StdoutToStderr {
+  PyRef saved;
+  StdoutToStderr() : saved(PyRef::borrow(PySys_GetObject("stdout"))) {
+    PySys_SetObject("stdout", PySys_GetObject("stderr"));
+  }
+  ~StdoutToStderr() { PySys_SetObject("stdout", saved.get()); }
+};
+
+}  // namespace
+
+void Translator::finish_graph(const VarRef& result) {
+  std::vector<ir::ValueId> outs;
+  ir::OutputTree tree = flatten_outputs(*this, result, outs);
+  out_.graph.set_outputs(std::move(outs), std::move(tree));
+}
+
+VarRef Translator::translate_entry(PyObject* fn, std::vector<VarRef> args) {
+  Frame entry;
+  VarRef result;
+  auto close = [&] {
+    entry_ = nullptr;
+    frames_.clear();
+    out_.graphs.push_back(std::move(out_.graph));
+    out_.graph = out_.graphs.front();
+  };
+  try {
+    bind_frame(entry, fn, std::move(args), {}, nullptr);
+  } catch (const GraphBreakSignal&) {
+    close();
+    return nullptr;
+  }
+  entry_ = &entry;
+  for (;;) {
+    try {
+      result = run(entry);
+      break;
+    } catch (const GraphBreakSignal&) {
+      frames_.clear();
+      inline_depth_ = 0;
+      if (!resume_after_break(entry)) {
+        close();
+        return nullptr;
+      }
+    }
+  }
+  frames_.push_back(&entry);  // for the location of an error about the outputs
+  finish_graph(result);
+  close();
+  return result;
+}
+
+bool Translator::resume_after_break(Frame& entry) {
+  if (out_.breaks.size() >= kMaxBreaks) return false;
+  if (input_values_.size() != out_.graph.inputs.size()) return false;
+  for (const auto& v : input_values_)
+    if (!v) return false;
+
+  entry.stack = entry_stack_before_;
+  entry.kw_names = entry_kw_names_before_;
+  entry.pc = entry_pc_before_;
+  entry.returned = false;
+
+  // 1. The graph so far, with the entry's live tensors as outputs, on the real inputs.
+  std::vector<ir::ValueId> live;
+  visit_frame(entry, [&](VarRef& slot) {
+    if (auto* tv = as<TensorVar>(slot))
+      if (std::find(live.begin(), live.end(), tv->value) == live.end()) live.push_back(tv->value);
+  });
+  ir::OutputTree tree;
+  tree.kind = ir::OutputTree::Kind::Tuple;
+  for (size_t i = 0; i < live.size(); ++i) {
+    ir::OutputTree leaf;
+    leaf.leaf = static_cast<int>(i);
+    tree.children.push_back(leaf);
+  }
+  out_.graph.set_outputs(live, tree);
+  std::map<ir::ValueId, PyRef> real;
+  try {
+    std::vector<ir::HostTensor> inputs;
+    for (const auto& v : input_values_) inputs.push_back(host_from_tensor(v.get()));
+    std::vector<ir::HostTensor> results = ir::evaluate(out_.graph, inputs);
+    for (size_t i = 0; i < live.size(); ++i) real[live[i]] = tensor_from_host(results.at(i));
+  } catch (const std::exception& e) {
+    if (std::getenv("AOTRACE_DEBUG_RESUME")) fprintf(stderr, "resume: %s\n", e.what());
+    return false;  // the reference implementations cannot run this graph: stop at this break
+  }
+
+  // 2. Live tensors become real ones; the graph is closed and a new one begins.
+  std::map<Var*, VarRef> replaced;
+  visit_frame(entry, [&](VarRef& slot) {
+    auto* tv = as<TensorVar>(slot);
+    if (!tv) return;
+    auto& r = replaced[slot.get()];
+    if (!r) r = std::make_shared<ConstVar>(real.at(tv->value), tv->source);
+    slot = r;
+  });
+  out_.graphs.push_back(std::move(out_.graph));
+  out_.graph = ir::Graph();
+  weights_by_tensor_.clear();
+  input_values_.clear();
+
+  // 3. The breaking instruction runs for real.
+  eager_ = true;
+  frames_.push_back(&entry);
+  try {
+    StdoutToStderr redirect;
+    step(entry);
+  } catch (const GraphBreakSignal&) {
+    out_.breaks.pop_back();  // the same break again: it cannot run for real either
+    eager_ = false;
+    frames_.clear();
+    out_.graph = std::move(out_.graphs.back());  // tracing stops in the first graph's region
+    out_.graphs.pop_back();
+    return false;
+  } catch (...) {
+    eager_ = false;
+    frames_.clear();
+    throw;
+  }
+  eager_ = false;
+  frames_.clear();
+
+  // 4. Real tensors in the frame become the new graph's inputs.
+  std::map<PyObject*, VarRef> lifted;
+  bool ok = true;
+  auto lift = [&](VarRef& slot, const std::string& name, const Source& source) {
+    auto* c = as<ConstVar>(slot);
+    if (!c || !is_tensor(c->obj.get())) return;
+    auto& l = lifted[c->obj.get()];
+    if (!l) {
+      PyRef dtype = check(PyObject_Str(getattr(c->obj.get(), "dtype").get()), "dtype");
+      auto d = ir::parse_dtype(py_str(dtype.get()));
+      if (!d) {
+        ok = false;
+        return;
+      }
+      ir::TensorType type;
+      type.dtype = *d;
+      PyRef shape = check(PySequence_Tuple(getattr(c->obj.get(), "shape").get()), "shape");
+      for (Py_ssize_t i = 0; i < PyTuple_Size(shape.get()); ++i)
+        type.shape.push_back(ir::SymExpr(PyLong_AsLongLong(PyTuple_GetItem(shape.get(), i))));
+      ir::ValueId v = out_.graph.add_input(name, type, source.str());
+      input_values_.push_back(c->obj);
+      l = std::make_shared<TensorVar>(v, source);
+    }
+    slot = l;
+  };
+  int counter = 0;
+  auto lift_all = [&](VarRef& top, const std::string& name, const Source& source) {
+    std::set<Var*> seen;
+    bool first = true;
+    visit_slots(top, [&](VarRef& slot) {
+      if (first) {
+        first = false;
+        lift(slot, name, source);
+      } else {
+        const std::string n = "___" + name + "_" + std::to_string(counter++);
+        lift(slot, n, Source::local(n));
+      }
+    }, seen);
+  };
+  for (size_t i = 0; i < entry.locals.size(); ++i) {
+    const std::string& n = entry.bytecode->localsplus_names[i];
+    lift_all(entry.locals[i], n, Source::local(n));
+  }
+  for (size_t i = 0; i < entry.stack.size(); ++i) {
+    const std::string n = "___stack" + std::to_string(i);
+    lift_all(entry.stack[i], n, Source::local(n));
+  }
+  return ok;
+}
+
+}  // namespace aotrace::embed

@@ -1,0 +1,243 @@
+// Argument helpers of the torch op table (see torch_ops_args.h).
+#include "embed/torch_ops_args.h"
+
+#include <algorithm>
+
+namespace aotrace::embed::ops {
+
+bool is_none(const VarRef& v) {
+  auto* c = as<ConstVar>(v);
+  return !v || (c && c->obj.get() == Py_None);
+}
+
+bool is_tensor(const VarRef& v) { return as<TensorVar>(v) != nullptr; }
+
+ValueId tensor(Translator& t, const VarRef& v, const char* what) {
+  if (auto* tv = as<TensorVar>(v)) return tv->value;
+  user_error(std::string(what) + " expects a tensor, got " + (v ? v->describe() : "nothing"), t.loc());
+}
+
+int64_t int_arg(Translator& t, const VarRef& v, const char* what) {
+  PyRef o = v ? t.to_python(v) : PyRef();
+  if (!o || !PyLong_Check(o.get()))
+    user_error(std::string(what) + " expects an int, got " + (v ? v->describe() : "nothing"), t.loc());
+  return PyLong_AsLongLong(o.get());
+}
+
+double float_arg(Translator& t, const VarRef& v, const char* what) {
+  PyRef o = v ? t.to_python(v) : PyRef();
+  if (!o || !(PyLong_Check(o.get()) || PyFloat_Check(o.get())))
+    user_error(std::string(what) + " expects a number, got " + (v ? v->describe() : "nothing"), t.loc());
+  return PyFloat_AsDouble(o.get());
+}
+
+bool bool_arg(Translator& t, const VarRef& v, bool fallback) {
+  if (is_none(v)) return fallback;
+  return t.truth(v);
+}
+
+std::string str_arg(Translator& t, const VarRef& v, const char* what, std::string fallback) {
+  if (is_none(v)) return fallback;
+  PyRef o = t.to_python(v);
+  if (!o || !PyUnicode_Check(o.get()))
+    user_error(std::string(what) + " expects a string, got " + v->describe(), t.loc());
+  return py_str(o.get());
+}
+
+int64_t int_or(Translator& t, const CallArgs& a, size_t position, const char* name, int64_t fallback) {
+  VarRef v = a.get(position, name);
+  return is_none(v) ? fallback : int_arg(t, v, name);
+}
+
+double float_or(Translator& t, const CallArgs& a, size_t position, const char* name, double fallback) {
+  VarRef v = a.get(position, name);
+  return is_none(v) ? fallback : float_arg(t, v, name);
+}
+
+std::optional<DType> dtype_arg(Translator& t, const VarRef& v) {
+  if (is_none(v)) return std::nullopt;
+  PyRef o = t.to_python(v);
+  if (o) {
+    if (auto d = ir::parse_dtype(py_str(o.get()))) return d;
+    // Python types: float -> f32 (torch's default), int -> i64, bool -> bool.
+    if (o.get() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return DType::f32;
+    if (o.get() == reinterpret_cast<PyObject*>(&PyLong_Type)) return DType::i64;
+    if (o.get() == reinterpret_cast<PyObject*>(&PyBool_Type)) return DType::b8;
+  }
+  user_error("unsupported dtype " + v->describe(), t.loc(),
+             "use one of float32, float16, bfloat16, float64, int64, int32, bool");
+}
+
+std::optional<std::vector<VarRef>> sequence_items(Translator& t, const VarRef& v) {
+  if (auto* seq = as<SequenceVar>(v)) return seq->items;
+  if (auto* c = as<ConstVar>(v); c && (PyTuple_Check(c->obj.get()) || PyList_Check(c->obj.get()))) {
+    std::vector<VarRef> items;
+    PyRef fast = check(PySequence_Fast(c->obj.get(), "sequence"), "sequence");
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast.get()); ++i)
+      items.push_back(t.constant(PySequence_Fast_GET_ITEM(fast.get(), i)));
+    return items;
+  }
+  return std::nullopt;
+}
+
+std::vector<VarRef> shape_items(Translator& t, const CallArgs& a, size_t first, const char* name) {
+  VarRef v = a.get(first, name);
+  if (auto seq = v ? sequence_items(t, v) : std::nullopt) return *seq;
+  if (first < a.args.size()) return {a.args.begin() + static_cast<long>(first), a.args.end()};
+  if (v) return {v};
+  return {};
+}
+
+std::vector<int64_t> ints_arg(Translator& t, const CallArgs& a, size_t first, const char* name,
+                              const char* what) {
+  std::vector<int64_t> out;
+  for (auto& item : shape_items(t, a, first, name)) out.push_back(int_arg(t, item, what));
+  return out;
+}
+
+std::vector<int64_t> int_tuple(Translator& t, const VarRef& v, size_t n, const char* what) {
+  if (auto items = sequence_items(t, v)) {
+    std::vector<int64_t> out;
+    for (auto& item : *items) out.push_back(int_arg(t, item, what));
+    if (out.size() == 1 && n > 1) out.assign(n, out[0]);
+    if (out.size() != n)
+      user_error(std::string(what) + " expects " + std::to_string(n) + " values, got " +
+                     std::to_string(out.size()),
+                 t.loc());
+    return out;
+  }
+  return std::vector<int64_t>(n, int_arg(t, v, what));
+}
+
+ir::Shape shape_arg(Translator& t, const std::vector<VarRef>& items, const char* what) {
+  ir::Shape out;
+  for (const auto& item : items) {
+    if (auto* s = as<SymIntVar>(item)) out.push_back(s->expr);
+    else out.push_back(int_arg(t, item, what));
+  }
+  return out;
+}
+
+int normalise_dim(Translator& t, int64_t dim, int rank, const char* what) {
+  const int64_t r = std::max(rank, 1);
+  if (dim < -r || dim >= r)
+    user_error(std::string(what) + ": dim " + std::to_string(dim) +
+                   " is out of range for a tensor of rank " + std::to_string(rank),
+               t.loc(), "dims must lie in [-rank, rank)");
+  return static_cast<int>(dim < 0 ? dim + r : dim);
+}
+
+std::vector<int64_t> dims_arg(Translator& t, const VarRef& v, int rank, const char* what) {
+  std::vector<int64_t> axes;
+  if (is_none(v)) {
+    for (int i = 0; i < rank; ++i) axes.push_back(i);
+  } else if (auto items = sequence_items(t, v)) {
+    for (auto& item : *items) axes.push_back(normalise_dim(t, int_arg(t, item, what), rank, what));
+    if (items->empty())
+      for (int i = 0; i < rank; ++i) axes.push_back(i);  // dim=() reduces everything (torch 1.13)
+  } else {
+    axes.push_back(normalise_dim(t, int_arg(t, v, what), rank, what));
+  }
+  if (rank == 0) axes.clear();
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  return axes;
+}
+
+const ir::TensorType& type_of(Translator& t, ValueId v) { return t.graph().type(v); }
+
+VarRef wrap_value(ValueId v) { return std::make_shared<TensorVar>(v); }
+
+ValueId node(Translator& t, OpKind op, std::vector<ValueId> operands, ir::Attrs attrs) {
+  return t.graph().add(op, std::move(operands), std::move(attrs), t.loc());
+}
+
+VarRef add(Translator& t, OpKind op, std::vector<ValueId> operands, ir::Attrs attrs) {
+  return wrap_value(node(t, op, std::move(operands), std::move(attrs)));
+}
+
+ValueId cast(Translator& t, ValueId v, DType dtype) {
+  if (type_of(t, v).dtype == dtype) return v;
+  return node(t, OpKind::Cast, {v}, ir::Attrs().set("dtype", dtype));
+}
+
+ValueId constant(Translator& t, double value, DType dtype) {
+  return t.graph().constant(value, dtype, t.loc());
+}
+
+ValueId scalar(Translator& t, const VarRef& v, DType like) {
+  PyRef o = t.to_python(v);
+  if (!o || !(PyLong_Check(o.get()) || PyFloat_Check(o.get())))
+    user_error("expected a tensor or a Python number, got " + v->describe(), t.loc());
+  DType dtype = like;
+  if (PyFloat_Check(o.get()) && !ir::is_floating(like)) dtype = DType::f32;
+  if (PyLong_Check(o.get()) && !PyBool_Check(o.get()) && like == DType::b8) dtype = DType::i64;
+  return constant(t, PyFloat_AsDouble(o.get()), dtype);
+}
+
+ValueId tensor_or_scalar(Translator& t, const VarRef& v, DType like, const char* what) {
+  if (auto* tv = as<TensorVar>(v)) return tv->value;
+  if (!v) user_error(std::string(what) + " is missing an operand", t.loc());
+  return scalar(t, v, like);
+}
+
+VarRef binary(Translator& t, OpKind op, const VarRef& a, const VarRef& b) {
+  auto* ta = as<TensorVar>(a);
+  auto* tb = as<TensorVar>(b);
+  AOT_CHECK(ta || tb, "binary tensor op without a tensor");
+  ValueId x = ta ? ta->value : scalar(t, a, type_of(t, tb->value).dtype);
+  ValueId y = tb ? tb->value : scalar(t, b, type_of(t, ta->value).dtype);
+  return add(t, op, {x, y});
+}
+
+ValueId reshape_to(Translator& t, ValueId x, ir::Shape shape) {
+  if (type_of(t, x).shape == shape) return x;
+  return node(t, OpKind::Reshape, {x}, ir::Attrs().set("shape", std::move(shape)));
+}
+
+ValueId permute_to(Translator& t, ValueId x, std::vector<int64_t> perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+  if (identity) return x;
+  return node(t, OpKind::Permute, {x}, ir::Attrs().set("perm", std::move(perm)));
+}
+
+ValueId unsqueeze_at(Translator& t, ValueId x, int dim) {
+  ir::Shape s = type_of(t, x).shape;
+  s.insert(s.begin() + dim, ir::SymExpr(1));
+  return node(t, OpKind::Reshape, {x}, ir::Attrs().set("shape", s));
+}
+
+ValueId to_floating(Translator& t, ValueId x) {
+  return ir::is_floating(type_of(t, x).dtype) ? x : cast(t, x, DType::f32);
+}
+
+ir::Attrs axes_attrs(std::vector<int64_t> axes, bool keepdim) {
+  return ir::Attrs().set("axes", std::move(axes)).set("keepdim", int64_t{keepdim});
+}
+
+VarRef inplace(Translator& t, const VarRef& target, const VarRef& result, const char* what) {
+  auto* tv = as<TensorVar>(target);
+  auto* rv = as<TensorVar>(result);
+  if (!tv || !rv) return result;
+  if (!tv->source.empty())
+    t.graph_break("in-place mutation",
+                  std::string("in-place ") + what + " on " + tv->source.str() +
+                      ", a tensor from outside the traced function",
+                  "use the out-of-place form (e.g. x = x.relu())");
+  tv->value = rv->value;
+  return target;
+}
+
+void value_read(Translator& t, const char* what) {
+  t.graph_break("tensor value read",
+                std::string(what) + " reads a tensor's value, which is unknown at compile time",
+                "keep the computation in tensors (e.g. torch.where instead of branching on "
+                "x.item()), or move it out of the traced function");
+}
+
+void unsupported(Translator& t, const std::string& what, const std::string& hint) {
+  t.graph_break("torch callable with no op mapping", what + " is not supported yet", hint);
+}
+
+}  // namespace aotrace::embed::ops

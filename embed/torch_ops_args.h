@@ -1,0 +1,71 @@
+// Private to embed/: the argument helpers shared by the builders of the torch op table
+// (torch_ops*.cpp): reading call arguments, normalising dims, adding nodes, torch's scalar
+// promotion. Builders are declared in torch_ops_builders.h.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "embed/torch_ops.h"
+#include "embed/translator.h"
+
+namespace aotrace::embed::ops {
+
+using ir::DType;
+using ir::OpKind;
+using ir::ValueId;
+
+bool is_none(const VarRef& v);
+ValueId tensor(Translator& t, const VarRef& v, const char* what);
+bool is_tensor(const VarRef& v);
+int64_t int_arg(Translator& t, const VarRef& v, const char* what);
+double float_arg(Translator& t, const VarRef& v, const char* what);
+bool bool_arg(Translator& t, const VarRef& v, bool fallback);
+std::string str_arg(Translator& t, const VarRef& v, const char* what, std::string fallback);
+// The value at `position` / `name` as an int, or `fallback` when absent or None.
+int64_t int_or(Translator& t, const CallArgs& a, size_t position, const char* name, int64_t fallback);
+double float_or(Translator& t, const CallArgs& a, size_t position, const char* name, double fallback);
+// A torch.dtype argument; nullopt when absent or None.
+std::optional<DType> dtype_arg(Translator& t, const VarRef& v);
+// The items of a sequence variable or constant tuple/list; nullopt when `v` is not one.
+std::optional<std::vector<VarRef>> sequence_items(Translator& t, const VarRef& v);
+// Ints given as one sequence argument or as varargs starting at `first`.
+std::vector<int64_t> ints_arg(Translator& t, const CallArgs& a, size_t first, const char* name,
+                              const char* what);
+// An int or a sequence of ints; a single int is repeated `n` times.
+std::vector<int64_t> int_tuple(Translator& t, const VarRef& v, size_t n, const char* what);
+// A shape given as ints or shape values (x.size(0)), as SymExprs; -1 kept as -1.
+ir::Shape shape_arg(Translator& t, const std::vector<VarRef>& items, const char* what);
+std::vector<VarRef> shape_items(Translator& t, const CallArgs& a, size_t first, const char* name);
+
+int normalise_dim(Translator& t, int64_t dim, int rank, const char* what);
+std::vector<int64_t> dims_arg(Translator& t, const VarRef& v, int rank, const char* what);
+
+const ir::TensorType& type_of(Translator& t, ValueId v);
+VarRef wrap_value(ValueId v);
+ValueId node(Translator& t, OpKind op, std::vector<ValueId> operands, ir::Attrs attrs = {});
+VarRef add(Translator& t, OpKind op, std::vector<ValueId> operands, ir::Attrs attrs = {});
+ValueId cast(Translator& t, ValueId v, DType dtype);  // no node when already `dtype`
+ValueId constant(Translator& t, double value, DType dtype);
+// A Python number as a rank-0 constant with torch's scalar promotion against `like`.
+ValueId scalar(Translator& t, const VarRef& v, DType like);
+// A tensor or a Python number: numbers promote against `like`.
+ValueId tensor_or_scalar(Translator& t, const VarRef& v, DType like, const char* what);
+VarRef binary(Translator& t, OpKind op, const VarRef& a, const VarRef& b);
+ValueId reshape_to(Translator& t, ValueId x, ir::Shape shape);
+ValueId permute_to(Translator& t, ValueId x, std::vector<int64_t> perm);
+ValueId unsqueeze_at(Translator& t, ValueId x, int dim);
+// x cast to the floating dtype torch computes in for exp/log/... (integers: f32).
+ValueId to_floating(Translator& t, ValueId x);
+ir::Attrs axes_attrs(std::vector<int64_t> axes, bool keepdim);
+
+// In-place variants (relu_, add_, inplace=True): an intermediate tensor's variable is updated
+// to the result, so its aliases see it; a tensor from outside the traced function (an input or
+// a weight) is a graph break.
+VarRef inplace(Translator& t, const VarRef& target, const VarRef& result, const char* what);
+
+[[noreturn]] void value_read(Translator& t, const char* what);
+[[noreturn]] void unsupported(Translator& t, const std::string& what, const std::string& hint = {});
+
+}  // namespace aotrace::embed::ops

@@ -1,0 +1,116 @@
+// Private to embed/: the builders of the torch op table, one function per torch op family,
+// grouped by file (torch_ops_elementwise.cpp, torch_ops_shape.cpp, torch_ops_reduce.cpp,
+// torch_ops_nn.cpp, torch_ops_attention.cpp). The table itself is in torch_ops.cpp.
+#pragma once
+
+#include "embed/torch_ops_args.h"
+
+namespace aotrace::embed::ops {
+
+// torch_ops_elementwise.cpp
+VarRef unary_op(Translator&, const CallArgs&, OpKind);
+VarRef logical_not(Translator&, const CallArgs&);
+VarRef bitwise_not(Translator&, const CallArgs&);
+VarRef binary_op(Translator&, const CallArgs&, OpKind);
+VarRef divide(Translator&, const CallArgs&);
+VarRef rsub(Translator&, const CallArgs&);
+VarRef logical_binary(Translator&, const CallArgs&, OpKind);
+VarRef where(Translator&, const CallArgs&);
+VarRef clamp_with(Translator&, const VarRef& input, const VarRef& lo, const VarRef& hi);
+VarRef clamp(Translator&, const CallArgs&);
+VarRef clamp_min(Translator&, const CallArgs&);
+VarRef clamp_max(Translator&, const CallArgs&);
+VarRef relu(Translator&, const CallArgs&);
+VarRef gelu(Translator&, const CallArgs&);
+VarRef silu(Translator&, const CallArgs&);
+VarRef hardswish(Translator&, const CallArgs&);
+VarRef hardsigmoid(Translator&, const CallArgs&);
+VarRef leaky_relu(Translator&, const CallArgs&);
+VarRef elu(Translator&, const CallArgs&);
+VarRef softplus(Translator&, const CallArgs&);
+VarRef hardtanh(Translator&, const CallArgs&);
+VarRef relu6(Translator&, const CallArgs&);
+VarRef to(Translator&, const CallArgs&);
+VarRef type_as(Translator&, const CallArgs&);
+VarRef tensor_type(Translator&, const CallArgs&);
+VarRef cast_to(Translator&, const CallArgs&, DType);
+VarRef full_factory(Translator&, const CallArgs&, double value);  // zeros, ones, empty
+VarRef full(Translator&, const CallArgs&);
+VarRef like_factory(Translator&, const CallArgs&, double value);  // zeros_like, ...
+VarRef full_like(Translator&, const CallArgs&);
+VarRef new_factory(Translator&, const CallArgs&, double value);   // new_zeros, ...
+VarRef new_full(Translator&, const CallArgs&);
+VarRef arange(Translator&, const CallArgs&);
+VarRef tensor_literal(Translator&, const CallArgs&);
+
+// torch_ops_shape.cpp
+VarRef reshape(Translator&, const CallArgs&);
+VarRef view_as(Translator&, const CallArgs&);
+VarRef flatten(Translator&, const CallArgs&);
+VarRef unflatten(Translator&, const CallArgs&);
+VarRef permute(Translator&, const CallArgs&);
+VarRef transpose(Translator&, const CallArgs&);
+VarRef transpose_2d(Translator&, const CallArgs&);
+VarRef squeeze(Translator&, const CallArgs&);
+VarRef unsqueeze(Translator&, const CallArgs&);
+VarRef expand(Translator&, const CallArgs&);
+VarRef expand_as(Translator&, const CallArgs&);
+VarRef repeat(Translator&, const CallArgs&);
+VarRef cat(Translator&, const CallArgs&);
+VarRef stack(Translator&, const CallArgs&);
+VarRef split(Translator&, const CallArgs&);
+VarRef chunk(Translator&, const CallArgs&);
+VarRef unbind(Translator&, const CallArgs&);
+VarRef narrow(Translator&, const CallArgs&);
+VarRef select(Translator&, const CallArgs&);
+VarRef getitem(Translator&, const CallArgs&);
+VarRef gather(Translator&, const CallArgs&);
+VarRef index_select(Translator&, const CallArgs&);
+VarRef flip(Translator&, const CallArgs&);
+VarRef pad(Translator&, const CallArgs&);
+VarRef tril(Translator&, const CallArgs&);
+VarRef triu(Translator&, const CallArgs&);
+VarRef masked_fill(Translator&, const CallArgs&);
+VarRef embedding(Translator&, const CallArgs&);
+VarRef identity(Translator&, const CallArgs&);
+
+// torch_ops_reduce.cpp
+VarRef sum(Translator&, const CallArgs&);
+VarRef mean(Translator&, const CallArgs&);
+VarRef amax(Translator&, const CallArgs&);
+VarRef amin(Translator&, const CallArgs&);
+VarRef max(Translator&, const CallArgs&);
+VarRef min(Translator&, const CallArgs&);
+VarRef argmax(Translator&, const CallArgs&);
+VarRef argmin(Translator&, const CallArgs&);
+VarRef var(Translator&, const CallArgs&);
+VarRef std_(Translator&, const CallArgs&);
+VarRef all(Translator&, const CallArgs&);
+VarRef any(Translator&, const CallArgs&);
+VarRef cumsum(Translator&, const CallArgs&);
+VarRef topk(Translator&, const CallArgs&);
+VarRef softmax(Translator&, const CallArgs&);
+VarRef log_softmax(Translator&, const CallArgs&);
+
+// torch_ops_nn.cpp
+VarRef matmul(Translator&, const CallArgs&);
+VarRef linear(Translator&, const CallArgs&);
+VarRef einsum(Translator&, const CallArgs&);
+VarRef conv(Translator&, const CallArgs&, int spatial);
+VarRef conv_transpose(Translator&, const CallArgs&, int spatial);
+VarRef max_pool(Translator&, const CallArgs&, int spatial);
+VarRef avg_pool(Translator&, const CallArgs&, int spatial);
+VarRef adaptive_avg_pool(Translator&, const CallArgs&, int spatial);
+VarRef batch_norm(Translator&, const CallArgs&);
+VarRef layer_norm(Translator&, const CallArgs&);
+VarRef group_norm(Translator&, const CallArgs&);
+VarRef instance_norm(Translator&, const CallArgs&);
+VarRef interpolate(Translator&, const CallArgs&);
+VarRef dropout(Translator&, const CallArgs&);
+
+// torch_ops_attention.cpp
+VarRef native_multi_head_attention(Translator&, const CallArgs&);
+VarRef transformer_encoder_layer_fwd(Translator&, const CallArgs&);
+VarRef has_torch_function(Translator&, const CallArgs&);
+
+}  // namespace aotrace::embed::ops

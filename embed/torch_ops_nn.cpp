@@ -1,0 +1,408 @@
+// Builders of the torch op table for neural-network functions: matmul, linear, einsum,
+// convolutions, pooling, normalisation, interpolate and dropout (eval: identity).
+#include "embed/torch_ops_builders.h"
+
+#include <cmath>
+#include <map>
+
+namespace aotrace::embed::ops {
+
+VarRef matmul(Translator& t, const CallArgs& a) {
+  return add(t, OpKind::Matmul, {tensor(t, a.get(0, "input"), "matmul"), tensor(t, a.get(1, "other"), "matmul")});
+}
+
+VarRef linear(Translator& t, const CallArgs& a) {
+  std::vector<ValueId> ops = {tensor(t, a.get(0, "input"), "linear"), tensor(t, a.get(1, "weight"), "linear")};
+  if (VarRef b = a.get(2, "bias"); !is_none(b)) ops.push_back(tensor(t, b, "linear"));
+  return add(t, OpKind::Linear, std::move(ops));
+}
+
+// ---------------------------------------------------------------------------------------------
+// einsum with one or two operands: indices are classified as batch (both operands and the
+// output), contracted (both, not the output), left/right-only (one operand and the output) and
+// summed (one operand only: reduced first). Then permute + reshape + one batched matmul.
+
+namespace {
+
+struct Operand {
+  ValueId v;
+  std::string idx;
+};
+
+// Sums away indices of `o` that appear neither in `keep_a` nor in `keep_b`.
+Operand sum_unused(Translator& t, Operand o, const std::string& keep_a, const std::string& keep_b) {
+  std::vector<int64_t> axes;
+  std::string rest;
+  for (size_t i = 0; i < o.idx.size(); ++i) {
+    char c = o.idx[i];
+    if (keep_a.find(c) == std::string::npos && keep_b.find(c) == std::string::npos) axes.push_back(static_cast<int64_t>(i));
+    else rest += c;
+  }
+  if (axes.empty()) return o;
+  return {node(t, OpKind::ReduceSum, {o.v}, axes_attrs(axes, false)), rest};
+}
+
+ValueId arrange(Translator& t, const Operand& o, const std::string& order) {
+  std::vector<int64_t> perm;
+  for (char c : order) perm.push_back(static_cast<int64_t>(o.idx.find(c)));
+  return permute_to(t, o.v, perm);
+}
+
+ir::SymExpr size_of(Translator& t, const std::vector<Operand>& ops, char c) {
+  for (const auto& o : ops)
+    if (auto p = o.idx.find(c); p != std::string::npos) return type_of(t, o.v).shape[p];
+  internal_error(std::string("einsum: unknown index ") + c);
+}
+
+std::string expand_ellipsis(Translator& t, std::string spec, int rank, std::string& ell) {
+  auto p = spec.find("...");
+  if (p == std::string::npos) return spec;
+  int named = static_cast<int>(spec.size()) - 3;
+  std::string fill;
+  for (int i = 0; i < rank - named; ++i) fill += static_cast<char>('A' + i);
+  if (fill.size() > ell.size()) ell = fill;
+  return spec.substr(0, p) + fill + spec.substr(p + 3);
+}
+
+}  // namespace
+
+VarRef einsum(Translator& t, const CallArgs& a) {
+  std::string eq = str_arg(t, a.get(0, "equation"), "einsum", "");
+  std::string spec;
+  for (char c : eq) if (c != ' ') spec += c;
+  std::vector<VarRef> args(a.args.begin() + 1, a.args.end());
+  if (args.size() == 1) if (auto items = sequence_items(t, args[0])) args = *items;
+  if (args.empty() || args.size() > 2) unsupported(t, "einsum with " + std::to_string(args.size()) + " operands");
+  auto arrow = spec.find("->");
+  std::string lhs = spec.substr(0, arrow);
+  std::vector<std::string> ins;
+  for (size_t s = 0, c; s <= lhs.size(); s = c + 1) {
+    c = lhs.find(',', s);
+    if (c == std::string::npos) c = lhs.size();
+    ins.push_back(lhs.substr(s, c - s));
+  }
+  if (ins.size() != args.size()) user_error("einsum: the equation does not match the operand count", t.loc());
+  std::string ell;
+  std::vector<Operand> ops;
+  for (size_t i = 0; i < args.size(); ++i) {
+    ValueId v = tensor(t, args[i], "einsum");
+    ops.push_back({v, expand_ellipsis(t, ins[i], type_of(t, v).rank(), ell)});
+    if (static_cast<int>(ops.back().idx.size()) != type_of(t, v).rank())
+      user_error("einsum: '" + ins[i] + "' does not match operand " + type_of(t, v).str(), t.loc());
+    for (char c : ops.back().idx)
+      if (std::count(ops.back().idx.begin(), ops.back().idx.end(), c) > 1)
+        unsupported(t, "einsum with a repeated index in one operand (diagonals)");
+  }
+  std::string out;
+  if (arrow != std::string::npos) {
+    out = spec.substr(arrow + 2);
+    if (auto p = out.find("..."); p != std::string::npos) out = out.substr(0, p) + ell + out.substr(p + 3);
+  } else {  // implicit output: ellipsis dims, then indices appearing once, sorted
+    std::map<char, int> count;
+    for (auto& o : ops) for (char c : o.idx) ++count[c];
+    out = ell;
+    for (auto [c, n] : count) if (n == 1 && !(c >= 'A' && c <= 'Z')) out += c;
+  }
+  if (ops.size() == 1) {
+    Operand o = sum_unused(t, ops[0], out, "");
+    return wrap_value(arrange(t, o, out));
+  }
+  Operand A = sum_unused(t, ops[0], out, ops[1].idx), B = sum_unused(t, ops[1], out, ops[0].idx);
+  std::string batch, left, right, contracted;
+  for (char c : A.idx) {
+    bool in_b = B.idx.find(c) != std::string::npos, in_out = out.find(c) != std::string::npos;
+    if (in_b && in_out) batch += c;
+    else if (in_b) contracted += c;
+    else left += c;
+  }
+  for (char c : B.idx) if (A.idx.find(c) == std::string::npos) right += c;
+  std::vector<Operand> both{A, B};
+  auto prod = [&](const std::string& s) {
+    ir::SymExpr p = 1;
+    for (char c : s) p = p * size_of(t, both, c);
+    return p;
+  };
+  ir::Shape batch_shape;
+  for (char c : batch) batch_shape.push_back(size_of(t, both, c));
+  ir::Shape a3 = batch_shape, b3 = batch_shape;
+  a3.push_back(prod(left)), a3.push_back(prod(contracted));
+  b3.push_back(prod(contracted)), b3.push_back(prod(right));
+  ValueId av = reshape_to(t, arrange(t, A, batch + left + contracted), a3);
+  ValueId bv = reshape_to(t, arrange(t, B, batch + contracted + right), b3);
+  ValueId r = node(t, OpKind::Matmul, {av, bv});
+  ir::Shape full = batch_shape;
+  for (char c : left + right) full.push_back(size_of(t, both, c));
+  r = reshape_to(t, r, full);
+  return wrap_value(arrange(t, Operand{r, batch + left + right}, out));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Convolution and pooling. Unbatched inputs ([C, *spatial]) get a batch dim of 1 and lose it.
+
+namespace {
+
+ValueId batched(Translator& t, ValueId x, int spatial, bool& added) {
+  added = type_of(t, x).rank() == spatial + 1;
+  return added ? unsqueeze_at(t, x, 0) : x;
+}
+
+VarRef unbatched(Translator& t, ValueId r, bool added) {
+  if (!added) return wrap_value(r);
+  ir::Shape s = type_of(t, r).shape;
+  s.erase(s.begin());
+  return wrap_value(reshape_to(t, r, s));
+}
+
+std::vector<int64_t> ones(int n) { return std::vector<int64_t>(static_cast<size_t>(n), 1); }
+
+}  // namespace
+
+VarRef conv(Translator& t, const CallArgs& a, int n) {
+  bool added = false;
+  ValueId x = batched(t, tensor(t, a.get(0, "input"), "conv"), n, added);
+  ValueId w = tensor(t, a.get(1, "weight"), "conv");
+  VarRef bias = a.get(2, "bias");
+  auto stride = is_none(a.get(3, "stride")) ? ones(n) : int_tuple(t, a.get(3, "stride"), static_cast<size_t>(n), "conv stride");
+  auto dilation = is_none(a.get(5, "dilation")) ? ones(n) : int_tuple(t, a.get(5, "dilation"), static_cast<size_t>(n), "conv dilation");
+  int64_t groups = int_or(t, a, 6, "groups", 1);
+  std::vector<int64_t> low(static_cast<size_t>(n), 0), high = low;
+  VarRef padding = a.get(4, "padding");
+  PyRef p = is_none(padding) ? PyRef() : t.to_python(padding);
+  if (p && PyUnicode_Check(p.get())) {
+    std::string mode = py_str(p.get());
+    if (mode == "same") {
+      for (int d = 0; d < n; ++d) {
+        int64_t k = type_of(t, w).shape[static_cast<size_t>(d + 2)].constant();
+        int64_t total = dilation[static_cast<size_t>(d)] * (k - 1);
+        low[static_cast<size_t>(d)] = total / 2;
+        high[static_cast<size_t>(d)] = total - total / 2;
+      }
+    } else if (mode != "valid") {
+      user_error("conv: padding must be 'same', 'valid' or ints, got '" + mode + "'", t.loc());
+    }
+  } else if (p) {
+    low = high = int_tuple(t, padding, static_cast<size_t>(n), "conv padding");
+  }
+  std::vector<ValueId> operands{x, w};
+  if (!is_none(bias)) operands.push_back(tensor(t, bias, "conv"));
+  ir::Attrs attrs;
+  attrs.set("stride", stride).set("dilation", dilation).set("pad_low", low).set("pad_high", high).set("groups", groups);
+  return unbatched(t, node(t, OpKind::Conv, operands, attrs), added);
+}
+
+// F.conv_transposeNd(input, weight, bias, stride, padding, output_padding, groups, dilation)
+VarRef conv_transpose(Translator& t, const CallArgs& a, int n) {
+  bool added = false;
+  ValueId x = batched(t, tensor(t, a.get(0, "input"), "conv_transpose"), n, added);
+  ValueId w = tensor(t, a.get(1, "weight"), "conv_transpose");
+  VarRef bias = a.get(2, "bias");
+  auto tuple_or = [&](size_t pos, const char* name, int64_t fallback) {
+    VarRef v = a.get(pos, name);
+    return is_none(v) ? std::vector<int64_t>(static_cast<size_t>(n), fallback) : int_tuple(t, v, static_cast<size_t>(n), name);
+  };
+  std::vector<ValueId> operands{x, w};
+  if (!is_none(bias)) operands.push_back(tensor(t, bias, "conv_transpose"));
+  ir::Attrs attrs;
+  attrs.set("stride", tuple_or(3, "stride", 1)).set("padding", tuple_or(4, "padding", 0))
+      .set("output_padding", tuple_or(5, "output_padding", 0)).set("groups", int_or(t, a, 6, "groups", 1))
+      .set("dilation", tuple_or(7, "dilation", 1));
+  return unbatched(t, node(t, OpKind::ConvTranspose, operands, attrs), added);
+}
+
+namespace {
+
+std::vector<int64_t> window_stride(Translator& t, const VarRef& v, const std::vector<int64_t>& kernel, int n) {
+  if (is_none(v)) return kernel;
+  if (auto items = sequence_items(t, v); items && items->empty()) return kernel;
+  return int_tuple(t, v, static_cast<size_t>(n), "pool stride");
+}
+
+}  // namespace
+
+// F.max_poolNd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+VarRef max_pool(Translator& t, const CallArgs& a, int n) {
+  bool added = false;
+  ValueId x = batched(t, tensor(t, a.get(0, "input"), "max_pool"), n, added);
+  auto kernel = int_tuple(t, a.get(1, "kernel_size"), static_cast<size_t>(n), "max_pool kernel_size");
+  if (bool_arg(t, a.get(6, "return_indices"), false)) unsupported(t, "max_pool with return_indices=True");
+  ir::Attrs attrs;
+  attrs.set("kind", std::string("max")).set("kernel", kernel)
+      .set("stride", window_stride(t, a.get(2, "stride"), kernel, n))
+      .set("padding", is_none(a.get(3, "padding")) ? std::vector<int64_t>(static_cast<size_t>(n), 0)
+                                                   : int_tuple(t, a.get(3, "padding"), static_cast<size_t>(n), "max_pool padding"))
+      .set("dilation", is_none(a.get(4, "dilation")) ? ones(n) : int_tuple(t, a.get(4, "dilation"), static_cast<size_t>(n), "max_pool dilation"))
+      .set("ceil_mode", int64_t{bool_arg(t, a.get(5, "ceil_mode"), false)}).set("count_include_pad", int64_t{0});
+  return unbatched(t, node(t, OpKind::Pool, {x}, attrs), added);
+}
+
+// F.avg_poolNd(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+VarRef avg_pool(Translator& t, const CallArgs& a, int n) {
+  bool added = false;
+  ValueId x = batched(t, tensor(t, a.get(0, "input"), "avg_pool"), n, added);
+  auto kernel = int_tuple(t, a.get(1, "kernel_size"), static_cast<size_t>(n), "avg_pool kernel_size");
+  if (!is_none(a.get(6, "divisor_override"))) unsupported(t, "avg_pool with divisor_override");
+  ir::Attrs attrs;
+  attrs.set("kind", std::string("avg")).set("kernel", kernel)
+      .set("stride", window_stride(t, a.get(2, "stride"), kernel, n))
+      .set("padding", is_none(a.get(3, "padding")) ? std::vector<int64_t>(static_cast<size_t>(n), 0)
+                                                   : int_tuple(t, a.get(3, "padding"), static_cast<size_t>(n), "avg_pool padding"))
+      .set("dilation", ones(n)).set("ceil_mode", int64_t{bool_arg(t, a.get(4, "ceil_mode"), false)})
+      .set("count_include_pad", int64_t{bool_arg(t, a.get(5, "count_include_pad"), true)});
+  return unbatched(t, node(t, OpKind::Pool, {x}, attrs), added);
+}
+
+VarRef adaptive_avg_pool(Translator& t, const CallArgs& a, int n) {
+  bool added = false;
+  ValueId x = batched(t, tensor(t, a.get(0, "input"), "adaptive_avg_pool"), n, added);
+  const ir::TensorType type = type_of(t, x);
+  VarRef size = a.get(1, "output_size");
+  std::vector<VarRef> items = sequence_items(t, size).value_or(std::vector<VarRef>(static_cast<size_t>(n), size));
+  if (items.size() == 1 && n > 1) items.assign(static_cast<size_t>(n), items[0]);
+  std::vector<int64_t> out;
+  for (int d = 0; d < n; ++d) {
+    const VarRef& v = items[static_cast<size_t>(d)];
+    if (is_none(v)) out.push_back(type.shape[static_cast<size_t>(d + 2)].constant());
+    else out.push_back(int_arg(t, v, "adaptive_avg_pool output_size"));
+  }
+  return unbatched(t, node(t, OpKind::AdaptiveAvgPool, {x}, ir::Attrs().set("size", out)), added);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Normalisation
+
+VarRef batch_norm(Translator& t, const CallArgs& a) {
+  ValueId x = tensor(t, a.get(0, "input"), "batch_norm");
+  VarRef mean = a.get(1, "running_mean"), var = a.get(2, "running_var");
+  VarRef weight = a.get(3, "weight"), bias = a.get(4, "bias");
+  if (bool_arg(t, a.get(5, "training"), false) || is_none(mean) || is_none(var))
+    t.graph_break("unsupported Python", "batch_norm in training mode (batch statistics)",
+                  "aotrace traces models in eval mode; call model.eval() and keep running stats");
+  double eps = float_or(t, a, 7, "eps", 1e-5);
+  std::vector<ValueId> ops{x, tensor(t, mean, "batch_norm"), tensor(t, var, "batch_norm")};
+  if (!is_none(weight) || !is_none(bias)) {
+    const ir::SymExpr c = type_of(t, x).shape[1];
+    DType dt = type_of(t, x).dtype;
+    auto param = [&](const VarRef& v, double fill) {
+      if (!is_none(v)) return tensor(t, v, "batch_norm");
+      return node(t, OpKind::Full, {}, ir::Attrs().set("shape", ir::Shape{c}).set("value", fill).set("dtype", dt));
+    };
+    ops.push_back(param(weight, 1.0));
+    ops.push_back(param(bias, 0.0));
+  }
+  return add(t, OpKind::BatchNorm, ops, ir::Attrs().set("eps", eps));
+}
+
+VarRef layer_norm(Translator& t, const CallArgs& a) {
+  ValueId x = tensor(t, a.get(0, "input"), "layer_norm");
+  VarRef shape = a.get(1, "normalized_shape");
+  auto items = sequence_items(t, shape);
+  int64_t k = items ? static_cast<int64_t>(items->size()) : 1;
+  VarRef weight = a.get(2, "weight"), bias = a.get(3, "bias");
+  std::vector<ValueId> ops{x};
+  if (!is_none(weight) || !is_none(bias)) {
+    const ir::TensorType type = type_of(t, x);
+    ir::Shape trailing(type.shape.end() - std::min<int64_t>(k, type.rank()), type.shape.end());
+    auto param = [&](const VarRef& v, double fill) {
+      if (!is_none(v)) return tensor(t, v, "layer_norm");
+      return node(t, OpKind::Full, {}, ir::Attrs().set("shape", trailing).set("value", fill).set("dtype", type.dtype));
+    };
+    ops.push_back(param(weight, 1.0));
+    if (!is_none(bias)) ops.push_back(param(bias, 0.0));
+  }
+  return add(t, OpKind::LayerNorm, ops,
+             ir::Attrs().set("normalized_ndim", k).set("eps", float_or(t, a, 4, "eps", 1e-5)));
+}
+
+namespace {
+
+VarRef group_norm_of(Translator& t, ValueId x, int64_t groups, const VarRef& weight, const VarRef& bias, double eps) {
+  std::vector<ValueId> ops{x};
+  if (!is_none(weight) || !is_none(bias)) {
+    const ir::TensorType type = type_of(t, x);
+    auto param = [&](const VarRef& v, double fill) {
+      if (!is_none(v)) return tensor(t, v, "group_norm");
+      return node(t, OpKind::Full, {}, ir::Attrs().set("shape", ir::Shape{type.shape[1]}).set("value", fill).set("dtype", type.dtype));
+    };
+    ops.push_back(param(weight, 1.0));
+    ops.push_back(param(bias, 0.0));
+  }
+  return add(t, OpKind::GroupNorm, ops, ir::Attrs().set("groups", groups).set("eps", eps));
+}
+
+}  // namespace
+
+VarRef group_norm(Translator& t, const CallArgs& a) {
+  ValueId x = tensor(t, a.get(0, "input"), "group_norm");
+  return group_norm_of(t, x, int_arg(t, a.get(1, "num_groups"), "group_norm"), a.get(2, "weight"),
+                       a.get(3, "bias"), float_or(t, a, 4, "eps", 1e-5));
+}
+
+// instance_norm with input stats is group_norm with one group per channel; with running stats
+// (use_input_stats=False) it is an eval batch_norm.
+VarRef instance_norm(Translator& t, const CallArgs& a) {
+  ValueId x = tensor(t, a.get(0, "input"), "instance_norm");
+  double eps = float_or(t, a, 7, "eps", 1e-5);
+  if (!bool_arg(t, a.get(5, "use_input_stats"), true)) {
+    CallArgs bn{{a.get(0, "input"), a.get(1, "running_mean"), a.get(2, "running_var"), a.get(3, "weight"), a.get(4, "bias")}, {}};
+    PyRef f = PyRef::borrow(Py_False);
+    bn.args.push_back(t.constant(f.get()));
+    bn.kwargs.emplace_back("eps", t.constant(PyRef::steal(PyFloat_FromDouble(eps)).get()));
+    return batch_norm(t, bn);
+  }
+  auto c = type_of(t, x).shape[1].as_constant();
+  if (!c) unsupported(t, "instance_norm with a dynamic channel count");
+  return group_norm_of(t, x, *c, a.get(3, "weight"), a.get(4, "bias"), eps);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+// F.interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
+VarRef interpolate(Translator& t, const CallArgs& a) {
+  ValueId x = tensor(t, a.get(0, "input"), "interpolate");
+  const ir::TensorType type = type_of(t, x);
+  const int n = type.rank() - 2;
+  if (n < 1 || n > 2) unsupported(t, "interpolate of a rank-" + std::to_string(type.rank()) + " tensor");
+  std::string mode = str_arg(t, a.get(3, "mode"), "interpolate", "nearest");
+  bool align = bool_arg(t, a.get(4, "align_corners"), false);
+  if (bool_arg(t, a.get(6, "antialias"), false)) unsupported(t, "interpolate(antialias=True)");
+  if (mode == "bilinear" || mode == "linear") {
+    if ((mode == "bilinear") != (n == 2)) user_error("interpolate: mode '" + mode + "' does not match a rank-" + std::to_string(type.rank()) + " input", t.loc());
+    mode = "linear";
+  } else if (mode != "nearest") {
+    unsupported(t, "interpolate(mode='" + mode + "')", "use 'nearest', 'linear' or 'bilinear'");
+  }
+  VarRef size = a.get(1, "size"), scale = a.get(2, "scale_factor");
+  bool recompute = bool_arg(t, a.get(5, "recompute_scale_factor"), false);
+  std::vector<int64_t> out;
+  ir::Attrs attrs;
+  for (int d = 0; d < n; ++d) {
+    auto in = type.shape[static_cast<size_t>(d + 2)].as_constant();
+    if (!in) unsupported(t, "interpolate of a dynamic spatial size");
+    double s = 0;
+    if (!is_none(size)) {
+      auto items = sequence_items(t, size);
+      out.push_back(int_arg(t, items ? (*items)[static_cast<size_t>(items->size() == 1 ? 0 : d)] : size, "interpolate size"));
+    } else {
+      auto items = sequence_items(t, scale);
+      s = float_arg(t, items ? (*items)[static_cast<size_t>(items->size() == 1 ? 0 : d)] : scale, "interpolate scale_factor");
+      out.push_back(static_cast<int64_t>(std::floor(static_cast<double>(*in) * s)));
+    }
+    double src_scale = (s > 0 && !recompute) ? 1.0 / s : static_cast<double>(*in) / static_cast<double>(out.back());
+    attrs.set("scale" + std::to_string(d), src_scale);
+  }
+  attrs.set("mode", mode).set("size", out).set("align_corners", int64_t{align});
+  return add(t, OpKind::Resize, {x}, attrs);
+}
+
+VarRef dropout(Translator& t, const CallArgs& a) {
+  VarRef training = a.get(2, "training");
+  if (bool_arg(t, training, true) && !is_none(training))
+    t.graph_break("unsupported Python", "dropout in training mode",
+                  "aotrace traces models in eval mode; call model.eval()");
+  if (is_none(training))
+    t.graph_break("unsupported Python", "F.dropout without training= defaults to training mode",
+                  "pass training=self.training (or use nn.Dropout)");
+  return a.get(0, "input");
+}
+
+}  // namespace aotrace::embed::ops

@@ -1,0 +1,152 @@
+// Decompositions of F.interpolate (resize: nearest, linear/bilinear) and adaptive_avg_pool into
+// primitives: index tensors and weights are computed in the graph from arange, then applied
+// with index_select (resize) or matmul by an averaging matrix (adaptive_avg_pool). Shapes are
+// static, so lowering's constant folding can turn the index arithmetic into constants.
+#include "ir/ir.h"
+#include "ir/ir_private.h"
+
+namespace aotrace::ir {
+namespace {
+
+using Operands = std::span<const int32_t>;
+
+struct Emit {
+  Graph& g;
+  const SourceLoc& loc;
+
+  ValueId op(OpKind k, std::vector<ValueId> operands, Attrs attrs = {}) {
+    return g.add(k, std::move(operands), std::move(attrs), loc);
+  }
+  ValueId c(double v, DType dtype) { return g.constant(v, dtype, loc); }
+  ValueId cast(ValueId v, DType dtype) { return op(OpKind::Cast, {v}, Attrs().set("dtype", dtype)); }
+  ValueId arange(int64_t n, DType dtype) {
+    Attrs a;
+    a.set("shape", Shape{n}).set("start", 0.0).set("step", 1.0).set("dtype", dtype);
+    return op(OpKind::Arange, {}, a);
+  }
+  ValueId reshape(ValueId x, Shape shape) {
+    return op(OpKind::Reshape, {x}, Attrs().set("shape", std::move(shape)));
+  }
+  ValueId select(ValueId x, ValueId index, int64_t axis) {
+    return op(OpKind::IndexSelect, {x, index}, Attrs().set("axis", axis));
+  }
+};
+
+// Weights [out] shaped to broadcast along spatial axis `axis` of a rank-`rank` tensor.
+ValueId along(Emit& e, ValueId w, int64_t out, int64_t axis, int rank) {
+  Shape s{out};
+  for (int64_t i = axis + 1; i < rank; ++i) s.push_back(1);
+  return e.reshape(w, s);
+}
+
+// Nearest (torch's legacy "nearest"): src = min(floor(dst * scale), in - 1), in float32.
+ValueId resize_nearest(Emit& e, ValueId x, int64_t axis, int64_t in, int64_t out, double scale) {
+  ValueId dst = e.cast(e.arange(out, DType::i64), DType::f32);
+  ValueId src = e.op(OpKind::Floor, {e.op(OpKind::Mul, {dst, e.c(scale, DType::f32)})});
+  src = e.op(OpKind::Minimum, {e.cast(src, DType::i64), e.c(static_cast<double>(in - 1), DType::i64)});
+  return e.select(x, src, axis);
+}
+
+// Linear along one axis (torch's upsample_linear/bilinear source index and lambdas).
+ValueId resize_linear(Emit& e, ValueId x, int64_t axis, int64_t in, int64_t out, double scale,
+                      bool align_corners) {
+  const TensorType t = e.g.type(x);
+  DType dt = t.dtype;
+  ValueId dst = e.cast(e.arange(out, DType::i64), dt);
+  ValueId src;
+  if (align_corners) {
+    double s = out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
+    src = e.op(OpKind::Mul, {dst, e.c(s, dt)});
+  } else {
+    src = e.op(OpKind::Sub, {e.op(OpKind::Mul, {e.op(OpKind::Add, {dst, e.c(0.5, dt)}), e.c(scale, dt)}),
+                             e.c(0.5, dt)});
+    src = e.op(OpKind::Maximum, {src, e.c(0, dt)});
+  }
+  ValueId i0 = e.cast(e.op(OpKind::Floor, {src}), DType::i64);
+  i0 = e.op(OpKind::Minimum, {i0, e.c(static_cast<double>(in - 1), DType::i64)});
+  ValueId i1 = e.op(OpKind::Minimum, {e.op(OpKind::Add, {i0, e.c(1, DType::i64)}),
+                                      e.c(static_cast<double>(in - 1), DType::i64)});
+  ValueId l1 = e.op(OpKind::Sub, {src, e.cast(i0, dt)});
+  ValueId l0 = e.op(OpKind::Sub, {e.c(1, dt), l1});
+  int rank = t.rank();
+  ValueId a = e.op(OpKind::Mul, {e.select(x, i0, axis), along(e, l0, out, axis, rank)});
+  ValueId b = e.op(OpKind::Mul, {e.select(x, i1, axis), along(e, l1, out, axis, rank)});
+  return e.op(OpKind::Add, {a, b});
+}
+
+// P [out, in]: P[i, j] = 1 / (end_i - start_i) for start_i <= j < end_i, start_i =
+// floor(i * in / out), end_i = ceil((i + 1) * in / out) (torch's adaptive windows).
+ValueId averaging_matrix(Emit& e, int64_t in, int64_t out, DType dt) {
+  ValueId i = e.reshape(e.arange(out, DType::i64), Shape{out, 1});
+  ValueId cin = e.c(static_cast<double>(in), DType::i64), cout = e.c(static_cast<double>(out), DType::i64);
+  ValueId start = e.op(OpKind::FloorDiv, {e.op(OpKind::Mul, {i, cin}), cout});
+  ValueId next = e.op(OpKind::Mul, {e.op(OpKind::Add, {i, e.c(1, DType::i64)}), cin});
+  ValueId end = e.op(OpKind::FloorDiv, {e.op(OpKind::Add, {next, e.c(static_cast<double>(out - 1), DType::i64)}), cout});
+  ValueId j = e.arange(in, DType::i64);
+  ValueId inside = e.op(OpKind::And, {e.op(OpKind::Ge, {j, start}), e.op(OpKind::Lt, {j, end})});
+  ValueId count = e.cast(e.op(OpKind::Sub, {end, start}), dt);
+  return e.op(OpKind::Div, {e.cast(inside, dt), count});
+}
+
+}  // namespace
+
+DecomposeFn decompose_resize() {
+  return [](Graph& g, Operands in, const Attrs& attrs, const SourceLoc& loc) {
+    Emit e{g, loc};
+    const TensorType t = g.type(in[0]);
+    const auto& size = attrs.ints("size");
+    const bool nearest = attrs.s("mode") == "nearest";
+    const bool align = attrs.has("align_corners") && attrs.i("align_corners") != 0;
+    ValueId y = in[0];
+    for (size_t d = 0; d < size.size(); ++d) {
+      auto axis = static_cast<int64_t>(d + 2);
+      auto in_size = t.shape[d + 2].as_constant();
+      if (!in_size) user_error("interpolate: needs static spatial sizes, got " + t.str(), loc);
+      if (*in_size == size[d] && (nearest || align || attrs.f("scale" + std::to_string(d)) == 1.0))
+        continue;  // identity along this axis
+      double scale = attrs.f("scale" + std::to_string(d));
+      y = nearest ? resize_nearest(e, y, axis, *in_size, size[d], scale)
+                  : resize_linear(e, y, axis, *in_size, size[d], scale, align);
+    }
+    if (y == in[0]) y = e.reshape(y, t.shape);  // a result distinct from the operand
+    return std::vector<ValueId>{y};
+  };
+}
+
+// out == 1 everywhere: a mean; sizes dividing evenly: an avg pool; else matmuls by averaging
+// matrices (last spatial dim: x @ P^T; first of two: P @ x).
+DecomposeFn decompose_adaptive_avg_pool() {
+  return [](Graph& g, Operands in, const Attrs& attrs, const SourceLoc& loc) {
+    Emit e{g, loc};
+    const TensorType t = g.type(in[0]);
+    const auto& size = attrs.ints("size");
+    const int n = static_cast<int>(size.size());
+    std::vector<int64_t> ins, axes, kernel;
+    bool all_one = true, divisible = true;
+    for (int d = 0; d < n; ++d) {
+      ins.push_back(t.shape[static_cast<size_t>(d + 2)].constant());
+      axes.push_back(d + 2);
+      all_one = all_one && size[static_cast<size_t>(d)] == 1;
+      divisible = divisible && ins.back() % size[static_cast<size_t>(d)] == 0;
+      kernel.push_back(divisible ? ins.back() / size[static_cast<size_t>(d)] : 1);
+    }
+    if (all_one)
+      return std::vector<ValueId>{e.op(OpKind::Mean, {in[0]}, Attrs().set("axes", axes).set("keepdim", int64_t{1}))};
+    if (divisible) {
+      std::vector<int64_t> zeros(static_cast<size_t>(n), 0), ones(static_cast<size_t>(n), 1);
+      Attrs pool;
+      pool.set("kind", std::string("avg")).set("kernel", kernel).set("stride", kernel)
+          .set("padding", zeros).set("dilation", ones).set("ceil_mode", int64_t{0})
+          .set("count_include_pad", int64_t{1});
+      return std::vector<ValueId>{e.op(OpKind::Pool, {in[0]}, pool)};
+    }
+    ValueId y = in[0];
+    const int64_t last_in = ins.back(), last_out = size.back();
+    ValueId pw = averaging_matrix(e, last_in, last_out, t.dtype);
+    y = e.op(OpKind::Matmul, {y, e.op(OpKind::Permute, {pw}, Attrs().set("perm", std::vector<int64_t>{1, 0}))});
+    if (n == 2) y = e.op(OpKind::Matmul, {averaging_matrix(e, ins[0], size[0], t.dtype), y});
+    return std::vector<ValueId>{y};
+  };
+}
+
+}  // namespace aotrace::ir

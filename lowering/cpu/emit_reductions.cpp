@@ -1,0 +1,301 @@
+// Ops with an inner loop per output element, accumulating in the compute type of their result
+// (f16/bf16: f32; integer sums: i64 as the op rule gives):
+//   reduce_sum/max/min   over the reduced axes; max/min propagate NaN (torch.amax/amin)
+//   argmax/argmin        (best value, first index) over one axis; NaN beats everything
+//   matmul               over K, batch dims broadcast, 1-D operands as torch.matmul
+//   conv                 direct convolution over C/groups × kernel window; zero padding is a
+//                        select on a clamped (always valid) load; groups and depthwise by the
+//                        output channel's group
+//   pool                 max (padding never wins, NaN propagates) or avg (torch's divisor,
+//                        count_include_pad, ceil_mode windows clipped to the padded input)
+//   topk                 the j-th of the k best along an axis by k rounds of "best element
+//                        worse than the previous pick" (O(k·n) per output element; ties:
+//                        lower index first; NaN largest)
+//   cumsum               a kernel of its own: the scanned axis is walked sequentially with a
+//                        running sum (emit_scan_kernel)
+// Test: lowering_tests EndToEnd.Reduce*, EndToEnd.Matmul*, Ops.ReduceMin*, Ops.Arg*, Ops.Conv*,
+// Ops.Pool*, Ops.TopK*, Ops.CumSum*.
+#include <limits>
+
+#include "lowering/cpu/kernel_emitter.h"
+
+namespace aotrace::lowering::cpu {
+namespace {
+
+llvm::Value* is_nan(llvm::IRBuilder<>& b, llvm::Value* x, ir::DType t) {
+  return ir::is_floating(t) ? b.CreateFCmpUNO(x, x) : b.getFalse();
+}
+
+// a strictly better than b for argmax/topk-largest (largest: NaN above everything) or for
+// argmin/topk-smallest (NaN still wins for argmin as torch; for topk smallest NaN is last).
+llvm::Value* strictly_greater(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, ir::DType t) {
+  if (!ir::is_floating(t))
+    return t == ir::DType::u8 || t == ir::DType::b8 ? b.CreateICmpUGT(x, y) : b.CreateICmpSGT(x, y);
+  return b.CreateOr(b.CreateFCmpOGT(x, y), b.CreateAnd(is_nan(b, x, t), b.CreateNot(is_nan(b, y, t))));
+}
+
+llvm::Value* strictly_less(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, ir::DType t,
+                           bool nan_wins) {
+  if (!ir::is_floating(t))
+    return t == ir::DType::u8 || t == ir::DType::b8 ? b.CreateICmpULT(x, y) : b.CreateICmpSLT(x, y);
+  llvm::Value* nan_order = nan_wins ? b.CreateAnd(is_nan(b, x, t), b.CreateNot(is_nan(b, y, t)))
+                                    : b.CreateAnd(is_nan(b, y, t), b.CreateNot(is_nan(b, x, t)));
+  return b.CreateOr(b.CreateFCmpOLT(x, y), nan_order);
+}
+
+}  // namespace
+
+Index KernelEmitter::reduced_index(const std::vector<bool>& reduced, bool keepdim, const Index& idx,
+                                   const Index& r) {
+  Index xi;
+  size_t next_r = 0, next_out = 0;
+  for (bool is_reduced : reduced) {
+    if (is_reduced) {
+      xi.push_back(r[next_r++]);
+      if (keepdim) ++next_out;
+    } else {
+      xi.push_back(idx[next_out++]);
+    }
+  }
+  return xi;
+}
+
+llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
+  ir::ValueId x = n.operands[0];
+  ir::DType rt = dtype(n.results[0]);
+  std::vector<int64_t> xs = dims(x);
+  bool keepdim = n.attrs.has("keepdim") && n.attrs.i("keepdim") != 0;
+  std::vector<bool> reduced(xs.size(), false);
+  std::vector<int64_t> extents;
+  for (int64_t a : int_list(n.attrs, "axes"))
+    reduced[static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(xs.size()) : a)] = true;
+  for (size_t d = 0; d < xs.size(); ++d)
+    if (reduced[d]) extents.push_back(xs[d]);
+  llvm::Value* init = n.op == ir::OpKind::ReduceMax   ? lowest_value(b_, rt)
+                      : n.op == ir::OpKind::ReduceMin ? highest_value(b_, rt)
+                                                      : constant(b_, 0, rt);
+  llvm::Type* t = compute_type(ctx_, rt);
+  llvm::Value* acc = accumulator(t, init);
+  loop_nest(extents, [&](const Index& r) {
+    llvm::Value* v = convert(b_, emit(x, reduced_index(reduced, keepdim, idx, r)), dtype(x), rt);
+    llvm::Value* a = b_.CreateLoad(t, acc);
+    llvm::Value* next = n.op == ir::OpKind::ReduceMax   ? emit_max(b_, a, v, rt)
+                        : n.op == ir::OpKind::ReduceMin ? emit_min(b_, a, v, rt)
+                                                        : emit_binary(b_, ir::OpKind::Add, a, v, rt);
+    b_.CreateStore(next, acc);
+  });
+  return b_.CreateLoad(t, acc);
+}
+
+llvm::Value* KernelEmitter::emit_arg_reduce(const ir::Node& n, const Index& idx) {
+  ir::ValueId x = n.operands[0];
+  ir::DType xt = dtype(x);
+  std::vector<int64_t> xs = dims(x);
+  bool keepdim = n.attrs.has("keepdim") && n.attrs.i("keepdim") != 0;
+  std::vector<int64_t> axes = int_list(n.attrs, "axes");
+  AOT_CHECK(axes.size() == 1, "argmax/argmin over one axis");
+  std::vector<bool> reduced(xs.size(), false);
+  reduced[static_cast<size_t>(axes[0])] = true;
+  bool is_max = n.op == ir::OpKind::ArgMax;
+  llvm::Type* t = compute_type(ctx_, xt);
+  llvm::Value* best = accumulator(t, is_max ? lowest_value(b_, xt) : highest_value(b_, xt));
+  llvm::Value* best_index = accumulator(b_.getInt64Ty(), i64(0));
+  loop_nest({xs[static_cast<size_t>(axes[0])]}, [&](const Index& r) {
+    llvm::Value* v = emit(x, reduced_index(reduced, keepdim, idx, r));
+    llvm::Value* a = b_.CreateLoad(t, best);
+    llvm::Value* better = is_max ? strictly_greater(b_, v, a, xt) : strictly_less(b_, v, a, xt, true);
+    b_.CreateStore(b_.CreateSelect(better, v, a), best);
+    b_.CreateStore(b_.CreateSelect(better, r[0], b_.CreateLoad(b_.getInt64Ty(), best_index)), best_index);
+  });
+  return b_.CreateLoad(b_.getInt64Ty(), best_index);
+}
+
+// torch.matmul: 1-D operands lose their matrix dim; batch dims broadcast.
+llvm::Value* KernelEmitter::emit_matmul(const ir::Node& n, const Index& idx) {
+  ir::ValueId a = n.operands[0], bv = n.operands[1];
+  ir::DType rt = dtype(n.results[0]);
+  std::vector<int64_t> as = dims(a), bs = dims(bv);
+  size_t batch = idx.size() - (as.size() >= 2 ? 1 : 0) - (bs.size() >= 2 ? 1 : 0);
+  Index batch_idx(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(batch));
+  llvm::Value* row = as.size() >= 2 ? idx[batch] : nullptr;
+  llvm::Value* col = bs.size() >= 2 ? idx.back() : nullptr;
+  auto batch_of = [&](const std::vector<int64_t>& s) {
+    std::vector<int64_t> bdims;
+    if (s.size() > 2) bdims.assign(s.begin(), s.end() - 2);
+    return broadcast(bdims, batch, batch_idx);
+  };
+  Index a_batch = batch_of(as), b_batch = batch_of(bs);
+  llvm::Type* t = compute_type(ctx_, rt);
+  llvm::Value* acc = accumulator(t, constant(b_, 0, rt));
+  loop_nest({as.back()}, [&](const Index& k) {
+    Index ai = a_batch, bi = b_batch;
+    if (row) ai.push_back(as[as.size() - 2] == 1 ? b_.getInt64(0) : row);
+    ai.push_back(k[0]);
+    bi.push_back(k[0]);
+    if (col) bi.push_back(bs.back() == 1 ? b_.getInt64(0) : col);
+    llvm::Value* prod = emit_binary(b_, ir::OpKind::Mul, convert(b_, emit(a, ai), dtype(a), rt),
+                                    convert(b_, emit(bv, bi), dtype(bv), rt), rt);
+    b_.CreateStore(emit_binary(b_, ir::OpKind::Add, b_.CreateLoad(t, acc), prod, rt), acc);
+  });
+  return b_.CreateLoad(t, acc);
+}
+
+llvm::Value* KernelEmitter::emit_conv(const ir::Node& n, const Index& idx) {
+  ir::ValueId x = n.operands[0], w = n.operands[1];
+  ir::DType rt = dtype(n.results[0]);
+  std::vector<int64_t> xs = dims(x), ws = dims(w);
+  size_t spatial = xs.size() - 2;
+  std::vector<int64_t> stride = int_list(n.attrs, "stride"), dilation = int_list(n.attrs, "dilation"),
+                       pad = int_list(n.attrs, "pad_low");
+  int64_t groups = n.attrs.has("groups") ? n.attrs.i("groups") : 1;
+  int64_t out_per_group = ws[0] / groups, in_per_group = ws[1];
+  // Input channel base of this output channel's group.
+  llvm::Value* group_base = groups == 1 ? i64(0)
+                            : b_.CreateMul(b_.CreateUDiv(idx[1], i64(out_per_group)), i64(in_per_group));
+  llvm::Type* t = compute_type(ctx_, rt);
+  llvm::Value* acc = accumulator(t, constant(b_, 0, rt));
+  std::vector<int64_t> extents = {in_per_group};
+  for (size_t s = 0; s < spatial; ++s) extents.push_back(ws[2 + s]);
+  bool any_empty = false;
+  for (int64_t d : xs) any_empty |= d == 0;
+  if (!any_empty) loop_nest(extents, [&](const Index& r) {
+    Index xi = {idx[0], groups == 1 ? r[0] : b_.CreateAdd(group_base, r[0])};
+    Index wi = {idx[1], r[0]};
+    llvm::Value* inside = b_.getTrue();
+    for (size_t s = 0; s < spatial; ++s) {
+      // in = out * stride - pad + k * dilation
+      llvm::Value* pos = b_.CreateAdd(b_.CreateMul(idx[2 + s], i64(stride[s])),
+                                      b_.CreateMul(r[1 + s], i64(dilation[s])));
+      if (pad[s] != 0) pos = b_.CreateSub(pos, i64(pad[s]));
+      inside = b_.CreateAnd(inside, in_range(pos, xs[2 + s]));
+      xi.push_back(clamp(pos, xs[2 + s]));
+      wi.push_back(r[1 + s]);
+    }
+    llvm::Value* xv = convert(b_, emit(x, xi), dtype(x), rt);
+    xv = b_.CreateSelect(inside, xv, constant(b_, 0, rt));
+    llvm::Value* prod = emit_binary(b_, ir::OpKind::Mul, xv, convert(b_, emit(w, wi), dtype(w), rt), rt);
+    b_.CreateStore(emit_binary(b_, ir::OpKind::Add, b_.CreateLoad(t, acc), prod, rt), acc);
+  });
+  llvm::Value* sum = b_.CreateLoad(t, acc);
+  if (n.operands.size() > 2) {
+    ir::ValueId bias = n.operands[2];
+    sum = emit_binary(b_, ir::OpKind::Add, sum, convert(b_, emit(bias, Index{idx[1]}), dtype(bias), rt), rt);
+  }
+  return sum;
+}
+
+llvm::Value* KernelEmitter::emit_pool(const ir::Node& n, const Index& idx) {
+  ir::ValueId x = n.operands[0];
+  ir::DType rt = dtype(n.results[0]);
+  std::vector<int64_t> xs = dims(x);
+  size_t spatial = xs.size() - 2;
+  std::vector<int64_t> kernel = int_list(n.attrs, "kernel"), stride = int_list(n.attrs, "stride"),
+                       pad = int_list(n.attrs, "padding");
+  std::vector<int64_t> dilation(spatial, 1);
+  if (n.attrs.has("dilation")) dilation = int_list(n.attrs, "dilation");
+  bool is_max = n.attrs.s("kind") == "max";
+  bool include_pad = n.attrs.has("count_include_pad") && n.attrs.i("count_include_pad") != 0;
+  llvm::Type* t = compute_type(ctx_, rt);
+  llvm::Value* acc = accumulator(t, is_max ? lowest_value(b_, rt) : constant(b_, 0, rt));
+  llvm::Value* count = accumulator(b_.getInt64Ty(), i64(0));
+  bool any_empty = false;
+  for (int64_t d : xs) any_empty |= d == 0;
+  std::vector<llvm::Value*> start(spatial);
+  for (size_t s = 0; s < spatial; ++s)
+    start[s] = b_.CreateSub(b_.CreateMul(idx[2 + s], i64(stride[s])), i64(pad[s]));
+  if (!any_empty) loop_nest(kernel, [&](const Index& r) {
+    Index xi = {idx[0], idx[1]};
+    llvm::Value* inside = b_.getTrue();
+    for (size_t s = 0; s < spatial; ++s) {
+      llvm::Value* pos = b_.CreateAdd(start[s], b_.CreateMul(r[s], i64(dilation[s])));
+      inside = b_.CreateAnd(inside, in_range(pos, xs[2 + s]));
+      xi.push_back(clamp(pos, xs[2 + s]));
+    }
+    llvm::Value* v = convert(b_, emit(x, xi), dtype(x), rt);
+    llvm::Value* a = b_.CreateLoad(t, acc);
+    llvm::Value* next = is_max ? emit_max(b_, a, v, rt) : emit_binary(b_, ir::OpKind::Add, a, v, rt);
+    b_.CreateStore(b_.CreateSelect(inside, next, a), acc);
+    llvm::Value* c = b_.CreateLoad(b_.getInt64Ty(), count);
+    b_.CreateStore(b_.CreateSelect(inside, b_.CreateAdd(c, i64(1)), c), count);
+  });
+  llvm::Value* result = b_.CreateLoad(t, acc);
+  if (is_max) return result;
+  llvm::Value* divisor = b_.CreateLoad(b_.getInt64Ty(), count);
+  if (include_pad) {  // the window clipped to the padded input: (min(start + k, in + pad) - start)
+    divisor = i64(1);
+    for (size_t s = 0; s < spatial; ++s) {
+      llvm::Value* end = b_.CreateAdd(start[s], i64(kernel[s]));
+      llvm::Value* limit = i64(xs[2 + s] + pad[s]);
+      end = b_.CreateSelect(b_.CreateICmpSLT(end, limit), end, limit);
+      divisor = b_.CreateMul(divisor, b_.CreateSub(end, start[s]));
+    }
+  }
+  return b_.CreateFDiv(result, convert(b_, divisor, ir::DType::i64, rt));
+}
+
+llvm::Value* KernelEmitter::emit_topk(const ir::Node& n, ir::ValueId result, const Index& idx) {
+  ir::ValueId x = n.operands[0];
+  ir::DType xt = dtype(x);
+  auto axis = static_cast<size_t>(n.attrs.i("axis"));
+  int64_t k = n.attrs.i("k"), size = dims(x)[axis];
+  bool largest = n.attrs.has("largest") && n.attrs.i("largest") != 0;
+  llvm::Type* t = compute_type(ctx_, xt);
+  llvm::Value* j = idx[axis];
+  // (value, index) a comes before (value, index) b in the result order.
+  auto before = [&](llvm::Value* av, llvm::Value* ai, llvm::Value* bv, llvm::Value* bi) {
+    llvm::Value* strictly = largest ? strictly_greater(b_, av, bv, xt) : strictly_less(b_, av, bv, xt, false);
+    llvm::Value* reverse = largest ? strictly_greater(b_, bv, av, xt) : strictly_less(b_, bv, av, xt, false);
+    llvm::Value* tie = b_.CreateAnd(b_.CreateNot(reverse), b_.CreateICmpSLT(ai, bi));
+    return b_.CreateOr(strictly, tie);
+  };
+  llvm::Value* prev_v = accumulator(t, constant(b_, 0, xt));
+  llvm::Value* prev_i = accumulator(b_.getInt64Ty(), i64(-1));  // -1: no pick yet
+  llvm::Value* best_v = accumulator(t, constant(b_, 0, xt));
+  llvm::Value* best_i = accumulator(b_.getInt64Ty(), i64(-1));
+  loop_nest({k}, [&](const Index& round) {
+    b_.CreateStore(i64(-1), best_i);
+    loop_nest({size}, [&](const Index& i) {
+      Index xi = idx;
+      xi[axis] = i[0];
+      llvm::Value* v = emit(x, xi);
+      llvm::Value* pv = b_.CreateLoad(t, prev_v), *pi = b_.CreateLoad(b_.getInt64Ty(), prev_i);
+      llvm::Value* bv = b_.CreateLoad(t, best_v), *bi = b_.CreateLoad(b_.getInt64Ty(), best_i);
+      llvm::Value* after_prev = b_.CreateOr(b_.CreateICmpSLT(pi, i64(0)), before(pv, pi, v, i[0]));
+      llvm::Value* beats_best = b_.CreateOr(b_.CreateICmpSLT(bi, i64(0)), before(v, i[0], bv, bi));
+      llvm::Value* take = b_.CreateAnd(after_prev, beats_best);
+      b_.CreateStore(b_.CreateSelect(take, v, bv), best_v);
+      b_.CreateStore(b_.CreateSelect(take, i[0], bi), best_i);
+    });
+    // Rounds past j keep the pick of round j.
+    llvm::Value* active = b_.CreateICmpULE(round[0], j);
+    b_.CreateStore(b_.CreateSelect(active, b_.CreateLoad(t, best_v), b_.CreateLoad(t, prev_v)), prev_v);
+    b_.CreateStore(b_.CreateSelect(active, b_.CreateLoad(b_.getInt64Ty(), best_i),
+                                   b_.CreateLoad(b_.getInt64Ty(), prev_i)), prev_i);
+  });
+  if (result == n.results[1]) return b_.CreateLoad(b_.getInt64Ty(), prev_i);
+  return b_.CreateLoad(t, prev_v);
+}
+
+void KernelEmitter::emit_scan_kernel(const ir::Node& n) {
+  ir::ValueId x = n.operands[0], root = n.results[0];
+  ir::DType rt = dtype(root);
+  auto axis = static_cast<size_t>(n.attrs.i("axis"));
+  std::vector<int64_t> outer = k_.loop_extents;
+  int64_t length = outer.at(axis);
+  outer[axis] = 1;
+  if (length == 0) return;
+  llvm::Type* t = compute_type(ctx_, rt);
+  loop_nest(outer, [&](const Index& o) {
+    llvm::Value* acc = accumulator(t, constant(b_, 0, rt));
+    loop_nest({length}, [&](const Index& i) {
+      Index xi = o;
+      xi[axis] = i[0];
+      llvm::Value* v = convert(b_, emit(x, xi), dtype(x), rt);
+      llvm::Value* sum = emit_binary(b_, ir::OpKind::Add, b_.CreateLoad(t, acc), v, rt);
+      b_.CreateStore(sum, acc);
+      store(root, 0, xi, sum);
+    });
+  });
+}
+
+}  // namespace aotrace::lowering::cpu

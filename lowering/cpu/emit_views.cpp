@@ -1,0 +1,163 @@
+// Ops evaluated by mapping the result index to operand indices (no loops of their own):
+//   reshape, permute, expand, slice, flip   one operand index per result index (pure views);
+//   pad                                     the operand at index - low where that is in range,
+//                                           else the pad value (a select; the load uses a
+//                                           clamped, always valid index, so it needs no branch);
+//   concat                                  each non-empty operand loaded at a clamped index,
+//                                           a select chain on the concatenated axis picks one;
+//   gather, index_select                    the index tensor is loaded first, negative indices
+//                                           wrap once (as torch). An index still out of range
+//                                           cannot raise inside a kernel: it is clamped to the
+//                                           nearest valid position (documented behaviour; torch
+//                                           raises "index out of range");
+//   arange                                  start + i * step computed in double, then converted.
+// Test: lowering_tests Ops.Slice*, Ops.Flip*, Ops.Pad*, Ops.Concat*, Ops.Gather*,
+// Ops.IndexSelect*, Ops.Arange*.
+#include "lowering/cpu/kernel_emitter.h"
+
+namespace aotrace::lowering::cpu {
+
+llvm::Value* KernelEmitter::emit_movement(const ir::Node& n, const Index& idx) {
+  if (n.op == ir::OpKind::Pad) return emit_pad(n, idx);
+  if (n.op == ir::OpKind::Concat) return emit_concat(n, idx);
+  ir::ValueId x = n.operands[0];
+  return convert(b_, emit(x, view_index(n, idx)), dtype(x), dtype(n.results[0]));
+}
+
+// The operand index a single-operand view reads for result index `idx`.
+Index KernelEmitter::view_index(const ir::Node& n, const Index& idx) {
+  std::vector<int64_t> src = dims(n.operands[0]);
+  switch (n.op) {
+    case ir::OpKind::Expand: return broadcast(src, idx.size(), idx);
+    case ir::OpKind::Permute: {
+      std::vector<int64_t> perm = int_list(n.attrs, "perm");
+      Index out(src.size());
+      for (size_t i = 0; i < perm.size(); ++i) {
+        int64_t p = perm[i] < 0 ? perm[i] + static_cast<int64_t>(src.size()) : perm[i];
+        out[static_cast<size_t>(p)] = idx[i];
+      }
+      return out;
+    }
+    case ir::OpKind::Slice: {
+      auto axis = static_cast<size_t>(n.attrs.i("axis"));
+      int64_t start = n.attrs.i("start"), step = n.attrs.has("step") ? n.attrs.i("step") : 1;
+      Index out = idx;
+      llvm::Value* scaled = step == 1 ? idx[axis] : b_.CreateMul(idx[axis], i64(step));
+      out[axis] = start == 0 ? scaled : b_.CreateAdd(scaled, i64(start));
+      return out;
+    }
+    case ir::OpKind::Flip: {
+      Index out = idx;
+      for (int64_t a : int_list(n.attrs, "axes")) {
+        auto axis = static_cast<size_t>(a);
+        if (src[axis] > 1) out[axis] = b_.CreateSub(i64(src[axis] - 1), idx[axis]);
+      }
+      return out;
+    }
+    case ir::OpKind::Reshape: return reshape_index(dims(n.results[0]), src, idx);
+    default: internal_error("unknown view op " + std::string(ir::op_name(n.op)));
+  }
+}
+
+// Reshape as a view: dims are split into groups of equal element count; within a group the
+// result index is linearised and split again into the source dims.
+Index KernelEmitter::reshape_index(const std::vector<int64_t>& dst, const std::vector<int64_t>& src,
+                                   const Index& idx) {
+  Index out;
+  size_t i = 0, j = 0;
+  while (i < dst.size() || j < src.size()) {
+    size_t i0 = i, j0 = j;
+    int64_t pd = i < dst.size() ? dst[i++] : 1, ps = j < src.size() ? src[j++] : 1;
+    while (pd != ps) {
+      if (pd < ps) pd *= dst.at(i++);
+      else ps *= src.at(j++);
+      if (pd == 0 || ps == 0) break;  // empty tensors: never read
+    }
+    if (i - i0 == 1 && j - j0 == 1) {
+      out.push_back(idx[i0]);
+      continue;
+    }
+    llvm::Value* linear = b_.getInt64(0);
+    for (size_t d = i0; d < i; ++d) linear = b_.CreateAdd(b_.CreateMul(linear, i64(dst[d])), idx[d]);
+    int64_t stride = ps;
+    for (size_t d = j0; d < j; ++d) {
+      stride /= src[d] == 0 ? 1 : src[d];
+      llvm::Value* q = stride == 1 ? linear : b_.CreateUDiv(linear, i64(stride));
+      out.push_back(d == j0 ? q : b_.CreateURem(q, i64(src[d])));
+    }
+  }
+  return out;
+}
+
+llvm::Value* KernelEmitter::emit_pad(const ir::Node& n, const Index& idx) {
+  ir::ValueId x = n.operands[0];
+  ir::DType rt = dtype(n.results[0]);
+  std::vector<int64_t> xs = dims(x), low = int_list(n.attrs, "low"), high = int_list(n.attrs, "high");
+  llvm::Value* value = constant(b_, n.attrs.f("value"), rt);
+  for (int64_t d : xs)
+    if (d == 0) return value;  // nothing to read: all padding
+  Index src;
+  llvm::Value* inside = b_.getTrue();
+  for (size_t d = 0; d < xs.size(); ++d) {
+    llvm::Value* s = low[d] == 0 ? idx[d] : b_.CreateSub(idx[d], i64(low[d]));
+    if (low[d] > 0 || high[d] > 0) {  // only added padding can fall outside (crops cannot)
+      inside = b_.CreateAnd(inside, in_range(s, xs[d]));
+      s = clamp(s, xs[d]);
+    }
+    src.push_back(s);
+  }
+  return b_.CreateSelect(inside, convert(b_, emit(x, src), dtype(x), rt), value);
+}
+
+llvm::Value* KernelEmitter::emit_concat(const ir::Node& n, const Index& idx) {
+  auto axis = static_cast<size_t>(n.attrs.i("axis"));
+  ir::DType rt = dtype(n.results[0]);
+  llvm::Value* out = nullptr;
+  int64_t offset = dims(n.results[0])[axis], non_empty = 0;
+  for (ir::ValueId o : n.operands) non_empty += dims(o)[axis] > 0 ? 1 : 0;
+  // From the last operand back: out = i < start_k ? (earlier operands) : operand_k.
+  for (size_t k = n.operands.size(); k-- > 0;) {
+    ir::ValueId o = n.operands[k];
+    int64_t size = dims(o)[axis];
+    offset -= size;
+    if (size == 0) continue;
+    Index src = idx;
+    llvm::Value* local = offset == 0 ? idx[axis] : b_.CreateSub(idx[axis], i64(offset));
+    src[axis] = non_empty == 1 ? local : clamp(local, size);  // every operand is loaded
+    llvm::Value* v = convert(b_, emit(o, src), dtype(o), rt);
+    out = out == nullptr ? v : b_.CreateSelect(b_.CreateICmpSLT(idx[axis], i64(offset + size)), v, out);
+  }
+  AOT_CHECK(out != nullptr, "concat of empty operands evaluated");
+  return out;
+}
+
+llvm::Value* KernelEmitter::emit_index(const ir::Node& n, const Index& idx) {
+  ir::ValueId x = n.operands[0], index = n.operands[1];
+  auto axis = static_cast<size_t>(n.attrs.i("axis"));
+  ir::DType rt = dtype(n.results[0]);
+  if (dims(x).empty()) return convert(b_, emit(x, {}), dtype(x), rt);  // a 0-d input reads as [1]
+  int64_t size = dims(x)[axis];
+  if (size == 0) return constant(b_, 0, rt);  // torch raises; nothing valid to read
+  llvm::Value* i;
+  if (n.op == ir::OpKind::Gather) {
+    i = emit(index, idx);
+  } else {
+    AOT_CHECK(n.op == ir::OpKind::IndexSelect, "unknown index op");
+    i = emit(index, Index{idx[axis]});
+  }
+  i = convert(b_, i, dtype(index), ir::DType::i64);
+  i = b_.CreateSelect(b_.CreateICmpSLT(i, i64(0)), b_.CreateAdd(i, i64(size)), i);
+  Index src = idx;
+  src[axis] = clamp(i, size);
+  return convert(b_, emit(x, src), dtype(x), rt);
+}
+
+llvm::Value* KernelEmitter::emit_arange(const ir::Node& n, const Index& idx) {
+  ir::DType rt = dtype(n.results[0]);
+  llvm::Value* i = b_.CreateSIToFP(idx.at(0), b_.getDoubleTy());
+  llvm::Value* v = b_.CreateFAdd(llvm::ConstantFP::get(b_.getDoubleTy(), n.attrs.f("start")),
+                                 b_.CreateFMul(i, llvm::ConstantFP::get(b_.getDoubleTy(), n.attrs.f("step"))));
+  return convert(b_, v, ir::DType::f64, rt);
+}
+
+}  // namespace aotrace::lowering::cpu

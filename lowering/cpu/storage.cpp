@@ -1,0 +1,99 @@
+// How each dtype is stored in memory versus computed with, and the conversions between them:
+//   bool      stored as one byte (0/1), computed as i1;
+//   f16, bf16 stored as their 16 bits (i16), computed in f32: converted at every load and
+//             store, rounding to nearest even on the way back (as torch's CPU kernels do);
+//   others    stored as computed.
+// The f16 conversions are branch-free integer code (selects), after F. Giesen's
+// "half_to_float" / "float_to_half_fast3_rtne": no libcalls (__extendhfsf2 is not in every
+// libc), identical on every target, and vectorisable.
+// Test: lowering_tests DTypes.* (f16/bf16 round trips, NaN, inf, subnormals, ties).
+#include "lowering/cpu/llvm_backend.h"
+
+namespace aotrace::lowering::cpu {
+using ir::DType;
+
+static bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
+
+static llvm::Value* f16_bits_to_f32(llvm::IRBuilder<>& b, llvm::Value* h16) {
+  llvm::Value* h = b.CreateZExt(h16, b.getInt32Ty());
+  auto* i32 = b.getInt32Ty();
+  auto c = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
+  llvm::Value* o = b.CreateShl(b.CreateAnd(h, c(0x7fff)), c(13));  // exponent and mantissa
+  llvm::Value* exp = b.CreateAnd(o, c(0x7c00u << 13));
+  o = b.CreateAdd(o, c((127u - 15u) << 23));                       // rebias the exponent
+  llvm::Value* inf_nan = b.CreateAdd(o, c((128u - 16u) << 23));    // exponent all ones
+  // Zero or subnormal: one more exponent step, then renormalise with a float subtraction.
+  llvm::Value* sub = b.CreateFSub(b.CreateBitCast(b.CreateAdd(o, c(1u << 23)), b.getFloatTy()),
+                                  llvm::ConstantFP::get(b.getFloatTy(), 6.103515625e-05));  // 2^-14
+  llvm::Value* sub_bits = b.CreateBitCast(sub, i32);
+  o = b.CreateSelect(b.CreateICmpEQ(exp, c(0x7c00u << 13)), inf_nan, o);
+  o = b.CreateSelect(b.CreateICmpEQ(exp, c(0)), sub_bits, o);
+  o = b.CreateOr(o, b.CreateShl(b.CreateAnd(h, c(0x8000)), c(16)));  // sign
+  return b.CreateBitCast(o, b.getFloatTy());
+}
+
+static llvm::Value* f32_to_f16_bits(llvm::IRBuilder<>& b, llvm::Value* x) {
+  auto* i32 = b.getInt32Ty();
+  auto c = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
+  llvm::Value* bits = b.CreateBitCast(x, i32);
+  llvm::Value* sign = b.CreateAnd(bits, c(0x80000000u));
+  llvm::Value* u = b.CreateXor(bits, sign);  // |x|
+  // >= 65520 (after rounding): inf, or a quiet NaN.
+  llvm::Value* big = b.CreateSelect(b.CreateICmpUGT(u, c(255u << 23)), c(0x7e00), c(0x7c00));
+  // Below the smallest normal half: let a float addition round the mantissa into place.
+  const uint32_t denorm_magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+  llvm::Value* added = b.CreateFAdd(b.CreateBitCast(u, b.getFloatTy()),
+                                    b.CreateBitCast(c(denorm_magic), b.getFloatTy()));
+  llvm::Value* small = b.CreateSub(b.CreateBitCast(added, i32), c(denorm_magic));
+  // Normal: rebias, round to nearest even with the bias 0xfff + (mantissa is odd).
+  llvm::Value* odd = b.CreateAnd(b.CreateLShr(u, c(13)), c(1));
+  llvm::Value* normal = b.CreateLShr(
+      b.CreateAdd(b.CreateAdd(u, c(((15u - 127u) << 23) + 0xfffu)), odd), c(13));
+  llvm::Value* o = b.CreateSelect(b.CreateICmpULT(u, c(113u << 23)), small, normal);
+  o = b.CreateSelect(b.CreateICmpUGE(u, c((127u + 16u) << 23)), big, o);
+  o = b.CreateOr(o, b.CreateLShr(sign, c(16)));
+  return b.CreateTrunc(o, b.getInt16Ty());
+}
+
+static llvm::Value* bf16_bits_to_f32(llvm::IRBuilder<>& b, llvm::Value* h16) {
+  llvm::Value* bits = b.CreateShl(b.CreateZExt(h16, b.getInt32Ty()), b.getInt32(16));
+  return b.CreateBitCast(bits, b.getFloatTy());
+}
+
+static llvm::Value* f32_to_bf16_bits(llvm::IRBuilder<>& b, llvm::Value* x) {
+  llvm::Value* bits = b.CreateBitCast(x, b.getInt32Ty());
+  llvm::Value* lsb = b.CreateAnd(b.CreateLShr(bits, b.getInt32(16)), b.getInt32(1));
+  llvm::Value* rounded = b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(lsb, b.getInt32(0x7fff))),
+                                      b.getInt32(16));
+  // NaN stays NaN (quiet), whatever rounding would do to its payload.
+  llvm::Value* nan = b.CreateOr(b.CreateLShr(bits, b.getInt32(16)), b.getInt32(0x40));
+  llvm::Value* o = b.CreateSelect(b.CreateFCmpUNO(x, x), nan, rounded);
+  return b.CreateTrunc(o, b.getInt16Ty());
+}
+
+llvm::Type* storage_type(llvm::LLVMContext& ctx, DType t) {
+  if (t == DType::b8) return llvm::Type::getInt8Ty(ctx);
+  if (is_half(t)) return llvm::Type::getInt16Ty(ctx);
+  return compute_type(ctx, t);
+}
+
+llvm::Value* from_storage(llvm::IRBuilder<>& b, llvm::Value* stored, DType t) {
+  if (t == DType::b8) return b.CreateICmpNE(stored, b.getInt8(0));
+  if (t == DType::f16) return f16_bits_to_f32(b, stored);
+  if (t == DType::bf16) return bf16_bits_to_f32(b, stored);
+  return stored;
+}
+
+llvm::Value* to_storage(llvm::IRBuilder<>& b, llvm::Value* x, DType t) {
+  if (t == DType::b8) return b.CreateZExt(x, b.getInt8Ty());
+  if (t == DType::f16) return f32_to_f16_bits(b, x);
+  if (t == DType::bf16) return f32_to_bf16_bits(b, x);
+  return x;
+}
+
+llvm::Value* round_to_storage_precision(llvm::IRBuilder<>& b, llvm::Value* x, DType t) {
+  if (!is_half(t)) return x;
+  return from_storage(b, to_storage(b, x, t), t);
+}
+
+}  // namespace aotrace::lowering::cpu

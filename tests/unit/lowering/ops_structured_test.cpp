@@ -1,0 +1,159 @@
+// Kernels of the primitives with inner loops against the reference interpreter: reduce_min,
+// argmax/argmin (NaN, ties), cumsum, conv (stride, padding, dilation, groups, depthwise, 1-D,
+// fused epilogue), pool (max/avg, padding, ceil_mode, count_include_pad), topk.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tests/unit/lowering/reference_check.h"
+#include "tests/unit/lowering/test_graphs.h"
+
+namespace aotrace::lowering {
+namespace {
+using namespace testing;
+using ir::DType;
+using ir::OpKind;
+using Ints = std::vector<int64_t>;
+
+ir::TensorType typed(DType t, std::vector<int64_t> dims) {
+  return ir::TensorType{t, ir::Device{}, ir::Shape(dims.begin(), dims.end())};
+}
+
+ir::Attrs attrs(std::initializer_list<std::pair<std::string, ir::AttrValue>> items) {
+  ir::Attrs a;
+  for (const auto& [k, v] : items) a.set(k, v);
+  return a;
+}
+
+ir::ValueId weight(ir::Graph& g, const std::string& name, std::vector<int64_t> dims, uint32_t seed) {
+  return g.add_weight(name, f32(dims), "L['self']." + name, random_weight_bytes(dims, seed));
+}
+
+TEST(Ops, ReduceMinAndArgReductionsWithNaN) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({4, 6, 5}), "L['x']");
+  ir::ValueId xt = g.add(OpKind::Permute, {x}, perm_attrs({2, 0, 1}));
+  auto arg = [&](OpKind k, ir::ValueId v, int64_t axis, bool keepdim) {
+    return g.add(k, {v}, reduce_attrs({axis}, keepdim));
+  };
+  set_outputs(g, {g.add(OpKind::ReduceMin, {x}, reduce_attrs({0, 2}, false)),
+                  g.add(OpKind::ReduceMin, {xt}, reduce_attrs({1}, true)),
+                  g.add(OpKind::ReduceMax, {x}, reduce_attrs({2}, false)),
+                  arg(OpKind::ArgMax, x, 2, false), arg(OpKind::ArgMin, x, 1, true),
+                  arg(OpKind::ArgMax, xt, 0, false), arg(OpKind::ArgMin, xt, 2, false)});
+  std::vector<ir::HostTensor> in = random_inputs(g, 3, -3, 3);
+  for (int64_t i : {0, 7, 33, 34, 90}) in[0].set(i, NAN);
+  for (int64_t i : {10, 11, 12}) in[0].set(i, 2.5);  // ties: the first index wins
+  expect_outputs_match(g, in);
+}
+
+TEST(Ops, IntegerReduceMinAndArgMax) {
+  for (DType t : {DType::i64, DType::i32, DType::u8, DType::i8}) {
+    ir::Graph g;
+    ir::ValueId x = g.add_input("x", typed(t, {5, 7}), "L['x']");
+    set_outputs(g, {g.add(OpKind::ReduceMin, {x}, reduce_attrs({1}, false)),
+                    g.add(OpKind::ArgMax, {x}, reduce_attrs({0}, false)),
+                    g.add(OpKind::ArgMin, {x}, reduce_attrs({1}, true))});
+    SCOPED_TRACE(std::string(ir::dtype_name(t)));
+    expect_matches_reference_in(g, -4, 4);  // small range: many ties
+  }
+}
+
+TEST(Ops, CumSumAlongEachAxisAndDType) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({3, 5, 4}), "L['x']");
+  ir::ValueId i = g.add_input("i", typed(DType::i32, {6}), "L['i']");
+  ir::ValueId e = g.add_input("e", f32({2, 0}), "L['e']");
+  auto cumsum = [&](ir::ValueId v, int64_t axis) {
+    return g.add(OpKind::CumSum, {v}, attrs({{"axis", axis}}));
+  };
+  set_outputs(g, {cumsum(x, 0), cumsum(x, 1), cumsum(g.add(OpKind::Exp, {x}), 2),
+                  cumsum(g.add(OpKind::Permute, {x}, perm_attrs({2, 1, 0})), 1), cumsum(i, 0),
+                  cumsum(e, 1), g.add(OpKind::Mul, {cumsum(x, 2), g.constant(2, DType::f32)})});
+  expect_matches_reference_in(g, -3, 3);
+}
+
+ir::Attrs conv_attrs(Ints stride, Ints dilation, Ints low, Ints high, int64_t groups) {
+  return attrs({{"stride", stride}, {"dilation", dilation}, {"pad_low", low}, {"pad_high", high},
+                {"groups", groups}});
+}
+
+TEST(Ops, Conv2dStridePaddingDilationGroups) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({2, 4, 9, 8}), "L['x']");
+  ir::ValueId w = weight(g, "w", {6, 4, 3, 3}, 1), b = weight(g, "b", {6}, 2);
+  ir::ValueId wg = weight(g, "wg", {6, 2, 3, 2}, 3);
+  ir::ValueId wd = weight(g, "wd", {4, 1, 3, 3}, 4);
+  set_outputs(g, {g.add(OpKind::Conv, {x, w, b}, conv_attrs({1, 1}, {1, 1}, {1, 1}, {1, 1}, 1)),
+                  g.add(OpKind::Conv, {x, w}, conv_attrs({2, 3}, {1, 1}, {0, 2}, {1, 0}, 1)),
+                  g.add(OpKind::Conv, {x, w, b}, conv_attrs({1, 2}, {2, 3}, {2, 3}, {2, 3}, 1)),
+                  g.add(OpKind::Conv, {x, wg}, conv_attrs({2, 1}, {1, 1}, {1, 0}, {1, 1}, 2)),
+                  g.add(OpKind::Conv, {x, wd}, conv_attrs({2, 2}, {1, 1}, {1, 1}, {1, 1}, 4))});
+  expect_matches_reference_in(g, -1, 1);
+}
+
+TEST(Ops, Conv1dOfPermutedInputAndPaddedView) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({1, 10, 3}), "L['x']");  // [N, L, C]: permuted to [N, C, L]
+  ir::ValueId w = weight(g, "w", {5, 3, 4}, 5);
+  ir::ValueId xc = g.add(OpKind::Permute, {x}, perm_attrs({0, 2, 1}));
+  ir::ValueId padded = g.add(OpKind::Pad, {xc}, attrs({{"low", Ints{0, 0, 2}}, {"high", Ints{0, 0, 1}}, {"value", 0.5}}));
+  set_outputs(g, {g.add(OpKind::Conv, {xc, w}, conv_attrs({2}, {1}, {1}, {2}, 1)),
+                  g.add(OpKind::Conv, {padded, w}, conv_attrs({1}, {2}, {0}, {0}, 1))});
+  expect_matches_reference_in(g, -1, 1);
+}
+
+TEST(Ops, ConvBatchNormReluIsOneKernel) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({1, 3, 8, 8}), "L['x']");
+  ir::ValueId w = weight(g, "w", {4, 3, 3, 3}, 6);
+  ir::ValueId scale = weight(g, "scale", {4, 1, 1}, 7), shift = weight(g, "shift", {4, 1, 1}, 8);
+  ir::ValueId conv = g.add(OpKind::Conv, {x, w}, conv_attrs({1, 1}, {1, 1}, {1, 1}, {1, 1}, 1));
+  ir::ValueId bn = g.add(OpKind::Add, {g.add(OpKind::Mul, {conv, scale}), shift});
+  set_outputs(g, {g.add(OpKind::Relu, {bn})});
+  EXPECT_EQ(expect_matches_reference_in(g, -1, 1).num_kernels(), 1);
+}
+
+ir::Attrs pool_attrs(std::string kind, Ints kernel, Ints stride, Ints padding, bool ceil_mode,
+                     bool include_pad, Ints dilation) {
+  return attrs({{"kind", kind}, {"kernel", kernel}, {"stride", stride}, {"padding", padding},
+                {"dilation", dilation}, {"ceil_mode", int64_t{ceil_mode}},
+                {"count_include_pad", int64_t{include_pad}}});
+}
+
+TEST(Ops, MaxAndAvgPool) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({2, 3, 9, 7}), "L['x']");
+  ir::ValueId l = g.add_input("l", f32({1, 2, 10}), "L['l']");
+  set_outputs(g, {g.add(OpKind::Pool, {x}, pool_attrs("max", {3, 3}, {2, 2}, {1, 1}, false, true, {1, 1})),
+                  g.add(OpKind::Pool, {x}, pool_attrs("max", {2, 3}, {2, 2}, {1, 0}, true, true, {2, 1})),
+                  g.add(OpKind::Pool, {x}, pool_attrs("avg", {3, 3}, {2, 2}, {1, 1}, false, true, {1, 1})),
+                  g.add(OpKind::Pool, {x}, pool_attrs("avg", {3, 3}, {2, 2}, {1, 1}, false, false, {1, 1})),
+                  g.add(OpKind::Pool, {x}, pool_attrs("avg", {2, 2}, {2, 2}, {1, 0}, true, true, {1, 1})),
+                  g.add(OpKind::Pool, {x}, pool_attrs("avg", {3, 2}, {3, 2}, {1, 1}, true, false, {1, 1})),
+                  g.add(OpKind::Pool, {l}, pool_attrs("max", {3}, {1}, {1}, false, true, {1})),
+                  g.add(OpKind::Pool, {l}, pool_attrs("avg", {4}, {3}, {2}, true, true, {1}))});
+  std::vector<ir::HostTensor> in = random_inputs(g, 4, -2, 2);
+  in[0].set(5, NAN);
+  expect_outputs_match(g, in);
+}
+
+TEST(Ops, TopKLargestAndSmallestWithTiesAndNaN) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({3, 8}), "L['x']");
+  ir::ValueId i = g.add_input("i", typed(DType::i32, {10}), "L['i']");
+  auto topk = [&](ir::ValueId v, int64_t k, int64_t axis, bool largest) {
+    return g.add_node(OpKind::TopK, {v}, attrs({{"k", k}, {"axis", axis}, {"largest", int64_t{largest}}, {"sorted", int64_t{1}}}));
+  };
+  std::vector<ir::ValueId> a = topk(x, 3, 1, true), b = topk(x, 2, 0, false), c = topk(i, 4, 0, true);
+  std::vector<ir::ValueId> d = topk(x, 8, 1, false);
+  set_outputs(g, {a[0], a[1], b[0], b[1], c[0], c[1], d[0], d[1], g.add(OpKind::Exp, {a[0]})});
+  std::vector<ir::HostTensor> in = random_inputs(g, 9, -3, 3);
+  in[0].set(2, NAN);
+  in[0].set(9, 1.5);
+  in[0].set(10, 1.5);
+  expect_outputs_match(g, in);
+}
+
+}  // namespace
+}  // namespace aotrace::lowering
