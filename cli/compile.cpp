@@ -104,7 +104,7 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   std::vector<ir::Bytes> objects;
   json report_profiles = json::array();
   struct VariantTiming {
-    std::string profile;
+    std::string entry, profile;
     double capture_seconds, lowering_seconds;
   };
   std::vector<VariantTiming> timings;
@@ -141,7 +141,7 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
       kernels += static_cast<int>(vs.plan.calls.size());
       rp["variant"] = vname;
       // Timings are printed, not stored: the same inputs must give a byte-identical bundle.
-      timings.push_back({pc.profile->name, pc.capture.seconds, seconds_since(lower_start)});
+      timings.push_back({entry.name, pc.profile->name, pc.capture.seconds, seconds_since(lower_start)});
       rp.erase("compile_times");
       report_profiles.push_back(rp);
       variant_of_key.emplace(key, es.variants.size());
@@ -173,7 +173,7 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
             << variants << " variant(s), " << kernels << " kernel(s), " << bundle.weights.size()
             << " weight(s) -> " << out.string() << " in " << seconds_since(start) << " s\n";
   for (const auto& t : timings)
-    std::cerr << "  variant for profile " << t.profile << ": capture " << t.capture_seconds
+    std::cerr << "  " << t.entry << ", profile " << t.profile << ": capture " << t.capture_seconds
               << " s, lowering " << t.lowering_seconds << " s\n";
   return 0;
 }

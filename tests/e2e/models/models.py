@@ -1,0 +1,42 @@
+# The models of issue 4, compiled into one bundle by tests/e2e (models.yaml) and run by the
+# runtime at batch 1 and 4 against torch eager. Random weights (no downloads), eval mode, random
+# batch-norm statistics so every layer matters. Images are 64x64 to keep `make test` short.
+import importlib.util
+import pathlib
+
+import torch
+import torchvision
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def _randomise_batch_norm(model):
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.2, 0.2)
+                m.running_var.uniform_(0.8, 1.5)
+                m.weight.uniform_(0.8, 1.2)
+                m.bias.uniform_(-0.1, 0.1)
+    return model.eval()
+
+
+def _load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+torch.manual_seed(0)
+resnet18 = _randomise_batch_norm(torchvision.models.resnet18())
+mobilenet_v2 = _randomise_batch_norm(torchvision.models.mobilenet_v2())
+mobilenet_v3_small = _randomise_batch_norm(torchvision.models.mobilenet_v3_small())
+squeezenet1_1 = torchvision.models.squeezenet1_1().eval()
+# vit_b_16's code path (conv patchify, class token, the MultiheadAttention fast path, GELU MLP,
+# LayerNorm) at a width the test can afford; vit_b_16 itself is captured in tests/capture.
+vit = torchvision.models.VisionTransformer(image_size=32, patch_size=16, num_layers=2, num_heads=4,
+                                          hidden_dim=64, mlp_dim=128, num_classes=10).eval()
+transformer = torch.nn.TransformerEncoder(
+    torch.nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, batch_first=True), num_layers=2).eval()
+gpt2 = _load(HERE.parent.parent / "capture" / "models" / "gpt2.py", "aotrace_e2e_gpt2").model.eval()
