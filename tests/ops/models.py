@@ -24,6 +24,9 @@ squeezenet1_1 = torchvision.models.squeezenet1_1().eval()
 # GELU, LayerNorm) at a size the reference loops evaluate quickly.
 vit_tiny = torchvision.models.VisionTransformer(image_size=32, patch_size=16, num_layers=2, num_heads=2,
                                                hidden_dim=32, mlp_dim=64, num_classes=10).eval()
+# torchvision initialises the head to zeros: without weights every output would be the bias.
+torch.nn.init.normal_(vit_tiny.heads.head.weight, std=0.2)
+torch.nn.init.normal_(vit_tiny.heads.head.bias, std=0.2)
 transformer_stack = torch.nn.TransformerEncoder(
     torch.nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, batch_first=True), num_layers=2).eval()
 
