@@ -37,10 +37,14 @@ squeezenet1_1 = torchvision.models.squeezenet1_1().eval()
 # LayerNorm) at a width the test can afford; vit_b_16 itself is captured in tests/capture.
 vit = torchvision.models.VisionTransformer(image_size=32, patch_size=16, num_layers=2, num_heads=4,
                                           hidden_dim=64, mlp_dim=128, num_classes=10).eval()
+# vit_b_16 itself (12 layers, width 768) on 32x32 images: 4 patches keep the compile-time golden
+# vectors (reference loops) affordable.
+vit_b_16 = torchvision.models.vit_b_16(image_size=32).eval()
 # torchvision initialises the classification head to zeros: give it weights, or every output is
 # the (zero) bias and the comparison would prove nothing.
-torch.nn.init.normal_(vit.heads.head.weight, std=0.2)
-torch.nn.init.normal_(vit.heads.head.bias, std=0.2)
+for v in (vit, vit_b_16):
+    torch.nn.init.normal_(v.heads.head.weight, std=0.2)
+    torch.nn.init.normal_(v.heads.head.bias, std=0.2)
 transformer = torch.nn.TransformerEncoder(
     torch.nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, batch_first=True), num_layers=2).eval()
 gpt2 = _load(HERE.parent.parent / "capture" / "models" / "gpt2.py", "aotrace_e2e_gpt2").model.eval()
