@@ -22,31 +22,21 @@ PyRef check(PyObject* o, const char* what) {
   return PyRef::steal(o);
 }
 
-std::string py_str(PyObject* o) {
-  PyObject* s = o ? PyObject_Str(o) : nullptr;
-  if (!s) {
-    PyErr_Clear();
-    return "<unprintable>";
-  }
-  const char* c = PyUnicode_AsUTF8(s);
+namespace {
+// `convert(o)` (str or repr) as UTF-8; never raises.
+std::string to_text(PyObject* o, PyObject* (*convert)(PyObject*)) {
+  PyObject* s = o ? convert(o) : nullptr;
+  const char* c = s ? PyUnicode_AsUTF8(s) : nullptr;
   std::string r = c ? c : "<unprintable>";
   if (!c) PyErr_Clear();
-  Py_DECREF(s);
+  Py_XDECREF(s);
   return r;
 }
+}  // namespace
 
-std::string py_repr(PyObject* o) {
-  PyObject* s = o ? PyObject_Repr(o) : nullptr;
-  if (!s) {
-    PyErr_Clear();
-    return "<unprintable>";
-  }
-  const char* c = PyUnicode_AsUTF8(s);
-  std::string r = c ? c : "<unprintable>";
-  if (!c) PyErr_Clear();
-  Py_DECREF(s);
-  return r;
-}
+std::string py_str(PyObject* o) { return to_text(o, PyObject_Str); }
+
+std::string py_repr(PyObject* o) { return to_text(o, PyObject_Repr); }
 
 std::string type_name(PyObject* o) { return o ? Py_TYPE(o)->tp_name : "NULL"; }
 
