@@ -134,6 +134,39 @@ DecomposeFn decompose_triu();
 DecomposeFn decompose_resize();
 DecomposeFn decompose_adaptive_avg_pool();
 
+// A small builder over a graph at one location, used by the decompositions so that their
+// formulas read like the math.
+struct Emit {
+  Graph& g;
+  const SourceLoc& loc;
+
+  ValueId op(OpKind k, std::vector<ValueId> operands, Attrs attrs = {}) {
+    return g.add(k, std::move(operands), std::move(attrs), loc);
+  }
+  DType dtype(ValueId v) const { return g.type(v).dtype; }
+  ValueId c(double v, DType dtype) { return g.constant(v, dtype, loc); }
+  ValueId c(double v, ValueId like) { return c(v, dtype(like)); }
+  ValueId add(ValueId a, ValueId b) { return op(OpKind::Add, {a, b}); }
+  ValueId sub(ValueId a, ValueId b) { return op(OpKind::Sub, {a, b}); }
+  ValueId mul(ValueId a, ValueId b) { return op(OpKind::Mul, {a, b}); }
+  ValueId div(ValueId a, ValueId b) { return op(OpKind::Div, {a, b}); }
+  ValueId cast(ValueId v, DType dtype) { return op(OpKind::Cast, {v}, Attrs().set("dtype", dtype)); }
+  ValueId mean(ValueId x, std::vector<int64_t> axes) {
+    return op(OpKind::Mean, {x}, Attrs().set("axes", std::move(axes)).set("keepdim", int64_t{1}));
+  }
+  ValueId reshape(ValueId x, Shape shape) {
+    return op(OpKind::Reshape, {x}, Attrs().set("shape", std::move(shape)));
+  }
+  ValueId arange(int64_t n, DType dtype) {
+    Attrs a;
+    a.set("shape", Shape{n}).set("start", 0.0).set("step", 1.0).set("dtype", dtype);
+    return op(OpKind::Arange, {}, a);
+  }
+  ValueId select(ValueId x, ValueId index, int64_t axis) {
+    return op(OpKind::IndexSelect, {x, index}, Attrs().set("axis", axis));
+  }
+};
+
 // The concrete type of a host tensor (cpu, static shape).
 TensorType host_type(const HostTensor& t);
 

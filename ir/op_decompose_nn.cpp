@@ -11,30 +11,11 @@ namespace {
 
 using Operands = std::span<const int32_t>;
 
-// A small builder over the graph at one location, so the formulas read like the math.
-struct Emit {
-  Graph& g;
-  const SourceLoc& loc;
-
-  ValueId op(OpKind k, std::vector<ValueId> operands, Attrs attrs = {}) {
-    return g.add(k, std::move(operands), std::move(attrs), loc);
-  }
-  DType dtype(ValueId v) const { return g.type(v).dtype; }
-  ValueId c(double v, ValueId like) { return g.constant(v, dtype(like), loc); }
-  ValueId add(ValueId a, ValueId b) { return op(OpKind::Add, {a, b}); }
-  ValueId sub(ValueId a, ValueId b) { return op(OpKind::Sub, {a, b}); }
-  ValueId mul(ValueId a, ValueId b) { return op(OpKind::Mul, {a, b}); }
-  ValueId div(ValueId a, ValueId b) { return op(OpKind::Div, {a, b}); }
-  ValueId mean(ValueId x, std::vector<int64_t> axes) {
-    return op(OpKind::Mean, {x}, Attrs().set("axes", std::move(axes)).set("keepdim", int64_t{1}));
-  }
-  ValueId reshape(ValueId x, Shape shape) { return op(OpKind::Reshape, {x}, Attrs().set("shape", std::move(shape))); }
-  // clamp(x + 3, 0, 6) / 6
-  ValueId hard_gate(ValueId x) {
-    ValueId r = op(OpKind::Maximum, {add(x, c(3, x)), c(0, x)});
-    return div(op(OpKind::Minimum, {r, c(6, x)}), c(6, x));
-  }
-};
+// clamp(x + 3, 0, 6) / 6
+ValueId hard_gate(Emit& e, ValueId x) {
+  ValueId r = e.op(OpKind::Maximum, {e.add(x, e.c(3, x)), e.c(0, x)});
+  return e.div(e.op(OpKind::Minimum, {r, e.c(6, x)}), e.c(6, x));
+}
 
 // A per-channel [C] parameter shaped to broadcast against x [N, C, *] (rank `rank`).
 ValueId per_channel(Emit& e, ValueId p, int rank) {
@@ -131,14 +112,14 @@ DecomposeFn decompose_silu() {
 DecomposeFn decompose_hardswish() {
   return [](Graph& g, Operands in, const Attrs&, const SourceLoc& loc) {
     Emit e{g, loc};
-    return std::vector<ValueId>{e.mul(in[0], e.hard_gate(in[0]))};
+    return std::vector<ValueId>{e.mul(in[0], hard_gate(e, in[0]))};
   };
 }
 
 DecomposeFn decompose_hardsigmoid() {
   return [](Graph& g, Operands in, const Attrs&, const SourceLoc& loc) {
     Emit e{g, loc};
-    return std::vector<ValueId>{e.hard_gate(in[0])};
+    return std::vector<ValueId>{hard_gate(e, in[0])};
   };
 }
 

@@ -10,28 +10,6 @@ namespace {
 
 using Operands = std::span<const int32_t>;
 
-struct Emit {
-  Graph& g;
-  const SourceLoc& loc;
-
-  ValueId op(OpKind k, std::vector<ValueId> operands, Attrs attrs = {}) {
-    return g.add(k, std::move(operands), std::move(attrs), loc);
-  }
-  ValueId c(double v, DType dtype) { return g.constant(v, dtype, loc); }
-  ValueId cast(ValueId v, DType dtype) { return op(OpKind::Cast, {v}, Attrs().set("dtype", dtype)); }
-  ValueId arange(int64_t n, DType dtype) {
-    Attrs a;
-    a.set("shape", Shape{n}).set("start", 0.0).set("step", 1.0).set("dtype", dtype);
-    return op(OpKind::Arange, {}, a);
-  }
-  ValueId reshape(ValueId x, Shape shape) {
-    return op(OpKind::Reshape, {x}, Attrs().set("shape", std::move(shape)));
-  }
-  ValueId select(ValueId x, ValueId index, int64_t axis) {
-    return op(OpKind::IndexSelect, {x, index}, Attrs().set("axis", axis));
-  }
-};
-
 // Weights [out] shaped to broadcast along spatial axis `axis` of a rank-`rank` tensor.
 ValueId along(Emit& e, ValueId w, int64_t out, int64_t axis, int rank) {
   Shape s{out};
