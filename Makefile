@@ -2,11 +2,13 @@
 BUILD ?= build
 JOBS ?= 2
 PY := /usr/bin/python3.11
+# qemu-user and g++-aarch64-linux-gnu: cross_aarch64_tests run --triple aarch64-linux-gnu bundles.
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
   python3.11 python3.11-dev libpython3.11-dev python3-numpy python3-torch python3-torchvision \
   llvm-16-dev lld-16 clang-16 libcli11-dev libyaml-cpp-dev libflatbuffers-dev flatbuffers-compiler \
   libxxhash-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libopenblas0-pthread \
-  zlib1g-dev libzstd-dev libedit-dev libffi-dev libtinfo-dev libxml2-dev
+  zlib1g-dev libzstd-dev libedit-dev libffi-dev libtinfo-dev libxml2-dev \
+  qemu-user g++-aarch64-linux-gnu
 
 .PHONY: deps build test run clean bench fuzz
 
@@ -34,8 +36,14 @@ test: build
 run: build
 	$(PY) examples/run_examples.py --aotrace $(BUILD)/cli/aotrace
 
+# Benchmarks (bench/, issue 6): the runtime's dispatch overhead (Google Benchmark), then every
+# model of bench/models.yaml compiled and timed against torch eager with THREADS threads each.
+THREADS ?= $(shell nproc)
+MIN_TIME ?= 1
 bench: build
-	@echo "make bench: not yet implemented (issue 6)"; exit 1
+	$(BUILD)/bench/dispatch_bench --benchmark_min_time=0.2
+	OPENBLAS_NUM_THREADS=$(THREADS) OMP_NUM_THREADS=$(THREADS) $(PY) bench/run_bench.py \
+	  --aotrace $(BUILD)/cli/aotrace --threads $(THREADS) --min-time $(MIN_TIME) --out $(BUILD)/bench-out
 
 # libFuzzer targets (tests/fuzz) for FUZZ_SECONDS each; `make test` runs a 5-second pass.
 FUZZ_SECONDS ?= 60

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,7 @@ struct TensorSpec {
   std::string source;          // input: "L['x']"
 };
 
-// One golden vector: inputs and the outputs the captured graph gives for them (ir::evaluate).
+// One golden vector: inputs and the outputs torch eager gives for them (make_golden).
 struct GoldenPair {
   std::vector<ir::HostTensor> inputs;   // one per VariantSpec::inputs, same dtype and shape
   std::vector<ir::HostTensor> outputs;  // one per VariantSpec::outputs
@@ -49,6 +50,14 @@ struct WeightSpec {
   std::shared_ptr<const ir::Bytes> data;
 };
 
+// The kernels built once more for a faster CPU than the baseline (format 1.2): the same symbols
+// and plans, so the runtime may load it instead of BundleSpec::cpu_library.
+struct CpuLibrarySpec {
+  std::string cpu;                        // "x86-64-v4": written to cpu/<triple>.<cpu>.so
+  std::vector<std::string> cpu_features;  // required to load it
+  ir::Bytes library;                      // the linked shared library
+};
+
 struct BundleSpec {
   std::string name;
   std::vector<EntrySpec> entries;
@@ -59,15 +68,24 @@ struct BundleSpec {
   std::string toolchain;              // "LLVM 16.0.6"
   std::string cpu;                    // the CPU the kernels were compiled for ("x86-64-v2")
   std::vector<std::string> cpu_features;  // required at load (checked by the runtime)
+  // Faster builds of cpu_library, fastest first: the runtime loads the first whose features the
+  // device has, else cpu_library (the portable baseline).
+  std::vector<CpuLibrarySpec> faster_cpu_libraries;
 };
 
-// One golden pair for `graph` (static shapes): inputs from a fixed-seed generator (floats in
-// [-1, 1)), outputs from ir::evaluate. Empty when an input is not floating point (its values may
-// be indices the model must not get at random) or the inputs exceed `max_elements`.
-std::vector<GoldenPair> make_golden(const ir::Graph& graph, int64_t max_elements = 1 << 20);
+// The golden pair of a variant whose graph is `graph` (static shapes): `eager`, a real call of
+// the entry in torch (inputs one per graph input, outputs in Graph::outputs order), when it is
+// given and fits the graph's input and output types; empty when its inputs and outputs together
+// exceed `max_elements`. Otherwise (`fallback_reason` says why: a capture bug) the fallback:
+// inputs from a fixed-seed generator (floats in [-1, 1)) and outputs from ir::evaluate, slow on
+// big graphs; empty when an input is not floating point or the inputs exceed `max_elements`.
+std::vector<GoldenPair> make_golden(const ir::Graph& graph, const std::optional<GoldenPair>& eager,
+                                    std::string* fallback_reason = nullptr,
+                                    int64_t max_elements = 1 << 20);
 
 // Writes the bundle directory `out` (created; replaced if it exists): bundle.fb, weights.bin,
-// cpu/<triple>.so, graphs/*.json, report.json, runtime/ (the runtime sources + CMakeLists.txt).
+// cpu/<triple>.so (and cpu/<triple>.<cpu>.so per faster library), graphs/*.json, report.json,
+// runtime/ (the runtime sources + CMakeLists.txt).
 void write_bundle(const BundleSpec&, const std::filesystem::path& out);
 
 }  // namespace aotrace::artifacts

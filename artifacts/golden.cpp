@@ -1,12 +1,46 @@
-// make_golden (artifacts.h): golden vectors computed at compile time with the reference
-// interpreter, so that a bundle can check its own kernels (`aotrace run --selftest`).
+// make_golden (artifacts.h): the golden vectors a bundle checks its own kernels with
+// (`aotrace run --selftest`). They come from torch eager: the compiler passes the inputs the
+// entry's real call got and the outputs it gave. The reference interpreter (ir::evaluate) is
+// only the fallback when those do not fit the graph — a capture bug, reported by the caller.
 #include <cstdint>
 
 #include "artifacts/artifacts.h"
 
 namespace aotrace::artifacts {
+namespace {
 
-std::vector<GoldenPair> make_golden(const ir::Graph& graph, int64_t max_elements) {
+// Why `t` is not a tensor of `type` (static shape), or "" when it is.
+std::string mismatch(const ir::HostTensor& t, const ir::TensorType& type) {
+  ir::HostTensor want;
+  want.dtype = type.dtype;
+  want.shape = type.static_shape().value_or(std::vector<int64_t>{});
+  auto describe = [](const ir::HostTensor& h) {
+    std::string s = std::string(ir::dtype_name(h.dtype)) + "[";
+    for (size_t i = 0; i < h.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(h.shape[i]);
+    return s + "]";
+  };
+  if (t.dtype != want.dtype || t.shape != want.shape) return "eager gave " + describe(t) + ", the graph " + describe(want);
+  if (t.data.size() != static_cast<size_t>(t.numel()) * ir::dtype_size(t.dtype)) return "eager data of the wrong size";
+  return "";
+}
+
+// Why `eager` does not fit `graph`'s inputs and outputs, or "" when it does.
+std::string eager_mismatch(const ir::Graph& graph, const GoldenPair& eager) {
+  if (eager.inputs.size() != graph.inputs.size())
+    return std::to_string(eager.inputs.size()) + " eager inputs for " + std::to_string(graph.inputs.size()) + " graph inputs";
+  if (eager.outputs.size() != graph.outputs.size())
+    return std::to_string(eager.outputs.size()) + " eager outputs for " + std::to_string(graph.outputs.size()) + " graph outputs";
+  for (size_t i = 0; i < eager.inputs.size(); ++i)
+    if (std::string m = mismatch(eager.inputs[i], graph.type(graph.inputs[i].value)); !m.empty())
+      return "input " + std::to_string(i) + ": " + m;
+  for (size_t i = 0; i < eager.outputs.size(); ++i)
+    if (std::string m = mismatch(eager.outputs[i], graph.type(graph.outputs[i])); !m.empty())
+      return "output " + std::to_string(i) + ": " + m;
+  return "";
+}
+
+// The fallback: fixed-seed inputs, floats in [-1, 1), and the outputs ir::evaluate gives.
+std::vector<GoldenPair> evaluated_golden(const ir::Graph& graph, int64_t max_elements) {
   GoldenPair pair;
   uint64_t state = 0x9e3779b97f4a7c15ull;  // fixed seed: the same graph gives the same bundle
   auto next_unit = [&state] {              // splitmix64 → [-1, 1)
@@ -30,6 +64,22 @@ std::vector<GoldenPair> make_golden(const ir::Graph& graph, int64_t max_elements
   }
   pair.outputs = ir::evaluate(graph, pair.inputs);
   return {std::move(pair)};
+}
+
+}  // namespace
+
+std::vector<GoldenPair> make_golden(const ir::Graph& graph, const std::optional<GoldenPair>& eager,
+                                    std::string* fallback_reason, int64_t max_elements) {
+  std::string why = eager ? eager_mismatch(graph, *eager) : "no eager outputs";
+  if (why.empty()) {
+    int64_t elements = 0;
+    for (const auto& t : eager->inputs) elements += t.numel();
+    for (const auto& t : eager->outputs) elements += t.numel();
+    if (elements > max_elements) return {};  // keep bundles small: no golden vectors
+    return {*eager};
+  }
+  if (fallback_reason) *fallback_reason = why;
+  return evaluated_golden(graph, max_elements);
 }
 
 }  // namespace aotrace::artifacts

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <system_error>
 
 #include <xxhash.h>
@@ -125,6 +126,14 @@ void check_spec(const BundleSpec& spec) {
   }
   AOT_CHECK(spec.cpu_library.empty() || safe_file_name(spec.triple),
             "a CPU library needs a target triple");
+  AOT_CHECK(spec.faster_cpu_libraries.empty() || !spec.cpu_library.empty(),
+            "faster CPU libraries need a baseline CPU library");
+  std::set<std::string> cpus = {spec.cpu};
+  for (const CpuLibrarySpec& l : spec.faster_cpu_libraries) {
+    AOT_CHECK(safe_file_name(l.cpu) && cpus.insert(l.cpu).second,
+              "faster CPU library for '" + l.cpu + "' cannot be told from the others");
+    AOT_CHECK(!l.library.empty(), "faster CPU library for '" + l.cpu + "' is empty");
+  }
 }
 
 // Moves `tmp` to `out`; an existing `out` is removed only after `tmp` is complete.
@@ -156,6 +165,8 @@ void write_bundle_files(const BundleSpec& spec, const fs::path& tmp, const fs::p
     cpu_library = "cpu/" + spec.triple + ".so";
     files.write(cpu_library, spec.cpu_library.data(), spec.cpu_library.size());
   }
+  for (const CpuLibrarySpec& l : spec.faster_cpu_libraries)
+    files.write(faster_cpu_library_path(spec.triple, l.cpu), l.library.data(), l.library.size());
   for (const EntrySpec& e : spec.entries)
     for (const VariantSpec& v : e.variants)
       files.write("graphs/" + e.name + "." + v.name + ".json", v.graph_json);

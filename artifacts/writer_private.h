@@ -11,7 +11,7 @@ namespace aotrace::artifacts {
 
 // bundle.fb format version written by this compiler (artifacts/COMPATIBILITY.md).
 constexpr uint32_t kBundleFormatMajor = 1;
-constexpr uint32_t kBundleFormatMinor = 1;
+constexpr uint32_t kBundleFormatMinor = 2;
 
 struct FileRecord {
   std::string path;  // relative to the bundle, '/' separated
@@ -33,6 +33,11 @@ inline std::string golden_path(const std::string& entry, const std::string& vari
                                const char* role, size_t i) {
   return "golden/" + entry + "." + variant + "." + std::to_string(k) + "." + role +
          std::to_string(i) + ".npy";
+}
+
+// Where a faster CPU library of the bundle is written.
+inline std::string faster_cpu_library_path(const std::string& triple, const std::string& cpu) {
+  return "cpu/" + triple + "." + cpu + ".so";
 }
 
 // Serialises the table of contents. `files` sorted by path; `placements` parallel to

@@ -142,6 +142,13 @@ std::vector<uint8_t> build_bundle_fb(const BundleSpec& spec, const std::vector<F
   }
   b.cpu = spec.cpu;
   b.required_cpu_features = spec.cpu_features;
+  for (const CpuLibrarySpec& l : spec.faster_cpu_libraries) {
+    auto t = std::make_unique<fb::CpuLibraryT>();
+    t->path = faster_cpu_library_path(spec.triple, l.cpu);
+    t->cpu = l.cpu;
+    t->required_cpu_features = l.cpu_features;
+    b.faster_cpu_libraries.push_back(std::move(t));
+  }
   flatbuffers::FlatBufferBuilder builder;
   builder.ForceDefaults(true);  // every scalar present, so tools can patch any of them in place
   fb::FinishBundleBuffer(builder, fb::Bundle::Pack(builder, &b));

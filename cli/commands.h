@@ -44,8 +44,22 @@ struct RunOptions {
   std::string entry;
   std::vector<std::string> inputs;  // NAME=FILE.npy
   std::filesystem::path output_dir = ".";
+  int threads = 0;  // 0: AOTRACE_NUM_THREADS or the CPU count
 };
 int run_command(const RunOptions& options);
+
+struct BenchOptions {
+  std::filesystem::path bundle;
+  std::string entry;
+  std::vector<std::string> shapes;  // NAME=DIMS, e.g. x=8x784
+  int threads = 0;                  // 0: AOTRACE_NUM_THREADS or the CPU count
+  int iterations = 0;               // timed calls; 0: as many as min_time allows
+  double min_time = 1.0;            // seconds of timed calls when iterations is 0
+  bool json = false;
+};
+// `aotrace bench` (bench.cpp): latency of one entry on random inputs; exit 0, or 1 when the
+// inputs or the bundle are wrong.
+int bench_command(const BenchOptions& options);
 
 // Bundle tools (inspect.cpp, verify.cpp): exit 0 ok, 1 when the bundle fails.
 int inspect_command(const std::filesystem::path& bundle, bool json);

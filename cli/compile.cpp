@@ -3,6 +3,7 @@
 #include <chrono>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "artifacts/artifacts.h"
 #include "artifacts/runtime/aotrace_runtime.h"
@@ -14,6 +15,12 @@ namespace aotrace::cli {
 using nlohmann::json;
 
 namespace {
+
+std::string join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : sep) + item;
+  return out;
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -43,11 +50,16 @@ json graph_json(const ir::Graph& g, const std::string& entry, const std::string&
           {"text", g.str()}};
 }
 
-// Adds the graph's weights to the bundle's table (each tensor once) and remaps the plan.
+// Adds the weights the plan reads (of the lowered graph: pre-packed ones included, originals
+// that only fed a packing left out) to the bundle's table, each tensor once, and remaps the plan.
 void add_weights(const ir::Graph& g, ir::ExecutionPlan& plan, artifacts::BundleSpec& bundle,
                  std::map<std::string, int64_t>& index_by_source) {
-  std::vector<int64_t> global(g.weights.size());
+  std::vector<int64_t> global(g.weights.size(), -1);
+  std::vector<bool> read(g.weights.size(), false);
+  for (const auto& b : plan.buffers)
+    if (b.kind == ir::PlanBuffer::Kind::Weight) read.at(static_cast<size_t>(b.index)) = true;
   for (size_t i = 0; i < g.weights.size(); ++i) {
+    if (!read[i]) continue;
     const auto& w = g.weights[i];
     // Without a source (a tensor constant of the trace) only the same data is the same weight.
     const std::string key = (w.source.empty() ? "data@" + std::to_string(reinterpret_cast<uintptr_t>(w.data.get()))
@@ -62,6 +74,14 @@ void add_weights(const ir::Graph& g, ir::ExecutionPlan& plan, artifacts::BundleS
   }
   for (auto& b : plan.buffers)
     if (b.kind == ir::PlanBuffer::Kind::Weight) b.index = global.at(static_cast<size_t>(b.index));
+}
+
+// The features of `options.cpu`'s kernels that the runtime can check on the device.
+std::vector<std::string> checkable_cpu_features(const lowering::Options& options) {
+  std::vector<std::string> out;
+  for (const auto& f : lowering::target_cpu_features(options))
+    if (rt::cpu_feature_known(f)) out.push_back(f);
+  return out;
 }
 
 artifacts::VariantSpec variant_spec(const ProfileCapture& pc, const std::string& name) {
@@ -81,6 +101,28 @@ artifacts::VariantSpec variant_spec(const ProfileCapture& pc, const std::string&
   return v;
 }
 
+// The variant's golden pair from torch eager (Interpreter::golden_call: the capture's real call
+// of the entry); from ir::evaluate only when eager's outputs do not fit the graph, with a warning.
+std::vector<artifacts::GoldenPair> golden_of(const ProfileCapture& pc, const std::string& variant) {
+  const ir::Graph& g = pc.capture.graph;
+  embed::EagerCall call = embed::Interpreter::instance().golden_call(pc.entry->call, pc.capture);
+  std::optional<artifacts::GoldenPair> eager;
+  if (call.has_outputs) {
+    eager.emplace();
+    for (const auto& in : g.inputs)  // the graph's inputs among the call's (YAML order), by name
+      for (size_t k = 0; k < pc.inputs.size() && k < call.inputs.size(); ++k)
+        if (pc.inputs[k].name == in.name) eager->inputs.push_back(call.inputs[k]);
+    eager->outputs = std::move(call.outputs);
+  }
+  std::string why;
+  std::vector<artifacts::GoldenPair> golden = artifacts::make_golden(g, eager, &why);
+  if (!why.empty())
+    std::cerr << "aotrace: warning: entry '" << pc.entry->name << "', variant " << variant
+              << ": golden vectors from the reference interpreter, not torch eager (" << why
+              << "); this is a bug in aotrace's capture, please report it\n";
+  return golden;
+}
+
 }  // namespace
 
 int compile_command(const std::filesystem::path& yaml, const CompileOptions& options) {
@@ -92,20 +134,23 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   lowering::Options lo;
   lo.triple = options.triple;
   lo.cpu = options.cpu;
+  // The portable baseline, and by default on x86-64 this host's faster level too: each variant
+  // is scheduled once and code-generated per CPU; the runtime picks a library at load.
+  const std::vector<std::string> cpus = lowering::kernel_cpus(lo);
+  lo.extra_cpus.assign(cpus.begin() + 1, cpus.end());
   artifacts::BundleSpec bundle;
   bundle.name = spec.name;
   bundle.triple = lowering::resolved_triple(lo);
   bundle.toolchain = "LLVM 16";
   bundle.cpu = lowering::resolved_cpu(lo);
   // The preflight lists the features the runtime can check on the device.
-  for (const auto& f : lowering::target_cpu_features(lo))
-    if (rt::cpu_feature_known(f)) bundle.cpu_features.push_back(f);
+  bundle.cpu_features = checkable_cpu_features(lo);
   std::map<std::string, int64_t> weight_index;
-  std::vector<ir::Bytes> objects;
+  std::vector<std::vector<ir::Bytes>> objects(cpus.size());  // per CPU, per variant
   json report_profiles = json::array();
   struct VariantTiming {
     std::string entry, profile;
-    double capture_seconds, lowering_seconds;
+    double capture_seconds, lowering_seconds, golden_seconds;
   };
   std::vector<VariantTiming> timings;
   int kernels = 0;
@@ -134,14 +179,19 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
       const auto lower_start = std::chrono::steady_clock::now();
       lowering::LoweredVariant lv = lowering::lower_graph(pc.capture.graph, entry.name + "_" + vname + "_", lo);
       artifacts::VariantSpec vs = variant_spec(pc, vname);
-      vs.golden = artifacts::make_golden(pc.capture.graph);
+      const auto golden_start = std::chrono::steady_clock::now();
+      vs.golden = golden_of(pc, vname);
+      const double golden_seconds = seconds_since(golden_start);
       vs.plan = std::move(lv.plan);
-      add_weights(pc.capture.graph, vs.plan, bundle, weight_index);
-      objects.push_back(std::move(lv.object));
+      add_weights(lv.graph, vs.plan, bundle, weight_index);
+      objects[0].push_back(std::move(lv.object));
+      for (size_t i = 0; i < lv.extra_objects.size(); ++i)
+        objects[i + 1].push_back(std::move(lv.extra_objects[i]));
       kernels += static_cast<int>(vs.plan.calls.size());
       rp["variant"] = vname;
       // Timings are printed, not stored: the same inputs must give a byte-identical bundle.
-      timings.push_back({entry.name, pc.profile->name, pc.capture.seconds, seconds_since(lower_start)});
+      timings.push_back({entry.name, pc.profile->name, pc.capture.seconds,
+                         seconds_since(lower_start) - golden_seconds, golden_seconds});
       rp.erase("compile_times");
       report_profiles.push_back(rp);
       variant_of_key.emplace(key, es.variants.size());
@@ -149,7 +199,14 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
     }
     bundle.entries.push_back(std::move(es));
   }
-  bundle.cpu_library = lowering::link_cpu_library(objects, lo);
+  bundle.cpu_library = lowering::link_cpu_library(objects[0], lo);
+  for (size_t i = cpus.size(); i-- > 1;) {  // fastest first
+    lowering::Options faster = lo;
+    faster.cpu = cpus[i];
+    faster.extra_cpus.clear();
+    bundle.faster_cpu_libraries.push_back(
+        {cpus[i], checkable_cpu_features(faster), lowering::link_cpu_library(objects[i], faster)});
+  }
   json entries = json::array();
   for (const auto& e : spec.entries) {
     json inputs = json::array();
@@ -162,6 +219,7 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
                  {"tool", std::string("aotrace ") + AOTRACE_VERSION},
                  {"spec", std::filesystem::absolute(yaml).lexically_normal().string()},
                  {"triple", bundle.triple},
+                 {"cpus", cpus},
                  {"profiles", report_profiles}};
   bundle.report_json = report.dump(2);
 
@@ -171,10 +229,11 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   for (const auto& e : bundle.entries) variants += e.variants.size();
   std::cerr << "aotrace: compiled " << spec.profiles.size() * spec.entries.size() << " profile(s) into "
             << variants << " variant(s), " << kernels << " kernel(s), " << bundle.weights.size()
-            << " weight(s) -> " << out.string() << " in " << seconds_since(start) << " s\n";
+            << " weight(s), kernels for " << join(cpus, " and ") << " -> " << out.string() << " in "
+            << seconds_since(start) << " s\n";
   for (const auto& t : timings)
     std::cerr << "  " << t.entry << ", profile " << t.profile << ": capture " << t.capture_seconds
-              << " s, lowering " << t.lowering_seconds << " s\n";
+              << " s, lowering " << t.lowering_seconds << " s, golden vectors " << t.golden_seconds << " s\n";
   return 0;
 }
 

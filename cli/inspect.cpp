@@ -81,6 +81,45 @@ json runtime_library_json() {
                    "), C API and C++ API; the per-bundle runtime/ folder builds the same sources"}};
 }
 
+std::vector<std::string> string_vector(const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v) {
+  std::vector<std::string> out;
+  if (v) for (const auto* s : *v) out.push_back(str(s));
+  return out;
+}
+
+// Whether kernels for `triple` run on the machine aotrace runs on (its architecture).
+bool triple_runs_here(const std::string& triple) {
+#if defined(__x86_64__)
+  return triple.rfind("x86_64", 0) == 0;
+#elif defined(__aarch64__)
+  return triple.rfind("aarch64", 0) == 0 || triple.rfind("arm64", 0) == 0;
+#else
+  return false;
+#endif
+}
+
+// The kernel libraries (baseline first, then faster ones) and the one the runtime would load
+// here (rt::choose_cpu_library; AOTRACE_DISABLE_CPU_FEATURES counts), null when none would.
+json cpu_libraries_json(const fb::Bundle& b, json& load_here) {
+  std::vector<rt::CpuLibraryInfo> libs;
+  libs.push_back({str(b.cpu_library()), str(b.cpu()), string_vector(b.required_cpu_features())});
+  if (b.faster_cpu_libraries())
+    for (const auto* l : *b.faster_cpu_libraries())
+      libs.push_back({str(l->path()), str(l->cpu()), string_vector(l->required_cpu_features())});
+  json out = json::array();
+  if (libs.front().path.empty() && libs.size() == 1) {
+    load_here = nullptr;
+    return out;
+  }
+  for (size_t i = 0; i < libs.size(); ++i)
+    out.push_back({{"path", libs[i].path}, {"cpu", libs[i].cpu}, {"baseline", i == 0},
+                   {"cpu_features", libs[i].features},
+                   {"missing_on_this_machine", rt::missing_cpu_features(libs[i].features)}});
+  int chosen = triple_runs_here(str(b.triple())) ? rt::choose_cpu_library(libs) : -1;
+  load_here = chosen < 0 ? json(nullptr) : json(libs[static_cast<size_t>(chosen)].path);
+  return out;
+}
+
 json bundle_json(const std::string& dir, const fb::Bundle& b) {
   json files = json::array(), weights = json::array(), entries = json::array();
   if (b.files())
@@ -106,9 +145,9 @@ json bundle_json(const std::string& dir, const fb::Bundle& b) {
         }
       entries.push_back({{"name", str(e->name())}, {"variants", variants}});
     }
-  std::vector<std::string> cpu_features;
-  if (b.required_cpu_features())
-    for (const auto* s : *b.required_cpu_features()) cpu_features.push_back(str(s));
+  std::vector<std::string> cpu_features = string_vector(b.required_cpu_features());
+  json load_here;
+  json cpu_libraries = cpu_libraries_json(b, load_here);
   return {{"bundle", dir},
           {"name", str(b.name())},
           {"format_version", std::to_string(b.format_major()) + "." + std::to_string(b.format_minor())},
@@ -119,7 +158,9 @@ json bundle_json(const std::string& dir, const fb::Bundle& b) {
           {"toolchain", str(b.toolchain())},
           {"hardware", {{"triple", str(b.triple())}, {"cpu", str(b.cpu())},
                         {"cpu_features", cpu_features},
-                        {"missing_on_this_machine", rt::missing_cpu_features(cpu_features)}}},
+                        {"missing_on_this_machine", rt::missing_cpu_features(cpu_features)},
+                        {"cpu_libraries", cpu_libraries},
+                        {"cpu_library_loaded_here", load_here}}},
           {"cpu_library", str(b.cpu_library())},
           {"entries", entries},
           {"weights", weights},
@@ -147,6 +188,17 @@ std::string inspect_text(const json& j) {
   line("  hardware: " + hw["triple"].get<std::string>() + ", cpu " + hw["cpu"].get<std::string>() +
        ", cpu features: " + (hw["cpu_features"].empty() ? "none" : join(hw["cpu_features"])) +
        (hw["missing_on_this_machine"].empty() ? "" : " (missing here: " + join(hw["missing_on_this_machine"]) + ")"));
+  line("  cpu libraries: " + std::to_string(hw["cpu_libraries"].size()) + "; this machine would load " +
+       (hw["cpu_library_loaded_here"].is_null() ? std::string("none") : hw["cpu_library_loaded_here"].get<std::string>()));
+  const json& baseline_features = hw["cpu_features"];
+  for (const auto& l : hw["cpu_libraries"]) {
+    json extra = json::array();  // a faster library's features beyond the baseline's
+    for (const auto& f : l["cpu_features"])
+      if (std::find(baseline_features.begin(), baseline_features.end(), f) == baseline_features.end()) extra.push_back(f);
+    line("    " + l["path"].get<std::string>() + ": cpu " + l["cpu"].get<std::string>() +
+         (l["baseline"].get<bool>() ? " (baseline)" : ", needs also: " + (extra.empty() ? std::string("nothing") : join(extra))) +
+         (l["missing_on_this_machine"].empty() ? "" : " (missing here: " + join(l["missing_on_this_machine"]) + ")"));
+  }
   for (const auto& e : j["entries"]) {
     line("  entry " + e["name"].get<std::string>() + ": " + std::to_string(e["variants"].size()) + " variant(s)");
     for (const auto& v : e["variants"]) {

@@ -17,7 +17,9 @@ int main(int argc, char** argv) {
   c->add_option("spec", yaml, "profile YAML")->required();
   c->add_option("-o,--output", compile.output, "bundle directory (default: ./NAME.aot)");
   c->add_option("--triple", compile.triple, "target triple (default: the host)");
-  c->add_option("--cpu", compile.cpu, "CPU baseline for kernels (default: x86-64-v2)");
+  c->add_option("--cpu", compile.cpu,
+                "build the kernels for this CPU only (default: x86-64-v2, plus a faster library "
+                "for this host's level, x86-64-v3 or -v4, chosen at load)");
 
   bool json = false, graph = false;
   auto* e = app.add_subcommand("explain", "capture only: graphs, breaks, guards, timings");
@@ -32,6 +34,23 @@ int main(int argc, char** argv) {
   r->add_option("--input", run.inputs, "NAME=FILE.npy, once per input");
   bool selftest = false;
   r->add_flag("--selftest", selftest, "run the bundle's golden vectors instead of inputs");
+  r->add_option("--threads", run.threads, "kernel threads, 0 = AOTRACE_NUM_THREADS or all CPUs")
+      ->check(CLI::Range(0, 1024));
+
+  cli::BenchOptions bench;
+  auto* bn = app.add_subcommand("bench", "time an entry on random inputs: median, p10, p90 latency");
+  bn->add_option("bundle", bench.bundle, "bundle directory")->required();
+  bn->add_option("--entry", bench.entry, "entry name (default: the only entry, or 'forward')");
+  bn->add_option("--shape", bench.shapes, "NAME=DIMS (e.g. x=8x784), once per input; "
+                                          "default: the shape every variant declares");
+  bn->add_option("--threads", bench.threads, "kernel threads, 0 = AOTRACE_NUM_THREADS or all CPUs")
+      ->check(CLI::Range(0, 1024));
+  auto* iterations = bn->add_option("--iterations", bench.iterations, "timed calls (after warm-up)")
+                         ->check(CLI::PositiveNumber);
+  bn->add_option("--min-time", bench.min_time, "seconds of timed calls (default 1; at least 3 calls)")
+      ->check(CLI::PositiveNumber)
+      ->excludes(iterations);
+  bn->add_flag("--json", bench.json, "one JSON object");
 
   std::filesystem::path bundle_dir;
   auto* ins = app.add_subcommand("inspect", "what a bundle holds: versions, variants, files, hardware");
@@ -52,6 +71,7 @@ int main(int argc, char** argv) {
     if (*e) return cli::explain_command(yaml, json, graph);
     if (*r && selftest) return cli::selftest_command(run.bundle);
     if (*r) return cli::run_command(run);
+    if (*bn) return cli::bench_command(bench);
     if (*ins) return cli::inspect_command(bundle_dir, json);
     if (*ver) return cli::verify_command(bundle_dir);
   } catch (const UserError& err) {

@@ -28,7 +28,9 @@ int run_command(const RunOptions& options) {
     if (!files.emplace(spec.substr(0, eq), spec.substr(eq + 1)).second)
       user_error("--input " + spec.substr(0, eq) + " is given twice");
   }
-  rt::Bundle bundle = value_or_fail(rt::Bundle::open(options.bundle.string()),
+  rt::OpenOptions open_options;
+  open_options.num_threads = options.threads;
+  rt::Bundle bundle = value_or_fail(rt::Bundle::open(options.bundle.string(), open_options),
                                     "check the path, or rebuild the bundle with `aotrace compile`");
   std::string entry_name = options.entry;
   const auto names = bundle.entry_names();

@@ -20,6 +20,15 @@ int verify_command(const std::filesystem::path& bundle) {
             << b->format_minor() << ", every file's size and XXH3 hash match, kernels for "
             << b->triple() << " (cpu " << (b->cpu().empty() ? "unrecorded" : b->cpu())
             << ") load on this machine\n";
+  const auto& libraries = b->cpu_libraries();
+  if (!b->cpu_library().empty()) {
+    std::cout << "aotrace verify: " << dir << ": this machine uses " << b->cpu_library() << " (cpu "
+              << (b->cpu().empty() ? "unrecorded" : b->cpu()) << ")";
+    if (libraries.size() > 1)
+      std::cout << (b->cpu_library() == libraries.front().path ? ", the portable baseline" : ", faster than the baseline")
+                << ", of " << libraries.size() << " kernel libraries";
+    std::cout << "\n";
+  }
   size_t checked = 0;
   rt::Status s = b->selftest(&checked);
   if (!s.ok()) {

@@ -28,6 +28,15 @@ struct GraphBreak {
   std::vector<SourceLoc> user_stack;  // outermost first; each with file, line, function
 };
 
+// A real (eager) call of the entry: the tensors it was given, exactly as passed (dtype, shape,
+// contiguous, in CaptureInput order), and its outputs flattened like Graph::outputs (the
+// leaves of Graph::output_tree: depth first through tuples, lists and dict values).
+struct EagerCall {
+  std::vector<ir::HostTensor> inputs;
+  std::vector<ir::HostTensor> outputs;
+  bool has_outputs = false;  // false: the outputs could not be matched to the graph's
+};
+
 struct Capture {
   ir::Graph graph;  // the graph up to the first break (the whole program when none)
   // Every graph, in order: graph_count = graphs.size() = breaks.size() + 1 when the capture
@@ -37,6 +46,9 @@ struct Capture {
   std::vector<ir::Guard> guards;
   std::vector<ir::Assumption> assumptions;
   std::vector<GraphBreak> breaks;
+  // The entry's real call on the example inputs (the frame hook lets the frame run after
+  // tracing it). Outputs only when there was no graph break, so that `graph` is the whole call.
+  EagerCall example;
   double seconds = 0;
 };
 
@@ -54,6 +66,13 @@ class Interpreter {
   // Captures one call of `call_expr` (evaluated in the script's namespace: an nn.Module, whose
   // forward is traced in eval mode under no_grad, or a function) for inputs of these shapes.
   Capture capture(const std::string& call_expr, const std::vector<CaptureInput>& inputs);
+
+  // The golden vectors of a capture without graph breaks, from torch eager: its example call,
+  // except that integer inputs (zeros in the capture: the one value valid for every use of an
+  // integer tensor, e.g. an index into a dim of any size) get small values in [0, 4) when the
+  // entry accepts them; when eager raises on those, the zeros stay. Torch runs on one thread
+  // here and in the capture, so that the outputs do not depend on the machine's core count.
+  EagerCall golden_call(const std::string& call_expr, const Capture& capture);
 
   // Runs the call for real with torch (eager) on the given inputs; returns the flattened outputs.
   std::vector<ir::HostTensor> run_eager(const std::string& call_expr,

@@ -62,18 +62,88 @@ PyRef evaluate_call(const std::string& expr) {
   return PyRef::steal(r);
 }
 
-void flatten_eager(PyObject* out, std::vector<ir::HostTensor>& result) {
+bool is_tensor(PyObject* obj) {
   PyRef tensor_type = getattr(torch_module().get(), "Tensor");
-  if (PyObject_IsInstance(out, tensor_type.get()) == 1) {
+  return PyObject_IsInstance(obj, tensor_type.get()) == 1;
+}
+
+void flatten_eager(PyObject* out, std::vector<ir::HostTensor>& result) {
+  if (is_tensor(out)) {
     result.push_back(host_from_tensor(out));
   } else if (PyTuple_Check(out) || PyList_Check(out)) {
     PyRef seq = check(PySequence_Fast(out, "seq"), "seq");
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq.get()); ++i)
       flatten_eager(PySequence_Fast_GET_ITEM(seq.get(), i), result);
+  } else if (PyDict_Check(out)) {  // values in insertion order, as the Translator flattens them
+    PyObject *key, *value;
+    for (Py_ssize_t pos = 0; PyDict_Next(out, &pos, &key, &value);) flatten_eager(value, result);
   } else {
-    user_error("the entry returned " + type_name(out) + "; outputs must be tensors or tuples of tensors");
+    user_error("the entry returned " + type_name(out) +
+               "; outputs must be tensors or tuples, lists or dicts of tensors");
   }
 }
+
+// The tensors of `out` at the leaves of `tree` (result[leaf], sized by the caller to the
+// graph's outputs); false when `out` does not have the tree's structure.
+bool flatten_like(PyObject* out, const ir::OutputTree& tree, std::vector<ir::HostTensor>& result) {
+  using Kind = ir::OutputTree::Kind;
+  switch (tree.kind) {
+    case Kind::Leaf:
+      if (!is_tensor(out) || tree.leaf < 0 || static_cast<size_t>(tree.leaf) >= result.size()) return false;
+      result[static_cast<size_t>(tree.leaf)] = host_from_tensor(out);
+      return true;
+    case Kind::Tuple:
+    case Kind::List: {
+      if (!PyTuple_Check(out) && !PyList_Check(out)) return false;
+      PyRef seq = check(PySequence_Fast(out, "seq"), "seq");
+      if (PySequence_Fast_GET_SIZE(seq.get()) != static_cast<Py_ssize_t>(tree.children.size())) return false;
+      for (size_t i = 0; i < tree.children.size(); ++i)
+        if (!flatten_like(PySequence_Fast_GET_ITEM(seq.get(), static_cast<Py_ssize_t>(i)), tree.children[i], result))
+          return false;
+      return true;
+    }
+    case Kind::Dict: {
+      if (!PyDict_Check(out) || PyDict_Size(out) != static_cast<Py_ssize_t>(tree.keys.size())) return false;
+      for (size_t i = 0; i < tree.keys.size(); ++i) {
+        PyObject* value = PyDict_GetItemString(out, tree.keys[i].c_str());  // borrowed
+        if (!value || !flatten_like(value, tree.children.at(i), result)) return false;
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+// Records the outputs `out` of a real call of `graph`'s program in Graph::outputs order.
+void record_outputs(PyObject* out, const ir::Graph& graph, EagerCall& call) {
+  std::vector<ir::HostTensor> result(graph.outputs.size());
+  call.has_outputs = flatten_like(out, graph.output_tree, result);
+  call.outputs = call.has_outputs ? std::move(result) : std::vector<ir::HostTensor>{};
+}
+
+// Torch's intra-op thread count set to one while it lives, so that eager results (parallel
+// reductions are split by thread) are the same on every machine; the count before is restored.
+class OneTorchThread {
+ public:
+  OneTorchThread() : torch_(torch_module()) {
+    PyRef n = check(PyObject_CallMethod(torch_.get(), "get_num_threads", nullptr), "get_num_threads");
+    previous_ = PyLong_AsLong(n.get());
+    check(PyObject_CallMethod(torch_.get(), "set_num_threads", "(i)", 1), "set_num_threads");
+  }
+  ~OneTorchThread() {
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb);  // a pending error of the call stays pending
+    Py_XDECREF(PyObject_CallMethod(torch_.get(), "set_num_threads", "(l)", previous_));
+    PyErr_Clear();
+    PyErr_Restore(et, ev, etb);
+  }
+  OneTorchThread(const OneTorchThread&) = delete;
+  OneTorchThread& operator=(const OneTorchThread&) = delete;
+
+ private:
+  PyRef torch_;
+  long previous_ = 1;
+};
 
 // Calls `callable(*args)` with autograd off (as for an eval-mode model).
 PyRef call_no_grad(PyObject* callable, PyObject* args) {
@@ -185,6 +255,8 @@ Capture Interpreter::capture(const std::string& call_expr, const std::vector<Cap
   }
 
   Capture out;
+  for (size_t i = 0; i < inputs.size(); ++i)  // as passed, before the call could change them
+    out.example.inputs.push_back(host_from_tensor(PyTuple_GetItem(args.get(), static_cast<Py_ssize_t>(i))));
   Translator translator(out);
   FrameHookRequest request;
   request.code = getattr(fn.get(), "__code__").release();
@@ -215,9 +287,11 @@ Capture Interpreter::capture(const std::string& call_expr, const std::vector<Cap
     }
     translator.translate_entry(fn.get(), std::move(vars));
   };
+  PyRef result;
   try {
+    OneTorchThread one_thread;
     ScopedFrameHook hook(request);
-    call_no_grad(callable.get(), args.get());
+    result = call_no_grad(callable.get(), args.get());
   } catch (const UserError&) {
     // The Translator's diagnosis (e.g. a shape mismatch at the user's line) comes first.
     if (request.error) std::rethrow_exception(request.error);
@@ -226,18 +300,63 @@ Capture Interpreter::capture(const std::string& call_expr, const std::vector<Cap
   if (request.error) std::rethrow_exception(request.error);
   if (!request.seen)
     internal_error("the entry's frame was never evaluated while calling `" + call_expr + "`");
+  if (out.breaks.empty()) record_outputs(result.get(), out.graph, out.example);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }
 
-std::vector<ir::HostTensor> Interpreter::run_eager(const std::string& call_expr,
-                                                   const std::vector<ir::HostTensor>& inputs) {
+namespace {
+
+// Calls `call_expr` (a module in eval mode, or a function) for real on `inputs`.
+PyRef call_entry(const std::string& call_expr, const std::vector<ir::HostTensor>& inputs) {
   PyRef callable = evaluate_call(call_expr);
   if (is_module(callable.get())) check(PyObject_CallMethod(callable.get(), "eval", nullptr), "eval()");
   PyRef args = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(inputs.size())));
   for (size_t i = 0; i < inputs.size(); ++i)
     PyTuple_SetItem(args.get(), static_cast<Py_ssize_t>(i), tensor_from_host(inputs[i]).release());
-  PyRef out = call_no_grad(callable.get(), args.get());
+  return call_no_grad(callable.get(), args.get());
+}
+
+// Small integers in [0, 4) (booleans: 0 or 1) from a fixed seed, in place of zeros.
+void fill_small_integers(ir::HostTensor& t) {
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  const int range = t.dtype == ir::DType::b8 ? 2 : 4;
+  for (int64_t i = 0; i < t.numel(); ++i) {  // splitmix64
+    state += 0x9e3779b97f4a7c15ull;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    t.set(i, static_cast<double>((z ^ (z >> 31)) % static_cast<uint64_t>(range)));
+  }
+}
+
+}  // namespace
+
+EagerCall Interpreter::golden_call(const std::string& call_expr, const Capture& capture) {
+  const EagerCall& example = capture.example;
+  if (!capture.breaks.empty() || !example.has_outputs) return example;
+  EagerCall call;
+  call.inputs = example.inputs;
+  bool integers = false;
+  for (ir::HostTensor& t : call.inputs)
+    if (!ir::is_floating(t.dtype)) {
+      fill_small_integers(t);
+      integers = true;
+    }
+  if (!integers) return example;  // the capture's own call already ran on these inputs
+  try {
+    OneTorchThread one_thread;
+    PyRef out = call_entry(call_expr, call.inputs);
+    record_outputs(out.get(), capture.graph, call);
+  } catch (const UserError&) {
+    return example;  // e.g. an index out of range: the zeros are valid
+  }
+  return call.has_outputs ? call : example;
+}
+
+std::vector<ir::HostTensor> Interpreter::run_eager(const std::string& call_expr,
+                                                   const std::vector<ir::HostTensor>& inputs) {
+  PyRef out = call_entry(call_expr, inputs);
   std::vector<ir::HostTensor> result;
   flatten_eager(out.get(), result);
   return result;

@@ -13,6 +13,8 @@
 //     prologue (not for matmul/conv/pool, see above);
 //   - scans (cumsum) and sorts (topk, two results) are always materialised: they walk an axis
 //     in order, in a kernel of their own;
+//   - the input of a conv is materialised (a contiguous buffer, padded by pad_conv_inputs), so
+//     conv kernels read it without index maps or bounds checks;
 //   - graph outputs and everything else are materialised: each is the root of a kernel.
 // Test: lowering_tests Fusion.* (an elementwise chain is one kernel, softmax's kernels, the
 // linear epilogue, conv + batch-norm + relu), and every end-to-end test through its kernels.
@@ -83,6 +85,8 @@ struct Fuser {
 
   bool can_inline(ir::ValueId v, ir::OpCategory cat, const std::set<Context>& ctxs) const {
     if (is_output[static_cast<size_t>(v)] || ctxs.empty() || always_materialised(cat)) return false;
+    for (auto [node_index, pos] : uses[static_cast<size_t>(v)])
+      if (g.nodes[node_index].op == ir::OpKind::Conv && pos == 0) return false;
     if (cat == ir::OpCategory::Source || cat == ir::OpCategory::Movement) return true;
     bool one_kernel = std::all_of(ctxs.begin(), ctxs.end(), [&](const Context& c) {
       return c.kernel == ctxs.begin()->kernel && !c.reread;

@@ -1,8 +1,10 @@
 // lowering/ — from a captured graph to native code and a plan (DESIGN §4).
 //
-//   lower_graph(): decompose → fold constants → CSE → DCE → fuse → schedule → codegen → memory
-//   plan, listed in lowering/pipeline.cpp. Produces one object file per variant and its plan.
+//   lower_graph(): decompose → fold constants → CSE → DCE → pad conv inputs → fuse → schedule →
+//   codegen → memory plan, listed in lowering/pipeline.cpp. Produces one object file per variant
+//   and CPU, and the variant's plan (the same for every CPU: only codegen differs between them).
 //   link_cpu_library(): links the variants' objects with ld.lld-16 into one shared library.
+//   kernel_cpus(): the CPUs a compile builds kernels for (portable baseline + the host's level).
 //
 // Numerics of the generated CPU kernels: torch's, per dtype (f16/bf16 are stored as such and
 // computed in f32, rounded to nearest even when stored or cast; integer sums accumulate in i64).
@@ -25,6 +27,10 @@ struct Options {
   std::string cpu;       // empty: "x86-64-v2" portable baseline
   std::string features;  // extra LLVM features ("+avx2,+fma"); empty: those of `cpu`
   int opt_level = 2;
+  // More CPUs to emit the same kernels for ("x86-64-v4"): codegen runs once more per name, on
+  // the same schedule (concurrently, each in its own LLVMContext), so symbols and plan are
+  // shared and a runtime may load any of the libraries (LoweredVariant::extra_objects).
+  std::vector<std::string> extra_cpus;
 };
 
 struct PassTiming {
@@ -33,8 +39,11 @@ struct PassTiming {
 };
 
 struct LoweredVariant {
+  ir::Graph graph;                   // what the plan runs (after the graph passes): the plan's
+                                     // Weight buffers index graph.weights (pre-packed ones too)
   ir::ExecutionPlan plan;
   ir::Bytes object;                  // ELF relocatable object with the plan's kernels
+  std::vector<ir::Bytes> extra_objects;  // the same kernels, one object per Options::extra_cpus
   std::vector<PassTiming> timings;
   int num_kernels() const { return static_cast<int>(plan.calls.size()); }
 };
@@ -52,5 +61,11 @@ std::string resolved_triple(const Options& options);
 std::string resolved_cpu(const Options& options);
 // Every feature that CPU enables (sorted; empty off x86-64), for the bundle's hardware preflight.
 std::vector<std::string> target_cpu_features(const Options& options);
+// The CPUs to build kernels for: the portable baseline first, then faster ones from slowest to
+// fastest (today at most one). With `options.cpu` set, or off x86-64: resolved_cpu alone.
+// Otherwise (DESIGN §4) "x86-64-v2", then the fastest x86-64 level this host runs, when there
+// is one: "x86-64-v4" with AVX-512 (F, BW, CD, DQ, VL), else "x86-64-v3" with AVX2 + FMA
+// (LLVM's host feature detection against LLVM's tables for the levels).
+std::vector<std::string> kernel_cpus(const Options& options);
 
 }  // namespace aotrace::lowering

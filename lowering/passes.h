@@ -1,6 +1,7 @@
 // Private to lowering/: the passes of lower_graph (pipeline.cpp) and the data they hand on.
 //
-//   graph passes   decompose, fold_constants, cse, dce         ir::Graph → ir::Graph
+//   graph passes   decompose, fold_constants, cse, dce,        ir::Graph → ir::Graph
+//                  pad_conv_inputs, pack_weights
 //   fuse           decides which values are materialised        ir::Graph → FusedGraph
 //   schedule       kernels in order, buffers, loop nests        FusedGraph → Schedule
 //   codegen (cpu)  one LLVM function per kernel → ELF object    Schedule → ir::Bytes
@@ -19,6 +20,13 @@ ir::Graph decompose(ir::Graph g);       // decompose.cpp
 ir::Graph fold_constants(ir::Graph g);  // fold_constants.cpp
 ir::Graph cse(ir::Graph g);             // cse.cpp
 ir::Graph dce(ir::Graph g);             // dce.cpp
+ir::Graph pad_conv_inputs(ir::Graph g); // pad_conv_inputs.cpp
+ir::Graph pack_weights(ir::Graph g);    // pack_weights.cpp
+
+// GEMM panels (emit_gemm.cpp): A in MR-row panels, B in NR-column panels, both K-major. Fixed for
+// every target, so that one plan and its pre-packed weights serve every CPU variant.
+constexpr int64_t kPackedMR = 6;
+constexpr int64_t kPackedNR = 16;
 
 // The static shape of a value; user_error for symbolic dims (CPU codegen is static for now).
 std::vector<int64_t> static_dims(const ir::Graph& g, ir::ValueId v);
@@ -55,6 +63,7 @@ struct LogicalBuffer {
 struct ScheduledKernel {
   std::string symbol;
   ir::ValueId root = -1;                 // the value computed and stored to buffers[0]
+  ir::ValueId reduction = -1;            // its inlined reduction (FusedKernel::reduction), or -1
   std::vector<int32_t> buffers;          // [output, reads...] as LogicalBuffer indices
   std::vector<ir::ValueId> read_values;  // value held by buffers[1..]
   std::vector<int64_t> loop_extents;     // the output loop nest (row-major; empty: scalar)

@@ -4,6 +4,7 @@
 // prints the result of a pass to stderr.
 #include <chrono>
 #include <cstdlib>
+#include <future>
 #include <iostream>
 #include <sstream>
 #include <type_traits>
@@ -83,13 +84,38 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
   g = run_pass(t, "cse", [&] { return cse(std::move(g)); });
   // 4. DCE last among graph passes: folding and CSE leave nodes without uses.
   g = run_pass(t, "dce", [&] { return dce(std::move(g)); });
-  // 5. Fusion on the clean graph: which values are materialised, which inlined into kernels.
+  // 5. Padding out of convs, into a pad that fusion materialises as the conv's input: the conv
+  //    kernels then read without bounds checks (after DCE: only live convs are rewritten).
+  g = run_pass(t, "pad-conv-inputs", [&] { return pad_conv_inputs(std::move(g)); });
+  // 6. GEMM weights into their panel layout, read in place by the kernels (the last graph pass:
+  //    the views it leaves must reach fusion as they are).
+  g = run_pass(t, "pack-weights", [&] { return pack_weights(std::move(g)); });
+  out.graph = g;
+  // 7. Fusion on the clean graph: which values are materialised, which inlined into kernels.
   FusedGraph fused = run_pass(t, "fuse", [&] { return fuse(std::move(g)); });
-  // 6. Schedule: kernel order, buffers, loop nests, copies for aliased outputs.
+  // 8. Schedule: kernel order, buffers, loop nests, copies for aliased outputs.
   Schedule sched = run_pass(t, "schedule", [&] { return schedule(std::move(fused), symbol_prefix); });
-  // 7. Codegen: one LLVM function per kernel, optimised (O2) and emitted as an ELF object.
-  out.object = run_pass(t, "codegen", [&] { return codegen_cpu(sched, options); });
-  // 8. Memory plan last: it needs the final kernel order to know each buffer's live range.
+  // 9. Codegen: one LLVM function per kernel, optimised (O2) and emitted as an ELF object; for
+  //    each extra CPU too, on the same schedule, in threads (separate LLVMContexts). Timed per CPU.
+  std::vector<std::future<ir::Bytes>> extra;
+  std::vector<std::vector<PassTiming>> extra_timings(options.extra_cpus.size());
+  for (size_t i = 0; i < options.extra_cpus.size(); ++i)
+    extra.push_back(std::async(std::launch::async, [&, i] {
+      Options o = options;
+      o.cpu = options.extra_cpus[i];
+      o.extra_cpus.clear();
+      return run_pass(extra_timings[i], "codegen-" + o.cpu, [&] { return codegen_cpu(sched, o); });
+    }));
+  out.object = run_pass(t, "codegen", [&] {
+    Options o = options;
+    o.extra_cpus.clear();
+    return codegen_cpu(sched, o);
+  });
+  for (size_t i = 0; i < extra.size(); ++i) {
+    out.extra_objects.push_back(extra[i].get());
+    t.insert(t.end(), extra_timings[i].begin(), extra_timings[i].end());
+  }
+  // 10. Memory plan last: it needs the final kernel order to know each buffer's live range.
   out.plan = run_pass(t, "memory-plan", [&] { return plan_memory(sched); });
   return out;
 }

@@ -42,10 +42,12 @@ Schedule schedule(FusedGraph fused, const std::string& symbol_prefix) {
     if (holder[static_cast<size_t>(k.root)] < 0)
       holder[static_cast<size_t>(k.root)] = add_buffer(Kind::Arena, 0, k.root);
 
-  auto add_kernel = [&](ir::ValueId root, int32_t out, const std::vector<ir::ValueId>& reads) {
+  auto add_kernel = [&](ir::ValueId root, ir::ValueId reduction, int32_t out,
+                        const std::vector<ir::ValueId>& reads) {
     ScheduledKernel sk;
     sk.symbol = symbol_prefix + "k" + std::to_string(s.kernels.size());
     sk.root = root;
+    sk.reduction = reduction;
     sk.buffers.push_back(out);
     for (ir::ValueId r : reads) {
       AOT_CHECK(holder[static_cast<size_t>(r)] >= 0, "kernel reads an unmaterialised value");
@@ -56,11 +58,11 @@ Schedule schedule(FusedGraph fused, const std::string& symbol_prefix) {
     s.kernels.push_back(std::move(sk));
   };
   for (const FusedKernel& k : fused.kernels)
-    add_kernel(k.root, holder[static_cast<size_t>(k.root)], k.reads);
+    add_kernel(k.root, k.reduction, holder[static_cast<size_t>(k.root)], k.reads);
   // Outputs not written by their own kernel: copies, after everything they could read.
   for (size_t i = 0; i < g.outputs.size(); ++i)
     if (holder[static_cast<size_t>(g.outputs[i])] != output_buffer[i])
-      add_kernel(g.outputs[i], output_buffer[i], {g.outputs[i]});
+      add_kernel(g.outputs[i], -1, output_buffer[i], {g.outputs[i]});
 
   s.fused = std::move(fused);
   return s;

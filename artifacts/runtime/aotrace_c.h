@@ -24,7 +24,18 @@ typedef struct aotrace_tensor {
 int aotrace_bundle_open(const char* dir, aotrace_bundle** out_bundle);
 /* Same, with hashing of the files off when verify_hashes is 0 (sizes are always checked). */
 int aotrace_bundle_open_with(const char* dir, int verify_hashes, aotrace_bundle** out_bundle);
+/* Options of aotrace_bundle_open_with_options; aotrace_open_options_init sets the defaults. */
+typedef struct aotrace_open_options {
+  int verify_hashes; /* nonzero (default): XXH3 of every file; sizes are always checked */
+  int num_threads;   /* threads of the kernels' parallel loops, the caller included;
+                        0 (default): AOTRACE_NUM_THREADS if set, else the CPUs this process may use */
+} aotrace_open_options;
+void aotrace_open_options_init(aotrace_open_options* options);
+int aotrace_bundle_open_with_options(const char* dir, const aotrace_open_options* options,
+                                     aotrace_bundle** out_bundle);
 void aotrace_bundle_close(aotrace_bundle* bundle);
+/* Threads of the bundle's pool, the caller included (>= 1). */
+int aotrace_bundle_num_threads(const aotrace_bundle* bundle);
 /* Runs the bundle's golden vectors; out_checked (may be NULL): how many pairs matched. */
 int aotrace_bundle_selftest(const aotrace_bundle* bundle, size_t* out_checked);
 int aotrace_entry_num_outputs(const aotrace_bundle* bundle, const char* entry, size_t* out_count);

@@ -29,7 +29,13 @@ typedef void (*aotrace_parallel_body)(void* closure, int64_t begin, int64_t end)
 
 typedef struct aotrace_kernel_ctx {
   void* pool;
-  /* Runs body(closure, begin, end) over disjoint ranges covering [0, n); returns when done. */
+  /* Runs body(closure, begin, end) over disjoint contiguous ranges covering [0, n), possibly
+   * at the same time on several threads (the calling thread is one of them); returns when
+   * every range is done. n <= 0 calls nothing. How many ranges and threads is the runtime's
+   * choice (at most a few ranges per thread; one call body(closure, 0, n) when the runtime has
+   * one thread, n == 1, or the pool is busy): bodies must give the same result for any split.
+   * A body may call parallel_for itself: that call runs its whole range on the body's thread.
+   * Bodies must not throw or longjmp out. */
   void (*parallel_for)(void* pool, int64_t n, aotrace_parallel_body body, void* closure);
 } aotrace_kernel_ctx;
 

@@ -12,6 +12,9 @@
 // runs take separate scratch arenas from a per-variant pool (grown only when more runs are in
 // flight than before), so a steady state allocates nothing per call beyond `run`'s outputs
 // (`run_into` allocates nothing).
+// The kernels' parallel loops run on the Bundle's thread pool (OpenOptions::num_threads; the
+// calling thread takes part); a loop that finds the pool busy with another run's loop runs on
+// its own thread instead of waiting (thread_pool.h).
 #pragma once
 
 #include <cstddef>
@@ -150,6 +153,23 @@ struct OutputNode {
 
 struct OpenOptions {
   bool verify_hashes = true;  // sizes are always checked; XXH3 of every file unless false
+  // Threads the kernels' parallel loops use, the calling thread included (the Bundle owns a pool
+  // of num_threads - 1 workers). 0: AOTRACE_NUM_THREADS if set, else the CPUs this process may
+  // use. 1: every kernel runs on the calling thread.
+  int num_threads = 0;
+  // CPU features (LLVM names: "avx2", "avx512f") to treat as absent when choosing the kernel
+  // library, so that open() falls back to a slower one (the baseline when every faster library
+  // needs one of them): for tests, and to compare a faster library's results with the
+  // baseline's. The environment variable AOTRACE_DISABLE_CPU_FEATURES ("avx2,fma") adds to it.
+  std::vector<std::string> disabled_cpu_features{};
+};
+
+// One kernel library of a bundle: the portable baseline, or the same kernels built for a faster
+// CPU (format 1.2), which open() prefers when this CPU has every feature it needs.
+struct CpuLibraryInfo {
+  std::string path;                   // in the bundle: "cpu/x86_64-unknown-linux-gnu.x86-64-v4.so"
+  std::string cpu;                    // "x86-64-v4"; empty before format 1.1
+  std::vector<std::string> features;  // CPU features it needs ("avx512f")
 };
 
 struct EntryData;
@@ -203,11 +223,19 @@ class Bundle {
   const std::string& tool_version() const;
   const std::string& toolchain() const;
   const std::string& triple() const;
-  const std::string& cpu() const;                         // "x86-64-v2", empty before format 1.1
-  const std::vector<std::string>& cpu_features() const;  // required by the kernels ("sse4.2")
+  // The kernel library open() chose and loaded: the first faster library whose features this
+  // CPU has (less OpenOptions::disabled_cpu_features), else the portable baseline.
+  const std::string& cpu() const;                         // its CPU: "x86-64-v4"
+  const std::vector<std::string>& cpu_features() const;  // the features it needs ("avx2")
+  const std::string& cpu_library() const;                 // its path: "cpu/<triple>.<cpu>.so"
+  // Every kernel library of the bundle: the baseline first, then faster ones, fastest first.
+  const std::vector<CpuLibraryInfo>& cpu_libraries() const;
+  int num_threads() const;  // of the kernels' thread pool, caller included (OpenOptions)
 
   // Runs every variant on its golden inputs (golden/ in the bundle) and compares the outputs
-  // with the golden outputs (floats within 1e-4 relative + 1e-5 absolute, others exactly).
+  // with the golden outputs (torch eager's): f32/f64 within 1e-3 of each element plus 1e-4 of
+  // the tensor's largest magnitude (at least 1); f16 1e-2 and 1e-3, bf16 5e-2 and 1e-2; others
+  // exactly.
   // ok with `checked` pairs counted; data_loss naming the first mismatch.
   Status selftest(size_t* checked = nullptr) const;
 
@@ -218,7 +246,7 @@ class Bundle {
 
 // The bundle format this runtime reads: every minor of its major (COMPATIBILITY.md).
 constexpr uint32_t kFormatMajor = 1;
-constexpr uint32_t kFormatMinor = 1;
+constexpr uint32_t kFormatMinor = 2;
 // Required features this runtime knows (a bundle naming any other is refused).
 std::vector<std::string> known_features();
 
@@ -226,5 +254,11 @@ std::vector<std::string> known_features();
 // and those of `required` this CPU lacks (unknown names count as missing).
 bool cpu_feature_known(const std::string& name);
 std::vector<std::string> missing_cpu_features(const std::vector<std::string>& required);
+// The library of `libraries` (a bundle's: baseline first, then faster ones, fastest first) that
+// open() loads on this CPU: the first faster one needing no feature that is missing here or in
+// `disabled` (or AOTRACE_DISABLE_CPU_FEATURES), else 0, the baseline. -1 when libraries is
+// empty or this CPU lacks a feature of the baseline.
+int choose_cpu_library(const std::vector<CpuLibraryInfo>& libraries,
+                       const std::vector<std::string>& disabled = {});
 
 }  // namespace aotrace::rt

@@ -106,37 +106,50 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-// Hardware preflight: before any kernel is loaded, this CPU must have every feature they use.
-Status check_cpu_features(const BundleData& b) {
-  std::vector<std::string> missing = missing_cpu_features(b.cpu_features);
-  if (missing.empty()) return Status::Ok();
+// Hardware preflight: before any kernel is loaded, this CPU must have every feature of one of the
+// kernel libraries; the fastest such library is chosen (the baseline when no faster one runs).
+Status select_cpu_library(BundleData& b, const OpenOptions& options) {
+  int chosen = rt::choose_cpu_library(b.cpu_libraries, options.disabled_cpu_features);
+  if (chosen >= 0) {
+    b.cpu_library = static_cast<size_t>(chosen);
+    return Status::Ok();
+  }
+  const CpuLibraryInfo& base = b.cpu_libraries.front();
+  const std::string compiled_for = "bundle " + b.dir + " has kernels compiled for CPU " +
+                                   (base.cpu.empty() ? std::string("(unknown)") : base.cpu);
+  std::vector<std::string> missing = missing_cpu_features(base.features);
+  if (missing.empty())
+    return Status(StatusCode::unsupported,
+                  compiled_for + ", which need CPU features disabled by "
+                  "OpenOptions::disabled_cpu_features or AOTRACE_DISABLE_CPU_FEATURES (needs " +
+                      joined(base.features) + "); disable only features the baseline does not need");
   return Status(StatusCode::unsupported,
-                "bundle " + b.dir + " has kernels compiled for CPU " +
-                    (b.cpu.empty() ? std::string("(unknown)") : b.cpu) +
-                    ", which need CPU features this machine lacks: " + joined(missing) +
-                    " (needs " + joined(b.cpu_features) +
+                compiled_for + ", which need CPU features this machine lacks: " + joined(missing) +
+                    " (needs " + joined(base.features) +
                     "); recompile with a --cpu this machine supports, e.g. --cpu x86-64-v2");
 }
 
-Status load_kernels(BundleData& b) {
+Status load_kernels(BundleData& b, const OpenOptions& options) {
   bool has_calls = false;
   for (const EntryData& e : b.entries)
     for (const VariantData& v : e.variants) has_calls |= !v.calls.empty();
   if (!has_calls) return Status::Ok();
-  if (b.cpu_library.empty() || !listed(b, b.cpu_library))
+  const std::string& baseline = b.cpu_libraries.front().path;
+  if (baseline.empty() || !listed(b, baseline))
     return corrupt(b.dir, "plans call kernels but no CPU library is listed");
   if (!triple_matches_host(b.triple))
     return Status(StatusCode::unsupported, "bundle " + b.dir + " has CPU kernels for " +
                                                b.triple + ", which this machine cannot run");
-  if (Status s = check_cpu_features(b); !s.ok()) return s;
-  std::string path = b.dir + "/" + b.cpu_library;
+  if (Status s = select_cpu_library(b, options); !s.ok()) return s;
+  const std::string& library = b.cpu_libraries[b.cpu_library].path;
+  std::string path = b.dir + "/" + library;
   b.library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!b.library) return Status(StatusCode::io_error, std::string("cannot load ") + path + ": " + ::dlerror());
   for (EntryData& e : b.entries)
     for (VariantData& v : e.variants)
       for (CallData& c : v.calls) {
         c.fn = reinterpret_cast<aotrace_kernel_fn>(::dlsym(b.library, c.symbol.c_str()));
-        if (!c.fn) return corrupt(b.dir, "kernel '" + c.symbol + "' is missing from " + b.cpu_library);
+        if (!c.fn) return corrupt(b.dir, "kernel '" + c.symbol + "' is missing from " + library);
       }
   return Status::Ok();
 }
@@ -203,8 +216,9 @@ Result<Bundle> Bundle::open(const std::string& dir, const OpenOptions& options) 
   for (const FileData& f : data->files)
     if (Status s = verify_file(*data, f, options.verify_hashes); !s.ok()) return s;
   if (Status s = map_weights(*data); !s.ok()) return s;
-  if (Status s = load_kernels(*data); !s.ok()) return s;
+  if (Status s = load_kernels(*data, options); !s.ok()) return s;
   if (Status s = allocate_arenas(*data); !s.ok()) return s;
+  if (Status s = start_thread_pool(*data, options.num_threads); !s.ok()) return s;
   return Bundle(std::move(data));
 }
 
@@ -230,8 +244,12 @@ uint32_t Bundle::format_minor() const { return data_->format_minor; }
 const std::string& Bundle::tool_version() const { return data_->tool_version; }
 const std::string& Bundle::toolchain() const { return data_->toolchain; }
 const std::string& Bundle::triple() const { return data_->triple; }
-const std::string& Bundle::cpu() const { return data_->cpu; }
-const std::vector<std::string>& Bundle::cpu_features() const { return data_->cpu_features; }
+const std::string& Bundle::cpu() const { return data_->cpu_libraries[data_->cpu_library].cpu; }
+const std::vector<std::string>& Bundle::cpu_features() const {
+  return data_->cpu_libraries[data_->cpu_library].features;
+}
+const std::string& Bundle::cpu_library() const { return data_->cpu_libraries[data_->cpu_library].path; }
+const std::vector<CpuLibraryInfo>& Bundle::cpu_libraries() const { return data_->cpu_libraries; }
 
 std::vector<std::string> known_features() { return {}; }
 

@@ -10,6 +10,7 @@
 
 #include "aotrace_kernel_abi.h"
 #include "aotrace_runtime.h"
+#include "thread_pool.h"
 
 namespace aotrace::rt {
 
@@ -122,15 +123,20 @@ struct FileData {
 
 struct BundleData {
   std::string dir;
-  std::string cpu_library;  // "cpu/<triple>.so" or empty
   std::vector<FileData> files;
-  std::string name, tool_version, toolchain, triple, cpu;
-  std::vector<std::string> cpu_features;  // required by the kernels
+  std::string name, tool_version, toolchain, triple;
+  // The kernel libraries: [0] the baseline (bundle.fb's cpu_library, cpu, required_cpu_features;
+  // its path empty when the bundle has no kernels), then the faster ones, fastest first.
+  std::vector<CpuLibraryInfo> cpu_libraries;
+  size_t cpu_library = 0;  // the one chosen and loaded at open
   uint32_t format_major = 0, format_minor = 0;
   std::vector<WeightData> weights;
   std::vector<EntryData> entries;
   std::unique_ptr<MappedFile> weights_file;
   void* library = nullptr;  // dlopen handle
+  // The kernels' threads (OpenOptions::num_threads) and the ctx every kernel call gets.
+  std::unique_ptr<ThreadPool> pool;
+  aotrace_kernel_ctx kernel_ctx{nullptr, nullptr};
   ~BundleData();
 
   const uint8_t* weight_ptr(size_t index) const;
@@ -139,6 +145,10 @@ struct BundleData {
 // Reads and validates bundle.fb (bundle_reader.cpp). Does not touch the other files.
 Result<std::shared_ptr<BundleData>> read_bundle_fb(const std::string& dir,
                                                    const OpenOptions& options);
+
+// Creates b.pool with `num_threads` threads (0: default_num_threads()) and b.kernel_ctx;
+// invalid_argument when num_threads < 0 (entry.cpp).
+Status start_thread_pool(BundleData& b, int num_threads);
 
 // Runs variant `v` of `e` (inputs and outputs checked against it; entry.cpp).
 Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v,
@@ -149,6 +159,8 @@ Result<std::shared_ptr<BundleData>> parse_bundle_fb(const std::string& dir, std:
 
 // Guard evaluation (guards.cpp).
 bool guard_holds(const GuardData&, const std::vector<TensorRef>& inputs, std::string* got);
+// The index of the first of `guards` that fails, guards.size() when all hold (the hit path).
+size_t first_failed_guard(const std::vector<GuardData>& guards, const std::vector<TensorRef>& inputs);
 Status no_variant_status(const EntryData&, const std::vector<TensorRef>& inputs,
                          const std::vector<size_t>& failed_guard);
 

@@ -173,6 +173,7 @@ VariantData read_variant(const fb::Variant& v, bool* ok) {
 
 Status validate_variant(const std::string& dir, const BundleData& b, const EntryData& e,
                         const VariantData& v);
+Status validate_cpu_libraries(const std::string& dir, const BundleData& b);
 
 Result<std::shared_ptr<BundleData>> read_bundle_fb(const std::string& dir,
                                                    const OpenOptions& /*options*/) {
@@ -200,9 +201,10 @@ Result<std::shared_ptr<BundleData>> parse_bundle_fb(const std::string& dir, std:
   data->triple = str(fbb.triple());
   data->format_major = fbb.format_major();
   data->format_minor = fbb.format_minor();
-  data->cpu_library = str(fbb.cpu_library());
-  data->cpu = str(fbb.cpu());
-  data->cpu_features = strings(fbb.required_cpu_features());
+  data->cpu_libraries.push_back({str(fbb.cpu_library()), str(fbb.cpu()), strings(fbb.required_cpu_features())});
+  if (fbb.faster_cpu_libraries())
+    for (const auto* l : *fbb.faster_cpu_libraries())
+      data->cpu_libraries.push_back({str(l->path()), str(l->cpu()), strings(l->required_cpu_features())});
   if (fbb.files())
     for (const auto* f : *fbb.files()) data->files.push_back({str(f->path()), f->size(), f->xxh3()});
   bool ok = true;
@@ -225,6 +227,7 @@ Result<std::shared_ptr<BundleData>> parse_bundle_fb(const std::string& dir, std:
       data->entries.push_back(std::move(entry));
     }
   if (!ok) return corrupt(dir, "unknown dtype in bundle.fb");
+  if (Status s = validate_cpu_libraries(dir, *data); !s.ok()) return s;
   for (const EntryData& e : data->entries) {
     if (e.variants.empty()) return corrupt(dir, "entry '" + e.name + "' has no variants");
     for (const VariantData& v : e.variants)

@@ -110,6 +110,20 @@ std::string check_variant(const BundleData& bundle, const EntryData& e, const Va
 
 }  // namespace
 
+// Faster kernel libraries (format 1.2): each a distinct file of the bundle, besides a baseline.
+Status validate_cpu_libraries(const std::string& dir, const BundleData& b) {
+  const auto& libs = b.cpu_libraries;
+  for (size_t i = 1; i < libs.size(); ++i) {
+    std::string why;
+    if (libs[0].path.empty()) why = "faster CPU libraries without a baseline cpu_library";
+    else if (!listed(b, libs[i].path)) why = "CPU library '" + libs[i].path + "' is not listed in bundle.fb";
+    for (size_t j = 0; j < i && why.empty(); ++j)
+      if (libs[j].path == libs[i].path) why = "CPU library '" + libs[i].path + "' is listed twice";
+    if (!why.empty()) return Status(StatusCode::data_loss, "bundle " + dir + " is corrupt: " + why);
+  }
+  return Status::Ok();
+}
+
 Status validate_variant(const std::string& dir, const BundleData& bundle, const EntryData& e,
                         const VariantData& v) {
   std::string why = check_variant(bundle, e, v);

@@ -38,16 +38,34 @@ int aotrace_bundle_open(const char* dir, aotrace_bundle** out_bundle) {
 }
 
 int aotrace_bundle_open_with(const char* dir, int verify_hashes, aotrace_bundle** out_bundle) {
+  aotrace_open_options options;
+  aotrace_open_options_init(&options);
+  options.verify_hashes = verify_hashes;
+  return aotrace_bundle_open_with_options(dir, &options, out_bundle);
+}
+
+void aotrace_open_options_init(aotrace_open_options* options) {
+  options->verify_hashes = 1;
+  options->num_threads = 0;
+}
+
+int aotrace_bundle_open_with_options(const char* dir, const aotrace_open_options* options,
+                                     aotrace_bundle** out_bundle) {
   *out_bundle = nullptr;
-  OpenOptions options;
-  options.verify_hashes = verify_hashes != 0;
-  auto b = Bundle::open(dir, options);
+  OpenOptions o;
+  if (options) {
+    o.verify_hashes = options->verify_hashes != 0;
+    o.num_threads = options->num_threads;
+  }
+  auto b = Bundle::open(dir, o);
   if (!b.ok()) return report(b.status());
   *out_bundle = new aotrace_bundle{std::move(*b)};
   return 0;
 }
 
 void aotrace_bundle_close(aotrace_bundle* bundle) { delete bundle; }
+
+int aotrace_bundle_num_threads(const aotrace_bundle* bundle) { return bundle->bundle.num_threads(); }
 
 int aotrace_bundle_selftest(const aotrace_bundle* bundle, size_t* out_checked) {
   size_t checked = 0;

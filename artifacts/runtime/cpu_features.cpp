@@ -1,6 +1,9 @@
 // Hardware preflight (DESIGN §5): the CPU features a bundle's kernels need, checked against this
-// CPU with cpuid (x86-64) before the kernels are loaded. Feature names are LLVM's ("sse4.2").
+// CPU with cpuid (x86-64) before the kernels are loaded, and the choice among a bundle's kernel
+// libraries (choose_cpu_library). Feature names are LLVM's ("sse4.2").
+// Test: runtime_tests Preflight.*, CpuLibraries.*.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -73,7 +76,39 @@ bool host_has(const FeatureBit& f) {
 bool host_has(const FeatureBit&) { return false; }  // x86 features on another architecture
 #endif
 
+// `disabled` plus the names in AOTRACE_DISABLE_CPU_FEATURES (comma or space separated).
+std::vector<std::string> with_disabled_from_environment(std::vector<std::string> disabled) {
+  const char* env = std::getenv("AOTRACE_DISABLE_CPU_FEATURES");
+  std::string name;
+  for (const char* c = env ? env : ""; ; ++c) {
+    if (*c == ',' || *c == ' ' || *c == '\0') {
+      if (!name.empty()) disabled.push_back(name);
+      name.clear();
+      if (*c == '\0') break;
+    } else {
+      name += *c;
+    }
+  }
+  return disabled;
+}
+
+bool runs_here(const CpuLibraryInfo& library, const std::vector<std::string>& disabled) {
+  if (!missing_cpu_features(library.features).empty()) return false;
+  for (const std::string& f : library.features)
+    if (std::find(disabled.begin(), disabled.end(), f) != disabled.end()) return false;
+  return true;
+}
+
 }  // namespace
+
+int choose_cpu_library(const std::vector<CpuLibraryInfo>& libraries,
+                       const std::vector<std::string>& disabled_by_caller) {
+  if (libraries.empty()) return -1;
+  const std::vector<std::string> disabled = with_disabled_from_environment(disabled_by_caller);
+  for (size_t i = 1; i < libraries.size(); ++i)
+    if (runs_here(libraries[i], disabled)) return static_cast<int>(i);
+  return runs_here(libraries[0], disabled) ? 0 : -1;
+}
 
 bool cpu_feature_known(const std::string& name) { return find_feature(name) != nullptr; }
 

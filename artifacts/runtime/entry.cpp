@@ -4,15 +4,14 @@
 namespace aotrace::rt {
 namespace {
 
-// The kernels' parallel_for. Runs the body serially for now; the thread pool of DESIGN §5 slots
-// in here without touching kernels (they only see the callback).
-void serial_parallel_for(void* /*pool*/, int64_t n, aotrace_parallel_body body, void* closure) {
-  if (n > 0) body(closure, 0, n);
-}
-
-const aotrace_kernel_ctx kKernelCtx = {nullptr, &serial_parallel_for};
-
 Status invalid(const std::string& msg) { return Status(StatusCode::invalid_argument, msg); }
+
+bool same_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
 
 // After the guards chose `v`: each tensor must be exactly what the variant was compiled for.
 Status check_tensors(const EntryData& e, const VariantData& v, const std::vector<TensorInfo>& infos,
@@ -23,7 +22,7 @@ Status check_tensors(const EntryData& e, const VariantData& v, const std::vector
   for (size_t i = 0; i < infos.size(); ++i) {
     const TensorInfo& info = infos[i];
     const TensorRef& t = tensors[i];
-    if (t.dtype != info.dtype || t.shape != info.shape || !t.is_contiguous() ||
+    if (t.dtype != info.dtype || !same_shape(t.shape, info.shape) || !t.is_contiguous() ||
         t.device != DeviceKind::cpu)
       return invalid("variant " + v.name + " of entry '" + e.name + "' needs " + role + " '" +
                      info.name + "' as a contiguous cpu " + dtype_name(info.dtype) + " tensor of shape " +
@@ -48,6 +47,16 @@ void* buffer_pointer(const BundleData& b, uint8_t* arena, const BufferData& buf,
 
 }  // namespace
 
+Status start_thread_pool(BundleData& b, int num_threads) {
+  if (num_threads < 0)
+    return invalid("num_threads must be 0 (the default) or positive, got " + std::to_string(num_threads));
+  b.pool = std::make_unique<ThreadPool>(num_threads > 0 ? num_threads : default_num_threads());
+  b.kernel_ctx = b.pool->kernel_ctx();
+  return Status::Ok();
+}
+
+int Bundle::num_threads() const { return data_->pool ? data_->pool->num_threads() : 1; }
+
 // Runs `v`'s kernels with scratch memory from its slot pool: concurrent runs take different
 // slots; a steady state allocates nothing.
 Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v,
@@ -64,7 +73,7 @@ Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v
   for (const CallData& call : v.calls) {
     slot->args.clear();
     for (int32_t i : call.buffers) slot->args.push_back(slot->pointers[static_cast<size_t>(i)]);
-    call.fn(slot->args.data(), no_symbols, &kKernelCtx);
+    call.fn(slot->args.data(), no_symbols, &b.kernel_ctx);
   }
   v.slots->give_back(std::move(slot));
   return Status::Ok();
@@ -92,17 +101,12 @@ Result<size_t> Entry::select(const std::vector<TensorRef>& inputs) const {
   if (inputs.size() != num_inputs())
     return invalid("entry '" + data_->name + "' takes " + std::to_string(num_inputs()) +
                    " inputs, got " + std::to_string(inputs.size()));
-  auto first_failed_guard = [&](size_t v) {
-    const std::vector<GuardData>& guards = data_->variants[v].guards;
-    size_t g = 0;
-    while (g < guards.size() && guard_holds(guards[g], inputs, nullptr)) ++g;
-    return g;
-  };
   for (size_t v = 0; v < data_->variants.size(); ++v)
-    if (first_failed_guard(v) == data_->variants[v].guards.size()) return v;
+    if (first_failed_guard(data_->variants[v].guards, inputs) == data_->variants[v].guards.size()) return v;
   // A miss: evaluate again to name the failed guards (no allocation on the hit path).
   std::vector<size_t> failed(data_->variants.size());
-  for (size_t v = 0; v < data_->variants.size(); ++v) failed[v] = first_failed_guard(v);
+  for (size_t v = 0; v < data_->variants.size(); ++v)
+    failed[v] = first_failed_guard(data_->variants[v].guards, inputs);
   return no_variant_status(*data_, inputs, failed);
 }
 

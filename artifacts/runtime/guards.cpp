@@ -37,7 +37,35 @@ bool dim_guard_holds(const GuardData& g, const TensorRef& t, const std::vector<T
   return holds;
 }
 
+// guard_holds without the message: the hit path of every call, no strings, no calls.
+inline bool guard_passes(const GuardData& g, const std::vector<TensorRef>& inputs) {
+  const TensorRef& t = inputs[static_cast<size_t>(g.input)];
+  const size_t dim = static_cast<size_t>(g.dim);
+  switch (g.kind) {
+    case GuardKind::Rank: return t.shape.size() == static_cast<size_t>(g.value);
+    case GuardKind::DType: return t.dtype == g.dtype;
+    case GuardKind::Device: return t.device == g.device;
+    case GuardKind::Contiguous: return t.is_contiguous();
+    case GuardKind::DimEq: return dim < t.shape.size() && t.shape[dim] == g.value;
+    case GuardKind::DimRange:
+      return dim < t.shape.size() && g.value <= t.shape[dim] && t.shape[dim] <= g.value2;
+    case GuardKind::DimMultiple: return dim < t.shape.size() && t.shape[dim] % g.value == 0;
+    case GuardKind::DimsEqual: {
+      const TensorRef& o = inputs[static_cast<size_t>(g.other_input)];
+      const size_t other_dim = static_cast<size_t>(g.other_dim);
+      return dim < t.shape.size() && other_dim < o.shape.size() && t.shape[dim] == o.shape[other_dim];
+    }
+  }
+  return false;
+}
+
 }  // namespace
+
+size_t first_failed_guard(const std::vector<GuardData>& guards, const std::vector<TensorRef>& inputs) {
+  size_t g = 0;
+  while (g < guards.size() && guard_passes(guards[g], inputs)) ++g;
+  return g;
+}
 
 // `got` (may be null) receives what the input had when the guard fails.
 bool guard_holds(const GuardData& g, const std::vector<TensorRef>& inputs, std::string* got) {

@@ -10,8 +10,9 @@ ir::Bytes codegen_cpu(const Schedule& s, const Options& options) {
   llvm::LLVMContext context;
   llvm::Module module("aotrace_kernels", context);
   module.setSourceFileName("aotrace_kernels");
-  for (const ScheduledKernel& k : s.kernels) cpu::emit_kernel(module, s.fused.graph, k);
   std::unique_ptr<llvm::TargetMachine> tm = cpu::make_target_machine(options);
+  cpu::CpuTarget target = cpu::cpu_target(*tm);
+  for (const ScheduledKernel& k : s.kernels) cpu::emit_kernel(module, s.fused.graph, k, target);
   return cpu::optimise_and_emit(module, *tm, options.opt_level);
 }
 

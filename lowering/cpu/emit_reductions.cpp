@@ -1,5 +1,7 @@
 // Ops with an inner loop per output element, accumulating in the compute type of their result
-// (f16/bf16: f32; integer sums: i64 as the op rule gives):
+// (f16/bf16: f32; integer sums: i64 as the op rule gives). Floating sums (reduce_sum, matmul,
+// conv) may be reassociated and contracted to FMA, so that LLVM vectorises them with several
+// partial sums, as torch's own kernels sum in blocks; max/min keep their order (NaN rules):
 //   reduce_sum/max/min   over the reduced axes; max/min propagate NaN (torch.amax/amin)
 //   argmax/argmin        (best value, first index) over one axis; NaN beats everything
 //   matmul               over K, batch dims broadcast, 1-D operands as torch.matmul
@@ -79,10 +81,12 @@ llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
   loop_nest(extents, [&](const Index& r) {
     llvm::Value* v = convert(b_, emit(x, reduced_index(reduced, keepdim, idx, r)), dtype(x), rt);
     llvm::Value* a = b_.CreateLoad(t, acc);
-    llvm::Value* next = n.op == ir::OpKind::ReduceMax   ? emit_max(b_, a, v, rt)
-                        : n.op == ir::OpKind::ReduceMin ? emit_min(b_, a, v, rt)
-                                                        : emit_binary(b_, ir::OpKind::Add, a, v, rt);
-    b_.CreateStore(next, acc);
+    if (n.op == ir::OpKind::ReduceMax || n.op == ir::OpKind::ReduceMin) {
+      b_.CreateStore(n.op == ir::OpKind::ReduceMax ? emit_max(b_, a, v, rt) : emit_min(b_, a, v, rt), acc);
+      return;
+    }
+    auto sums = reassociable_sums();
+    b_.CreateStore(emit_binary(b_, ir::OpKind::Add, a, v, rt), acc);
   });
   return b_.CreateLoad(t, acc);
 }
@@ -133,8 +137,10 @@ llvm::Value* KernelEmitter::emit_matmul(const ir::Node& n, const Index& idx) {
     ai.push_back(k[0]);
     bi.push_back(k[0]);
     if (col) bi.push_back(bs.back() == 1 ? b_.getInt64(0) : col);
-    llvm::Value* prod = emit_binary(b_, ir::OpKind::Mul, convert(b_, emit(a, ai), dtype(a), rt),
-                                    convert(b_, emit(bv, bi), dtype(bv), rt), rt);
+    llvm::Value* av = convert(b_, emit(a, ai), dtype(a), rt);
+    llvm::Value* bw = convert(b_, emit(bv, bi), dtype(bv), rt);
+    auto sums = reassociable_sums();
+    llvm::Value* prod = emit_binary(b_, ir::OpKind::Mul, av, bw, rt);
     b_.CreateStore(emit_binary(b_, ir::OpKind::Add, b_.CreateLoad(t, acc), prod, rt), acc);
   });
   return b_.CreateLoad(t, acc);
@@ -167,13 +173,21 @@ llvm::Value* KernelEmitter::emit_conv(const ir::Node& n, const Index& idx) {
       llvm::Value* pos = b_.CreateAdd(b_.CreateMul(idx[2 + s], i64(stride[s])),
                                       b_.CreateMul(r[1 + s], i64(dilation[s])));
       if (pad[s] != 0) pos = b_.CreateSub(pos, i64(pad[s]));
-      inside = b_.CreateAnd(inside, in_range(pos, xs[2 + s]));
-      xi.push_back(clamp(pos, xs[2 + s]));
+      // Bounds checks only where the window can leave the input (never once pad_conv_inputs
+      // has moved the padding into the input).
+      std::vector<int64_t> os = dims(n.results[0]);
+      if (pad[s] != 0 || (os[2 + s] - 1) * stride[s] + (ws[2 + s] - 1) * dilation[s] >= xs[2 + s]) {
+        inside = b_.CreateAnd(inside, in_range(pos, xs[2 + s]));
+        pos = clamp(pos, xs[2 + s]);
+      }
+      xi.push_back(pos);
       wi.push_back(r[1 + s]);
     }
     llvm::Value* xv = convert(b_, emit(x, xi), dtype(x), rt);
     xv = b_.CreateSelect(inside, xv, constant(b_, 0, rt));
-    llvm::Value* prod = emit_binary(b_, ir::OpKind::Mul, xv, convert(b_, emit(w, wi), dtype(w), rt), rt);
+    llvm::Value* wv = convert(b_, emit(w, wi), dtype(w), rt);
+    auto sums = reassociable_sums();
+    llvm::Value* prod = emit_binary(b_, ir::OpKind::Mul, xv, wv, rt);
     b_.CreateStore(emit_binary(b_, ir::OpKind::Add, b_.CreateLoad(t, acc), prod, rt), acc);
   });
   llvm::Value* sum = b_.CreateLoad(t, acc);

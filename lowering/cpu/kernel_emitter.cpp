@@ -16,9 +16,14 @@
 // re-emitted. Test: every lowering_tests EndToEnd.*, DTypes.* and Ops.* case.
 #include "lowering/cpu/kernel_emitter.h"
 
+#include <algorithm>
+
 #include <llvm/IR/Function.h>
 
 namespace aotrace::lowering::cpu {
+
+// Below this many operations, waking threads costs more than it gains: one task, inline.
+constexpr double kParallelWork = 32768;
 
 std::vector<int64_t> int_list(const ir::Attrs& attrs, const std::string& key) {
   const ir::AttrValue& v = attrs.items.at(key);
@@ -29,15 +34,21 @@ std::vector<int64_t> int_list(const ir::Attrs& attrs, const std::string& key) {
   return out;
 }
 
-KernelEmitter::KernelEmitter(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k)
-    : ctx_(m.getContext()), b_(ctx_), g_(g), k_(k), producer_(g.num_values(), -1) {
+KernelEmitter::KernelEmitter(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k,
+                             const CpuTarget& t)
+    : module_(m), target_(t), ctx_(m.getContext()), b_(ctx_), g_(g), k_(k),
+      producer_(g.num_values(), -1) {
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (ir::ValueId r : g.nodes[i].results) producer_[static_cast<size_t>(r)] = static_cast<int>(i);
   auto* ptr = llvm::PointerType::get(ctx_, 0);
   auto* type = llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, ptr}, false);
-  fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, k.symbol, m);
+  kernel_fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, k.symbol, m);
+  kernel_fn_->setDoesNotThrow();
+  kernel_fn_->setVisibility(llvm::GlobalValue::DefaultVisibility);
+  // The body has the ABI's aotrace_parallel_body type: (closure = buffers, begin, end).
+  auto* body_type = llvm::FunctionType::get(b_.getVoidTy(), {ptr, b_.getInt64Ty(), b_.getInt64Ty()}, false);
+  fn_ = llvm::Function::Create(body_type, llvm::Function::InternalLinkage, k.symbol + ".body", m);
   fn_->setDoesNotThrow();
-  fn_->setVisibility(llvm::GlobalValue::DefaultVisibility);
   entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
 }
 
@@ -49,17 +60,158 @@ void KernelEmitter::emit() {
   }
   for (size_t r = 0; r < k_.read_values.size(); ++r) read_arg_[k_.read_values[r]] = static_cast<int>(r + 1);
   memo_.emplace_back();
+  int64_t tasks = emit_loop_body(fn_->getArg(1), fn_->getArg(2));
+  b_.CreateRetVoid();
+  emit_entry(tasks, work_estimate());
+}
+
+// The body's loops over its tasks [begin, end):
+//   - a GEMM kernel (emit_gemm.cpp): one task per block of the output matrix;
+//   - a scan: one task, the whole kernel (it walks its axis in order);
+//   - otherwise one task per position of every output dim but the innermost, which stays a
+//     static inner loop (contiguous: what the vectoriser wants); with fewer than 8 such rows
+//     and enough work, the innermost dim is cut into chunks as well; a rank-1 root is split
+//     by element, a scalar root is one task.
+int64_t KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end) {
+  GemmPlan gemm;
+  if (plan_gemm(gemm)) {
+    emit_gemm_tasks(gemm, begin, end);
+    return gemm.tasks();
+  }
   int p = producer_[static_cast<size_t>(k_.root)];
   bool is_copy = read_arg_.count(k_.root) != 0;  // an output copy kernel reads its own root
+  const std::vector<int64_t>& extents = k_.loop_extents;
   if (p >= 0 && !is_copy && ir::op_info(g_.nodes[static_cast<size_t>(p)].op).category == ir::OpCategory::Scan) {
-    emit_scan_kernel(g_.nodes[static_cast<size_t>(p)]);
-  } else {
-    loop_nest(k_.loop_extents, [&](const Index& idx) {
-      llvm::Value* v = emit(k_.root, idx);
-      store(k_.root, 0, idx, v);
-    });
+    range_loop(begin, end, [&](llvm::Value*) { emit_scan_kernel(g_.nodes[static_cast<size_t>(p)]); });
+    return 1;
   }
-  b_.CreateRetVoid();
+  for (int64_t e : extents)
+    if (e == 0) return 0;
+  size_t split = extents.size() <= 1 ? extents.size() : extents.size() - 1;
+  std::vector<int64_t> outer(extents.begin(), extents.begin() + static_cast<std::ptrdiff_t>(split));
+  std::vector<int64_t> inner(extents.begin() + static_cast<std::ptrdiff_t>(split), extents.end());
+  int64_t tasks = 1;
+  for (int64_t e : outer) tasks *= e;
+  if (!inner.empty() && tasks < 8 && inner[0] >= 64 && work_estimate() >= kParallelWork) {
+    // Few rows (a batch-1 linear layer: [1, N]): the innermost dim is split into chunks too, so
+    // that there are tasks for every thread; chunks stay multiples of 16 for the vectoriser.
+    int64_t chunk = (inner[0] + 7) / 8;
+    chunk = (chunk + 15) / 16 * 16;
+    int64_t chunks = (inner[0] + chunk - 1) / chunk;
+    range_loop(begin, end, [&](llvm::Value* t) {
+      Index head = unflatten(b_.CreateUDiv(t, i64(chunks)), outer);
+      llvm::Value* lo = b_.CreateMul(b_.CreateURem(t, i64(chunks)), i64(chunk));
+      llvm::Value* hi = b_.CreateAdd(lo, i64(chunk));
+      hi = b_.CreateSelect(b_.CreateICmpSLT(hi, i64(inner[0])), hi, i64(inner[0]));
+      range_loop(lo, hi, [&](llvm::Value* j) {
+        Index idx = head;
+        idx.push_back(j);
+        store(k_.root, 0, idx, emit(k_.root, idx));
+      });
+    });
+    return tasks * chunks;
+  }
+  range_loop(begin, end, [&](llvm::Value* t) {
+    Index head = unflatten(t, outer);
+    loop_nest(inner, [&](const Index& tail) {
+      Index idx = head;
+      idx.insert(idx.end(), tail.begin(), tail.end());
+      store(k_.root, 0, idx, emit(k_.root, idx));
+    });
+  });
+  return tasks;
+}
+
+// Arithmetic operations a kernel performs (per output element: its reduction's trip count).
+double KernelEmitter::work_estimate() const {
+  double outputs = 1;
+  for (int64_t e : k_.loop_extents) outputs *= static_cast<double>(e);
+  if (k_.reduction < 0) return outputs;
+  const ir::Node& n = g_.nodes[static_cast<size_t>(producer_[static_cast<size_t>(k_.reduction)])];
+  auto numel = [&](ir::ValueId v) {
+    double c = 1;
+    for (int64_t d : dims(v)) c *= static_cast<double>(d);
+    return c;
+  };
+  double per_output = 1;
+  switch (ir::op_info(n.op).category) {
+    case ir::OpCategory::Reduce: per_output = numel(n.operands[0]) / std::max(1.0, numel(k_.reduction)); break;
+    case ir::OpCategory::Matmul: per_output = static_cast<double>(dims(n.operands[0]).back()); break;
+    case ir::OpCategory::Conv: per_output = numel(n.operands[1]) / std::max<double>(1, static_cast<double>(dims(n.operands[1])[0])); break;
+    case ir::OpCategory::Pool:
+      for (int64_t e : int_list(n.attrs, "kernel")) per_output *= static_cast<double>(e);
+      break;
+    default: break;
+  }
+  return outputs * std::max(1.0, per_output);
+}
+
+// The exported kernel: runs the body over [0, tasks), through ctx->parallel_for when the
+// kernel is big enough to be worth waking other threads (and the runtime offers one).
+void KernelEmitter::emit_entry(int64_t tasks, double work) {
+  auto* bb = llvm::BasicBlock::Create(ctx_, "entry", kernel_fn_);
+  llvm::IRBuilder<> b(bb);
+  llvm::Value* buffers = kernel_fn_->getArg(0);
+  llvm::Value* ctx = kernel_fn_->getArg(2);
+  auto call_serial = [&](llvm::IRBuilder<>& at) {
+    at.CreateCall(fn_, {buffers, at.getInt64(0), at.getInt64(static_cast<uint64_t>(tasks))});
+    at.CreateRetVoid();
+  };
+  if (tasks <= 1 || work < kParallelWork) {
+    fn_->addFnAttr(llvm::Attribute::AlwaysInline);
+    call_serial(b);
+    return;
+  }
+  auto* ptr = b.getPtrTy();
+  auto* serial = llvm::BasicBlock::Create(ctx_, "serial", kernel_fn_);
+  auto* check_fn = llvm::BasicBlock::Create(ctx_, "has_ctx", kernel_fn_);
+  auto* parallel = llvm::BasicBlock::Create(ctx_, "parallel", kernel_fn_);
+  b.CreateCondBr(b.CreateIsNull(ctx), serial, check_fn);
+  b.SetInsertPoint(check_fn);
+  // aotrace_kernel_ctx { void* pool; void (*parallel_for)(pool, n, body, closure); }
+  llvm::Value* pool = b.CreateAlignedLoad(ptr, ctx, llvm::Align(8));
+  llvm::Value* pf = b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, ctx, 1), llvm::Align(8));
+  b.CreateCondBr(b.CreateIsNull(pf), serial, parallel);
+  b.SetInsertPoint(parallel);
+  auto* pf_type = llvm::FunctionType::get(b.getVoidTy(), {ptr, b.getInt64Ty(), ptr, ptr}, false);
+  b.CreateCall(pf_type, pf, {pool, b.getInt64(static_cast<uint64_t>(tasks)), fn_, buffers});
+  b.CreateRetVoid();
+  llvm::IRBuilder<> s(serial);
+  call_serial(s);
+}
+
+void KernelEmitter::range_loop(llvm::Value* begin, llvm::Value* end,
+                               const std::function<void(llvm::Value*)>& body) {
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, "range", fn_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "range.end", fn_);
+  b_.CreateCondBr(b_.CreateICmpSLT(begin, end), header, exit);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, "t");
+  i->addIncoming(begin, pre);
+  memo_.emplace_back();
+  body(i);
+  memo_.pop_back();
+  llvm::Value* next = b_.CreateNSWAdd(i, b_.getInt64(1));
+  i->addIncoming(next, b_.GetInsertBlock());
+  b_.CreateCondBr(b_.CreateICmpSLT(next, end), header, exit);
+  b_.SetInsertPoint(exit);
+}
+
+Index KernelEmitter::unflatten(llvm::Value* flat, const std::vector<int64_t>& extents) {
+  Index idx(extents.size());
+  llvm::Value* rest = flat;
+  for (size_t d = extents.size(); d-- > 0;) {
+    if (extents[d] == 1) {
+      idx[d] = b_.getInt64(0);
+    } else if (d == 0) {
+      idx[d] = rest;
+    } else {
+      idx[d] = b_.CreateURem(rest, i64(extents[d]));
+      rest = b_.CreateUDiv(rest, i64(extents[d]));
+    }
+  }
+  return idx;
 }
 
 const ir::Node& KernelEmitter::producer(ir::ValueId v) const {
@@ -193,6 +345,15 @@ llvm::Value* KernelEmitter::accumulator(llvm::Type* t, llvm::Value* init) {
   return acc;
 }
 
+std::unique_ptr<llvm::IRBuilderBase::FastMathFlagGuard> KernelEmitter::reassociable_sums() {
+  auto guard = std::make_unique<llvm::IRBuilderBase::FastMathFlagGuard>(b_);
+  llvm::FastMathFlags fmf;
+  fmf.setAllowReassoc();
+  fmf.setAllowContract();
+  b_.setFastMathFlags(fmf);
+  return guard;
+}
+
 llvm::Value* KernelEmitter::in_range(llvm::Value* i, int64_t n) {
   // One unsigned compare: a negative i is a huge unsigned value.
   return b_.CreateICmpULT(i, i64(n));
@@ -203,8 +364,9 @@ llvm::Value* KernelEmitter::clamp(llvm::Value* i, int64_t n) {
   return b_.CreateSelect(b_.CreateICmpSGT(lo, i64(n - 1)), i64(n - 1), lo);
 }
 
-void emit_kernel(llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel) {
-  KernelEmitter(module, g, kernel).emit();
+void emit_kernel(llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel,
+                 const CpuTarget& target) {
+  KernelEmitter(module, g, kernel, target).emit();
 }
 
 }  // namespace aotrace::lowering::cpu

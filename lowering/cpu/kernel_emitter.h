@@ -1,6 +1,8 @@
-// Private to lowering/cpu/: the emitter of one kernel (one LLVM function per scheduled kernel),
-// split by concern over three files:
-//   kernel_emitter.cpp   the function, loop nests, loads/stores, elementwise ops, dispatch
+// Private to lowering/cpu/: the emitter of one kernel (one exported LLVM function per scheduled
+// kernel, plus the body it runs over the runtime's parallel_for), split by concern:
+//   kernel_emitter.cpp   the functions, parallel split, loop nests, loads/stores, elementwise ops
+//   emit_gemm.cpp        matmul and conv kernels as packed, register-blocked GEMM with the
+//                        kernel's elementwise ops as epilogue
 //   emit_views.cpp       ops that map the index: movement (reshape, permute, expand, slice,
 //                        flip, pad, concat), index loads (gather, index_select), arange
 //   emit_reductions.cpp  ops with an inner loop per output element: reduce, arg-reduce,
@@ -9,6 +11,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "lowering/cpu/llvm_backend.h"
@@ -20,24 +23,53 @@ using Index = std::vector<llvm::Value*>;
 // An int-list attribute (also given as a constant Shape).
 std::vector<int64_t> int_list(const ir::Attrs& attrs, const std::string& key);
 
+// How a GEMM kernel is blocked (emit_gemm.cpp): C[M×N] += A[M×K]·B[K×N] per batch, in tasks of
+// one MT×NC block of C; each task walks K in KC panels, packs its B panel once and A in MC-row
+// blocks, both as MR-row / NR-column micro-panels.
+struct GemmPlan {
+  bool is_conv = false;
+  int64_t batches = 1, m = 0, n = 0, k = 0;
+  int64_t mr = 6, nr = 16, mc = 72, nc = 128, kc = 256;
+  int64_t mt = 72;  // rows per task: a multiple of MC (fewer B packings, enough tasks)
+  // Conv: N walks output rows of `row` columns (NC is a multiple of it), of which the first
+  // `out_w` are the output's. `wide`: a stride-1 conv of an unpadded, materialised input is
+  // computed on the input's width (row = input width), so that B[k, n] = x_flat[offset(k) + n]:
+  // im2col rows are contiguous slices, packed with vector loads; the extra columns are dropped.
+  int64_t row = 0, out_w = 0;
+  bool wide = false;
+  int64_t m_tasks() const { return (m + mt - 1) / mt; }
+  int64_t n_blocks() const { return (n + nc - 1) / nc; }
+  int64_t tasks() const { return batches * m_tasks() * n_blocks(); }
+};
+
 class KernelEmitter {
  public:
-  KernelEmitter(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k);
+  KernelEmitter(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k, const CpuTarget& t);
   void emit();
 
  private:
+  llvm::Module& module_;
+  const CpuTarget& target_;
   llvm::LLVMContext& ctx_;
   llvm::IRBuilder<> b_;
   const ir::Graph& g_;
   const ScheduledKernel& k_;
   std::vector<int> producer_;
-  llvm::Function* fn_ = nullptr;
+  llvm::Function* kernel_fn_ = nullptr;  // the exported ABI function
+  llvm::Function* fn_ = nullptr;         // the body: (buffers, begin, end) over parallel tasks
   llvm::BasicBlock* entry_ = nullptr;
   std::vector<llvm::Value*> buffers_;
   std::map<ir::ValueId, int> read_arg_;
   std::vector<std::map<std::pair<ir::ValueId, Index>, llvm::Value*>> memo_;
 
   // kernel_emitter.cpp
+  int64_t emit_loop_body(llvm::Value* begin, llvm::Value* end);  // returns the task count
+  void emit_entry(int64_t tasks, double work);
+  double work_estimate() const;
+  // for (i = begin; i < end; ++i) body(i), with a memo scope for the body.
+  void range_loop(llvm::Value* begin, llvm::Value* end, const std::function<void(llvm::Value*)>& body);
+  // The index over `extents` of flat row-major position `flat` (size-1 dims: constant 0).
+  Index unflatten(llvm::Value* flat, const std::vector<int64_t>& extents);
   std::vector<int64_t> dims(ir::ValueId v) const { return static_dims(g_, v); }
   ir::DType dtype(ir::ValueId v) const { return g_.type(v).dtype; }
   const ir::Node& producer(ir::ValueId v) const;
@@ -54,6 +86,8 @@ class KernelEmitter {
   // A stack slot (in the entry block) holding an accumulator of compute type `t`, set to init.
   llvm::Value* accumulator(llvm::Type* t, llvm::Value* init);
   llvm::Value* i64(int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); }
+  // While alive, floating adds and multiplies built by b_ may be reassociated and contracted.
+  std::unique_ptr<llvm::IRBuilderBase::FastMathFlagGuard> reassociable_sums();
   llvm::Value* in_range(llvm::Value* i, int64_t n);   // 0 <= i < n, signed
   llvm::Value* clamp(llvm::Value* i, int64_t n);      // into [0, n-1] (n >= 1)
 
@@ -65,6 +99,21 @@ class KernelEmitter {
   llvm::Value* emit_concat(const ir::Node& n, const Index& idx);
   llvm::Value* emit_index(const ir::Node& n, const Index& idx);
   llvm::Value* emit_arange(const ir::Node& n, const Index& idx);
+
+  // emit_gemm.cpp
+  bool plan_gemm(GemmPlan& plan) const;
+  void emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end);
+  llvm::Function* gemm_microkernel(const GemmPlan& plan, int64_t rows);
+  llvm::Value* packed_weight(ir::ValueId view, int64_t width);
+  void gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, llvm::Value* jc, llvm::Value* nc,
+                        llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
+  llvm::Value* gemm_a(const GemmPlan& plan, const Index& batch, llvm::Value* m, llvm::Value* k);
+  llvm::Value* gemm_b(const GemmPlan& plan, const Index& batch, llvm::Value* k, llvm::Value* n);
+  void gemm_pack(const GemmPlan& plan, bool pack_a, const Index& batch, llvm::Value* start,
+                 llvm::Value* count, llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
+  void gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm::Value* ic, llvm::Value* mc,
+                     llvm::Value* jc, llvm::Value* nc, llvm::Value* tile, int64_t ldc);
+  llvm::Value* stack_array(llvm::Type* t, int64_t count);
 
   // emit_reductions.cpp
   llvm::Value* emit_reduce(const ir::Node& n, const Index& idx);

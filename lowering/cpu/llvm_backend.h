@@ -41,8 +41,15 @@ llvm::Value* emit_min(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, ir::
 llvm::Value* lowest_value(llvm::IRBuilder<>& b, ir::DType t);
 llvm::Value* highest_value(llvm::IRBuilder<>& b, ir::DType t);
 
+// What code generation needs to know of the target machine.
+struct CpuTarget {
+  int f32_lanes = 4;  // floats per vector register: 4 (SSE, NEON), 8 (AVX2), 16 (AVX-512)
+};
+CpuTarget cpu_target(const llvm::TargetMachine& tm);
+
 // Emits `kernel` as an exported function of `module`.
-void emit_kernel(llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel);
+void emit_kernel(llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel,
+                 const CpuTarget& target);
 
 std::unique_ptr<llvm::TargetMachine> make_target_machine(const Options& options);
 // Verifies, optimises (PassBuilder O<opt_level>) and emits `module` as an ELF object.

@@ -5,6 +5,7 @@
 
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
@@ -48,6 +49,16 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const Options& options)
       triple, cpu, options.features, target_options, llvm::Reloc::PIC_, std::nullopt, level));
   AOT_CHECK(tm != nullptr, "no target machine for " + triple + " / " + cpu);
   return tm;
+}
+
+CpuTarget cpu_target(const llvm::TargetMachine& tm) {
+  CpuTarget t;
+  const llvm::MCSubtargetInfo* sti = tm.getMCSubtargetInfo();
+  if (tm.getTargetTriple().getArch() == llvm::Triple::x86_64 && sti != nullptr) {
+    if (sti->checkFeatures("+avx512f")) t.f32_lanes = 16;
+    else if (sti->checkFeatures("+avx")) t.f32_lanes = 8;
+  }
+  return t;
 }
 
 static void optimise(llvm::Module& module, llvm::TargetMachine& tm, int opt_level) {

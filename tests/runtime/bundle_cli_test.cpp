@@ -1,7 +1,9 @@
 // The bundle commands through the CLI on examples/mlp (issue 5): determinism of `compile`,
-// `inspect [--json]`, `verify`, `run --selftest`, and a failed compile that leaves the output.
+// `inspect [--json]`, `verify`, `run --selftest`, a failed compile that leaves the output, and
+// the kernel libraries per CPU (baseline + host level, chosen at load; `--cpu` builds one).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -9,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
+#include "artifacts/runtime/aotrace_runtime.h"
+#include "artifacts/runtime/npy.h"
 #include "tests/support/subprocess.h"
 
 namespace {
@@ -78,7 +82,7 @@ TEST_F(BundleCli, InspectJsonDescribesTheBundle) {
   auto r = run_command(cli() + " inspect " + quote(bundle().string()) + " --json 2>/dev/null");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   json j = json::parse(r.output);
-  EXPECT_EQ(j["format_version"], "1.1");
+  EXPECT_EQ(j["format_version"], "1.2");
   EXPECT_EQ(j["kernel_abi_version"], 1);
   EXPECT_EQ(j["name"], "mlp");
   EXPECT_NE(j["tool_version"].get<std::string>().find("aotrace"), std::string::npos);
@@ -99,7 +103,9 @@ TEST_F(BundleCli, InspectJsonDescribesTheBundle) {
   }
   EXPECT_EQ(j["peak_arena_bytes"], peak);
   EXPECT_EQ(variants[2]["inputs"][0]["shape"], json::array({32, 784}));
-  EXPECT_EQ(j["weights"].size(), 6u);  // fc1, fc2, head: weight and bias
+  // fc1, fc2, head: weight and bias, plus the three weights pre-packed for the GEMM kernels of
+  // batch 8 and 32 (batch 1 reads the originals).
+  EXPECT_EQ(j["weights"].size(), 9u);
   bool saw_weights = false;
   for (const json& f : j["files"]) {
     std::string bytes = read_bytes(bundle() / f["path"].get<std::string>());
@@ -117,7 +123,7 @@ TEST_F(BundleCli, InspectJsonDescribesTheBundle) {
 TEST_F(BundleCli, InspectTextListsGuardsKernelsAndFiles) {
   auto r = run_command(cli() + " inspect " + quote(bundle().string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* s : {"format 1.1", "variant v2 (profiles: offline)", "guard L['x'].size()[0] == 32",
+  for (const char* s : {"format 1.2", "variant v2 (profiles: offline)", "guard L['x'].size()[0] == 32",
                         "kernel(s):", "peak arena bytes:", " weights.bin", "runtime library: ",
                         "cpu x86-64-v2"})
     EXPECT_NE(r.output.find(s), std::string::npos) << s << "\n" << r.output;
@@ -147,6 +153,118 @@ TEST_F(BundleCli, VerifyFailsOnADamagedBundle) {
   auto v2 = run_command(cli() + " verify " + quote(dir2.string()));
   EXPECT_EQ(v2.exit_code, 1) << v2.output;
   EXPECT_NE(v2.output.find("FAILED"), std::string::npos) << v2.output;
+}
+
+// Whether this machine runs x86-64-v3 (AVX2, FMA, BMI2): then compile builds a second library.
+bool host_has_x86_64_v3() {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2");
+#else
+  return false;
+#endif
+}
+
+const char* kDisableHostLevel = "AOTRACE_DISABLE_CPU_FEATURES=avx2 ";  // v3 and v4 need it
+
+// `aotrace inspect --json` of `dir`.
+json inspect_json(const fs::path& dir) {
+  auto r = run_command(cli() + " inspect " + quote(dir.string()) + " --json 2>/dev/null");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return r.exit_code == 0 ? json::parse(r.output) : json::object();
+}
+
+// cpu/<triple>.so, the portable baseline (the host's triple: x86_64-pc-linux-gnu on Debian).
+std::string baseline_library(const fs::path& dir) {
+  return "cpu/" + inspect_json(dir)["hardware"]["triple"].get<std::string>() + ".so";
+}
+
+TEST_F(BundleCli, CompileBuildsTheBaselineAndAFasterLibraryForThisHost) {
+  const json hw = inspect_json(bundle())["hardware"];
+  const std::string triple = hw["triple"], baseline = "cpu/" + triple + ".so";
+  const json& libs = hw["cpu_libraries"];
+  ASSERT_GE(libs.size(), 1u) << hw;
+  EXPECT_EQ(libs[0]["path"], baseline);
+  EXPECT_EQ(libs[0]["cpu"], "x86-64-v2");
+  EXPECT_EQ(libs[0]["baseline"], true);
+  if (!host_has_x86_64_v3()) {
+    EXPECT_EQ(libs.size(), 1u) << hw;
+    return;
+  }
+  ASSERT_EQ(libs.size(), 2u) << hw;
+  const std::string cpu = libs[1]["cpu"];
+  EXPECT_TRUE(cpu == "x86-64-v3" || cpu == "x86-64-v4") << cpu;
+  EXPECT_EQ(libs[1]["path"], "cpu/" + triple + "." + cpu + ".so");
+  const json& features = libs[1]["cpu_features"];
+  EXPECT_NE(std::find(features.begin(), features.end(), "avx2"), features.end()) << features;
+  EXPECT_TRUE(libs[1]["missing_on_this_machine"].empty()) << libs[1];
+  EXPECT_EQ(hw["cpu_library_loaded_here"], libs[1]["path"]);
+  EXPECT_TRUE(fs::exists(bundle() / libs[1]["path"].get<std::string>()));
+  EXPECT_NE(read_bytes(bundle() / baseline), read_bytes(bundle() / libs[1]["path"].get<std::string>()));
+
+  auto text = run_command(cli() + " inspect " + quote(bundle().string()));
+  EXPECT_NE(text.output.find("cpu libraries: 2; this machine would load cpu/" + triple + "." + cpu + ".so"),
+            std::string::npos) << text.output;
+  EXPECT_NE(text.output.find(baseline + ": cpu x86-64-v2 (baseline)"), std::string::npos) << text.output;
+  auto off = run_command(std::string(kDisableHostLevel) + cli() + " inspect " + quote(bundle().string()));
+  EXPECT_NE(off.output.find("this machine would load " + baseline), std::string::npos) << off.output;
+}
+
+TEST_F(BundleCli, VerifySaysWhichLibraryThisMachineUses) {
+  if (!host_has_x86_64_v3()) GTEST_SKIP() << "this machine has no AVX2/FMA: the bundle has the baseline only";
+  const std::string baseline = baseline_library(bundle());
+  auto v = run_command(cli() + " verify " + quote(bundle().string()));
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+  EXPECT_NE(v.output.find("this machine uses " + baseline.substr(0, baseline.size() - 3) + ".x86-64-v"),
+            std::string::npos) << v.output;
+  EXPECT_NE(v.output.find("faster than the baseline, of 2 kernel libraries"), std::string::npos) << v.output;
+  // With the host level's features made unavailable: the baseline, and the golden vectors pass.
+  auto off = run_command(std::string(kDisableHostLevel) + cli() + " verify " + quote(bundle().string()));
+  EXPECT_EQ(off.exit_code, 0) << off.output;
+  EXPECT_NE(off.output.find("this machine uses " + baseline +
+                            " (cpu x86-64-v2), the portable baseline, of 2 kernel libraries"),
+            std::string::npos) << off.output;
+  EXPECT_NE(off.output.find("3 golden pair(s) match"), std::string::npos) << off.output;
+}
+
+TEST_F(BundleCli, HostAndBaselineLibrariesGiveTheSameOutputs) {
+  fs::path dir = root_ / "same_outputs";
+  fs::create_directories(dir / "host");
+  fs::create_directories(dir / "baseline");
+  aotrace::rt::Tensor x(aotrace::rt::DType::f32, {8, 784});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data_as<float>()[i] = static_cast<float>((i * 7919) % 2003) / 1001.0f - 1.0f;
+  ASSERT_TRUE(aotrace::rt::npy_write((dir / "x.npy").string(), x.ref()).ok());
+  const std::string run = cli() + " run " + quote(bundle().string()) + " --input x=" + quote((dir / "x.npy").string());
+  auto host = run_command(run + " --output-dir " + quote((dir / "host").string()));
+  ASSERT_EQ(host.exit_code, 0) << host.output;
+  auto base = run_command(kDisableHostLevel + run + " --output-dir " + quote((dir / "baseline").string()));
+  ASSERT_EQ(base.exit_code, 0) << base.output;
+  auto a = aotrace::rt::npy_read((dir / "host/out0.npy").string());
+  auto b = aotrace::rt::npy_read((dir / "baseline/out0.npy").string());
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->shape(), b->shape());
+  int64_t bad = 0;
+  for (int64_t i = 0; i < a->numel(); ++i) {
+    const float got = a->data_as<float>()[i], want = b->data_as<float>()[i];
+    bad += !(std::fabs(got - want) <= 1e-5 + 1e-4 * std::fabs(want));
+  }
+  EXPECT_EQ(bad, 0) << "elements of the host library's output outside atol 1e-5 / rtol 1e-4 of the baseline's";
+}
+
+TEST_F(BundleCli, CpuOptionBuildsExactlyOneLibrary) {
+  fs::path out = root_ / "one_cpu" / "mlp.aot";
+  auto r = run_command(cli() + " compile " + mlp_yaml() + " --cpu x86-64-v2 -o " + quote(out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("kernels for x86-64-v2 ->"), std::string::npos) << r.output;
+  size_t libraries = 0;
+  for (const auto& f : fs::directory_iterator(out / "cpu")) libraries += f.path().extension() == ".so";
+  EXPECT_EQ(libraries, 1u);
+  const std::string baseline = baseline_library(out);
+  EXPECT_TRUE(fs::exists(out / baseline));
+  EXPECT_EQ(inspect_json(out)["hardware"]["cpu_libraries"].size(), 1u);
+  auto v = run_command(cli() + " verify " + quote(out.string()));
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+  EXPECT_NE(v.output.find("this machine uses " + baseline + " (cpu x86-64-v2)\n"),
+            std::string::npos) << v.output;
 }
 
 TEST_F(BundleCli, FailedCompileLeavesTheOutputUntouched) {

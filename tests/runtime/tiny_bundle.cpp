@@ -50,7 +50,51 @@ VariantSpec variant(int batch) {
   return v;
 }
 
+// z = x + y for x, y of `shape`, by `kernel` (test_kernels.c): rank, dtype and dim guards on both.
+VariantSpec add_variant(const std::string& name, std::vector<int64_t> shape, const std::string& kernel) {
+  VariantSpec v;
+  v.name = name;
+  v.profiles = {name};
+  v.inputs = {{"x", ir::DType::f32, shape, "L['x']"}, {"y", ir::DType::f32, shape, "L['y']"}};
+  v.outputs = {{"out0", ir::DType::f32, shape, ""}};
+  for (int input = 0; input < 2; ++input) {
+    std::string source = input == 0 ? "L['x']" : "L['y']";
+    ir::Guard rank = guard(ir::Guard::Kind::Rank, 0, static_cast<int64_t>(shape.size()), source, 2);
+    ir::Guard dtype = guard(ir::Guard::Kind::DType, 0, 0, source, 2);
+    dtype.dtype = ir::DType::f32;
+    rank.input = dtype.input = input;
+    v.guards.push_back(rank);
+    v.guards.push_back(dtype);
+    for (size_t d = 0; d < shape.size(); ++d) {
+      ir::Guard dim = guard(ir::Guard::Kind::DimEq, static_cast<int>(d), shape[d], source, 3);
+      dim.input = input;
+      v.guards.push_back(dim);
+    }
+  }
+  int64_t bytes = 4;
+  for (int64_t d : shape) bytes *= d;
+  using K = ir::PlanBuffer::Kind;
+  v.plan.buffers = {{K::Input, 0, 0, bytes}, {K::Input, 1, 0, bytes}, {K::Output, 0, 0, bytes}};
+  v.plan.calls = {{kernel, {0, 1, 2}}};
+  v.graph_json = "{\"variant\": \"" + name + "\"}\n";
+  return v;
+}
+
 }  // namespace
+
+BundleSpec parallel_bundle_spec() {
+  BundleSpec spec;
+  spec.name = "parallel";
+  spec.triple = "x86_64-unknown-linux-gnu";
+  spec.toolchain = "test kernels (system C compiler)";
+  spec.report_json = "{\"name\": \"parallel\"}\n";
+  std::string so = read_bytes(RT_TEST_KERNELS_SO);
+  spec.cpu_library.assign(so.begin(), so.end());
+  spec.entries.push_back({"add", {add_variant("v0", {16}, "k_add_n16"),
+                                  add_variant("v1", {100003}, "k_add_n100003")}});
+  spec.entries.push_back({"add_nested", {add_variant("v0", {64, 1000}, "k_add_nested_64x1000")}});
+  return spec;
+}
 
 BundleSpec tiny_bundle_spec() {
   BundleSpec spec;

@@ -11,6 +11,10 @@
 namespace aotrace::testing {
 
 artifacts::BundleSpec tiny_bundle_spec();
+// Kernels that call ctx->parallel_for, z = x + y for inputs x, y: entry 'add' with variants
+// v0 (f32[16], a serial kernel) and v1 (f32[100003], one parallel loop); entry 'add_nested'
+// (f32[64, 1000], a parallel loop over rows whose body runs a parallel loop over columns).
+artifacts::BundleSpec parallel_bundle_spec();
 std::filesystem::path fresh_temp_dir(const std::string& name);  // empty, under the test tmp
 std::string read_bytes(const std::filesystem::path&);
 void write_bytes(const std::filesystem::path&, const std::string&);

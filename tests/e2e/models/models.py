@@ -37,8 +37,8 @@ squeezenet1_1 = torchvision.models.squeezenet1_1().eval()
 # LayerNorm) at a width the test can afford; vit_b_16 itself is captured in tests/capture.
 vit = torchvision.models.VisionTransformer(image_size=32, patch_size=16, num_layers=2, num_heads=4,
                                           hidden_dim=64, mlp_dim=128, num_classes=10).eval()
-# vit_b_16 itself (12 layers, width 768) on 32x32 images: 4 patches keep the compile-time golden
-# vectors (reference loops) affordable.
+# vit_b_16 itself (12 layers, width 768) on 32x32 images: 4 patches keep lowering and the
+# comparison short.
 vit_b_16 = torchvision.models.vit_b_16(image_size=32).eval()
 # torchvision initialises the classification head to zeros: give it weights, or every output is
 # the (zero) bias and the comparison would prove nothing.

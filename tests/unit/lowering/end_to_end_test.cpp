@@ -251,8 +251,9 @@ TEST(Lowering, TimesEveryPass) {
   LoweredVariant v = lower_graph(g, "t_", Options{});
   std::vector<std::string> passes;
   for (const auto& t : v.timings) passes.push_back(t.pass);
-  EXPECT_EQ(passes, (std::vector<std::string>{"decompose", "fold-constants", "cse", "dce", "fuse",
-                                              "schedule", "codegen", "memory-plan"}));
+  EXPECT_EQ(passes, (std::vector<std::string>{"decompose", "fold-constants", "cse", "dce",
+                                              "pad-conv-inputs", "pack-weights", "fuse", "schedule",
+                                              "codegen", "memory-plan"}));
 }
 
 TEST(Target, CrossCompilesForAarch64) {

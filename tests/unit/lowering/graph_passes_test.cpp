@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "lowering/passes.h"
+#include "tests/unit/lowering/plan_runner.h"
 #include "tests/unit/lowering/test_graphs.h"
 
 namespace aotrace::lowering {
@@ -81,6 +82,56 @@ TEST(GraphPasses, FoldConstantsLeavesTensorOpsAlone) {
   ir::ValueId x = g.add_input("x", f32({3}), "L['x']");
   set_outputs(g, {g.add(OpKind::Add, {x, g.constant(1, ir::DType::f32)})});
   EXPECT_EQ(fold_constants(g).str(), g.str());
+}
+
+TEST(GraphPasses, PadConvInputs) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({1, 2, 5, 5}), "L['x']");
+  ir::ValueId w = g.add_input("w", f32({3, 2, 3, 3}), "L['w']");
+  ir::Attrs conv;
+  conv.set("stride", std::vector<int64_t>{1, 1}).set("dilation", std::vector<int64_t>{1, 1})
+      .set("groups", int64_t{1});
+  ir::Attrs padded = conv, unpadded = conv;
+  padded.set("pad_low", std::vector<int64_t>{1, 2}).set("pad_high", std::vector<int64_t>{1, 0});
+  unpadded.set("pad_low", std::vector<int64_t>{0, 0}).set("pad_high", std::vector<int64_t>{0, 0});
+  set_outputs(g, {g.add(OpKind::Conv, {x, w}, padded), g.add(OpKind::Conv, {x, w}, unpadded)});
+  ir::Graph p = pad_conv_inputs(g);
+  ASSERT_EQ(op_names(p), (Names{"pad", "conv", "conv"}));
+  EXPECT_EQ(p.nodes[0].attrs.ints("low"), (std::vector<int64_t>{0, 0, 1, 2}));
+  EXPECT_EQ(p.nodes[0].attrs.ints("high"), (std::vector<int64_t>{0, 0, 1, 0}));
+  EXPECT_EQ(p.nodes[1].attrs.ints("pad_low"), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(p.type(p.outputs[0]).str(), g.type(g.outputs[0]).str());
+  EXPECT_EQ(p.nodes[2].operands[0], x);  // no padding: unchanged
+  // Fusion materialises the pad as the conv's input: a kernel of its own.
+  EXPECT_EQ(fuse(p).kernels.size(), 3u);
+}
+
+TEST(GraphPasses, PackWeightsKeepsTheMeaning) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({5, 20}), "L['x']");
+  ir::ValueId img = g.add_input("img", f32({1, 3, 6, 6}), "L['img']");
+  ir::ValueId w = g.add_weight("w", f32({19, 20}), "L['self'].w", random_weight_bytes({19, 20}, 1));
+  ir::ValueId k = g.add_weight("k", f32({7, 3, 3, 3}), "L['self'].k", random_weight_bytes({7, 3, 3, 3}, 2));
+  ir::Attrs conv;
+  conv.set("stride", std::vector<int64_t>{1, 1}).set("dilation", std::vector<int64_t>{1, 1})
+      .set("groups", int64_t{1}).set("pad_low", std::vector<int64_t>{0, 0})
+      .set("pad_high", std::vector<int64_t>{0, 0});
+  set_outputs(g, {g.add(OpKind::Matmul, {x, g.add(OpKind::Permute, {w}, perm_attrs({1, 0}))}),
+                  g.add(OpKind::Conv, {img, k}, conv)});
+  ir::Graph p = pack_weights(g);
+  ASSERT_EQ(p.weights.size(), 4u);
+  EXPECT_EQ(p.type(p.weights[2].value).str(), "f32[2, 20, 16]");  // 19 columns in panels of 16
+  EXPECT_EQ(p.type(p.weights[3].value).str(), "f32[2, 27, 6]");   // 7 rows in panels of 6
+  EXPECT_EQ(p.weights[2].source, "packed_b16(L['self'].w)");
+  std::vector<ir::HostTensor> inputs = {random_tensor({5, 20}, 3), random_tensor({1, 3, 6, 6}, 4)};
+  std::vector<ir::HostTensor> before = ir::evaluate(g, inputs), after = ir::evaluate(p, inputs);
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(compare(after[i], before[i], 0, 0), "") << i;
+  // Too few rows for a GEMM (M = 1): left alone.
+  ir::Graph one;
+  ir::ValueId x1 = one.add_input("x", f32({1, 20}), "L['x']");
+  ir::ValueId w1 = one.add_weight("w", f32({19, 20}), "L['self'].w", random_weight_bytes({19, 20}, 1));
+  set_outputs(one, {one.add(OpKind::Matmul, {x1, one.add(OpKind::Permute, {w1}, perm_attrs({1, 0}))})});
+  EXPECT_EQ(pack_weights(one).weights.size(), 1u);
 }
 
 FusedGraph fused(const ir::Graph& g) { return fuse(dce(cse(fold_constants(decompose(g))))); }

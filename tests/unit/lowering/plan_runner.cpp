@@ -60,7 +60,13 @@ std::vector<ir::HostTensor> run_plan(const LoadedLibrary& lib, const ir::Executi
       case Kind::Arena: pointers.push_back(arena.get() + b.offset); break;
     }
   }
-  aotrace_kernel_ctx ctx{nullptr, nullptr};
+  // A parallel_for that splits [0, n) into up to three chunks run last-first: kernels must
+  // compute the same for any split and order (the runtime's pool runs chunks concurrently).
+  aotrace_kernel_ctx ctx{nullptr, [](void*, int64_t n, aotrace_parallel_body body, void* closure) {
+                           int64_t chunk = (n + 2) / 3;
+                           for (int64_t begin = (n - 1) / chunk * chunk; begin >= 0; begin -= chunk)
+                             body(closure, begin, std::min(n, begin + chunk));
+                         }};
   for (const ir::KernelCall& call : plan.calls) {
     std::vector<void*> args;
     for (int32_t b : call.buffers) args.push_back(pointers.at(static_cast<size_t>(b)));
@@ -76,7 +82,7 @@ std::vector<ir::HostTensor> compile_and_run(const ir::Graph& graph,
   Options options;
   LoweredVariant lowered = lower_graph(graph, "test_", options);
   LoadedLibrary lib(link_cpu_library({lowered.object}, options));
-  auto outputs = run_plan(lib, lowered.plan, graph, inputs);
+  auto outputs = run_plan(lib, lowered.plan, lowered.graph, inputs);
   if (lowered_out != nullptr) *lowered_out = std::move(lowered);
   return outputs;
 }

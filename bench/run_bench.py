@@ -1,0 +1,329 @@
+#!/usr/bin/python3.11
+"""`make bench` (issue 6): aotrace against torch eager, same machine, same thread count.
+
+For every entry of bench/models.yaml: compiles it into its own bundle with `aotrace compile`
+(wall-clock compile time; the capture and lowering seconds compile prints go to the JSON),
+checks one output against torch eager (max abs error), and times it with `aotrace bench --json`.
+Torch eager is timed on the same inputs with torch.set_num_threads(N) and OMP/OpenBLAS threads N,
+in two fresh processes, OpenMP's default (spinning) wait policy and OMP_WAIT_POLICY=PASSIVE; the
+faster counts, so a loaded machine does not make eager look worse than it is. Prints a table
+with the speed-up (eager / aotrace) and its geometric mean, and sgemm 512³ GFLOP/s for both.
+
+    /usr/bin/python3.11 bench/run_bench.py --aotrace build/cli/aotrace [--threads N] [--min-time S]
+        [--out DIR] [MODEL ...]
+
+Exits 1 when something fails to compile or run or an output mismatches eager; a slow model is
+reported, never refused.
+"""
+import argparse
+import json
+import math
+import os
+import pathlib
+import re
+import runpy
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+# Outputs must match eager within this (f32, different summation orders).
+ATOL, RTOL = 1e-3, 1e-3
+WAIT_POLICIES = ("default", "PASSIVE")
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--aotrace", help="the aotrace CLI (required unless --eager-worker)")
+    ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
+                    help="threads for aotrace and torch (default: the CPUs this process may use)")
+    ap.add_argument("--min-time", type=float, default=1.0, help="seconds of timed calls per measurement")
+    ap.add_argument("--out", default=None, help="work folder for YAMLs, bundles, inputs (default: a temp dir)")
+    ap.add_argument("--spec", default=str(HERE / "models.yaml"), help="the models' profile YAML")
+    ap.add_argument("--eager-worker", metavar="INPUTS_DIR",
+                    help="internal: time torch eager on the inputs saved in INPUTS_DIR, print JSON")
+    ap.add_argument("models", nargs="*", help="entries to run (default: all)")
+    args = ap.parse_args()
+    if args.threads < 1:
+        ap.error("--threads must be positive")
+    if not args.aotrace and not args.eager_worker:
+        ap.error("--aotrace is required")
+    return args
+
+
+ARGS = parse_args()
+# Before torch is imported: its BLAS and OpenMP read these once.
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[var] = str(ARGS.threads)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import yaml  # noqa: E402
+
+NP_DTYPES = {"float32": np.float32, "float64": np.float64, "int64": np.int64, "int32": np.int32}
+
+
+def load_spec():
+    spec_path = pathlib.Path(ARGS.spec).resolve()
+    spec = yaml.safe_load(spec_path.read_text())
+    names = ARGS.models or list(spec["entries"])
+    unknown = [n for n in names if n not in spec["entries"]]
+    if unknown:
+        sys.exit(f"run_bench.py: no entry {', '.join(unknown)} in {spec_path} "
+                 f"(entries: {', '.join(spec['entries'])})")
+    script = (spec_path.parent / spec["script"]).resolve()
+    return spec_path, spec, names, script
+
+
+def load_models(script):
+    torch.set_num_threads(ARGS.threads)
+    return runpy.run_path(str(script), run_name="__aotrace_bench__")
+
+
+def flatten(out):
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, dict):
+        return [t for v in out.values() for t in flatten(v)]
+    return [t for item in out for t in flatten(item)]
+
+
+def input_path(workdir, name, input_name):
+    return workdir / f"{name}.{input_name}.npy"
+
+
+# ---------------------------------------------------------------------------------------------
+# Torch eager, timed in a fresh process per OpenMP wait policy (--eager-worker).
+
+def time_eager(target, args):
+    """Median ms of target(*args) under inference_mode, after a warm-up."""
+    samples = []
+    with torch.inference_mode():
+        warm_end = time.perf_counter() + min(0.1 * ARGS.min_time, 1.0)
+        for i in range(100):
+            target(*args)
+            if i >= 2 and time.perf_counter() > warm_end:
+                break
+        start = time.perf_counter()
+        while len(samples) < 3 or time.perf_counter() - start < ARGS.min_time:
+            t0 = time.perf_counter()
+            target(*args)
+            samples.append(time.perf_counter() - t0)
+    return float(np.median(samples)) * 1e3
+
+
+def eager_worker():
+    _, spec, names, script = load_spec()
+    namespace = load_models(script)
+    inputs_dir = pathlib.Path(ARGS.eager_worker)
+    result = {}
+    for name in names:
+        entry = spec["entries"][name]
+        try:
+            args = [torch.from_numpy(np.load(input_path(inputs_dir, name, i))) for i in entry["inputs"]]
+            result[name] = time_eager(eval(entry["call"], namespace), args)
+        except Exception as err:  # noqa: BLE001 — reported for this model only
+            result[name] = f"torch eager fails: {type(err).__name__}: {err}"
+    print(json.dumps(result))
+    return 0
+
+
+def eager_timings(names, workdir):
+    """{name: (best median ms, policy) or an error message} over the OpenMP wait policies."""
+    best = {}
+    for policy in WAIT_POLICIES:
+        env = dict(os.environ)
+        env.pop("OMP_WAIT_POLICY", None)
+        if policy != "default":
+            env["OMP_WAIT_POLICY"] = policy
+        cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--eager-worker", str(workdir),
+               "--threads", str(ARGS.threads), "--min-time", str(ARGS.min_time), "--spec", ARGS.spec, *names]
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"timing torch eager (OMP_WAIT_POLICY {policy}) failed:\n{r.stderr.strip()}")
+        for name, ms in json.loads(r.stdout.strip().splitlines()[-1]).items():
+            if isinstance(ms, str):
+                best[name] = ms
+            elif name not in best or ms < best[name][0]:
+                best[name] = (ms, policy)
+    return best
+
+
+# ---------------------------------------------------------------------------------------------
+# aotrace: compile, check against eager, time.
+
+def one_entry_yaml(spec, script, name, workdir):
+    """A profile YAML holding only entry `name` (script path made absolute)."""
+    one = {"version": 1, "name": name, "script": str(script), "entries": {name: spec["entries"][name]}}
+    path = workdir / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(one, sort_keys=False))
+    return path
+
+
+def compile_bundle(aotrace, yaml_path, bundle):
+    start = time.perf_counter()
+    r = subprocess.run([aotrace, "compile", str(yaml_path), "-o", str(bundle)], capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if r.returncode != 0:
+        raise RuntimeError(f"aotrace compile failed (exit {r.returncode}):\n{r.stderr.strip()}")
+    # "  ENTRY, profile P: capture X s, lowering Y s" per variant
+    m = re.search(r"capture ([0-9.e+-]+) s, lowering ([0-9.e+-]+) s", r.stderr)
+    capture, lowering = (float(m.group(1)), float(m.group(2))) if m else (None, None)
+    return seconds, capture, lowering
+
+
+def check_against_eager(aotrace, bundle, name, target, inputs, workdir):
+    """Runs the bundle once with `aotrace run`; (max abs error against eager, within tolerance)."""
+    args = []
+    for input_name in inputs:
+        args += ["--input", f"{input_name}={input_path(workdir, name, input_name)}"]
+    outdir = workdir / f"{name}.out"
+    r = subprocess.run([aotrace, "run", str(bundle), "--entry", name, "--threads", str(ARGS.threads), *args,
+                        "--output-dir", str(outdir)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"aotrace run failed (exit {r.returncode}):\n{r.stderr.strip()}")
+    with torch.inference_mode():
+        expected = [t.numpy() for t in flatten(target(*[torch.from_numpy(x.copy()) for x in inputs.values()]))]
+    worst, ok = 0.0, True
+    for i, want in enumerate(expected):
+        got = np.load(outdir / f"out{i}.npy")
+        if got.shape != want.shape:
+            raise RuntimeError(f"out{i} has shape {got.shape}, eager gives {want.shape}")
+        diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+        worst = max(worst, float(diff.max()) if diff.size else 0.0)
+        ok &= bool(np.all(diff <= ATOL + RTOL * np.abs(want.astype(np.float64))))
+    return worst, ok
+
+
+def time_aotrace(aotrace, bundle, name, inputs):
+    shapes = []
+    for input_name, x in inputs.items():
+        shapes += ["--shape", f"{input_name}=" + ("x".join(str(d) for d in x.shape) or "scalar")]
+    r = subprocess.run([aotrace, "bench", str(bundle), "--entry", name, *shapes, "--threads", str(ARGS.threads),
+                        "--min-time", str(ARGS.min_time), "--json"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"aotrace bench failed (exit {r.returncode}):\n{r.stderr.strip()}")
+    return json.loads(r.stdout)["median_ms"]
+
+
+def random_inputs(entry, rng):
+    inputs = {}
+    for input_name, decl in entry["inputs"].items():
+        shape = tuple(int(d) for d in decl["shape"])
+        dtype = NP_DTYPES[decl["dtype"]]
+        inputs[input_name] = (rng.standard_normal(shape).astype(dtype) if np.issubdtype(dtype, np.floating)
+                              else rng.integers(0, 8, shape).astype(dtype))
+    return inputs
+
+
+def shape_text(inputs):
+    return ", ".join(f"{k}[{'x'.join(str(d) for d in v.shape)}]" for k, v in inputs.items())
+
+
+def run_aotrace(aotrace, spec, script, name, target, inputs, workdir, row):
+    bundle = workdir / f"{name}.aot"
+    row["compile_s"], row["capture_s"], row["lowering_s"] = compile_bundle(
+        aotrace, one_entry_yaml(spec, script, name, workdir), bundle)
+    row["max_abs_err"], ok = check_against_eager(aotrace, bundle, name, target, inputs, workdir)
+    if not ok:
+        raise RuntimeError(f"output differs from eager beyond atol {ATOL} + rtol {RTOL} "
+                           f"(max abs error {row['max_abs_err']:.3e})")
+    row["aotrace_ms"] = time_aotrace(aotrace, bundle, name, inputs)
+
+
+def main():
+    if ARGS.eager_worker:
+        return eager_worker()
+    aotrace = str(pathlib.Path(ARGS.aotrace).resolve())
+    spec_path, spec, names, script = load_spec()
+    ARGS.spec = str(spec_path)
+    workdir = pathlib.Path(ARGS.out).resolve() if ARGS.out else pathlib.Path(tempfile.mkdtemp(prefix="aotrace-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    namespace = load_models(script)
+    blas = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
+    print(f"aotrace bench: {ARGS.threads} thread(s) for both; torch {torch.__version__} eager "
+          f"(inference_mode, BLAS {blas}, best of OpenMP wait policies); "
+          f"medians of >= {ARGS.min_time} s", flush=True)
+    if os.environ.get("OPENBLAS_CORETYPE"):
+        print(f"OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']}")
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for name in names:
+        entry = spec["entries"][name]
+        inputs = random_inputs(entry, rng)
+        for input_name, x in inputs.items():
+            np.save(input_path(workdir, name, input_name), x)
+        row = {"model": name, "inputs": shape_text(inputs)}
+        if name.startswith("sgemm"):  # a [M, K] @ b [K, N]
+            (m, k), (_, n) = (x.shape for x in inputs.values())
+            row["gemm"], row["flops"] = f"{m}x{k}x{n}", 2.0 * m * k * n
+        rows.append(row)
+        try:
+            run_aotrace(aotrace, spec, script, name, eval(entry["call"], namespace), inputs, workdir, row)
+            phases = (f" (capture {row['capture_s']:.1f} s, lowering {row['lowering_s']:.1f} s)"
+                      if row["capture_s"] is not None else "")
+            print(f"  {name}: compiled in {row['compile_s']:.1f} s{phases}, max abs error "
+                  f"{row['max_abs_err']:.1e}, aotrace {row['aotrace_ms']:.3f} ms", flush=True)
+        except Exception as err:  # noqa: BLE001 — reported in the table, the others still run
+            row["error"] = f"{type(err).__name__}: {err}" if not isinstance(err, RuntimeError) else str(err)
+            print(f"  {name}: FAILED", flush=True)
+    load_during_aotrace = os.getloadavg()[0]
+    try:
+        for name, timing in eager_timings(names, workdir).items():
+            row = next(r for r in rows if r["model"] == name)
+            if isinstance(timing, str):
+                row.setdefault("error", timing)
+                continue
+            row["eager_ms"], row["eager_omp_wait_policy"] = timing
+            if "aotrace_ms" in row:
+                row["speedup"] = row["eager_ms"] / row["aotrace_ms"]
+    except (RuntimeError, OSError, subprocess.SubprocessError, ValueError) as err:
+        for row in rows:
+            row.setdefault("error", str(err))
+    print_table(rows)
+    load, cpus = max(load_during_aotrace, os.getloadavg()[0]), os.cpu_count() or 1
+    if load > cpus:
+        print(f"note: load average {load:.1f} on {cpus} CPUs: other work shares the cores, timings are noisy")
+    (workdir / "bench_results.json").write_text(json.dumps({"threads": ARGS.threads, "rows": rows}, indent=1))
+    print(f"results: {workdir / 'bench_results.json'}")
+    failures = [r for r in rows if "error" in r]
+    for row in failures:
+        print(f"\nFAILED {row['model']}: {row['error']}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+COLUMNS = [("model", 13), ("inputs", 22), ("compile s", 9), ("aotrace ms", 11), ("eager ms", 10),
+           ("speed-up", 9), ("max abs err", 11)]
+
+
+def print_table(rows):
+    def line(cells):
+        return "  ".join(f"{c:<{w}}" if i < 2 else f"{c:>{w}}" for i, (c, (_, w)) in enumerate(zip(cells, COLUMNS)))
+
+    def num(row, key, fmt):
+        return format(row[key], fmt) if row.get(key) is not None else "-"
+
+    print()
+    print(line([title for title, _ in COLUMNS]))
+    for r in rows:
+        print(line([r["model"], r["inputs"], num(r, "compile_s", ".1f"), num(r, "aotrace_ms", ".3f"),
+                    num(r, "eager_ms", ".3f"), f"{r['speedup']:.2f}x" if "speedup" in r else "FAILED",
+                    num(r, "max_abs_err", ".1e")]))
+    models = [r for r in rows if "speedup" in r and not r["model"].startswith("sgemm")]
+    if models:
+        geomean = math.exp(sum(math.log(r["speedup"]) for r in models) / len(models))
+        slowest = min(models, key=lambda r: r["speedup"])
+        print(f"\ngeometric mean speed-up (eager / aotrace) over {len(models)} model(s): {geomean:.2f}x "
+              f"(lowest: {slowest['model']} {slowest['speedup']:.2f}x)")
+    for r in rows:
+        if "flops" in r and "speedup" in r:
+            r["aotrace_gflops"] = r["flops"] / (r["aotrace_ms"] * 1e6)
+            r["torch_gflops"] = r["flops"] / (r["eager_ms"] * 1e6)
+            print(f"sgemm {r['gemm']}: aotrace {r['aotrace_gflops']:.1f} GFLOP/s, torch {r['torch_gflops']:.1f} "
+                  f"GFLOP/s ({100 * r['aotrace_gflops'] / r['torch_gflops']:.0f}% of torch)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

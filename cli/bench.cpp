@@ -1,0 +1,248 @@
+// `aotrace bench`: times one entry of a bundle on random inputs of the given shapes (issue 6).
+// Inputs are filled once (floats uniform in [-1, 1), integers in [0, 8), bools 0/1), the
+// variant is selected once to report it, then every timed call is a full `run_into`: guards,
+// dispatch and kernels, into preallocated outputs. Reports median, p10 and p90 latency.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "artifacts/runtime/aotrace_runtime.h"
+#include "cli/commands.h"
+
+namespace aotrace::cli {
+
+using nlohmann::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <class T>
+T value_or_fail(rt::Result<T> r, const std::string& hint = {}) {
+  if (!r.ok()) throw UserError(r.status().message(), {}, hint);
+  return std::move(r).value();
+}
+
+// "8x784" → {8, 784}; "scalar" → {} (rank 0).
+std::vector<int64_t> parse_dims(const std::string& spec, const std::string& text) {
+  if (text == "scalar") return {};
+  std::vector<int64_t> dims;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, 'x')) {
+    size_t used = 0;
+    long long d = -1;
+    try {
+      d = std::stoll(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || d < 0 || part[0] == '+' || part[0] == '-')
+      user_error("--shape '" + spec + "': '" + text + "' is not a list of dims", {},
+                 "write dims separated by 'x', e.g. --shape x=8x784 (or NAME=scalar for rank 0)");
+    dims.push_back(d);
+  }
+  if (dims.empty() || text.back() == 'x')
+    user_error("--shape '" + spec + "': '" + text + "' is not a list of dims", {},
+               "write dims separated by 'x', e.g. --shape x=8x784 (or NAME=scalar for rank 0)");
+  return dims;
+}
+
+std::map<std::string, std::vector<int64_t>> parse_shapes(const std::vector<std::string>& specs) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& spec : specs) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      user_error("--shape '" + spec + "' is not NAME=DIMS", {}, "e.g. --shape x=8x784");
+    if (!shapes.emplace(spec.substr(0, eq), parse_dims(spec, spec.substr(eq + 1))).second)
+      user_error("--shape " + spec.substr(0, eq) + " is given twice");
+  }
+  return shapes;
+}
+
+// The shape of input `i` when --shape does not name it: the one every variant declares.
+std::vector<int64_t> default_shape(const rt::Entry& entry, size_t i) {
+  const auto& first = entry.inputs(0)[i];
+  std::string shapes;
+  bool same = true;
+  for (size_t v = 0; v < entry.num_variants(); ++v) {
+    const auto& info = entry.inputs(v)[i];
+    same &= info.shape == first.shape;
+    shapes += (shapes.empty() ? "" : ", ") + rt::shape_str(info.shape) + " (" + entry.variant_name(v) + ")";
+  }
+  if (same) return first.shape;
+  user_error("entry '" + entry.name() + "' needs --shape " + first.name + "=DIMS", {},
+             "its variants take " + first.name + " as " + shapes);
+}
+
+std::string dims_text(const std::vector<int64_t>& dims) {
+  if (dims.empty()) return "scalar";
+  std::string s;
+  for (int64_t d : dims) s += (s.empty() ? "" : "x") + std::to_string(d);
+  return s;
+}
+
+// Random contents of a dtype: floats in [-1, 1), integers in [0, 8), bools 0/1.
+void fill_random(rt::Tensor& t, std::mt19937_64& rng) {
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> small(0, 7);
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    switch (t.dtype()) {
+      case rt::DType::f32: t.data_as<float>()[i] = unit(rng); break;
+      case rt::DType::f64: t.data_as<double>()[i] = unit(rng); break;
+      case rt::DType::bf16: {
+        float f = unit(rng);
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        t.data_as<uint16_t>()[i] = static_cast<uint16_t>(bits >> 16);
+        break;
+      }
+      case rt::DType::f16: {  // sign, exponent 2^-4 .. 2^-1, random mantissa
+        uint64_t r = rng();
+        t.data_as<uint16_t>()[i] = static_cast<uint16_t>((r & 0x8000) | ((11 + (r >> 16) % 4) << 10) | (r >> 32 & 0x3ff));
+        break;
+      }
+      case rt::DType::i64: t.data_as<int64_t>()[i] = small(rng); break;
+      case rt::DType::i32: t.data_as<int32_t>()[i] = small(rng); break;
+      case rt::DType::i8: t.data_as<int8_t>()[i] = static_cast<int8_t>(small(rng)); break;
+      case rt::DType::u8: t.data_as<uint8_t>()[i] = static_cast<uint8_t>(small(rng)); break;
+      case rt::DType::b8: t.data_as<uint8_t>()[i] = static_cast<uint8_t>(small(rng) & 1); break;
+    }
+  }
+}
+
+struct Timings {
+  int warmup = 0;
+  std::vector<double> seconds;  // one per timed call
+  double total = 0;
+};
+
+// Warm-up (at least one call, up to 100 or a tenth of min_time), then `iterations` calls, or
+// calls until min_time has passed and at least 3 were timed.
+Timings time_calls(const rt::Entry& entry, const std::vector<rt::TensorRef>& inputs,
+                   const std::vector<rt::TensorRef>& outputs, const BenchOptions& options) {
+  auto call = [&] {
+    rt::Status s = entry.run_into(inputs, outputs);
+    if (!s.ok()) throw UserError(s.message());
+  };
+  Timings t;
+  const double warmup_seconds = std::min(0.1 * options.min_time, 1.0);
+  const auto warmup_start = Clock::now();
+  do {
+    call();
+    ++t.warmup;
+  } while (t.warmup < 100 &&
+           std::chrono::duration<double>(Clock::now() - warmup_start).count() < warmup_seconds);
+
+  constexpr size_t kMaxSamples = 10'000'000;
+  if (options.iterations > 0) t.seconds.reserve(static_cast<size_t>(options.iterations));
+  const auto start = Clock::now();
+  for (;;) {
+    const auto before = Clock::now();
+    call();
+    const auto after = Clock::now();
+    t.seconds.push_back(std::chrono::duration<double>(after - before).count());
+    t.total = std::chrono::duration<double>(after - start).count();
+    if (options.iterations > 0 ? t.seconds.size() >= static_cast<size_t>(options.iterations)
+                               : (t.total >= options.min_time && t.seconds.size() >= 3) ||
+                                     t.seconds.size() >= kMaxSamples)
+      break;
+  }
+  return t;
+}
+
+// Linear interpolation between the closest ranks of sorted `v`.
+double percentile(const std::vector<double>& v, double p) {
+  const double rank = p * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(rank));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (rank - static_cast<double>(lo));
+}
+
+}  // namespace
+
+int bench_command(const BenchOptions& options) {
+  auto shapes = parse_shapes(options.shapes);
+  rt::OpenOptions open_options;
+  open_options.num_threads = options.threads;
+  rt::Bundle bundle = value_or_fail(rt::Bundle::open(options.bundle.string(), open_options),
+                                    "check the path, or rebuild the bundle with `aotrace compile`");
+  std::string entry_name = options.entry;
+  if (entry_name.empty()) entry_name = bundle.entry_names().size() == 1 ? bundle.entry_names().front() : "forward";
+  rt::Entry entry = value_or_fail(bundle.entry(entry_name), "use --entry with one of the bundle's entries");
+
+  std::string expected;
+  for (const auto& info : entry.inputs(0)) expected += (expected.empty() ? "" : ", ") + info.name;
+  std::vector<rt::Tensor> tensors;
+  std::vector<rt::TensorRef> inputs;
+  std::mt19937_64 rng(0);
+  for (size_t i = 0; i < entry.num_inputs(); ++i) {
+    const auto& info = entry.inputs(0)[i];
+    auto it = shapes.find(info.name);
+    std::vector<int64_t> dims = it != shapes.end() ? it->second : default_shape(entry, i);
+    if (it != shapes.end()) shapes.erase(it);
+    tensors.emplace_back(info.dtype, dims);
+    if (!tensors.back().data() && tensors.back().nbytes() > 0)
+      user_error("cannot allocate input '" + info.name + "' of shape " + rt::shape_str(dims));
+    fill_random(tensors.back(), rng);
+  }
+  if (!shapes.empty())
+    user_error("entry '" + entry_name + "' has no input '" + shapes.begin()->first + "'", {},
+               "its inputs are: " + expected);
+  for (const auto& t : tensors) inputs.push_back(t.ref());
+
+  const size_t variant = value_or_fail(entry.select(inputs), "pass --shape with sizes the bundle was compiled for");
+  std::vector<rt::Tensor> outputs;
+  std::vector<rt::TensorRef> output_refs;
+  for (const auto& info : entry.outputs(variant)) {
+    outputs.emplace_back(info.dtype, info.shape);
+    output_refs.push_back(outputs.back().ref());
+  }
+
+  Timings t = time_calls(entry, inputs, output_refs, options);
+  std::vector<double> sorted = t.seconds;
+  std::sort(sorted.begin(), sorted.end());
+  const double ms = 1e3, n = static_cast<double>(sorted.size());
+  double mean = 0;
+  for (double s : sorted) mean += s / n;
+
+  json ins = json::array();
+  for (size_t i = 0; i < tensors.size(); ++i)
+    ins.push_back({{"name", entry.inputs(0)[i].name}, {"dtype", rt::dtype_name(tensors[i].dtype())},
+                   {"shape", tensors[i].shape()}});
+  json report = {{"bundle", options.bundle.string()}, {"entry", entry_name},
+                 {"variant", entry.variant_name(variant)}, {"threads", bundle.num_threads()},
+                 {"inputs", ins}, {"warmup_iterations", t.warmup},
+                 {"iterations", sorted.size()}, {"total_s", t.total},
+                 {"median_ms", percentile(sorted, 0.5) * ms}, {"p10_ms", percentile(sorted, 0.1) * ms},
+                 {"p90_ms", percentile(sorted, 0.9) * ms}, {"mean_ms", mean * ms},
+                 {"min_ms", sorted.front() * ms}, {"max_ms", sorted.back() * ms}};
+  if (options.json) {
+    std::cout << report.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "aotrace bench " << options.bundle.string() << ": entry '" << entry_name << "', variant "
+            << entry.variant_name(variant) << ", " << bundle.num_threads() << " thread(s)\n";
+  for (const auto& in : ins)
+    std::cout << "  input " << in["name"].get<std::string>() << ": " << in["dtype"].get<std::string>() << " "
+              << dims_text(in["shape"].get<std::vector<int64_t>>()) << "\n";
+  auto fmt = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, v >= 1000 ? "%.1f" : "%.4g", v);
+    return std::string(buf);
+  };
+  std::cout << "  " << sorted.size() << " iterations (after " << t.warmup << " warm-up): median "
+            << fmt(report["median_ms"]) << " ms, p10 " << fmt(report["p10_ms"]) << " ms, p90 "
+            << fmt(report["p90_ms"]) << " ms (mean " << fmt(report["mean_ms"]) << " ms, min "
+            << fmt(report["min_ms"]) << " ms)\n";
+  return 0;
+}
+
+}  // namespace aotrace::cli

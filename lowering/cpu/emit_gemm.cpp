@@ -1,0 +1,442 @@
+// Matmul and conv kernels as a packed, register-blocked GEMM (the BLIS/GotoBLAS structure):
+//
+//   per task = one MT×NC block of C (for one batch index; MT = a few MC):
+//     for each KC panel of K:
+//       pack B[pc:pc+KC, jc:jc+NC] into NR-column micro-panels (p-major: b[p*NR + j])
+//       for each MC block of the task's rows:
+//         pack A[ic:ic+MC, pc:pc+KC] into MR-row micro-panels  (p-major: a[p*MR + i])
+//         for each NR panel, for each MR panel: the MR×NR microkernel accumulates into the tile
+//     epilogue: for each element of the block, the kernel's root is evaluated with the matmul/
+//               conv value taken from the tile (bias, batch-norm, activation, residual add...)
+//               and stored once: fused intermediates never reach the output buffer.
+//
+// The operands are evaluated while packing, through their view index maps, so a transposed
+// weight, a broadcast batch dim or conv's im2col (with zero padding, stride and dilation) cost
+// nothing beyond the packing read. The microkernel keeps MR × NR/lanes vector accumulators in
+// registers (6×16 with AVX2's 16 registers: 12 accumulators, 2 B vectors, 1 broadcast) and uses
+// llvm.fmuladd, which becomes FMA where the target has it. Tiles are on the stack of the thread
+// running the task: tasks are independent, so the runtime's parallel_for spreads them.
+//
+// Weights packed at compile time (pack_weights.cpp, nodes marked packed_a/packed_b) are read in
+// place: only the activation side is packed per call.
+//
+// Taken: f32 matmul with both operands of rank >= 2, and f32 conv with groups == 1, when the
+// product is big enough to pay for packing (M >= 4, N >= 8, K >= 8). Everything else keeps the
+// per-element loops of emit_reductions.cpp. Test: lowering_tests Gemm.* (edge blocks in every
+// dim, K over several panels, batch broadcast, transposed operands, conv stride/pad/dilation
+// with bias and epilogues), and every model test.
+#include "lowering/cpu/kernel_emitter.h"
+
+#include <llvm/IR/Intrinsics.h>
+
+namespace aotrace::lowering::cpu {
+
+bool KernelEmitter::plan_gemm(GemmPlan& p) const {
+  if (k_.reduction < 0 || dtype(k_.reduction) != ir::DType::f32) return false;
+  if (dims(k_.root) != dims(k_.reduction)) return false;
+  const ir::Node& n = g_.nodes[static_cast<size_t>(producer_[static_cast<size_t>(k_.reduction)])];
+  std::vector<int64_t> out = dims(k_.reduction);
+  for (ir::ValueId o : n.operands)
+    if (dtype(o) != ir::DType::f32) return false;
+  if (n.op == ir::OpKind::Matmul) {
+    std::vector<int64_t> as = dims(n.operands[0]), bs = dims(n.operands[1]);
+    if (as.size() < 2 || bs.size() < 2) return false;
+    p.m = out[out.size() - 2];
+    p.n = out.back();
+    p.k = as.back();
+    for (size_t d = 0; d + 2 < out.size(); ++d) p.batches *= out[d];
+  } else if (n.op == ir::OpKind::Conv) {
+    if (n.attrs.has("groups") && n.attrs.i("groups") != 1) return false;
+    std::vector<int64_t> ws = dims(n.operands[1]);
+    if (out.size() != 3 && out.size() != 4) return false;
+    p.is_conv = true;
+    p.m = ws[0];
+    p.k = 1;
+    for (size_t d = 1; d < ws.size(); ++d) p.k *= ws[d];
+    p.n = 1;
+    for (size_t d = 2; d < out.size(); ++d) p.n *= out[d];
+    p.batches = out[0];
+    p.row = p.out_w = out.back();
+    std::vector<int64_t> xs = dims(n.operands[0]);
+    p.wide = read_arg_.count(n.operands[0]) != 0;
+    for (int64_t v : int_list(n.attrs, "stride")) p.wide = p.wide && v == 1;
+    for (int64_t v : int_list(n.attrs, "pad_low")) p.wide = p.wide && v == 0;
+    if (p.wide && out.size() == 4) {
+      p.row = xs.back();
+      p.n = out[2] * p.row;
+    }
+  } else {
+    return false;
+  }
+  if (p.batches == 0 || p.m < 4 || p.n < 8 || p.k < 8) return false;
+  p.mr = kPackedMR;  // panel shapes are the same for every target (pre-packed weights use them)
+  p.nr = kPackedNR;
+  p.mc = 12 * p.mr;
+  p.kc = 256;
+  p.nc = p.is_conv ? p.row * std::max<int64_t>(1, 128 / p.row) : 128;
+  // Rows per task: up to 4 MC blocks share one B packing, while keeping >= 8 tasks (threads).
+  int64_t m_blocks = (p.m + p.mc - 1) / p.mc;
+  int64_t per_task = m_blocks * p.batches * p.n_blocks() / 8;
+  p.mt = p.mc * std::clamp<int64_t>(per_task, 1, std::min<int64_t>(4, m_blocks));
+  return true;
+}
+
+llvm::Value* KernelEmitter::stack_array(llvm::Type* t, int64_t count) {
+  llvm::IRBuilder<> eb(entry_, entry_->begin());
+  llvm::AllocaInst* a = eb.CreateAlloca(t, eb.getInt64(static_cast<uint64_t>(count)));
+  a->setAlignment(llvm::Align(64));
+  return a;
+}
+
+// A[m, k] of batch `batch`: matmul's first operand, or the conv weight as Cout × (Cin·window).
+llvm::Value* KernelEmitter::gemm_a(const GemmPlan& plan, const Index& batch, llvm::Value* m,
+                                   llvm::Value* k) {
+  const ir::Node& n = producer(k_.reduction);
+  ir::ValueId a = n.operands[plan.is_conv ? 1 : 0];
+  std::vector<int64_t> as = dims(a);
+  Index ai;
+  if (plan.is_conv) {
+    ai.push_back(m);
+    Index window = unflatten(k, std::vector<int64_t>(as.begin() + 1, as.end()));
+    ai.insert(ai.end(), window.begin(), window.end());
+  } else {
+    ai = broadcast(std::vector<int64_t>(as.begin(), as.end() - 2), batch.size(), batch);
+    ai.push_back(m);
+    ai.push_back(k);
+  }
+  return emit(a, ai);
+}
+
+// B[k, n] of batch `batch`: matmul's second operand, or conv's im2col of the input (zero where
+// the window reads padding).
+llvm::Value* KernelEmitter::gemm_b(const GemmPlan& plan, const Index& batch, llvm::Value* k,
+                                   llvm::Value* n_pos) {
+  const ir::Node& n = producer(k_.reduction);
+  if (!plan.is_conv) {
+    ir::ValueId bv = n.operands[1];
+    std::vector<int64_t> bs = dims(bv);
+    Index bi = broadcast(std::vector<int64_t>(bs.begin(), bs.end() - 2), batch.size(), batch);
+    bi.push_back(k);
+    bi.push_back(n_pos);
+    return emit(bv, bi);
+  }
+  ir::ValueId x = n.operands[0];
+  std::vector<int64_t> xs = dims(x), ws = dims(n.operands[1]), out = dims(k_.reduction);
+  std::vector<int64_t> stride = int_list(n.attrs, "stride"), dilation = int_list(n.attrs, "dilation"),
+                       pad = int_list(n.attrs, "pad_low");
+  Index window = unflatten(k, std::vector<int64_t>(ws.begin() + 1, ws.end()));
+  Index spatial = unflatten(n_pos, std::vector<int64_t>(out.begin() + 2, out.end()));
+  Index xi = {batch[0], window[0]};
+  llvm::Value* inside = b_.getTrue();
+  for (size_t s = 0; s + 2 < xs.size(); ++s) {
+    llvm::Value* pos = b_.CreateAdd(b_.CreateMul(spatial[s], i64(stride[s])),
+                                    b_.CreateMul(window[1 + s], i64(dilation[s])));
+    if (pad[s] != 0) pos = b_.CreateSub(pos, i64(pad[s]));
+    bool may_leave = pad[s] != 0 || (out[2 + s] - 1) * stride[s] + (ws[2 + s] - 1) * dilation[s] >= xs[2 + s];
+    if (may_leave) {
+      inside = b_.CreateAnd(inside, in_range(pos, xs[2 + s]));
+      pos = clamp(pos, xs[2 + s]);
+    }
+    xi.push_back(xs[2 + s] == 1 ? b_.getInt64(0) : pos);
+  }
+  return b_.CreateSelect(inside, emit(x, xi), llvm::ConstantFP::get(b_.getFloatTy(), 0.0));
+}
+
+// Packs rows [start, start + count) of A (or columns of B) for K range [pc, pc + kc) into
+// micro-panels of MR (NR) at `dst`, zero-filling past the matrix edge. A is walked panel by
+// panel (MR rows advance together along K); B is walked along K outermost, so that a row of a
+// row-major B is read once, contiguously, across all its panels.
+void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& batch,
+                              llvm::Value* start, llvm::Value* count, llvm::Value* pc,
+                              llvm::Value* kc, llvm::Value* dst) {
+  int64_t r = pack_a ? plan.mr : plan.nr;
+  int64_t limit = pack_a ? plan.m : plan.n;
+  llvm::Type* f32 = b_.getFloatTy();
+  llvm::Value* panels = b_.CreateUDiv(b_.CreateAdd(count, i64(r - 1)), i64(r));
+  bool contiguous_b = !pack_a && !plan.is_conv && read_arg_.count(producer(k_.reduction).operands[1]) != 0;
+  // One panel q at K offset p: r values, clamped and zeroed past the edge only where needed.
+  auto pack_one = [&](llvm::Value* q, llvm::Value* p) {
+    llvm::Value* base = b_.CreateAdd(start, b_.CreateMul(q, i64(r)));
+    llvm::Value* full = b_.CreateICmpSLE(b_.CreateAdd(base, i64(r)), i64(limit));
+    llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, kc), p), i64(r)));
+    llvm::Value* k = b_.CreateAdd(pc, p);
+    auto* fast = llvm::BasicBlock::Create(ctx_, "pack.full", fn_);
+    auto* edge = llvm::BasicBlock::Create(ctx_, "pack.edge", fn_);
+    auto* done = llvm::BasicBlock::Create(ctx_, "pack.done", fn_);
+    b_.CreateCondBr(full, fast, edge);
+    for (bool at_edge : {false, true}) {
+      b_.SetInsertPoint(at_edge ? edge : fast);
+      if (!at_edge && contiguous_b) {  // NR consecutive elements of a row-major B: one load
+        const ir::Node& n = producer(k_.reduction);
+        std::vector<int64_t> bs = dims(n.operands[1]);
+        Index bi = broadcast(std::vector<int64_t>(bs.begin(), bs.end() - 2), batch.size(), batch);
+        bi.push_back(bs[bs.size() - 2] == 1 ? i64(0) : k);
+        bi.push_back(base);
+        auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(r));
+        llvm::Value* from = address(n.operands[1], read_arg_.at(n.operands[1]), bi);
+        b_.CreateAlignedStore(b_.CreateAlignedLoad(vec, from, llvm::Align(4)), at, llvm::Align(4));
+        b_.CreateBr(done);
+        continue;
+      }
+      memo_.emplace_back();
+      for (int64_t i = 0; i < r; ++i) {
+        llvm::Value* pos = b_.CreateAdd(base, i64(i));
+        llvm::Value* valid = nullptr;
+        if (at_edge) {
+          valid = in_range(pos, limit);
+          pos = clamp(pos, limit);
+        }
+        llvm::Value* v = pack_a ? gemm_a(plan, batch, pos, k) : gemm_b(plan, batch, k, pos);
+        if (valid != nullptr) v = b_.CreateSelect(valid, v, llvm::ConstantFP::get(f32, 0.0));
+        b_.CreateAlignedStore(v, b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(i)), llvm::Align(4));
+      }
+      memo_.pop_back();
+      b_.CreateBr(done);
+    }
+    b_.SetInsertPoint(done);
+  };
+  if (pack_a)
+    range_loop(i64(0), panels, [&](llvm::Value* q) { range_loop(i64(0), kc, [&](llvm::Value* p) { pack_one(q, p); }); });
+  else
+    range_loop(i64(0), kc, [&](llvm::Value* p) { range_loop(i64(0), panels, [&](llvm::Value* q) { pack_one(q, p); }); });
+}
+
+// B of a wide conv (see GemmPlan): for each k = (ci, kh, kw), the columns [jc, jc + nc) are
+// x_flat[batch, ci, kh·dilation, kw·dilation] + n: NR of them are one vector load. Only the last
+// panels, near the end of N or of the buffer, take the per-element clamped path.
+void KernelEmitter::gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, llvm::Value* jc,
+                                     llvm::Value* nc, llvm::Value* pc, llvm::Value* kc,
+                                     llvm::Value* dst) {
+  const ir::Node& node = producer(k_.reduction);
+  ir::ValueId x = node.operands[0];
+  std::vector<int64_t> xs = dims(x), ws = dims(node.operands[1]);
+  std::vector<int64_t> dilation = int_list(node.attrs, "dilation");
+  int64_t plane = 1, total = 1;
+  for (size_t d = 2; d < xs.size(); ++d) plane *= xs[d];
+  for (int64_t d : xs) total *= d;
+  llvm::Type* f32 = b_.getFloatTy();
+  auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(plan.nr));
+  llvm::Value* src = buffers_[static_cast<size_t>(read_arg_.at(x))];
+  llvm::Value* batch_off = b_.CreateMul(batch[0], i64(xs[1] * plane));
+  llvm::Value* panels = b_.CreateUDiv(b_.CreateAdd(nc, i64(plan.nr - 1)), i64(plan.nr));
+  range_loop(i64(0), kc, [&](llvm::Value* p) {
+    Index window = unflatten(b_.CreateAdd(pc, p), std::vector<int64_t>(ws.begin() + 1, ws.end()));
+    llvm::Value* off = b_.CreateAdd(batch_off, b_.CreateMul(window[0], i64(plane)));
+    if (xs.size() == 4) off = b_.CreateAdd(off, b_.CreateMul(window[1], i64(dilation[0] * xs[3])));
+    off = b_.CreateAdd(off, b_.CreateMul(window.back(), i64(dilation.back())));
+    range_loop(i64(0), panels, [&](llvm::Value* q) {
+      llvm::Value* n0 = b_.CreateAdd(jc, b_.CreateMul(q, i64(plan.nr)));
+      llvm::Value* flat = b_.CreateAdd(off, n0);
+      llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, kc), p), i64(plan.nr)));
+      llvm::Value* full = b_.CreateAnd(b_.CreateICmpSLE(b_.CreateAdd(n0, i64(plan.nr)), i64(plan.n)),
+                                       b_.CreateICmpSLE(b_.CreateAdd(flat, i64(plan.nr)), i64(total)));
+      auto* fast = llvm::BasicBlock::Create(ctx_, "wide.full", fn_);
+      auto* edge = llvm::BasicBlock::Create(ctx_, "wide.edge", fn_);
+      auto* done = llvm::BasicBlock::Create(ctx_, "wide.done", fn_);
+      b_.CreateCondBr(full, fast, edge);
+      b_.SetInsertPoint(fast);
+      b_.CreateAlignedStore(b_.CreateAlignedLoad(vec, b_.CreateInBoundsGEP(f32, src, flat), llvm::Align(4)), at,
+                            llvm::Align(4));
+      b_.CreateBr(done);
+      b_.SetInsertPoint(edge);
+      for (int64_t j = 0; j < plan.nr; ++j) {
+        llvm::Value* f = b_.CreateAdd(flat, i64(j));
+        llvm::Value* valid = b_.CreateAnd(in_range(b_.CreateAdd(n0, i64(j)), plan.n), in_range(f, total));
+        llvm::Value* v = b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, src, clamp(f, total)), llvm::Align(4));
+        v = b_.CreateSelect(valid, v, llvm::ConstantFP::get(f32, 0.0));
+        b_.CreateAlignedStore(v, b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(j)), llvm::Align(4));
+      }
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+    });
+  });
+}
+
+// void ukernel(i64 kc, const float* a, const float* b, float* c, i64 ldc, i1 first):
+// c[i*ldc + j] (+)= sum_p a[p*MR + i] * b[p*NR + j] for `rows` rows of an MR-row A panel and the
+// NR columns of a B panel; kc >= 1. rows × NR/lanes accumulators stay in registers: 6 × 2 with
+// AVX2 (16 registers), 6 × 1 with AVX-512, 3 × 4 with SSE/NEON (then two calls per panel).
+llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t rows) {
+  int64_t lanes = std::min<int64_t>(target_.f32_lanes, plan.nr), nv = plan.nr / lanes;
+  std::string name = "aotrace.sgemm." + std::to_string(rows) + "x" + std::to_string(plan.nr);
+  if (llvm::Function* f = module_.getFunction(name)) return f;
+  auto* ptr = b_.getPtrTy();
+  auto* i64t = b_.getInt64Ty();
+  auto* type = llvm::FunctionType::get(b_.getVoidTy(), {i64t, ptr, ptr, ptr, i64t, b_.getInt1Ty()}, false);
+  auto* fn = llvm::Function::Create(type, llvm::Function::InternalLinkage, name, module_);
+  fn->setDoesNotThrow();
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx_, "entry", fn));
+  llvm::Value *kc = fn->getArg(0), *a = fn->getArg(1), *bp = fn->getArg(2), *c = fn->getArg(3),
+              *ldc = fn->getArg(4), *first = fn->getArg(5);
+  llvm::Type* f32 = b.getFloatTy();
+  auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(lanes));
+  llvm::Value* zero = llvm::Constant::getNullValue(vec);
+  auto c_at = [&](int64_t i, int64_t j) {
+    llvm::Value* row = b.CreateInBoundsGEP(f32, c, b.CreateMul(ldc, b.getInt64(static_cast<uint64_t>(i))));
+    return b.CreateConstInBoundsGEP1_64(f32, row, static_cast<uint64_t>(j * lanes));
+  };
+  std::vector<llvm::Value*> init;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < nv; ++j)
+      init.push_back(b.CreateSelect(first, zero, b.CreateAlignedLoad(vec, c_at(i, j), llvm::Align(4))));
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(ctx_, "k", fn);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "done", fn);
+  b.CreateBr(loop);
+  b.SetInsertPoint(loop);
+  llvm::PHINode* p = b.CreatePHI(i64t, 2, "p");
+  p->addIncoming(b.getInt64(0), pre);
+  std::vector<llvm::PHINode*> acc;
+  for (llvm::Value* v : init) {
+    acc.push_back(b.CreatePHI(vec, 2));
+    acc.back()->addIncoming(v, pre);
+  }
+  std::vector<llvm::Value*> bv;
+  llvm::Value* brow = b.CreateInBoundsGEP(f32, bp, b.CreateMul(p, b.getInt64(static_cast<uint64_t>(plan.nr))));
+  for (int64_t j = 0; j < nv; ++j)
+    bv.push_back(b.CreateAlignedLoad(vec, b.CreateConstInBoundsGEP1_64(f32, brow, static_cast<uint64_t>(j * lanes)),
+                                     llvm::Align(4)));
+  llvm::Value* arow = b.CreateInBoundsGEP(f32, a, b.CreateMul(p, b.getInt64(static_cast<uint64_t>(plan.mr))));
+  std::vector<llvm::Value*> next(acc.size());
+  for (int64_t i = 0; i < rows; ++i) {
+    llvm::Value* ai = b.CreateAlignedLoad(f32, b.CreateConstInBoundsGEP1_64(f32, arow, static_cast<uint64_t>(i)),
+                                          llvm::Align(4));
+    llvm::Value* splat = b.CreateVectorSplat(static_cast<unsigned>(lanes), ai);
+    for (int64_t j = 0; j < nv; ++j) {
+      size_t s = static_cast<size_t>(i * nv + j);
+      next[s] = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec}, {splat, bv[static_cast<size_t>(j)], acc[s]});
+    }
+  }
+  llvm::Value* p_next = b.CreateNUWAdd(p, b.getInt64(1));
+  p->addIncoming(p_next, b.GetInsertBlock());
+  for (size_t s = 0; s < acc.size(); ++s) acc[s]->addIncoming(next[s], b.GetInsertBlock());
+  b.CreateCondBr(b.CreateICmpULT(p_next, kc), loop, exit);
+  b.SetInsertPoint(exit);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < nv; ++j)
+      b.CreateAlignedStore(next[static_cast<size_t>(i * nv + j)], c_at(i, j), llvm::Align(4));
+  b.CreateRetVoid();
+  return fn;
+}
+
+// Stores the root for rows [ic, ic + mc) and columns [jc, jc + nc) of C, the matmul/conv value
+// taken from `tile` (row stride ldc) instead of being recomputed.
+void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm::Value* ic,
+                                  llvm::Value* mc, llvm::Value* jc, llvm::Value* nc,
+                                  llvm::Value* tile, int64_t ldc) {
+  const ir::Node& n = producer(k_.reduction);
+  std::vector<int64_t> out = dims(k_.root);
+  llvm::Type* f32 = b_.getFloatTy();
+  auto finish = [&](Index idx, llvm::Value* i, llvm::Value* j) {
+    for (size_t d = 0; d < out.size(); ++d)
+      if (out[d] == 1) idx[d] = b_.getInt64(0);  // what broadcast() gives every size-1 dim
+    llvm::Value* at = b_.CreateInBoundsGEP(f32, tile, b_.CreateAdd(b_.CreateMul(i, i64(ldc)), j));
+    llvm::Value* v = b_.CreateAlignedLoad(f32, at, llvm::Align(4));
+    if (plan.is_conv && n.operands.size() > 2)
+      v = b_.CreateFAdd(v, emit(n.operands[2], Index{idx[1]}));
+    memo_.back()[{k_.reduction, idx}] = v;
+    store(k_.root, 0, idx, emit(k_.root, idx));
+  };
+  range_loop(i64(0), mc, [&](llvm::Value* i) {
+    llvm::Value* m = b_.CreateAdd(ic, i);
+    if (!plan.is_conv) {
+      range_loop(i64(0), nc, [&](llvm::Value* j) {
+        Index idx = batch;
+        idx.push_back(m);
+        idx.push_back(b_.CreateAdd(jc, j));
+        finish(idx, i, j);
+      });
+      return;
+    }
+    // Conv: whole rows per block, so the innermost loop is a static, contiguous output row.
+    llvm::Value* rows = b_.CreateUDiv(nc, i64(plan.row));
+    llvm::Value* first_row = b_.CreateUDiv(jc, i64(plan.row));
+    range_loop(i64(0), rows, [&](llvm::Value* r) {
+      loop_nest({plan.out_w}, [&](const Index& w) {
+        Index idx = {batch[0], m};
+        if (out.size() == 4) idx.push_back(b_.CreateAdd(first_row, r));
+        idx.push_back(w[0]);
+        finish(idx, i, b_.CreateAdd(b_.CreateMul(r, i64(plan.row)), w[0]));
+      });
+    });
+  });
+}
+
+// The buffer of the packed weight behind `view` (pack_weights' permute/reshape/slice chain).
+llvm::Value* KernelEmitter::packed_weight(ir::ValueId view, int64_t width) {
+  ir::ValueId v = view;
+  while (read_arg_.count(v) == 0) v = producer(v).operands[0];
+  std::vector<int64_t> d = dims(v);
+  AOT_CHECK(d.size() == 3 && d[2] == width, "a packed GEMM operand is not a panel weight");
+  return buffers_[static_cast<size_t>(read_arg_.at(v))];
+}
+
+void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end) {
+  AOT_CHECK(plan.mc % plan.mr == 0 && plan.mt % plan.mc == 0, "GEMM blocks must nest");
+  int64_t ncp = (plan.nc + plan.nr - 1) / plan.nr * plan.nr;
+  llvm::Type* f32 = b_.getFloatTy();
+  llvm::Value* ap = stack_array(f32, plan.mc * plan.kc);
+  llvm::Value* bp = stack_array(f32, plan.kc * ncp);
+  llvm::Value* tile = stack_array(f32, plan.mt * ncp);
+  // Rows per microkernel call: a whole MR panel, or half of it where 6 rows would not fit the
+  // registers (4-lane targets: 16 SSE registers).
+  int64_t uk_rows = target_.f32_lanes == 4 ? plan.mr / 2 : plan.mr;
+  llvm::Function* ukernel = gemm_microkernel(plan, uk_rows);
+  // Weights pre-packed by pack_weights: their panels are read in place, never packed here.
+  const ir::Node& node = producer(k_.reduction);
+  llvm::Value* packed_a = node.attrs.has("packed_a") ? packed_weight(node.operands[1], plan.mr) : nullptr;
+  llvm::Value* packed_b = node.attrs.has("packed_b") ? packed_weight(node.operands[1], plan.nr) : nullptr;
+  std::vector<int64_t> out = dims(k_.reduction);
+  std::vector<int64_t> batch_extents(out.begin(), out.end() - (plan.is_conv ? static_cast<std::ptrdiff_t>(out.size() - 1) : 2));
+  auto min = [&](llvm::Value* x, int64_t y) { return b_.CreateSelect(b_.CreateICmpSLT(x, i64(y)), x, i64(y)); };
+  auto ceil_div = [&](llvm::Value* x, int64_t y) { return b_.CreateUDiv(b_.CreateAdd(x, i64(y - 1)), i64(y)); };
+  range_loop(begin, end, [&](llvm::Value* t) {
+    llvm::Value* jb = b_.CreateURem(t, i64(plan.n_blocks()));
+    llvm::Value* rest = b_.CreateUDiv(t, i64(plan.n_blocks()));
+    llvm::Value* ib = b_.CreateURem(rest, i64(plan.m_tasks()));
+    Index batch = unflatten(b_.CreateUDiv(rest, i64(plan.m_tasks())), batch_extents);
+    llvm::Value* it = b_.CreateMul(ib, i64(plan.mt));
+    llvm::Value* jc = b_.CreateMul(jb, i64(plan.nc));
+    llvm::Value* mt = min(b_.CreateSub(i64(plan.m), it), plan.mt);
+    llvm::Value* nc = min(b_.CreateSub(i64(plan.n), jc), plan.nc);
+    llvm::Value* n_panels = ceil_div(nc, plan.nr);
+    int64_t k_panels = (plan.k + plan.kc - 1) / plan.kc;
+    range_loop(i64(0), i64(k_panels), [&](llvm::Value* pi) {
+      llvm::Value* pc = b_.CreateMul(pi, i64(plan.kc));
+      llvm::Value* kc = min(b_.CreateSub(i64(plan.k), pc), plan.kc);
+      llvm::Value* first = b_.CreateICmpEQ(pi, i64(0));
+      if (plan.wide) gemm_pack_wide_b(plan, batch, jc, nc, pc, kc, bp);
+      else if (!packed_b) gemm_pack(plan, false, batch, jc, nc, pc, kc, bp);
+      range_loop(i64(0), ceil_div(mt, plan.mc), [&](llvm::Value* sub) {
+        llvm::Value* row0 = b_.CreateMul(sub, i64(plan.mc));  // within the task
+        llvm::Value* mc = min(b_.CreateSub(mt, row0), plan.mc);
+        if (!packed_a) gemm_pack(plan, true, batch, b_.CreateAdd(it, row0), mc, pc, kc, ap);
+        llvm::Value* m_panels = ceil_div(mc, plan.mr);
+        range_loop(i64(0), n_panels, [&](llvm::Value* jr) {
+          range_loop(i64(0), m_panels, [&](llvm::Value* ir) {
+            // A pre-packed weight's panel q at K offset pc: weight + (q·K + pc)·width.
+            auto in_place = [&](llvm::Value* weight, llvm::Value* q, int64_t width) {
+              return b_.CreateInBoundsGEP(f32, weight, b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, i64(plan.k)), pc), i64(width)));
+            };
+            llvm::Value* a_panel =
+                packed_a ? in_place(packed_a, b_.CreateAdd(b_.CreateUDiv(b_.CreateAdd(it, row0), i64(plan.mr)), ir), plan.mr)
+                         : b_.CreateInBoundsGEP(f32, ap, b_.CreateMul(b_.CreateMul(ir, kc), i64(plan.mr)));
+            llvm::Value* b_panel =
+                packed_b ? in_place(packed_b, b_.CreateAdd(b_.CreateUDiv(jc, i64(plan.nr)), jr), plan.nr)
+                         : b_.CreateInBoundsGEP(f32, bp, b_.CreateMul(b_.CreateMul(jr, kc), i64(plan.nr)));
+            llvm::Value* c_row = b_.CreateAdd(row0, b_.CreateMul(ir, i64(plan.mr)));
+            llvm::Value* c_at = b_.CreateInBoundsGEP(
+                f32, tile, b_.CreateAdd(b_.CreateMul(c_row, i64(ncp)), b_.CreateMul(jr, i64(plan.nr))));
+            for (int64_t r0 = 0; r0 < plan.mr; r0 += uk_rows)
+              b_.CreateCall(ukernel, {kc, b_.CreateConstInBoundsGEP1_64(f32, a_panel, static_cast<uint64_t>(r0)), b_panel,
+                                      b_.CreateConstInBoundsGEP1_64(f32, c_at, static_cast<uint64_t>(r0 * ncp)),
+                                      i64(ncp), first});
+          });
+        });
+      });
+    });
+    gemm_epilogue(plan, batch, it, mt, jc, nc, tile, ncp);
+  });
+}
+
+}  // namespace aotrace::lowering::cpu

@@ -1,0 +1,136 @@
+// pack_weights: the weight operand of a GEMM kernel (emit_gemm.cpp) is stored in its panel
+// layout at compile time, so that the kernel reads its panels in place instead of packing them
+// on every call:
+//   - matmul(x, permute(W, [1, 0])), a linear layer's W [N, K]: B panels, [⌈N/NR⌉, K, NR];
+//   - conv(x, W) with groups 1, W [Cout, Cin, kh, kw]: A panels, [⌈Cout/MR⌉, Cin·kh·kw, MR];
+// zero-padded to whole panels. The node's operand becomes the view that reads the original
+// weight back out of the packed one (permute, reshape, slice: movement ops, so the graph keeps
+// its meaning for the verifier and the reference interpreter), and the node is marked
+// `packed_b` / `packed_a` = the panel width, which codegen trusts. The original weight stays
+// in the signature; compile stores only the weights a plan reads. Only nodes that take the GEMM
+// path are packed (f32, M >= 4, N >= 8, K >= 8), with the panels of passes.h.
+// Test: lowering_tests GraphPasses.PackWeights*, Gemm.*, and every model test.
+#include <cstring>
+#include <functional>
+
+#include "lowering/passes.h"
+
+namespace aotrace::lowering {
+namespace {
+
+ir::Attrs attrs_of(std::initializer_list<std::pair<std::string, ir::AttrValue>> items) {
+  ir::Attrs a;
+  for (const auto& [k, v] : items) a.set(k, v);
+  return a;
+}
+
+ir::Shape shape_of(std::vector<int64_t> dims) { return ir::Shape(dims.begin(), dims.end()); }
+
+// rows × cols row-major f32 (`at(r, c)`) as [⌈rows/width⌉, cols, width] panels, zero-padded.
+std::shared_ptr<const ir::Bytes> panels(int64_t rows, int64_t cols, int64_t width,
+                                        const std::function<float(int64_t, int64_t)>& at) {
+  int64_t count = (rows + width - 1) / width;
+  auto bytes = std::make_shared<ir::Bytes>(static_cast<size_t>(count * cols * width) * sizeof(float), 0);
+  auto* out = reinterpret_cast<float*>(bytes->data());
+  for (int64_t q = 0; q < count; ++q)
+    for (int64_t k = 0; k < cols; ++k)
+      for (int64_t i = 0; i < width && q * width + i < rows; ++i)
+        out[(q * cols + k) * width + i] = at(q * width + i, k);
+  return bytes;
+}
+
+struct Packer {
+  const ir::Graph& old;
+  GraphCopy& c;
+  std::vector<int> producer;
+  std::vector<int> weight_index;  // value → index in old.weights, or -1
+
+  const float* data(int w) const {
+    return reinterpret_cast<const float*>(old.weights[static_cast<size_t>(w)].data->data());
+  }
+
+  ir::ValueId add_packed(int w, const std::string& how, std::vector<int64_t> dims,
+                         std::shared_ptr<const ir::Bytes> bytes) {
+    const auto& src = old.weights[static_cast<size_t>(w)];
+    ir::TensorType t = old.type(src.value);
+    t.shape = shape_of(dims);
+    return c.graph.add_weight(src.name + "." + how, t, how + "(" + src.source + ")", std::move(bytes));
+  }
+
+  // Matmul B = permute(W [N, K], [1, 0]): B panels; returns the view of B, or -1.
+  ir::ValueId pack_b(const ir::Node& mm, const SourceLoc& loc) {
+    ir::ValueId b = mm.operands[1];
+    int p = producer[static_cast<size_t>(b)];
+    if (p < 0 || old.nodes[static_cast<size_t>(p)].op != ir::OpKind::Permute) return -1;
+    const ir::Node& perm = old.nodes[static_cast<size_t>(p)];
+    if (perm.attrs.ints("perm") != std::vector<int64_t>{1, 0}) return -1;
+    int w = weight_index[static_cast<size_t>(perm.operands[0])];
+    if (w < 0 || old.type(perm.operands[0]).dtype != ir::DType::f32) return -1;
+    std::vector<int64_t> ws = static_dims(old, perm.operands[0]), as = static_dims(old, mm.operands[0]);
+    int64_t n = ws[0], k = ws[1];
+    if (as.size() < 2 || as[as.size() - 2] < 4 || n < 8 || k < 8) return -1;
+    const float* src = data(w);
+    int64_t count = (n + kPackedNR - 1) / kPackedNR;
+    ir::ValueId packed = add_packed(w, "packed_b" + std::to_string(kPackedNR), {count, k, kPackedNR},
+                                    panels(n, k, kPackedNR, [&](int64_t r, int64_t col) { return src[r * k + col]; }));
+    ir::ValueId v = c.graph.add(ir::OpKind::Permute, {packed}, attrs_of({{"perm", std::vector<int64_t>{1, 0, 2}}}), loc);
+    v = c.graph.add(ir::OpKind::Reshape, {v}, attrs_of({{"shape", shape_of({k, count * kPackedNR})}}), loc);
+    return c.graph.add(ir::OpKind::Slice, {v},
+                       attrs_of({{"axis", int64_t{1}}, {"start", int64_t{0}}, {"end", n}, {"step", int64_t{1}}}), loc);
+  }
+
+  // Conv W [Cout, Cin, kh, kw] (groups 1): A panels; returns the view of W, or -1.
+  ir::ValueId pack_a(const ir::Node& conv, const SourceLoc& loc) {
+    if (conv.attrs.has("groups") && conv.attrs.i("groups") != 1) return -1;
+    int w = weight_index[static_cast<size_t>(conv.operands[1])];
+    if (w < 0 || old.type(conv.operands[1]).dtype != ir::DType::f32) return -1;
+    if (old.type(conv.operands[0]).dtype != ir::DType::f32) return -1;
+    std::vector<int64_t> ws = static_dims(old, conv.operands[1]), out = static_dims(old, conv.results[0]);
+    int64_t m = ws[0], k = 1, n = 1;
+    for (size_t d = 1; d < ws.size(); ++d) k *= ws[d];
+    for (size_t d = 2; d < out.size(); ++d) n *= out[d];
+    if (m < 4 || n < 8 || k < 8 || out[0] == 0) return -1;
+    const float* src = data(w);
+    int64_t count = (m + kPackedMR - 1) / kPackedMR;
+    ir::ValueId packed = add_packed(w, "packed_a" + std::to_string(kPackedMR), {count, k, kPackedMR},
+                                    panels(m, k, kPackedMR, [&](int64_t r, int64_t col) { return src[r * k + col]; }));
+    ir::ValueId v = c.graph.add(ir::OpKind::Permute, {packed}, attrs_of({{"perm", std::vector<int64_t>{0, 2, 1}}}), loc);
+    v = c.graph.add(ir::OpKind::Reshape, {v}, attrs_of({{"shape", shape_of({count * kPackedMR, k})}}), loc);
+    v = c.graph.add(ir::OpKind::Slice, {v},
+                    attrs_of({{"axis", int64_t{0}}, {"start", int64_t{0}}, {"end", m}, {"step", int64_t{1}}}), loc);
+    return c.graph.add(ir::OpKind::Reshape, {v}, attrs_of({{"shape", shape_of(ws)}}), loc);
+  }
+};
+
+}  // namespace
+
+ir::Graph pack_weights(ir::Graph old) {
+  GraphCopy c = copy_signature(old);
+  Packer packer{old, c, std::vector<int>(old.num_values(), -1), std::vector<int>(old.num_values(), -1)};
+  for (size_t i = 0; i < old.nodes.size(); ++i)
+    for (ir::ValueId r : old.nodes[i].results) packer.producer[static_cast<size_t>(r)] = static_cast<int>(i);
+  for (size_t i = 0; i < old.weights.size(); ++i)
+    packer.weight_index[static_cast<size_t>(old.weights[i].value)] = static_cast<int>(i);
+  for (const ir::Node& n : old.nodes) {
+    std::vector<ir::ValueId> operands;
+    for (ir::ValueId o : n.operands) operands.push_back(c.map.at(static_cast<size_t>(o)));
+    ir::Attrs attrs = n.attrs;
+    bool f32 = old.type(n.results[0]).dtype == ir::DType::f32;
+    if (n.op == ir::OpKind::Matmul && f32) {
+      if (ir::ValueId v = packer.pack_b(n, n.loc); v >= 0) {
+        operands[1] = v;
+        attrs.set("packed_b", kPackedNR);
+      }
+    } else if (n.op == ir::OpKind::Conv && f32) {
+      if (ir::ValueId v = packer.pack_a(n, n.loc); v >= 0) {
+        operands[1] = v;
+        attrs.set("packed_a", kPackedMR);
+      }
+    }
+    std::vector<ir::ValueId> results = c.graph.add_node(n.op, operands, attrs, n.loc);
+    for (size_t r = 0; r < results.size(); ++r) c.map[static_cast<size_t>(n.results[r])] = results[r];
+  }
+  return finish_copy(std::move(c), old);
+}
+
+}  // namespace aotrace::lowering

@@ -1,0 +1,41 @@
+// pad_conv_inputs: conv(x, w, pad) → conv(pad(x), w, 0) for every conv with padding (and no
+// negative padding). fuse materialises every conv input, so the padded input is written once
+// by its own kernel and the conv reads it without bounds checks: a stride-1 conv's im2col rows
+// become contiguous slices (emit_gemm.cpp packs them with vector loads) and a depthwise conv's
+// window loads are plain loads. Costs one copy of the input per padded conv.
+// Test: lowering_tests GraphPasses.PadConvInputs, Gemm.*, Ops.Conv*.
+#include "lowering/passes.h"
+
+namespace aotrace::lowering {
+
+ir::Graph pad_conv_inputs(ir::Graph old) {
+  GraphCopy c = copy_signature(old);
+  for (const ir::Node& n : old.nodes) {
+    std::vector<ir::ValueId> operands;
+    for (ir::ValueId o : n.operands) operands.push_back(c.map.at(static_cast<size_t>(o)));
+    ir::Attrs attrs = n.attrs;
+    if (n.op == ir::OpKind::Conv) {
+      std::vector<int64_t> low = attrs.ints("pad_low"), high = attrs.ints("pad_high");
+      bool any = false, negative = false;
+      for (size_t d = 0; d < low.size(); ++d) {
+        any = any || low[d] != 0 || high[d] != 0;
+        negative = negative || low[d] < 0 || high[d] < 0;
+      }
+      if (any && !negative) {
+        ir::Attrs pad;
+        std::vector<int64_t> full_low = {0, 0}, full_high = {0, 0};
+        full_low.insert(full_low.end(), low.begin(), low.end());
+        full_high.insert(full_high.end(), high.begin(), high.end());
+        pad.set("low", full_low).set("high", full_high).set("value", 0.0);
+        operands[0] = c.graph.add(ir::OpKind::Pad, {operands[0]}, pad, n.loc);
+        attrs.set("pad_low", std::vector<int64_t>(low.size(), 0))
+            .set("pad_high", std::vector<int64_t>(high.size(), 0));
+      }
+    }
+    std::vector<ir::ValueId> results = c.graph.add_node(n.op, operands, attrs, n.loc);
+    for (size_t r = 0; r < results.size(); ++r) c.map[static_cast<size_t>(n.results[r])] = results[r];
+  }
+  return finish_copy(std::move(c), old);
+}
+
+}  // namespace aotrace::lowering

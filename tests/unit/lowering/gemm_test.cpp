@@ -1,0 +1,110 @@
+// The GEMM kernels (lowering/cpu/emit_gemm.cpp): matmul and conv big enough to be packed and
+// register-blocked, with edge blocks in every dim (M, N not multiples of MR/NR/MC/NC; K over two
+// KC panels), broadcast batch dims, transposed operands, conv stride/padding/dilation, and
+// epilogues (bias, batch-norm-like scale and shift, activation, residual add) evaluated from the
+// tile. Compared with the reference interpreter; the plan runner's parallel_for splits the
+// tasks into chunks run out of order.
+#include <gtest/gtest.h>
+
+#include "tests/unit/lowering/reference_check.h"
+#include "tests/unit/lowering/test_graphs.h"
+
+namespace aotrace::lowering {
+namespace {
+using namespace testing;
+using ir::OpKind;
+using Ints = std::vector<int64_t>;
+
+ir::ValueId weight(ir::Graph& g, const std::string& name, std::vector<int64_t> dims, uint32_t seed) {
+  return g.add_weight(name, f32(dims), "L['self']." + name, random_weight_bytes(dims, seed));
+}
+
+ir::Attrs conv_attrs(Ints stride, Ints dilation, Ints low, Ints high) {
+  ir::Attrs a;
+  a.set("stride", std::move(stride)).set("dilation", std::move(dilation)).set("pad_low", std::move(low))
+      .set("pad_high", std::move(high)).set("groups", int64_t{1});
+  return a;
+}
+
+TEST(Gemm, MatmulEdgeBlocksInEveryDimAndTwoKPanels) {
+  ir::Graph g;
+  ir::ValueId a = g.add_input("a", f32({150, 300}), "L['a']");  // M: 72 + 72 + 6; K: 256 + 44
+  ir::ValueId b = g.add_input("b", f32({300, 290}), "L['b']");  // N: 128 + 128 + 34
+  set_outputs(g, {g.add(OpKind::Matmul, {a, b})});
+  EXPECT_EQ(expect_matches_reference_in(g, -1, 1).num_kernels(), 1);
+}
+
+TEST(Gemm, TasksOfSeveralRowBlocks) {
+  ir::Graph g;
+  ir::ValueId a = g.add_input("a", f32({300, 40}), "L['a']");  // 5 MC blocks, 2 per task: 144 144 12
+  ir::ValueId b = g.add_input("b", f32({40, 400}), "L['b']");
+  set_outputs(g, {g.add(OpKind::Matmul, {a, b})});
+  expect_matches_reference_in(g, -1, 1);
+}
+
+TEST(Gemm, BatchedBroadcastMatmulWithEpilogue) {
+  ir::Graph g;
+  ir::ValueId a = g.add_input("a", f32({3, 1, 20, 30}), "L['a']");
+  ir::ValueId b = g.add_input("b", f32({4, 30, 17}), "L['b']");
+  ir::ValueId r = g.add_input("r", f32({17}), "L['r']");
+  ir::ValueId mm = g.add(OpKind::Matmul, {a, b});
+  set_outputs(g, {g.add(OpKind::Tanh, {g.add(OpKind::Add, {mm, r})})});
+  EXPECT_EQ(expect_matches_reference_in(g, -1, 1).num_kernels(), 1);
+}
+
+TEST(Gemm, LinearWithTransposedWeightBiasAndRelu) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({2, 9, 64}), "L['x']");
+  ir::ValueId w = weight(g, "w", {50, 64}, 3), bias = weight(g, "b", {50}, 4);
+  ir::ValueId mm = g.add(OpKind::Matmul, {x, g.add(OpKind::Permute, {w}, perm_attrs({1, 0}))});
+  set_outputs(g, {g.add(OpKind::Relu, {g.add(OpKind::Add, {mm, bias})})});
+  EXPECT_EQ(expect_matches_reference_in(g, -1, 1).num_kernels(), 1);
+}
+
+TEST(Gemm, ConvStridePaddingDilationBiasScaleShiftReluAndResidual) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({2, 5, 17, 19}), "L['x']");
+  ir::ValueId w = weight(g, "w", {13, 5, 3, 3}, 5), bias = weight(g, "b", {13}, 6);
+  ir::ValueId scale = weight(g, "scale", {13, 1, 1}, 7), shift = weight(g, "shift", {13, 1, 1}, 8);
+  // Output 2 × 13 × 9 × 17: stride (2, 1), padding (1, 1), dilation (1, 2).
+  ir::ValueId conv = g.add(OpKind::Conv, {x, w, bias}, conv_attrs({2, 1}, {1, 2}, {1, 1}, {1, 1}));
+  ir::ValueId res = g.add_input("res", f32({2, 13, 9, 17}), "L['res']");
+  ir::ValueId bn = g.add(OpKind::Add, {g.add(OpKind::Mul, {conv, scale}), shift});
+  set_outputs(g, {g.add(OpKind::Relu, {g.add(OpKind::Add, {bn, res})})});
+  // The padded input, then one kernel: conv with bias, scale, shift, residual and relu.
+  EXPECT_EQ(expect_matches_reference_in(g, -1, 1).num_kernels(), 2);
+}
+
+TEST(Gemm, ConvRowsWiderThanABlockAndPointwise) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({1, 8, 3, 150}), "L['x']");
+  ir::ValueId w3 = weight(g, "w3", {7, 8, 3, 3}, 9), w1 = weight(g, "w1", {10, 8, 1, 1}, 10);
+  set_outputs(g, {g.add(OpKind::Conv, {x, w3}, conv_attrs({1, 1}, {1, 1}, {1, 1}, {1, 1})),
+                  g.add(OpKind::Conv, {x, w1}, conv_attrs({1, 1}, {1, 1}, {0, 0}, {0, 0}))});
+  expect_matches_reference_in(g, -1, 1);
+}
+
+// Not a GEMM (one row): the per-element path, its row cut into chunks across tasks, with the
+// reduction over K vectorised (reassociated); and a reduce_sum over a long row.
+TEST(Gemm, Batch1LinearAndLongSumSplitTheirRow) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({1, 200}), "L['x']");
+  ir::ValueId w = weight(g, "w", {300, 200}, 13);
+  ir::ValueId y = g.add_input("y", f32({2, 5000}), "L['y']");
+  ir::Attrs sum;
+  sum.set("axes", std::vector<int64_t>{1}).set("keepdim", int64_t{0});
+  set_outputs(g, {g.add(OpKind::Matmul, {x, g.add(OpKind::Permute, {w}, perm_attrs({1, 0}))}),
+                  g.add(OpKind::ReduceSum, {y}, sum)});
+  expect_matches_reference_in(g, -1, 1);
+}
+
+TEST(Gemm, Conv1d) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({3, 6, 40}), "L['x']");
+  ir::ValueId w = weight(g, "w", {9, 6, 5}, 11), bias = weight(g, "b", {9}, 12);
+  set_outputs(g, {g.add(OpKind::Conv, {x, w, bias}, conv_attrs({2}, {1}, {2}, {2}))});
+  expect_matches_reference_in(g, -1, 1);
+}
+
+}  // namespace
+}  // namespace aotrace::lowering
