@@ -1,5 +1,5 @@
 // link_cpu_library: links kernel objects into one shared library with ld.lld-16 (no other
-// toolchain needed, also when cross-compiling). Kernels call libm (expf, tanhf, …): when the
+// toolchain needed, also when cross-compiling). Kernels call libm (sinf, pow, f64 exp, …): when the
 // target's libm.so.6 is found it is linked --as-needed so the .so records DT_NEEDED libm.so.6;
 // otherwise the symbols stay undefined and resolve against the runtime process (which has libm
 // through libstdc++). --build-id=none and fixed file names keep the output byte-identical.

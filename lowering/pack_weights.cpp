@@ -1,7 +1,8 @@
 // pack_weights: the weight operand of a GEMM kernel (emit_gemm.cpp) is stored in its panel
 // layout at compile time, so that the kernel reads its panels in place instead of packing them
 // on every call:
-//   - matmul(x, permute(W, [1, 0])), a linear layer's W [N, K]: B panels, [⌈N/NR⌉, K, NR];
+//   - matmul(x, permute(W, [1, 0])), a linear layer's W [N, K], or matmul(x, W [K, N]): B panels,
+//     [⌈N/NR⌉, K, NR]; W may be a slice of a weight (the q, k, v rows of attention's in_proj);
 //   - conv(x, W) with groups 1, W [Cout, Cin, kh, kw]: A panels, [⌈Cout/MR⌉, Cin·kh·kw, MR];
 // zero-padded to whole panels. The node's operand becomes the view that reads the original
 // weight back out of the packed one (permute, reshape, slice: movement ops, so the graph keeps
@@ -57,22 +58,54 @@ struct Packer {
     return c.graph.add_weight(src.name + "." + how, t, how + "(" + src.source + ")", std::move(bytes));
   }
 
-  // Matmul B = permute(W [N, K], [1, 0]): B panels; returns the view of B, or -1.
+  // A 2-D f32 weight seen through slices of step 1: rows [r0, r0 + rows) and columns
+  // [c0, c0 + cols) of weight `w`, whose rows are `stride` floats apart.
+  struct WeightWindow { int w = -1; int64_t r0 = 0, c0 = 0, rows = 0, cols = 0, stride = 0; };
+  WeightWindow window(ir::ValueId v) const {
+    int p = producer[static_cast<size_t>(v)];
+    if (p < 0) {
+      int w = weight_index[static_cast<size_t>(v)];
+      std::vector<int64_t> d = static_dims(old, v);
+      if (w < 0 || d.size() != 2 || old.type(v).dtype != ir::DType::f32) return {};
+      return {w, 0, 0, d[0], d[1], d[1]};
+    }
+    const ir::Node& n = old.nodes[static_cast<size_t>(p)];
+    if (n.op != ir::OpKind::Slice || n.attrs.i("step") != 1) return {};
+    WeightWindow ww = window(n.operands[0]);
+    if (ww.w < 0) return {};
+    int64_t start = n.attrs.i("start"), end = n.attrs.i("end");
+    int64_t& origin = n.attrs.i("axis") == 0 ? ww.r0 : ww.c0;
+    int64_t& extent = n.attrs.i("axis") == 0 ? ww.rows : ww.cols;
+    if (start < 0 || end > extent || start >= end) return {};
+    origin += start;
+    extent = end - start;
+    return ww;
+  }
+
+  // Matmul B [K, N] read from a weight: permute(W [N, K], [1, 0]) (a linear layer) or W [K, N]
+  // itself, either possibly a slice of a bigger weight (attention's in_proj): B panels; returns
+  // the view of B, or -1.
   ir::ValueId pack_b(const ir::Node& mm, const SourceLoc& loc) {
     ir::ValueId b = mm.operands[1];
     int p = producer[static_cast<size_t>(b)];
-    if (p < 0 || old.nodes[static_cast<size_t>(p)].op != ir::OpKind::Permute) return -1;
-    const ir::Node& perm = old.nodes[static_cast<size_t>(p)];
-    if (perm.attrs.ints("perm") != std::vector<int64_t>{1, 0}) return -1;
-    int w = weight_index[static_cast<size_t>(perm.operands[0])];
-    if (w < 0 || old.type(perm.operands[0]).dtype != ir::DType::f32) return -1;
-    std::vector<int64_t> ws = static_dims(old, perm.operands[0]), as = static_dims(old, mm.operands[0]);
-    int64_t n = ws[0], k = ws[1];
+    bool transposed = p >= 0 && old.nodes[static_cast<size_t>(p)].op == ir::OpKind::Permute;
+    if (transposed && old.nodes[static_cast<size_t>(p)].attrs.ints("perm") != std::vector<int64_t>{1, 0}) return -1;
+    WeightWindow ww = window(transposed ? old.nodes[static_cast<size_t>(p)].operands[0] : b);
+    if (ww.w < 0) return -1;
+    std::vector<int64_t> as = static_dims(old, mm.operands[0]);
+    int64_t n = transposed ? ww.rows : ww.cols, k = transposed ? ww.cols : ww.rows;
     if (as.size() < 2 || as[as.size() - 2] < 4 || n < 8 || k < 8) return -1;
-    const float* src = data(w);
+    const float* src = data(ww.w) + ww.r0 * ww.stride + ww.c0;
+    auto at = [&](int64_t col, int64_t kk) {
+      return transposed ? src[col * ww.stride + kk] : src[kk * ww.stride + col];
+    };
     int64_t count = (n + kPackedNR - 1) / kPackedNR;
-    ir::ValueId packed = add_packed(w, "packed_b" + std::to_string(kPackedNR), {count, k, kPackedNR},
-                                    panels(n, k, kPackedNR, [&](int64_t r, int64_t col) { return src[r * k + col]; }));
+    std::string how = "packed_b" + std::to_string(kPackedNR);
+    if (ww.rows * ww.cols != static_cast<int64_t>(old.weights[static_cast<size_t>(ww.w)].data->size() / sizeof(float)))
+      how += "_r" + std::to_string(ww.r0) + "_c" + std::to_string(ww.c0) + "_" + std::to_string(ww.rows) + "x" +
+             std::to_string(ww.cols);
+    if (!transposed) how += "_kn";
+    ir::ValueId packed = add_packed(ww.w, how, {count, k, kPackedNR}, panels(n, k, kPackedNR, at));
     ir::ValueId v = c.graph.add(ir::OpKind::Permute, {packed}, attrs_of({{"perm", std::vector<int64_t>{1, 0, 2}}}), loc);
     v = c.graph.add(ir::OpKind::Reshape, {v}, attrs_of({{"shape", shape_of({k, count * kPackedNR})}}), loc);
     return c.graph.add(ir::OpKind::Slice, {v},

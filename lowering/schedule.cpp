@@ -1,5 +1,5 @@
 // schedule: turns the fused kernels into an ordered list of kernel calls over buffers.
-//   - buffers: one per input, weight and output position, and one arena buffer per other
+//   - buffers: one per input, read weight and output position, and one arena buffer per other
 //     materialised value;
 //   - kernels in topological order (a kernel only reads values of earlier kernels), each with
 //     its loop nest: the root's shape, row-major, innermost dim contiguous (what the LLVM loop
@@ -29,9 +29,16 @@ Schedule schedule(FusedGraph fused, const std::string& symbol_prefix) {
   for (size_t i = 0; i < g.inputs.size(); ++i)
     holder[static_cast<size_t>(g.inputs[i].value)] =
         add_buffer(Kind::Input, static_cast<int64_t>(i), g.inputs[i].value);
+  // Weights only where a kernel or an output reads them: a weight that pack_weights replaced by
+  // its panels is not stored in the bundle twice.
+  std::vector<bool> read(g.num_values(), false);
+  for (const FusedKernel& k : fused.kernels)
+    for (ir::ValueId r : k.reads) read[static_cast<size_t>(r)] = true;
+  for (ir::ValueId v : g.outputs) read[static_cast<size_t>(v)] = true;
   for (size_t i = 0; i < g.weights.size(); ++i)
-    holder[static_cast<size_t>(g.weights[i].value)] =
-        add_buffer(Kind::Weight, static_cast<int64_t>(i), g.weights[i].value);
+    if (read[static_cast<size_t>(g.weights[i].value)])
+      holder[static_cast<size_t>(g.weights[i].value)] =
+          add_buffer(Kind::Weight, static_cast<int64_t>(i), g.weights[i].value);
   std::vector<int32_t> output_buffer;
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     ir::ValueId v = g.outputs[i];

@@ -10,9 +10,15 @@
 //               conv value taken from the tile (bias, batch-norm, activation, residual add...)
 //               and stored once: fused intermediates never reach the output buffer.
 //
-// The operands are evaluated while packing, through their view index maps, so a transposed
-// weight, a broadcast batch dim or conv's im2col (with zero padding, stride and dilation) cost
-// nothing beyond the packing read. The microkernel keeps MR × NR/lanes vector accumulators in
+// An operand that is a strided view of a buffer (StridedView: a row-major or transposed matrix,
+// attention's heads split by reshape + permute, a broadcast batch dim) is packed with plain
+// loads, vector loads where the panel is contiguous; a matmul's A whose rows are contiguous
+// along K is not packed at all: the microkernel reads its rows in place (as oneDNN's brgemm
+// does for inference). Other operands are evaluated while packing, through their index maps,
+// so conv's im2col (zero padding, stride, dilation) and fused elementwise producers cost
+// nothing beyond the packing read. K is cut into even panels of at most KC. The first
+// microkernel call on each B panel prefetches the next one into L2 (pre-packed weights come
+// from memory). The microkernel keeps MR × NR/lanes vector accumulators in
 // registers (6×16 with AVX2's 16 registers: 12 accumulators, 2 B vectors, 1 broadcast) and uses
 // llvm.fmuladd, which becomes FMA where the target has it. Tiles are on the stack of the thread
 // running the task: tasks are independent, so the runtime's parallel_for spreads them.
@@ -34,22 +40,29 @@ namespace aotrace::lowering::cpu {
 bool KernelEmitter::plan_gemm(GemmPlan& p) const {
   if (k_.reduction < 0 || dtype(k_.reduction) != ir::DType::f32) return false;
   if (dims(k_.root) != dims(k_.reduction)) return false;
-  const ir::Node& n = g_.nodes[static_cast<size_t>(producer_[static_cast<size_t>(k_.reduction)])];
+  const ir::Node& n = producer(k_.reduction);
+  if (n.op != ir::OpKind::Matmul && n.op != ir::OpKind::Conv) return false;
+  p.node = &n;
+  p.is_conv = n.op == ir::OpKind::Conv;
+  p.a = n.operands[p.is_conv ? 1 : 0];
+  p.b = n.operands[p.is_conv ? 0 : 1];
   std::vector<int64_t> out = dims(k_.reduction);
   for (ir::ValueId o : n.operands)
     if (dtype(o) != ir::DType::f32) return false;
   if (n.op == ir::OpKind::Matmul) {
-    std::vector<int64_t> as = dims(n.operands[0]), bs = dims(n.operands[1]);
+    std::vector<int64_t> as = dims(p.a), bs = dims(p.b);
     if (as.size() < 2 || bs.size() < 2) return false;
     p.m = out[out.size() - 2];
     p.n = out.back();
     p.k = as.back();
     for (size_t d = 0; d + 2 < out.size(); ++d) p.batches *= out[d];
-  } else if (n.op == ir::OpKind::Conv) {
+    p.a_view = strided_view(p.a);
+    if (!n.attrs.has("packed_b")) p.b_view = strided_view(p.b);
+    p.direct_a = p.a_view && p.a_view->strides.back() == 1;
+  } else {
     if (n.attrs.has("groups") && n.attrs.i("groups") != 1) return false;
-    std::vector<int64_t> ws = dims(n.operands[1]);
+    std::vector<int64_t> ws = dims(p.a);
     if (out.size() != 3 && out.size() != 4) return false;
-    p.is_conv = true;
     p.m = ws[0];
     p.k = 1;
     for (size_t d = 1; d < ws.size(); ++d) p.k *= ws[d];
@@ -57,22 +70,23 @@ bool KernelEmitter::plan_gemm(GemmPlan& p) const {
     for (size_t d = 2; d < out.size(); ++d) p.n *= out[d];
     p.batches = out[0];
     p.row = p.out_w = out.back();
-    std::vector<int64_t> xs = dims(n.operands[0]);
-    p.wide = read_arg_.count(n.operands[0]) != 0;
+    std::vector<int64_t> xs = dims(p.b);
+    p.wide = read_arg_.count(p.b) != 0;
     for (int64_t v : int_list(n.attrs, "stride")) p.wide = p.wide && v == 1;
     for (int64_t v : int_list(n.attrs, "pad_low")) p.wide = p.wide && v == 0;
     if (p.wide && out.size() == 4) {
       p.row = xs.back();
       p.n = out[2] * p.row;
     }
-  } else {
-    return false;
+    p.gathered = !p.wide && read_arg_.count(p.b) != 0;
+    for (const char* side : {"pad_low", "pad_high"})
+      for (int64_t v : int_list(n.attrs, side)) p.gathered = p.gathered && v == 0;
   }
   if (p.batches == 0 || p.m < 4 || p.n < 8 || p.k < 8) return false;
   p.mr = kPackedMR;  // panel shapes are the same for every target (pre-packed weights use them)
   p.nr = kPackedNR;
   p.mc = 12 * p.mr;
-  p.kc = 256;
+  p.kc = (p.k + (p.k + 255) / 256 - 1) / ((p.k + 255) / 256);  // K in even panels of <= 256
   p.nc = p.is_conv ? p.row * std::max<int64_t>(1, 128 / p.row) : 128;
   // Rows per task: up to 4 MC blocks share one B packing, while keeping >= 8 tasks (threads).
   int64_t m_blocks = (p.m + p.mc - 1) / p.mc;
@@ -91,8 +105,7 @@ llvm::Value* KernelEmitter::stack_array(llvm::Type* t, int64_t count) {
 // A[m, k] of batch `batch`: matmul's first operand, or the conv weight as Cout × (Cin·window).
 llvm::Value* KernelEmitter::gemm_a(const GemmPlan& plan, const Index& batch, llvm::Value* m,
                                    llvm::Value* k) {
-  const ir::Node& n = producer(k_.reduction);
-  ir::ValueId a = n.operands[plan.is_conv ? 1 : 0];
+  ir::ValueId a = plan.a;
   std::vector<int64_t> as = dims(a);
   Index ai;
   if (plan.is_conv) {
@@ -111,17 +124,17 @@ llvm::Value* KernelEmitter::gemm_a(const GemmPlan& plan, const Index& batch, llv
 // the window reads padding).
 llvm::Value* KernelEmitter::gemm_b(const GemmPlan& plan, const Index& batch, llvm::Value* k,
                                    llvm::Value* n_pos) {
-  const ir::Node& n = producer(k_.reduction);
+  const ir::Node& n = *plan.node;
   if (!plan.is_conv) {
-    ir::ValueId bv = n.operands[1];
+    ir::ValueId bv = plan.b;
     std::vector<int64_t> bs = dims(bv);
     Index bi = broadcast(std::vector<int64_t>(bs.begin(), bs.end() - 2), batch.size(), batch);
     bi.push_back(k);
     bi.push_back(n_pos);
     return emit(bv, bi);
   }
-  ir::ValueId x = n.operands[0];
-  std::vector<int64_t> xs = dims(x), ws = dims(n.operands[1]), out = dims(k_.reduction);
+  ir::ValueId x = plan.b;
+  std::vector<int64_t> xs = dims(x), ws = dims(plan.a), out = dims(k_.reduction);
   std::vector<int64_t> stride = int_list(n.attrs, "stride"), dilation = int_list(n.attrs, "dilation"),
                        pad = int_list(n.attrs, "pad_low");
   Index window = unflatten(k, std::vector<int64_t>(ws.begin() + 1, ws.end()));
@@ -153,7 +166,10 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
   int64_t limit = pack_a ? plan.m : plan.n;
   llvm::Type* f32 = b_.getFloatTy();
   llvm::Value* panels = b_.CreateUDiv(b_.CreateAdd(count, i64(r - 1)), i64(r));
-  bool contiguous_b = !pack_a && !plan.is_conv && read_arg_.count(producer(k_.reduction).operands[1]) != 0;
+  // A strided view is packed with plain loads: one vector load where the panel's elements are
+  // adjacent in memory (a row-major B), else r loads at a constant stride (a transposed B).
+  const std::optional<StridedView>& view = pack_a ? plan.a_view : plan.b_view;
+  std::vector<int64_t> vs = dims(pack_a ? plan.a : plan.b);
   // One panel q at K offset p: r values, clamped and zeroed past the edge only where needed.
   auto pack_one = [&](llvm::Value* q, llvm::Value* p) {
     llvm::Value* base = b_.CreateAdd(start, b_.CreateMul(q, i64(r)));
@@ -166,15 +182,20 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
     b_.CreateCondBr(full, fast, edge);
     for (bool at_edge : {false, true}) {
       b_.SetInsertPoint(at_edge ? edge : fast);
-      if (!at_edge && contiguous_b) {  // NR consecutive elements of a row-major B: one load
-        const ir::Node& n = producer(k_.reduction);
-        std::vector<int64_t> bs = dims(n.operands[1]);
-        Index bi = broadcast(std::vector<int64_t>(bs.begin(), bs.end() - 2), batch.size(), batch);
-        bi.push_back(bs[bs.size() - 2] == 1 ? i64(0) : k);
-        bi.push_back(base);
-        auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(r));
-        llvm::Value* from = address(n.operands[1], read_arg_.at(n.operands[1]), bi);
-        b_.CreateAlignedStore(b_.CreateAlignedLoad(vec, from, llvm::Align(4)), at, llvm::Align(4));
+      if (!at_edge && view && !plan.is_conv) {
+        Index vi = broadcast(std::vector<int64_t>(vs.begin(), vs.end() - 2), batch.size(), batch);
+        vi.push_back(pack_a ? base : k);
+        vi.push_back(pack_a ? k : base);
+        llvm::Value* from = strided_address(*view, vi);
+        int64_t step = view->strides[vs.size() - (pack_a ? 2 : 1)];
+        if (step == 1) {
+          auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(r));
+          b_.CreateAlignedStore(b_.CreateAlignedLoad(vec, from, llvm::Align(4)), at, llvm::Align(4));
+        } else {
+          for (int64_t i = 0; i < r; ++i)
+            b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, b_.CreateGEP(f32, from, i64(i * step)), llvm::Align(4)),
+                                  b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(i)), llvm::Align(4));
+        }
         b_.CreateBr(done);
         continue;
       }
@@ -207,9 +228,9 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
 void KernelEmitter::gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, llvm::Value* jc,
                                      llvm::Value* nc, llvm::Value* pc, llvm::Value* kc,
                                      llvm::Value* dst) {
-  const ir::Node& node = producer(k_.reduction);
-  ir::ValueId x = node.operands[0];
-  std::vector<int64_t> xs = dims(x), ws = dims(node.operands[1]);
+  const ir::Node& node = *plan.node;
+  ir::ValueId x = plan.b;
+  std::vector<int64_t> xs = dims(x), ws = dims(plan.a);
   std::vector<int64_t> dilation = int_list(node.attrs, "dilation");
   int64_t plane = 1, total = 1;
   for (size_t d = 2; d < xs.size(); ++d) plane *= xs[d];
@@ -228,8 +249,8 @@ void KernelEmitter::gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, l
       llvm::Value* n0 = b_.CreateAdd(jc, b_.CreateMul(q, i64(plan.nr)));
       llvm::Value* flat = b_.CreateAdd(off, n0);
       llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, kc), p), i64(plan.nr)));
-      llvm::Value* full = b_.CreateAnd(b_.CreateICmpSLE(b_.CreateAdd(n0, i64(plan.nr)), i64(plan.n)),
-                                       b_.CreateICmpSLE(b_.CreateAdd(flat, i64(plan.nr)), i64(total)));
+      // Columns past N are computed and dropped: only the end of the buffer needs the edge path.
+      llvm::Value* full = b_.CreateICmpSLE(b_.CreateAdd(flat, i64(plan.nr)), i64(total));
       auto* fast = llvm::BasicBlock::Create(ctx_, "wide.full", fn_);
       auto* edge = llvm::BasicBlock::Create(ctx_, "wide.edge", fn_);
       auto* done = llvm::BasicBlock::Create(ctx_, "wide.done", fn_);
@@ -252,22 +273,83 @@ void KernelEmitter::gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, l
   });
 }
 
-// void ukernel(i64 kc, const float* a, const float* b, float* c, i64 ldc, i1 first):
-// c[i*ldc + j] (+)= sum_p a[p*MR + i] * b[p*NR + j] for `rows` rows of an MR-row A panel and the
-// NR columns of a B panel; kc >= 1. rows × NR/lanes accumulators stay in registers: 6 × 2 with
+// The offsets into the conv input of output columns [jc, jc + count) (GemmPlan::gathered): for
+// column n at output position (o_1, ..), Σ o_s·stride_s·(input stride of spatial dim s); columns
+// past N get 0 (a valid address: their results are never stored).
+void KernelEmitter::gemm_conv_offsets(const GemmPlan& plan, llvm::Value* jc, int64_t count, llvm::Value* table) {
+  std::vector<int64_t> xs = dims(plan.b), out = dims(k_.reduction), stride = int_list(plan.node->attrs, "stride");
+  std::vector<int64_t> spatial_out(out.begin() + 2, out.end());
+  range_loop(i64(0), i64(count), [&](llvm::Value* j) {
+    llvm::Value* n = b_.CreateAdd(jc, j);
+    llvm::Value* valid = in_range(n, plan.n);
+    Index pos = unflatten(clamp(n, plan.n), spatial_out);
+    llvm::Value* off = i64(0);
+    int64_t x_stride = 1;
+    for (size_t s = xs.size(); s-- > 2;) {
+      off = b_.CreateAdd(off, b_.CreateMul(pos[s - 2], i64(stride[s - 2] * x_stride)));
+      x_stride *= xs[s];
+    }
+    b_.CreateAlignedStore(b_.CreateSelect(valid, off, i64(0)), b_.CreateInBoundsGEP(b_.getInt64Ty(), table, j),
+                          llvm::Align(8));
+  });
+}
+
+// B of a gathered conv: B[k, n] = x_flat[base(k) + table[n - jc]], with base(k) the input channel
+// and window position of k (dilation included) in batch `batch`. One table read and one load per
+// element, for any stride, dilation and output width.
+void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batch, llvm::Value* nc,
+                                         llvm::Value* pc, llvm::Value* kc, llvm::Value* table,
+                                         llvm::Value* dst) {
+  std::vector<int64_t> xs = dims(plan.b), ws = dims(plan.a), dilation = int_list(plan.node->attrs, "dilation");
+  int64_t plane = 1;
+  for (size_t d = 2; d < xs.size(); ++d) plane *= xs[d];
+  llvm::Type* f32 = b_.getFloatTy();
+  llvm::Value* src = buffers_[static_cast<size_t>(read_arg_.at(plan.b))];
+  llvm::Value* batch_off = b_.CreateMul(batch[0], i64(xs[1] * plane));
+  llvm::Value* panels = b_.CreateUDiv(b_.CreateAdd(nc, i64(plan.nr - 1)), i64(plan.nr));
+  range_loop(i64(0), kc, [&](llvm::Value* p) {
+    Index window = unflatten(b_.CreateAdd(pc, p), std::vector<int64_t>(ws.begin() + 1, ws.end()));
+    llvm::Value* base = b_.CreateAdd(batch_off, b_.CreateMul(window[0], i64(plane)));
+    int64_t x_stride = 1;
+    for (size_t s = xs.size(); s-- > 2;) {
+      base = b_.CreateAdd(base, b_.CreateMul(window[s - 1], i64(dilation[s - 2] * x_stride)));
+      x_stride *= xs[s];
+    }
+    llvm::Value* from = b_.CreateInBoundsGEP(f32, src, base);
+    range_loop(i64(0), panels, [&](llvm::Value* q) {
+      llvm::Value* offsets = b_.CreateInBoundsGEP(b_.getInt64Ty(), table, b_.CreateMul(q, i64(plan.nr)));
+      llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, kc), p), i64(plan.nr)));
+      for (int64_t j = 0; j < plan.nr; ++j) {
+        llvm::Value* off = b_.CreateAlignedLoad(b_.getInt64Ty(), b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), offsets, static_cast<uint64_t>(j)),
+                                                llvm::Align(8));
+        llvm::Value* v = b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, from, off), llvm::Align(4));
+        b_.CreateAlignedStore(v, b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(j)), llvm::Align(4));
+      }
+    });
+  });
+}
+
+// void ukernel(i64 kc, const float* a, const float* b, float* c, i64 ldc, i1 first,
+//              const float* prefetch, i64 lda, i64 valid_rows):
+// c[i*ldc + j] (+)= sum_p A(i, p) * b[p*NR + j] for `rows` rows of A and the NR columns of a B
+// panel; kc >= 1. A(i, p) is a[p*MR + i] in a packed MR-row panel, or with `direct_a`
+// a[min(i, valid_rows - 1)*lda + p]: A read in place, row by row (rows past the matrix repeat its
+// last row; their results are never stored). Step p also prefetches prefetch[p*NR .. p*NR + NR) into L2:
+// the caller points it at the next B panel, which then arrives while this one is in use. rows × NR/lanes accumulators stay in registers: 6 × 2 with
 // AVX2 (16 registers), 6 × 1 with AVX-512, 3 × 4 with SSE/NEON (then two calls per panel).
-llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t rows) {
+llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a) {
   int64_t lanes = std::min<int64_t>(target_.f32_lanes, plan.nr), nv = plan.nr / lanes;
-  std::string name = "aotrace.sgemm." + std::to_string(rows) + "x" + std::to_string(plan.nr);
+  std::string name = "aotrace.sgemm." + std::to_string(rows) + "x" + std::to_string(plan.nr) + (direct_a ? ".rows" : "");
   if (llvm::Function* f = module_.getFunction(name)) return f;
   auto* ptr = b_.getPtrTy();
   auto* i64t = b_.getInt64Ty();
-  auto* type = llvm::FunctionType::get(b_.getVoidTy(), {i64t, ptr, ptr, ptr, i64t, b_.getInt1Ty()}, false);
+  auto* type = llvm::FunctionType::get(b_.getVoidTy(), {i64t, ptr, ptr, ptr, i64t, b_.getInt1Ty(), ptr, i64t, i64t}, false);
   auto* fn = llvm::Function::Create(type, llvm::Function::InternalLinkage, name, module_);
   fn->setDoesNotThrow();
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx_, "entry", fn));
   llvm::Value *kc = fn->getArg(0), *a = fn->getArg(1), *bp = fn->getArg(2), *c = fn->getArg(3),
-              *ldc = fn->getArg(4), *first = fn->getArg(5);
+              *ldc = fn->getArg(4), *first = fn->getArg(5), *prefetch = fn->getArg(6), *lda = fn->getArg(7),
+              *valid_rows = fn->getArg(8);
   llvm::Type* f32 = b.getFloatTy();
   auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(lanes));
   llvm::Value* zero = llvm::Constant::getNullValue(vec);
@@ -279,6 +361,13 @@ llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t ro
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < nv; ++j)
       init.push_back(b.CreateSelect(first, zero, b.CreateAlignedLoad(vec, c_at(i, j), llvm::Align(4))));
+  std::vector<llvm::Value*> a_rows;  // direct_a: the row pointers
+  for (int64_t i = 0; direct_a && i < rows; ++i) {
+    llvm::Value* last = b.CreateSub(valid_rows, b.getInt64(1));
+    llvm::Value* r = b.CreateSelect(b.CreateICmpSLT(b.getInt64(static_cast<uint64_t>(i)), last),
+                                    b.getInt64(static_cast<uint64_t>(i)), last);
+    a_rows.push_back(b.CreateGEP(f32, a, b.CreateMul(r, lda)));
+  }
   llvm::BasicBlock* pre = b.GetInsertBlock();
   auto* loop = llvm::BasicBlock::Create(ctx_, "k", fn);
   auto* exit = llvm::BasicBlock::Create(ctx_, "done", fn);
@@ -296,11 +385,15 @@ llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t ro
   for (int64_t j = 0; j < nv; ++j)
     bv.push_back(b.CreateAlignedLoad(vec, b.CreateConstInBoundsGEP1_64(f32, brow, static_cast<uint64_t>(j * lanes)),
                                      llvm::Align(4)));
+  // Not inbounds: the next panel may lie past the end of its buffer (a prefetch never faults).
+  llvm::Value* pf = b.CreateGEP(f32, prefetch, b.CreateMul(p, b.getInt64(static_cast<uint64_t>(plan.nr))));
+  b.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr}, {pf, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
   llvm::Value* arow = b.CreateInBoundsGEP(f32, a, b.CreateMul(p, b.getInt64(static_cast<uint64_t>(plan.mr))));
   std::vector<llvm::Value*> next(acc.size());
   for (int64_t i = 0; i < rows; ++i) {
-    llvm::Value* ai = b.CreateAlignedLoad(f32, b.CreateConstInBoundsGEP1_64(f32, arow, static_cast<uint64_t>(i)),
-                                          llvm::Align(4));
+    llvm::Value* at = direct_a ? b.CreateGEP(f32, a_rows[static_cast<size_t>(i)], p)
+                               : b.CreateConstInBoundsGEP1_64(f32, arow, static_cast<uint64_t>(i));
+    llvm::Value* ai = b.CreateAlignedLoad(f32, at, llvm::Align(4));
     llvm::Value* splat = b.CreateVectorSplat(static_cast<unsigned>(lanes), ai);
     for (int64_t j = 0; j < nv; ++j) {
       size_t s = static_cast<size_t>(i * nv + j);
@@ -324,7 +417,7 @@ llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t ro
 void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm::Value* ic,
                                   llvm::Value* mc, llvm::Value* jc, llvm::Value* nc,
                                   llvm::Value* tile, int64_t ldc) {
-  const ir::Node& n = producer(k_.reduction);
+  const ir::Node& n = *plan.node;
   std::vector<int64_t> out = dims(k_.root);
   llvm::Type* f32 = b_.getFloatTy();
   auto finish = [&](Index idx, llvm::Value* i, llvm::Value* j) {
@@ -378,14 +471,15 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
   llvm::Value* ap = stack_array(f32, plan.mc * plan.kc);
   llvm::Value* bp = stack_array(f32, plan.kc * ncp);
   llvm::Value* tile = stack_array(f32, plan.mt * ncp);
+  llvm::Value* offsets = plan.gathered ? stack_array(b_.getInt64Ty(), ncp) : nullptr;
   // Rows per microkernel call: a whole MR panel, or half of it where 6 rows would not fit the
   // registers (4-lane targets: 16 SSE registers).
   int64_t uk_rows = target_.f32_lanes == 4 ? plan.mr / 2 : plan.mr;
-  llvm::Function* ukernel = gemm_microkernel(plan, uk_rows);
+  llvm::Function* ukernel = gemm_microkernel(plan, uk_rows, plan.direct_a);
   // Weights pre-packed by pack_weights: their panels are read in place, never packed here.
-  const ir::Node& node = producer(k_.reduction);
-  llvm::Value* packed_a = node.attrs.has("packed_a") ? packed_weight(node.operands[1], plan.mr) : nullptr;
-  llvm::Value* packed_b = node.attrs.has("packed_b") ? packed_weight(node.operands[1], plan.nr) : nullptr;
+  const ir::Node& node = *plan.node;
+  llvm::Value* packed_a = node.attrs.has("packed_a") ? packed_weight(plan.a, plan.mr) : nullptr;
+  llvm::Value* packed_b = node.attrs.has("packed_b") ? packed_weight(plan.b, plan.nr) : nullptr;
   std::vector<int64_t> out = dims(k_.reduction);
   std::vector<int64_t> batch_extents(out.begin(), out.end() - (plan.is_conv ? static_cast<std::ptrdiff_t>(out.size() - 1) : 2));
   auto min = [&](llvm::Value* x, int64_t y) { return b_.CreateSelect(b_.CreateICmpSLT(x, i64(y)), x, i64(y)); };
@@ -401,16 +495,18 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
     llvm::Value* nc = min(b_.CreateSub(i64(plan.n), jc), plan.nc);
     llvm::Value* n_panels = ceil_div(nc, plan.nr);
     int64_t k_panels = (plan.k + plan.kc - 1) / plan.kc;
+    if (plan.gathered) gemm_conv_offsets(plan, jc, ncp, offsets);
     range_loop(i64(0), i64(k_panels), [&](llvm::Value* pi) {
       llvm::Value* pc = b_.CreateMul(pi, i64(plan.kc));
       llvm::Value* kc = min(b_.CreateSub(i64(plan.k), pc), plan.kc);
       llvm::Value* first = b_.CreateICmpEQ(pi, i64(0));
       if (plan.wide) gemm_pack_wide_b(plan, batch, jc, nc, pc, kc, bp);
+      else if (plan.gathered) gemm_pack_gathered_b(plan, batch, nc, pc, kc, offsets, bp);
       else if (!packed_b) gemm_pack(plan, false, batch, jc, nc, pc, kc, bp);
       range_loop(i64(0), ceil_div(mt, plan.mc), [&](llvm::Value* sub) {
         llvm::Value* row0 = b_.CreateMul(sub, i64(plan.mc));  // within the task
         llvm::Value* mc = min(b_.CreateSub(mt, row0), plan.mc);
-        if (!packed_a) gemm_pack(plan, true, batch, b_.CreateAdd(it, row0), mc, pc, kc, ap);
+        if (!packed_a && !plan.direct_a) gemm_pack(plan, true, batch, b_.CreateAdd(it, row0), mc, pc, kc, ap);
         llvm::Value* m_panels = ceil_div(mc, plan.mr);
         range_loop(i64(0), n_panels, [&](llvm::Value* jr) {
           range_loop(i64(0), m_panels, [&](llvm::Value* ir) {
@@ -418,19 +514,48 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
             auto in_place = [&](llvm::Value* weight, llvm::Value* q, int64_t width) {
               return b_.CreateInBoundsGEP(f32, weight, b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, i64(plan.k)), pc), i64(width)));
             };
-            llvm::Value* a_panel =
-                packed_a ? in_place(packed_a, b_.CreateAdd(b_.CreateUDiv(b_.CreateAdd(it, row0), i64(plan.mr)), ir), plan.mr)
-                         : b_.CreateInBoundsGEP(f32, ap, b_.CreateMul(b_.CreateMul(ir, kc), i64(plan.mr)));
-            llvm::Value* b_panel =
-                packed_b ? in_place(packed_b, b_.CreateAdd(b_.CreateUDiv(jc, i64(plan.nr)), jr), plan.nr)
-                         : b_.CreateInBoundsGEP(f32, bp, b_.CreateMul(b_.CreateMul(jr, kc), i64(plan.nr)));
+            llvm::Value* m0 = b_.CreateAdd(b_.CreateAdd(it, row0), b_.CreateMul(ir, i64(plan.mr)));  // in C
+            llvm::Value *a_panel, *lda = i64(0), *valid = i64(plan.mr);
+            if (plan.direct_a) {
+              std::vector<int64_t> as = dims(plan.a);
+              Index ai = broadcast(std::vector<int64_t>(as.begin(), as.end() - 2), batch.size(), batch);
+              ai.push_back(m0);
+              ai.push_back(pc);
+              a_panel = strided_address(*plan.a_view, ai);
+              lda = i64(plan.a_view->strides[as.size() - 2]);
+              valid = b_.CreateSub(i64(plan.m), m0);
+            } else if (packed_a) {
+              a_panel = in_place(packed_a, b_.CreateUDiv(m0, i64(plan.mr)), plan.mr);
+            } else {
+              a_panel = b_.CreateInBoundsGEP(f32, ap, b_.CreateMul(b_.CreateMul(ir, kc), i64(plan.mr)));
+            }
+            auto b_panel_at = [&](llvm::Value* q) {
+              return packed_b ? in_place(packed_b, b_.CreateAdd(b_.CreateUDiv(jc, i64(plan.nr)), q), plan.nr)
+                              : b_.CreateInBoundsGEP(f32, bp, b_.CreateMul(b_.CreateMul(q, kc), i64(plan.nr)));
+            };
+            llvm::Value* b_panel = b_panel_at(jr);
+            // The first A panel's call brings the next B panel (pre-packed weights come from
+            // memory); the others prefetch their own B panel, already in L1: a no-op.
+            llvm::Value* next_jr = b_.CreateAdd(jr, i64(1));
+            llvm::Value* prefetch = b_.CreateSelect(
+                b_.CreateAnd(b_.CreateICmpEQ(ir, i64(0)), b_.CreateICmpULT(next_jr, n_panels)),
+                b_panel_at(next_jr), b_panel);
             llvm::Value* c_row = b_.CreateAdd(row0, b_.CreateMul(ir, i64(plan.mr)));
             llvm::Value* c_at = b_.CreateInBoundsGEP(
                 f32, tile, b_.CreateAdd(b_.CreateMul(c_row, i64(ncp)), b_.CreateMul(jr, i64(plan.nr))));
-            for (int64_t r0 = 0; r0 < plan.mr; r0 += uk_rows)
-              b_.CreateCall(ukernel, {kc, b_.CreateConstInBoundsGEP1_64(f32, a_panel, static_cast<uint64_t>(r0)), b_panel,
+            for (int64_t r0 = 0; r0 < plan.mr; r0 += uk_rows) {
+              llvm::Value* a_rows = plan.direct_a ? b_.CreateGEP(f32, a_panel, b_.CreateMul(lda, i64(r0)))
+                                                  : b_.CreateConstInBoundsGEP1_64(f32, a_panel, static_cast<uint64_t>(r0));
+              llvm::Value* rows_left = b_.CreateSub(valid, i64(r0));
+              if (plan.direct_a && r0 > 0) {  // no valid row left: read the panel's first row
+                llvm::Value* none = b_.CreateICmpSLT(rows_left, i64(1));
+                a_rows = b_.CreateSelect(none, a_panel, a_rows);
+                rows_left = b_.CreateSelect(none, i64(1), rows_left);
+              }
+              b_.CreateCall(ukernel, {kc, a_rows, b_panel,
                                       b_.CreateConstInBoundsGEP1_64(f32, c_at, static_cast<uint64_t>(r0 * ncp)),
-                                      i64(ncp), first});
+                                      i64(ncp), first, prefetch, lda, rows_left});
+            }
           });
         });
       });

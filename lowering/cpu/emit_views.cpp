@@ -89,6 +89,99 @@ Index KernelEmitter::reshape_index(const std::vector<int64_t>& dst, const std::v
   return out;
 }
 
+std::optional<StridedView> KernelEmitter::strided_view(ir::ValueId v) const {
+  std::vector<int64_t> shape = dims(v);
+  if (auto it = read_arg_.find(v); it != read_arg_.end()) {
+    StridedView sv{v, 0, std::vector<int64_t>(shape.size())};
+    int64_t stride = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+      sv.strides[d] = shape[d] == 1 ? 0 : stride;
+      stride *= shape[d];
+    }
+    return sv;
+  }
+  if (producer_[static_cast<size_t>(v)] < 0) return std::nullopt;
+  const ir::Node& n = producer(v);
+  if (n.operands.size() != 1 || dtype(n.operands[0]) != dtype(v)) return std::nullopt;  // pad, concat, casts
+  std::optional<StridedView> src = strided_view(n.operands[0]);
+  if (!src) return std::nullopt;
+  std::vector<int64_t> from = dims(n.operands[0]);
+  StridedView out{src->buffer, src->offset, std::vector<int64_t>(shape.size(), 0)};
+  switch (n.op) {
+    case ir::OpKind::Expand:  // numpy broadcasting: leading new dims and size-1 dims read 0
+      for (size_t d = 0; d < from.size(); ++d)
+        out.strides[d + shape.size() - from.size()] = from[d] == 1 ? 0 : src->strides[d];
+      return out;
+    case ir::OpKind::Permute: {
+      std::vector<int64_t> perm = int_list(n.attrs, "perm");
+      for (size_t i = 0; i < perm.size(); ++i)
+        out.strides[i] = src->strides[static_cast<size_t>(perm[i] < 0 ? perm[i] + static_cast<int64_t>(from.size()) : perm[i])];
+      return out;
+    }
+    case ir::OpKind::Slice: {
+      auto axis = static_cast<size_t>(n.attrs.i("axis"));
+      int64_t step = n.attrs.has("step") ? n.attrs.i("step") : 1;
+      out.strides = src->strides;
+      out.offset += n.attrs.i("start") * src->strides[axis];
+      out.strides[axis] *= step;
+      return out;
+    }
+    case ir::OpKind::Flip:
+      out.strides = src->strides;
+      for (int64_t a : int_list(n.attrs, "axes")) {
+        auto axis = static_cast<size_t>(a);
+        out.offset += (from[axis] - 1) * src->strides[axis];
+        out.strides[axis] = -src->strides[axis];
+      }
+      return out;
+    case ir::OpKind::Reshape: {
+      // Groups of dims with equal element counts (as reshape_index): each group of source dims
+      // must be one affine run (stride[d] = stride[d+1]·size[d+1] over its non-1 dims); the
+      // result dims of the group then split that run.
+      size_t i = 0, j = 0;
+      while (i < shape.size() || j < from.size()) {
+        size_t i0 = i, j0 = j;
+        int64_t pd = i < shape.size() ? shape[i++] : 1, ps = j < from.size() ? from[j++] : 1;
+        while (pd != ps) {
+          if (pd == 0 || ps == 0) return std::nullopt;
+          if (pd < ps) pd *= shape.at(i++);
+          else ps *= from.at(j++);
+        }
+        int64_t inner = 0;  // stride of the group's innermost non-1 source dim
+        bool have = false;
+        for (size_t d = j; d-- > j0;) {
+          if (from[d] == 1) continue;
+          if (!have) {
+            inner = src->strides[d];
+            have = true;
+          } else if (src->strides[d] != inner) {
+            return std::nullopt;
+          }
+          inner = src->strides[d] * from[d];
+        }
+        // `inner` is now the stride one past the group's outermost dim; walk the result dims.
+        int64_t stride = 0;
+        for (size_t d = j; d-- > j0;)
+          if (from[d] != 1) { stride = src->strides[d]; break; }
+        for (size_t d = i; d-- > i0;) {
+          out.strides[d] = shape[d] == 1 ? 0 : stride;
+          stride *= shape[d];
+        }
+      }
+      return out;
+    }
+    default: return std::nullopt;
+  }
+}
+
+llvm::Value* KernelEmitter::strided_address(const StridedView& sv, const Index& idx) {
+  llvm::Value* off = i64(sv.offset);
+  for (size_t d = 0; d < idx.size(); ++d)
+    if (sv.strides[d] != 0) off = b_.CreateAdd(off, b_.CreateMul(idx[d], i64(sv.strides[d])));
+  llvm::Type* t = storage_type(ctx_, dtype(sv.buffer));
+  return b_.CreateGEP(t, buffers_[static_cast<size_t>(read_arg_.at(sv.buffer))], off);
+}
+
 llvm::Value* KernelEmitter::emit_pad(const ir::Node& n, const Index& idx) {
   ir::ValueId x = n.operands[0];
   ir::DType rt = dtype(n.results[0]);

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "lowering/cpu/llvm_backend.h"
@@ -23,10 +24,23 @@ using Index = std::vector<llvm::Value*>;
 // An int-list attribute (also given as a constant Shape).
 std::vector<int64_t> int_list(const ir::Attrs& attrs, const std::string& key);
 
+// A value read straight from a materialised buffer through views only: element idx is at
+// buffer[offset + Σ idx[d]·strides[d]] (strides in elements, 0 for broadcast dims). What a
+// GEMM packs with plain loads instead of evaluating the view's index map per element.
+struct StridedView {
+  ir::ValueId buffer = -1;  // the materialised value read
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+};
+
 // How a GEMM kernel is blocked (emit_gemm.cpp): C[M×N] += A[M×K]·B[K×N] per batch, in tasks of
 // one MT×NC block of C; each task walks K in KC panels, packs its B panel once and A in MC-row
 // blocks, both as MR-row / NR-column micro-panels.
 struct GemmPlan {
+  const ir::Node* node = nullptr;  // the matmul or conv
+  // The operands as A[M×K] and B[K×N]: matmul's first and second; conv's weight and input
+  // (B is its im2col).
+  ir::ValueId a = -1, b = -1;
   bool is_conv = false;
   int64_t batches = 1, m = 0, n = 0, k = 0;
   int64_t mr = 6, nr = 16, mc = 72, nc = 128, kc = 256;
@@ -37,6 +51,14 @@ struct GemmPlan {
   // im2col rows are contiguous slices, packed with vector loads; the extra columns are dropped.
   int64_t row = 0, out_w = 0;
   bool wide = false;
+  // `gathered`: any other conv of a materialised, unpadded input: B[k, n] = x_flat[base(k) +
+  // offset(n)], the offsets of a task's columns computed once per task into a table.
+  bool gathered = false;
+  // Matmul operands that are strided views of a buffer (packed with plain loads; unit stride
+  // along the panel: vector loads). `direct_a`: A's rows are contiguous along K, so the
+  // microkernel reads A in place (row pointers) and A is never packed.
+  std::optional<StridedView> a_view, b_view;
+  bool direct_a = false;
   int64_t m_tasks() const { return (m + mt - 1) / mt; }
   int64_t n_blocks() const { return (n + nc - 1) / nc; }
   int64_t tasks() const { return batches * m_tasks() * n_blocks(); }
@@ -99,14 +121,22 @@ class KernelEmitter {
   llvm::Value* emit_concat(const ir::Node& n, const Index& idx);
   llvm::Value* emit_index(const ir::Node& n, const Index& idx);
   llvm::Value* emit_arange(const ir::Node& n, const Index& idx);
+  // `v` as a strided view of a buffer this kernel reads, if it is one (views of the same dtype
+  // down to a materialised value; reshapes only where they keep the layout affine).
+  std::optional<StridedView> strided_view(ir::ValueId v) const;
+  // Pointer to element `idx` of a strided view (batch-broadcast dims may be given as 0).
+  llvm::Value* strided_address(const StridedView& sv, const Index& idx);
 
   // emit_gemm.cpp
   bool plan_gemm(GemmPlan& plan) const;
   void emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end);
-  llvm::Function* gemm_microkernel(const GemmPlan& plan, int64_t rows);
+  llvm::Function* gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a);
   llvm::Value* packed_weight(ir::ValueId view, int64_t width);
   void gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, llvm::Value* jc, llvm::Value* nc,
                         llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
+  void gemm_conv_offsets(const GemmPlan& plan, llvm::Value* jc, int64_t count, llvm::Value* table);
+  void gemm_pack_gathered_b(const GemmPlan& plan, const Index& batch, llvm::Value* nc, llvm::Value* pc,
+                            llvm::Value* kc, llvm::Value* table, llvm::Value* dst);
   llvm::Value* gemm_a(const GemmPlan& plan, const Index& batch, llvm::Value* m, llvm::Value* k);
   llvm::Value* gemm_b(const GemmPlan& plan, const Index& batch, llvm::Value* k, llvm::Value* n);
   void gemm_pack(const GemmPlan& plan, bool pack_a, const Index& batch, llvm::Value* start,

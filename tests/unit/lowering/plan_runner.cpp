@@ -78,8 +78,7 @@ std::vector<ir::HostTensor> run_plan(const LoadedLibrary& lib, const ir::Executi
 
 std::vector<ir::HostTensor> compile_and_run(const ir::Graph& graph,
                                             const std::vector<ir::HostTensor>& inputs,
-                                            LoweredVariant* lowered_out) {
-  Options options;
+                                            LoweredVariant* lowered_out, const Options& options) {
   LoweredVariant lowered = lower_graph(graph, "test_", options);
   LoadedLibrary lib(link_cpu_library({lowered.object}, options));
   auto outputs = run_plan(lib, lowered.plan, lowered.graph, inputs);

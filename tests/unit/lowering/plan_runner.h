@@ -29,10 +29,12 @@ std::vector<ir::HostTensor> run_plan(const LoadedLibrary& lib, const ir::Executi
                                      const ir::Graph& graph,
                                      const std::vector<ir::HostTensor>& inputs);
 
-// lower_graph + link_cpu_library + run_plan.
+// lower_graph + link_cpu_library + run_plan, for the CPU of `options` (default: the x86-64-v2
+// baseline, 4-lane vectors).
 std::vector<ir::HostTensor> compile_and_run(const ir::Graph& graph,
                                             const std::vector<ir::HostTensor>& inputs,
-                                            LoweredVariant* lowered_out = nullptr);
+                                            LoweredVariant* lowered_out = nullptr,
+                                            const Options& options = {});
 
 // Random tensors with a fixed seed (uniform in [lo, hi)).
 ir::HostTensor random_tensor(std::vector<int64_t> shape, uint32_t seed, double lo = -1,

@@ -42,10 +42,11 @@ inline std::vector<ir::HostTensor> random_inputs(const ir::Graph& g, uint32_t se
 // tolerance (or `tol` when given).
 inline LoweredVariant expect_outputs_match(const ir::Graph& g,
                                            const std::vector<ir::HostTensor>& inputs,
-                                           std::optional<Tolerance> tol = std::nullopt) {
+                                           std::optional<Tolerance> tol = std::nullopt,
+                                           const Options& options = {}) {
   std::vector<ir::HostTensor> expected = ir::evaluate(g, inputs);
   LoweredVariant lowered;
-  std::vector<ir::HostTensor> actual = compile_and_run(g, inputs, &lowered);
+  std::vector<ir::HostTensor> actual = compile_and_run(g, inputs, &lowered, options);
   EXPECT_EQ(actual.size(), expected.size());
   for (size_t i = 0; i < actual.size() && i < expected.size(); ++i) {
     Tolerance t = tol ? *tol : tolerance_for(expected[i].dtype);
@@ -57,8 +58,9 @@ inline LoweredVariant expect_outputs_match(const ir::Graph& g,
 
 inline LoweredVariant expect_matches_reference_in(const ir::Graph& g, double lo, double hi,
                                                   uint32_t seed = 1,
-                                                  std::optional<Tolerance> tol = std::nullopt) {
-  return expect_outputs_match(g, random_inputs(g, seed, lo, hi), tol);
+                                                  std::optional<Tolerance> tol = std::nullopt,
+                                                  const Options& options = {}) {
+  return expect_outputs_match(g, random_inputs(g, seed, lo, hi), tol, options);
 }
 
 }  // namespace aotrace::lowering::testing
