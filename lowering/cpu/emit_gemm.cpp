@@ -88,6 +88,15 @@ bool KernelEmitter::plan_gemm(GemmPlan& p) const {
   p.mc = 12 * p.mr;
   p.kc = (p.k + (p.k + 255) / 256 - 1) / ((p.k + 255) / 256);  // K in even panels of <= 256
   p.nc = p.is_conv ? p.row * std::max<int64_t>(1, 128 / p.row) : 128;
+  if (p.direct_a) {
+    // A is not packed, so rows per task only set the task count: at least 8 tasks where the
+    // rows allow (2 per thread on 4 cores: a late thread still finds work), whole MR panels,
+    // at most 4 MC (the tile is on the stack). MC = MT: one block per task.
+    int64_t m_panels = (p.m + p.mr - 1) / p.mr;
+    int64_t m_tasks = std::clamp<int64_t>((8 + p.batches * p.n_blocks() - 1) / (p.batches * p.n_blocks()), 1, m_panels);
+    p.mt = p.mc = std::min(4 * p.mc, (m_panels + m_tasks - 1) / m_tasks * p.mr);
+    return true;
+  }
   // Rows per task: up to 4 MC blocks share one B packing, while keeping >= 8 tasks (threads).
   int64_t m_blocks = (p.m + p.mc - 1) / p.mc;
   int64_t per_task = m_blocks * p.batches * p.n_blocks() / 8;
@@ -468,8 +477,10 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
   AOT_CHECK(plan.mc % plan.mr == 0 && plan.mt % plan.mc == 0, "GEMM blocks must nest");
   int64_t ncp = (plan.nc + plan.nr - 1) / plan.nr * plan.nr;
   llvm::Type* f32 = b_.getFloatTy();
-  llvm::Value* ap = stack_array(f32, plan.mc * plan.kc);
-  llvm::Value* bp = stack_array(f32, plan.kc * ncp);
+  const ir::Node& node = *plan.node;
+  // Packing buffers only for operands packed here (not pre-packed weights, not A read in place).
+  llvm::Value* ap = node.attrs.has("packed_a") || plan.direct_a ? nullptr : stack_array(f32, plan.mc * plan.kc);
+  llvm::Value* bp = node.attrs.has("packed_b") ? nullptr : stack_array(f32, plan.kc * ncp);
   llvm::Value* tile = stack_array(f32, plan.mt * ncp);
   llvm::Value* offsets = plan.gathered ? stack_array(b_.getInt64Ty(), ncp) : nullptr;
   // Rows per microkernel call: a whole MR panel, or half of it where 6 rows would not fit the
@@ -477,7 +488,6 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
   int64_t uk_rows = target_.f32_lanes == 4 ? plan.mr / 2 : plan.mr;
   llvm::Function* ukernel = gemm_microkernel(plan, uk_rows, plan.direct_a);
   // Weights pre-packed by pack_weights: their panels are read in place, never packed here.
-  const ir::Node& node = *plan.node;
   llvm::Value* packed_a = node.attrs.has("packed_a") ? packed_weight(plan.a, plan.mr) : nullptr;
   llvm::Value* packed_b = node.attrs.has("packed_b") ? packed_weight(plan.b, plan.nr) : nullptr;
   std::vector<int64_t> out = dims(k_.reduction);

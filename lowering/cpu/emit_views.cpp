@@ -15,6 +15,8 @@
 // Ops.IndexSelect*, Ops.Arange*.
 #include "lowering/cpu/kernel_emitter.h"
 
+#include <algorithm>
+
 namespace aotrace::lowering::cpu {
 
 llvm::Value* KernelEmitter::emit_movement(const ir::Node& n, const Index& idx) {
@@ -200,6 +202,59 @@ llvm::Value* KernelEmitter::emit_pad(const ir::Node& n, const Index& idx) {
     src.push_back(s);
   }
   return b_.CreateSelect(inside, convert(b_, emit(x, src), dtype(x), rt), value);
+}
+
+// A materialised pad (a conv input, with the conv's producers fused: batch-norm, activation),
+// row by row: a row whose outer index falls in the padding is the pad value; any other row is
+// the pad value left and right of its interior, and the interior reads the operand at
+// j - low[last] without the per-element select and index clamp of emit_pad, so that it
+// vectorises.
+bool KernelEmitter::emit_pad_rows(const ir::Node& n, llvm::Value* begin, llvm::Value* end) {
+  ir::ValueId x = n.operands[0], root = n.results[0];
+  std::vector<int64_t> xs = dims(x), out = dims(root), low = int_list(n.attrs, "low");
+  for (int64_t d : xs)
+    if (d == 0) return false;
+  ir::DType rt = dtype(root);
+  const size_t last = out.size() - 1;
+  std::vector<int64_t> outer(out.begin(), out.end() - 1);
+  // Interior columns of a row: j - low[last] in [0, xs[last]), within [0, out[last]).
+  int64_t j_lo = std::clamp<int64_t>(low[last], 0, out[last]);
+  int64_t j_hi = std::clamp<int64_t>(low[last] + xs[last], j_lo, out[last]);
+  range_loop(begin, end, [&](llvm::Value* t) {
+    Index head = unflatten(t, outer), src;
+    llvm::Value* inside = b_.getTrue();
+    for (size_t d = 0; d < last; ++d) {
+      llvm::Value* s = low[d] == 0 ? head[d] : b_.CreateSub(head[d], i64(low[d]));
+      if (xs[d] != out[d] || low[d] != 0) inside = b_.CreateAnd(inside, in_range(s, xs[d]));
+      src.push_back(xs[d] == 1 ? i64(0) : s);
+    }
+    auto fill = [&](llvm::Value* from, llvm::Value* to) {
+      range_loop(from, to, [&](llvm::Value* j) {
+        Index idx = head;
+        idx.push_back(j);
+        store(root, 0, idx, constant(b_, n.attrs.f("value"), rt));
+      });
+    };
+    auto* row = llvm::BasicBlock::Create(ctx_, "pad.row", fn_);
+    auto* padding = llvm::BasicBlock::Create(ctx_, "pad.padding", fn_);
+    auto* done = llvm::BasicBlock::Create(ctx_, "pad.done", fn_);
+    b_.CreateCondBr(inside, row, padding);
+    b_.SetInsertPoint(padding);
+    fill(i64(0), i64(out[last]));
+    b_.CreateBr(done);
+    b_.SetInsertPoint(row);
+    fill(i64(0), i64(j_lo));
+    range_loop(i64(j_lo), i64(j_hi), [&](llvm::Value* j) {
+      Index idx = head, from = src;
+      idx.push_back(j);
+      from.push_back(xs[last] == 1 ? i64(0) : b_.CreateSub(j, i64(low[last])));
+      store(root, 0, idx, convert(b_, emit(x, from), dtype(x), rt));
+    });
+    fill(i64(j_hi), i64(out[last]));
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  });
+  return true;
 }
 
 llvm::Value* KernelEmitter::emit_concat(const ir::Node& n, const Index& idx) {

@@ -68,6 +68,8 @@ void KernelEmitter::emit() {
 // The body's loops over its tasks [begin, end):
 //   - a GEMM kernel (emit_gemm.cpp): one task per block of the output matrix;
 //   - a scan: one task, the whole kernel (it walks its axis in order);
+//   - a materialised pad: one task per row, its padding and interior as separate loops
+//     (emit_pad_rows);
 //   - otherwise one task per position of every output dim but the innermost, which stays a
 //     static inner loop (contiguous: what the vectoriser wants); with fewer than 8 such rows
 //     and enough work, the innermost dim is cut into chunks as well; a rank-1 root is split
@@ -92,6 +94,9 @@ int64_t KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end) {
   std::vector<int64_t> inner(extents.begin() + static_cast<std::ptrdiff_t>(split), extents.end());
   int64_t tasks = 1;
   for (int64_t e : outer) tasks *= e;
+  if (p >= 0 && !is_copy && k_.reduction < 0 && !outer.empty() &&
+      g_.nodes[static_cast<size_t>(p)].op == ir::OpKind::Pad && emit_pad_rows(g_.nodes[static_cast<size_t>(p)], begin, end))
+    return tasks;
   if (!inner.empty() && tasks < 8 && inner[0] >= 64 && work_estimate() >= kParallelWork) {
     // Few rows (a batch-1 linear layer: [1, N]): the innermost dim is split into chunks too, so
     // that there are tasks for every thread; chunks stay multiples of 16 for the vectoriser.

@@ -118,6 +118,9 @@ class KernelEmitter {
   Index view_index(const ir::Node& n, const Index& idx);
   Index reshape_index(const std::vector<int64_t>& dst, const std::vector<int64_t>& src, const Index& idx);
   llvm::Value* emit_pad(const ir::Node& n, const Index& idx);
+  // The rows [begin, end) of a kernel whose root is pad `n`; false (nothing emitted) where the
+  // operand is empty.
+  bool emit_pad_rows(const ir::Node& n, llvm::Value* begin, llvm::Value* end);
   llvm::Value* emit_concat(const ir::Node& n, const Index& idx);
   llvm::Value* emit_index(const ir::Node& n, const Index& idx);
   llvm::Value* emit_arange(const ir::Node& n, const Index& idx);

@@ -160,6 +160,16 @@ TEST(Ops, PadAndCropWithValues) {
                   pad(transpose(g, x), {2, 0}, {1, 1}, 1.0), pad(e, {1, 0}, {1, 1}, 3.0),
                   g.add(OpKind::Relu, {pad(g.add(OpKind::Neg, {x}), {1, 1}, {1, 1}, -1.0)})});
   expect_matches_reference_in(g, -2, 2);
+  // A conv input: padded rows and columns around a fused producer, rows wide enough to take the
+  // vector loop of the interior (emit_pad_rows), and a crop of the leading dim.
+  ir::Graph h;
+  ir::ValueId y = h.add_input("y", f32({2, 3, 5, 37}), "L['y']");
+  ir::ValueId relu = h.add(OpKind::Relu, {h.add(OpKind::Neg, {y})});
+  set_outputs(h, {h.add(OpKind::Pad, {relu}, attrs({{"low", std::vector<int64_t>{0, 0, 1, 2}},
+                                                     {"high", std::vector<int64_t>{0, 0, 2, 1}}, {"value", 0.5}})),
+                  h.add(OpKind::Pad, {y}, attrs({{"low", std::vector<int64_t>{-1, 1, 0, 3}},
+                                                  {"high", std::vector<int64_t>{0, 0, 0, -5}}, {"value", 0.0}}))});
+  expect_matches_reference_in(h, -2, 2);
 }
 
 TEST(Ops, ConcatOfMixedOperands) {
