@@ -159,12 +159,22 @@ llvm::Value* KernelEmitter::emit_conv(const ir::Node& n, const Index& idx) {
   llvm::Value* group_base = groups == 1 ? i64(0)
                             : b_.CreateMul(b_.CreateUDiv(idx[1], i64(out_per_group)), i64(in_per_group));
   llvm::Type* t = compute_type(ctx_, rt);
-  llvm::Value* acc = accumulator(t, constant(b_, 0, rt));
   std::vector<int64_t> extents = {in_per_group};
-  for (size_t s = 0; s < spatial; ++s) extents.push_back(ws[2 + s]);
+  int64_t taps = in_per_group;
+  for (size_t s = 0; s < spatial; ++s) {
+    extents.push_back(ws[2 + s]);
+    taps *= ws[2 + s];
+  }
   bool any_empty = false;
   for (int64_t d : xs) any_empty |= d == 0;
-  if (!any_empty) loop_nest(extents, [&](const Index& r) {
+  // Depthwise (one input channel per output channel) with a small window: the taps are
+  // unrolled here into one straight-line sum, with no accumulator in memory, so that the
+  // loop over the output row is the innermost loop and vectorises (with the padding
+  // materialised by pad_conv_inputs there are no bounds checks either).
+  bool unrolled = in_per_group == 1 && taps <= 64 && !any_empty;
+  llvm::Value* acc = unrolled ? nullptr : accumulator(t, constant(b_, 0, rt));
+  llvm::Value* sum = unrolled ? constant(b_, 0, rt) : nullptr;
+  auto tap = [&](const Index& r) {
     Index xi = {idx[0], groups == 1 ? r[0] : b_.CreateAdd(group_base, r[0])};
     Index wi = {idx[1], r[0]};
     llvm::Value* inside = b_.getTrue();
@@ -188,9 +198,23 @@ llvm::Value* KernelEmitter::emit_conv(const ir::Node& n, const Index& idx) {
     llvm::Value* wv = convert(b_, emit(w, wi), dtype(w), rt);
     auto sums = reassociable_sums();
     llvm::Value* prod = emit_binary(b_, ir::OpKind::Mul, xv, wv, rt);
-    b_.CreateStore(emit_binary(b_, ir::OpKind::Add, b_.CreateLoad(t, acc), prod, rt), acc);
-  });
-  llvm::Value* sum = b_.CreateLoad(t, acc);
+    if (unrolled) sum = emit_binary(b_, ir::OpKind::Add, sum, prod, rt);
+    else b_.CreateStore(emit_binary(b_, ir::OpKind::Add, b_.CreateLoad(t, acc), prod, rt), acc);
+  };
+  if (unrolled) {
+    for (int64_t i = 0; i < taps; ++i) {
+      int64_t rest = i;
+      Index ri(extents.size());
+      for (size_t d = extents.size(); d-- > 0;) {
+        ri[d] = i64(rest % extents[d]);
+        rest /= extents[d];
+      }
+      tap(ri);
+    }
+  } else if (!any_empty) {
+    loop_nest(extents, tap);
+  }
+  if (!unrolled) sum = b_.CreateLoad(t, acc);
   if (n.operands.size() > 2) {
     ir::ValueId bias = n.operands[2];
     sum = emit_binary(b_, ir::OpKind::Add, sum, convert(b_, emit(bias, Index{idx[1]}), dtype(bias), rt), rt);
