@@ -412,7 +412,13 @@ llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t ro
   llvm::Value* p_next = b.CreateNUWAdd(p, b.getInt64(1));
   p->addIncoming(p_next, b.GetInsertBlock());
   for (size_t s = 0; s < acc.size(); ++s) acc[s]->addIncoming(next[s], b.GetInsertBlock());
-  b.CreateCondBr(b.CreateICmpULT(p_next, kc), loop, exit);
+  llvm::BranchInst* back = b.CreateCondBr(b.CreateICmpULT(p_next, kc), loop, exit);
+  // Unrolled by 4: the loop's own add/compare/branch are spread over 48 FMAs.
+  llvm::MDNode* count = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.count"),
+                                                 llvm::ConstantAsMetadata::get(b.getInt32(4))});
+  llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, {nullptr, count});
+  loop_id->replaceOperandWith(0, loop_id);
+  back->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
   b.SetInsertPoint(exit);
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < nv; ++j)

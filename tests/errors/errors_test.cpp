@@ -7,6 +7,7 @@
 #include "tests/support/subprocess.h"
 
 namespace fs = std::filesystem;
+using aotrace::test::expect_contains;
 using aotrace::test::quote;
 using aotrace::test::run_command;
 
@@ -16,10 +17,6 @@ const fs::path kCases = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "errors" / "cas
 
 aotrace::test::CommandResult aotrace_cli(const std::string& args) {
   return run_command(quote(AOTRACE_CLI) + " " + args);
-}
-
-void expect_contains(const std::string& text, const std::string& part) {
-  EXPECT_NE(text.find(part), std::string::npos) << "expected '" << part << "' in:\n" << text;
 }
 
 TEST(CompileErrors, BranchOnItemIsAGraphBreakWithFileLine) {

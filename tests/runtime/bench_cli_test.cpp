@@ -1,9 +1,10 @@
 // `aotrace bench`, and `--threads` of `aotrace run` and the standalone `aotrace_run` (issue 6), on
-// the hand-written parallel bundle (tiny_bundle.h). Asserts the output's structure and the
+// the hand-written parallel bundle (tiny_bundle.h); and `make bench`'s script on a tiny spec. Asserts the output's structure and the
 // error messages, never timings.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,7 @@
 namespace aotrace::testing {
 namespace {
 namespace fs = std::filesystem;
+using aotrace::test::expect_contains;
 using aotrace::test::quote;
 using nlohmann::json;
 
@@ -26,9 +28,6 @@ class BenchCli : public ::testing::Test {
   static aotrace::test::CommandResult bench(const std::string& args) {
     return aotrace::test::run_command(quote(AOTRACE_CLI) + " bench " + quote((root_ / "parallel.aot").string()) +
                                       " " + args);
-  }
-  static void expect_contains(const std::string& text, const std::string& part) {
-    EXPECT_NE(text.find(part), std::string::npos) << "expected '" << part << "' in:\n" << text;
   }
   static inline fs::path root_;
 };
@@ -145,6 +144,46 @@ TEST_F(BenchCli, RunWithThreads) {
   expect_contains(r.output, "--threads takes a number from 0 to 1024");
   r = aotrace::test::run_command(quote(AOTRACE_CLI) + " run " + bundle + inputs + " --threads -2");
   EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+// `make bench`'s script (bench/run_bench.py) end to end on a tiny spec of its own: it compiles each
+// entry with the CLI, checks it against torch eager, times both sides and prints the table, the
+// geometric mean and the sgemm line. Structure only, never timings.
+TEST(BenchScript, RunsATinySpecAndPrintsItsTable) {
+  fs::path dir = fresh_temp_dir("bench_script");
+  std::ofstream(dir / "tiny.py") << "import torch\n"
+                                    "torch.manual_seed(0)\n"
+                                    "mlp = torch.nn.Sequential(torch.nn.Linear(16, 24), torch.nn.ReLU(),\n"
+                                    "                          torch.nn.Linear(24, 8)).eval()\n"
+                                    "def matmul(a, b):\n"
+                                    "    return a @ b\n";
+  std::ofstream(dir / "tiny.yaml") << "version: 1\nname: tiny\nscript: tiny.py\nentries:\n"
+                                      "  mlp_b4:\n    call: mlp\n    inputs:\n      x: {dtype: float32, shape: [4, 16]}\n"
+                                      "  sgemm_32:\n    call: matmul\n    inputs:\n"
+                                      "      a: {dtype: float32, shape: [32, 32]}\n      b: {dtype: float32, shape: [32, 32]}\n";
+  auto r = aotrace::test::run_command("/usr/bin/python3.11 " + quote(BENCH_SCRIPT) + " --aotrace " + quote(AOTRACE_CLI) +
+                                      " --threads 1 --min-time 0.02 --spec " + quote((dir / "tiny.yaml").string()) +
+                                      " --out " + quote((dir / "out").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_contains(r.output, "model          inputs");
+  expect_contains(r.output, "mlp_b4         x[4x16]");
+  expect_contains(r.output, "geometric mean speed-up (eager / aotrace) over 1 model(s): ");
+  expect_contains(r.output, "sgemm 32x32x32: aotrace ");
+  json results = json::parse(std::ifstream(dir / "out" / "bench_results.json"));
+  EXPECT_EQ(results["threads"], 1);
+  ASSERT_EQ(results["rows"].size(), 2u);
+  for (const json& row : results["rows"]) {
+    EXPECT_FALSE(row.contains("error")) << row.dump();
+    for (const char* key : {"compile_s", "aotrace_ms", "eager_ms", "speedup", "max_abs_err"})
+      EXPECT_TRUE(row[key].is_number()) << key << " in " << row.dump();
+    EXPECT_LT(row["max_abs_err"].get<double>(), 1e-3);
+  }
+  // A spec naming an entry it does not have is refused with the entries it has.
+  r = aotrace::test::run_command("/usr/bin/python3.11 " + quote(BENCH_SCRIPT) + " --aotrace " + quote(AOTRACE_CLI) +
+                                 " --spec " + quote((dir / "tiny.yaml").string()) + " resnet");
+  EXPECT_NE(r.exit_code, 0);
+  expect_contains(r.output, "no entry resnet in ");
+  expect_contains(r.output, "(entries: mlp_b4, sgemm_32)");
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
-// Test support: run a command line and capture its exit code and output.
+// Test support: run a command line, capture its exit code and output, and check that output.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <array>
 #include <cstdio>
@@ -26,5 +28,10 @@ inline CommandResult run_command(const std::string& command) {
 }
 
 inline std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+// A test failure, showing all of `text`, unless `part` occurs in it.
+inline void expect_contains(const std::string& text, const std::string& part) {
+  EXPECT_NE(text.find(part), std::string::npos) << "expected '" << part << "' in:\n" << text;
+}
 
 }  // namespace aotrace::test

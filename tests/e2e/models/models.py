@@ -1,37 +1,22 @@
 # The models of issue 4, compiled into one bundle by tests/e2e (models.yaml) and run by the
 # runtime at batch 1 and 4 against torch eager. Random weights (no downloads), eval mode, random
 # batch-norm statistics so every layer matters. Images are 64x64 to keep `make test` short.
-import importlib.util
 import pathlib
+import sys
 
 import torch
 import torchvision
 
 HERE = pathlib.Path(__file__).resolve().parent
-
-
-def _randomise_batch_norm(model):
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-0.2, 0.2)
-                m.running_var.uniform_(0.8, 1.5)
-                m.weight.uniform_(0.8, 1.2)
-                m.bias.uniform_(-0.1, 0.1)
-    return model.eval()
-
-
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+SUPPORT = str(HERE.parent.parent / "support")
+if SUPPORT not in sys.path:
+    sys.path.insert(0, SUPPORT)
+from model_setup import load_module, randomise_batch_norm  # noqa: E402 (tests/support)
 
 torch.manual_seed(0)
-resnet18 = _randomise_batch_norm(torchvision.models.resnet18())
-mobilenet_v2 = _randomise_batch_norm(torchvision.models.mobilenet_v2())
-mobilenet_v3_small = _randomise_batch_norm(torchvision.models.mobilenet_v3_small())
+resnet18 = randomise_batch_norm(torchvision.models.resnet18())
+mobilenet_v2 = randomise_batch_norm(torchvision.models.mobilenet_v2())
+mobilenet_v3_small = randomise_batch_norm(torchvision.models.mobilenet_v3_small())
 squeezenet1_1 = torchvision.models.squeezenet1_1().eval()
 # vit_b_16's code path (conv patchify, class token, the MultiheadAttention fast path, GELU MLP,
 # LayerNorm) at a width the test can afford; vit_b_16 itself is captured in tests/capture.
@@ -47,4 +32,4 @@ for v in (vit, vit_b_16):
     torch.nn.init.normal_(v.heads.head.bias, std=0.2)
 transformer = torch.nn.TransformerEncoder(
     torch.nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, batch_first=True), num_layers=2).eval()
-gpt2 = _load(HERE.parent.parent / "capture" / "models" / "gpt2.py", "aotrace_e2e_gpt2").model.eval()
+gpt2 = load_module(HERE.parent.parent / "capture" / "models" / "gpt2.py", "aotrace_e2e_gpt2").model.eval()

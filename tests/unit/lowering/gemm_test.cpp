@@ -15,10 +15,6 @@ using namespace testing;
 using ir::OpKind;
 using Ints = std::vector<int64_t>;
 
-ir::ValueId weight(ir::Graph& g, const std::string& name, std::vector<int64_t> dims, uint32_t seed) {
-  return g.add_weight(name, f32(dims), "L['self']." + name, random_weight_bytes(dims, seed));
-}
-
 ir::Attrs conv_attrs(Ints stride, Ints dilation, Ints low, Ints high) {
   ir::Attrs a;
   a.set("stride", std::move(stride)).set("dilation", std::move(dilation)).set("pad_low", std::move(low))

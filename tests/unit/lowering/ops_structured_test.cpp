@@ -19,16 +19,6 @@ ir::TensorType typed(DType t, std::vector<int64_t> dims) {
   return ir::TensorType{t, ir::Device{}, ir::Shape(dims.begin(), dims.end())};
 }
 
-ir::Attrs attrs(std::initializer_list<std::pair<std::string, ir::AttrValue>> items) {
-  ir::Attrs a;
-  for (const auto& [k, v] : items) a.set(k, v);
-  return a;
-}
-
-ir::ValueId weight(ir::Graph& g, const std::string& name, std::vector<int64_t> dims, uint32_t seed) {
-  return g.add_weight(name, f32(dims), "L['self']." + name, random_weight_bytes(dims, seed));
-}
-
 TEST(Ops, ReduceMinAndArgReductionsWithNaN) {
   ir::Graph g;
   ir::ValueId x = g.add_input("x", f32({4, 6, 5}), "L['x']");

@@ -1,13 +1,30 @@
 // Small graph-building helpers shared by the lowering tests.
 #pragma once
 
+#include <initializer_list>
+#include <string>
+#include <utility>
+
 #include "ir/ir.h"
+#include "tests/unit/lowering/plan_runner.h"
 
 namespace aotrace::lowering::testing {
 
 inline ir::TensorType f32(std::vector<int64_t> dims) {
   ir::Shape s(dims.begin(), dims.end());
   return ir::TensorType{ir::DType::f32, ir::Device{}, s};
+}
+
+// Attributes from a list of name/value pairs: attrs({{"axis", int64_t{1}}, {"eps", 1e-5}}).
+inline ir::Attrs attrs(std::initializer_list<std::pair<std::string, ir::AttrValue>> items) {
+  ir::Attrs a;
+  for (const auto& [k, v] : items) a.set(k, v);
+  return a;
+}
+
+// An f32 weight `name` of shape `dims` with random contents from `seed`, sourced as L['self'].name.
+inline ir::ValueId weight(ir::Graph& g, const std::string& name, std::vector<int64_t> dims, uint32_t seed) {
+  return g.add_weight(name, f32(dims), "L['self']." + name, random_weight_bytes(dims, seed));
 }
 
 inline ir::Attrs reduce_attrs(std::vector<int64_t> axes, bool keepdim) {
