@@ -70,15 +70,17 @@ struct Packer {
       return {w, 0, 0, d[0], d[1], d[1]};
     }
     const ir::Node& n = old.nodes[static_cast<size_t>(p)];
-    if (n.op != ir::OpKind::Slice || n.attrs.i("step") != 1) return {};
+    if (n.op != ir::OpKind::Slice || (n.attrs.has("step") && n.attrs.i("step") != 1)) return {};
     WeightWindow ww = window(n.operands[0]);
     if (ww.w < 0) return {};
-    int64_t start = n.attrs.i("start"), end = n.attrs.i("end");
-    int64_t& origin = n.attrs.i("axis") == 0 ? ww.r0 : ww.c0;
-    int64_t& extent = n.attrs.i("axis") == 0 ? ww.rows : ww.cols;
-    if (start < 0 || end > extent || start >= end) return {};
+    // The slice's length from its result (`end` may be a Shape attribute).
+    int64_t axis = n.attrs.i("axis"), start = n.attrs.i("start");
+    int64_t length = static_dims(old, n.results[0]).at(static_cast<size_t>(axis));
+    int64_t& origin = axis == 0 ? ww.r0 : ww.c0;
+    int64_t& extent = axis == 0 ? ww.rows : ww.cols;
+    if (start < 0 || length < 1 || start + length > extent) return {};
     origin += start;
-    extent = end - start;
+    extent = length;
     return ww;
   }
 

@@ -15,10 +15,6 @@ using namespace testing;
 using ir::DType;
 using ir::OpKind;
 
-ir::TensorType typed(DType t, std::vector<int64_t> dims) {
-  return ir::TensorType{t, ir::Device{}, ir::Shape(dims.begin(), dims.end())};
-}
-
 ir::ValueId cast(ir::Graph& g, ir::ValueId x, DType to) {
   ir::Attrs a;
   a.set("dtype", to);

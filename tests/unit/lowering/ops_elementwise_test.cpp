@@ -15,24 +15,6 @@ using namespace testing;
 using ir::DType;
 using ir::OpKind;
 
-ir::TensorType typed(DType t, std::vector<int64_t> dims) {
-  return ir::TensorType{t, ir::Device{}, ir::Shape(dims.begin(), dims.end())};
-}
-
-ir::Attrs attrs(std::initializer_list<std::pair<std::string, ir::AttrValue>> items) {
-  ir::Attrs a;
-  for (const auto& [k, v] : items) a.set(k, v);
-  return a;
-}
-
-ir::ValueId slice(ir::Graph& g, ir::ValueId x, int64_t axis, int64_t start, int64_t end, int64_t step = 1) {
-  return g.add(OpKind::Slice, {x}, attrs({{"axis", axis}, {"start", start}, {"end", end}, {"step", step}}));
-}
-
-ir::ValueId transpose(ir::Graph& g, ir::ValueId x) {
-  return g.add(OpKind::Permute, {x}, perm_attrs({1, 0}));
-}
-
 TEST(Ops, FloatingUnaryOps) {
   for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
     ir::Graph g;

@@ -15,10 +15,6 @@ using ir::DType;
 using ir::OpKind;
 using Ints = std::vector<int64_t>;
 
-ir::TensorType typed(DType t, std::vector<int64_t> dims) {
-  return ir::TensorType{t, ir::Device{}, ir::Shape(dims.begin(), dims.end())};
-}
-
 TEST(Ops, ReduceMinAndArgReductionsWithNaN) {
   ir::Graph g;
   ir::ValueId x = g.add_input("x", f32({4, 6, 5}), "L['x']");

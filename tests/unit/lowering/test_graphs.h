@@ -10,6 +10,11 @@
 
 namespace aotrace::lowering::testing {
 
+// A CPU tensor type of dtype `t`.
+inline ir::TensorType typed(ir::DType t, std::vector<int64_t> dims) {
+  return ir::TensorType{t, ir::Device{}, ir::Shape(dims.begin(), dims.end())};
+}
+
 inline ir::TensorType f32(std::vector<int64_t> dims) {
   ir::Shape s(dims.begin(), dims.end());
   return ir::TensorType{ir::DType::f32, ir::Device{}, s};
@@ -37,6 +42,16 @@ inline ir::Attrs perm_attrs(std::vector<int64_t> perm) {
   ir::Attrs a;
   a.set("perm", std::move(perm));
   return a;
+}
+
+// x[start:end:step] along `axis`.
+inline ir::ValueId slice(ir::Graph& g, ir::ValueId x, int64_t axis, int64_t start, int64_t end, int64_t step = 1) {
+  return g.add(ir::OpKind::Slice, {x}, attrs({{"axis", axis}, {"start", start}, {"end", end}, {"step", step}}));
+}
+
+// The transpose of a 2-D value.
+inline ir::ValueId transpose(ir::Graph& g, ir::ValueId x) {
+  return g.add(ir::OpKind::Permute, {x}, perm_attrs({1, 0}));
 }
 
 inline ir::Attrs shape_attrs(std::vector<int64_t> dims) {
