@@ -42,7 +42,7 @@ THREADS ?= $(shell nproc)
 MIN_TIME ?= 1
 bench: build
 	$(BUILD)/bench/dispatch_bench --benchmark_min_time=0.2
-	OPENBLAS_NUM_THREADS=$(THREADS) OMP_NUM_THREADS=$(THREADS) $(PY) bench/run_bench.py \
+	$(PY) bench/run_bench.py \
 	  --aotrace $(BUILD)/cli/aotrace --threads $(THREADS) --min-time $(MIN_TIME) --out $(BUILD)/bench-out
 
 # libFuzzer targets (tests/fuzz) for FUZZ_SECONDS each; `make test` runs a 5-second pass.

@@ -1,8 +1,8 @@
 # The models `make bench` times against torch eager (issue 6): random weights (no downloads),
 # eval mode, random batch-norm statistics so that every layer matters. bench/models.yaml names
 # them with their input shapes; bench/run_bench.py compiles each one and runs both.
-import importlib.util
 import pathlib
+import sys
 
 import torch
 import torch.nn as nn
@@ -10,24 +10,10 @@ import torch.nn.functional as F
 import torchvision
 
 HERE = pathlib.Path(__file__).resolve().parent
-
-
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _randomise_batch_norm(model):
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                m.running_mean.uniform_(-0.2, 0.2)
-                m.running_var.uniform_(0.8, 1.5)
-                m.weight.uniform_(0.8, 1.2)
-                m.bias.uniform_(-0.1, 0.1)
-    return model.eval()
+SUPPORT = str(HERE.parent / "tests" / "support")
+if SUPPORT not in sys.path:
+    sys.path.insert(0, SUPPORT)
+from model_setup import load_module, randomise_batch_norm  # noqa: E402 (tests/support)
 
 
 class MLP(nn.Module):
@@ -53,7 +39,7 @@ mlp = MLP().eval()
 bert_layer = nn.TransformerEncoderLayer(768, 12, dim_feedforward=3072, activation="gelu",
                                         batch_first=True).eval()
 # One block of the GPT-2-style model of the capture tests, at GPT-2 small's width.
-_gpt2 = _load(HERE.parent / "tests" / "capture" / "models" / "gpt2.py", "aotrace_bench_gpt2")
+_gpt2 = load_module(HERE.parent / "tests" / "capture" / "models" / "gpt2.py", "aotrace_bench_gpt2")
 gpt2_block = _gpt2.Block(_gpt2.GPTConfig(block_size=128, n_head=12, n_embd=768)).eval()
-resnet18 = _randomise_batch_norm(torchvision.models.resnet18())
-mobilenet_v2 = _randomise_batch_norm(torchvision.models.mobilenet_v2())
+resnet18 = randomise_batch_norm(torchvision.models.resnet18())
+mobilenet_v2 = randomise_batch_norm(torchvision.models.mobilenet_v2())

@@ -190,10 +190,15 @@ def check_against_eager(aotrace, bundle, name, target, inputs, workdir):
     return worst, ok
 
 
-def time_aotrace(aotrace, bundle, name, inputs):
-    shapes = []
+def shape_args(inputs):
+    """`aotrace bench`'s --shape arguments for the inputs."""
+    args = []
     for input_name, x in inputs.items():
-        shapes += ["--shape", f"{input_name}=" + ("x".join(str(d) for d in x.shape) or "scalar")]
+        args += ["--shape", f"{input_name}=" + ("x".join(str(d) for d in x.shape) or "scalar")]
+    return args
+
+
+def time_aotrace(aotrace, bundle, name, shapes):
     r = subprocess.run([aotrace, "bench", str(bundle), "--entry", name, *shapes, "--threads", str(ARGS.threads),
                         "--min-time", str(ARGS.min_time), "--json"], capture_output=True, text=True)
     if r.returncode != 0:
@@ -248,7 +253,7 @@ def main():
         inputs = random_inputs(entry, rng)
         for input_name, x in inputs.items():
             np.save(input_path(workdir, name, input_name), x)
-        row = {"model": name, "inputs": shape_text(inputs)}
+        row = {"model": name, "inputs": shape_text(inputs), "shapes": shape_args(inputs)}
         if name.startswith("sgemm"):  # a [M, K] @ b [K, N]
             (m, k), (_, n) = (x.shape for x in inputs.values())
             row["gemm"], row["flops"] = f"{m}x{k}x{n}", 2.0 * m * k * n
@@ -272,9 +277,7 @@ def main():
             if "error" in row:
                 continue
             try:
-                ms = time_aotrace(aotrace, workdir / f"{row['model']}.aot", row["model"],
-                                  {i: np.load(input_path(workdir, row["model"], i))
-                                   for i in spec["entries"][row["model"]]["inputs"]})
+                ms = time_aotrace(aotrace, workdir / f"{row['model']}.aot", row["model"], row["shapes"])
                 row["aotrace_ms"] = min(ms, row.get("aotrace_ms", ms))
             except RuntimeError as err:
                 row["error"] = str(err)
@@ -296,6 +299,8 @@ def main():
     load, cpus = max(load, os.getloadavg()[0]), os.cpu_count() or 1
     if load > max(cpus, ARGS.threads) + 0.5:
         print(f"note: load average {load:.1f} on {cpus} CPUs: other work shares the cores, timings are noisy")
+    for row in rows:
+        row.pop("shapes", None)
     (workdir / "bench_results.json").write_text(json.dumps({"threads": ARGS.threads, "rows": rows}, indent=1))
     print(f"results: {workdir / 'bench_results.json'}")
     failures = [r for r in rows if "error" in r]

@@ -14,6 +14,7 @@
 
 #include "artifacts/runtime/aotrace_runtime.h"
 #include "cli/commands.h"
+#include "ir/ir.h"
 
 namespace aotrace::cli {
 
@@ -23,11 +24,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-template <class T>
-T value_or_fail(rt::Result<T> r, const std::string& hint = {}) {
-  if (!r.ok()) throw UserError(r.status().message(), {}, hint);
-  return std::move(r).value();
-}
 
 // "8x784" → {8, 784}; "scalar" → {} (rank 0).
 std::vector<int64_t> parse_dims(const std::string& spec, const std::string& text) {
@@ -97,18 +93,8 @@ void fill_random(rt::Tensor& t, std::mt19937_64& rng) {
     switch (t.dtype()) {
       case rt::DType::f32: t.data_as<float>()[i] = unit(rng); break;
       case rt::DType::f64: t.data_as<double>()[i] = unit(rng); break;
-      case rt::DType::bf16: {
-        float f = unit(rng);
-        uint32_t bits;
-        std::memcpy(&bits, &f, 4);
-        t.data_as<uint16_t>()[i] = static_cast<uint16_t>(bits >> 16);
-        break;
-      }
-      case rt::DType::f16: {  // sign, exponent 2^-4 .. 2^-1, random mantissa
-        uint64_t r = rng();
-        t.data_as<uint16_t>()[i] = static_cast<uint16_t>((r & 0x8000) | ((11 + (r >> 16) % 4) << 10) | (r >> 32 & 0x3ff));
-        break;
-      }
+      case rt::DType::bf16: t.data_as<uint16_t>()[i] = ir::f32_to_bf16(unit(rng)); break;
+      case rt::DType::f16: t.data_as<uint16_t>()[i] = ir::f32_to_f16(unit(rng)); break;
       case rt::DType::i64: t.data_as<int64_t>()[i] = small(rng); break;
       case rt::DType::i32: t.data_as<int32_t>()[i] = small(rng); break;
       case rt::DType::i8: t.data_as<int8_t>()[i] = static_cast<int8_t>(small(rng)); break;

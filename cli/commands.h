@@ -9,10 +9,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "artifacts/runtime/aotrace_runtime.h"
 #include "embed/embed.h"
 #include "shape_profiles/shape_profiles.h"
 
 namespace aotrace::cli {
+
+// The value of a runtime result, or a UserError with its message and `hint`.
+template <class T>
+T value_or_fail(rt::Result<T> r, const std::string& hint = {}) {
+  if (!r.ok()) throw UserError(r.status().message(), {}, hint);
+  return std::move(r).value();
+}
 
 // One profile of one entry, captured.
 struct ProfileCapture {

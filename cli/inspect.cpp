@@ -87,17 +87,6 @@ std::vector<std::string> string_vector(const flatbuffers::Vector<flatbuffers::Of
   return out;
 }
 
-// Whether kernels for `triple` run on the machine aotrace runs on (its architecture).
-bool triple_runs_here(const std::string& triple) {
-#if defined(__x86_64__)
-  return triple.rfind("x86_64", 0) == 0;
-#elif defined(__aarch64__)
-  return triple.rfind("aarch64", 0) == 0 || triple.rfind("arm64", 0) == 0;
-#else
-  return false;
-#endif
-}
-
 // The kernel libraries (baseline first, then faster ones) and the one the runtime would load
 // here (rt::choose_cpu_library; AOTRACE_DISABLE_CPU_FEATURES counts), null when none would.
 json cpu_libraries_json(const fb::Bundle& b, json& load_here) {
@@ -115,7 +104,7 @@ json cpu_libraries_json(const fb::Bundle& b, json& load_here) {
     out.push_back({{"path", libs[i].path}, {"cpu", libs[i].cpu}, {"baseline", i == 0},
                    {"cpu_features", libs[i].features},
                    {"missing_on_this_machine", rt::missing_cpu_features(libs[i].features)}});
-  int chosen = triple_runs_here(str(b.triple())) ? rt::choose_cpu_library(libs) : -1;
+  int chosen = rt::triple_matches_host(str(b.triple())) ? rt::choose_cpu_library(libs) : -1;
   load_here = chosen < 0 ? json(nullptr) : json(libs[static_cast<size_t>(chosen)].path);
   return out;
 }

@@ -11,11 +11,6 @@ namespace aotrace::cli {
 
 namespace {
 
-template <class T>
-T value_or_fail(rt::Result<T> r, const std::string& hint = {}) {
-  if (!r.ok()) throw UserError(r.status().message(), {}, hint);
-  return std::move(r).value();
-}
 
 }  // namespace
 

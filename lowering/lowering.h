@@ -1,7 +1,7 @@
 // lowering/ — from a captured graph to native code and a plan (DESIGN §4).
 //
-//   lower_graph(): decompose → fold constants → CSE → DCE → pad conv inputs → fuse → schedule →
-//   codegen → memory plan, listed in lowering/pipeline.cpp. Produces one object file per variant
+//   lower_graph(): decompose → fold constants → CSE → DCE → pad conv inputs → pack weights →
+//   fuse → schedule → codegen → memory plan, listed in lowering/pipeline.cpp. Produces one object file per variant
 //   and CPU, and the variant's plan (the same for every CPU: only codegen differs between them).
 //   link_cpu_library(): links the variants' objects with ld.lld-16 into one shared library.
 //   kernel_cpus(): the CPUs a compile builds kernels for (portable baseline + the host's level).

@@ -260,5 +260,7 @@ std::vector<std::string> missing_cpu_features(const std::vector<std::string>& re
 // empty or this CPU lacks a feature of the baseline.
 int choose_cpu_library(const std::vector<CpuLibraryInfo>& libraries,
                        const std::vector<std::string>& disabled = {});
+// Whether kernels built for `triple` run on this machine's architecture (open() refuses others).
+bool triple_matches_host(const std::string& triple);
 
 }  // namespace aotrace::rt

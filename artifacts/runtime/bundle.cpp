@@ -90,16 +90,6 @@ Status map_weights(BundleData& b) {
   return Status::Ok();
 }
 
-bool triple_matches_host(const std::string& triple) {
-#if defined(__x86_64__)
-  return triple.rfind("x86_64", 0) == 0;
-#elif defined(__aarch64__)
-  return triple.rfind("aarch64", 0) == 0 || triple.rfind("arm64", 0) == 0;
-#else
-  return true;
-#endif
-}
-
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -170,6 +160,16 @@ Status allocate_arenas(BundleData& b) {
 }
 
 }  // namespace
+
+bool triple_matches_host(const std::string& triple) {
+#if defined(__x86_64__)
+  return triple.rfind("x86_64", 0) == 0;
+#elif defined(__aarch64__)
+  return triple.rfind("aarch64", 0) == 0 || triple.rfind("arm64", 0) == 0;
+#else
+  return true;
+#endif
+}
 
 std::unique_ptr<RunSlot> RunSlotPool::take() {
   {

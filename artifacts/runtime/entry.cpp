@@ -6,13 +6,6 @@ namespace {
 
 Status invalid(const std::string& msg) { return Status(StatusCode::invalid_argument, msg); }
 
-bool same_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i] != b[i]) return false;
-  return true;
-}
-
 // After the guards chose `v`: each tensor must be exactly what the variant was compiled for.
 Status check_tensors(const EntryData& e, const VariantData& v, const std::vector<TensorInfo>& infos,
                      const std::vector<TensorRef>& tensors, const char* role) {
@@ -22,7 +15,7 @@ Status check_tensors(const EntryData& e, const VariantData& v, const std::vector
   for (size_t i = 0; i < infos.size(); ++i) {
     const TensorInfo& info = infos[i];
     const TensorRef& t = tensors[i];
-    if (t.dtype != info.dtype || !same_shape(t.shape, info.shape) || !t.is_contiguous() ||
+    if (t.dtype != info.dtype || t.shape != info.shape || !t.is_contiguous() ||
         t.device != DeviceKind::cpu)
       return invalid("variant " + v.name + " of entry '" + e.name + "' needs " + role + " '" +
                      info.name + "' as a contiguous cpu " + dtype_name(info.dtype) + " tensor of shape " +

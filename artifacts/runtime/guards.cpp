@@ -7,37 +7,8 @@ namespace {
 
 const char* device_name(DeviceKind d) { return d == DeviceKind::cpu ? "cpu" : "cuda"; }
 
-// The size of dim `dim` of `t`, or nullopt (and `got` says why) when the rank is too small.
-std::optional<int64_t> dim_size(const TensorRef& t, int dim, std::string* got) {
-  if (static_cast<size_t>(dim) < t.shape.size()) return t.shape[static_cast<size_t>(dim)];
-  if (got) *got = "rank " + std::to_string(t.shape.size()) + ", no dim " + std::to_string(dim);
-  return std::nullopt;
-}
-
-bool dim_guard_holds(const GuardData& g, const TensorRef& t, const std::vector<TensorRef>& inputs,
-                     std::string* got) {
-  std::optional<int64_t> size = dim_size(t, g.dim, got);
-  if (!size) return false;
-  bool holds = false;
-  switch (g.kind) {
-    case GuardKind::DimEq: holds = *size == g.value; break;
-    case GuardKind::DimRange: holds = g.value <= *size && *size <= g.value2; break;
-    case GuardKind::DimMultiple: holds = *size % g.value == 0; break;
-    case GuardKind::DimsEqual: {
-      std::optional<int64_t> other =
-          dim_size(inputs[static_cast<size_t>(g.other_input)], g.other_dim, got);
-      if (!other) return false;
-      holds = *size == *other;
-      if (!holds && got) *got = std::to_string(*size) + " and " + std::to_string(*other);
-      return holds;
-    }
-    default: break;
-  }
-  if (!holds && got) *got = std::to_string(*size);
-  return holds;
-}
-
-// guard_holds without the message: the hit path of every call, no strings, no calls.
+// Whether guard `g` holds: the rules, once (ir::Guard::Kind). The hit path of every call: no
+// strings, no calls.
 inline bool guard_passes(const GuardData& g, const std::vector<TensorRef>& inputs) {
   const TensorRef& t = inputs[static_cast<size_t>(g.input)];
   const size_t dim = static_cast<size_t>(g.dim);
@@ -59,6 +30,30 @@ inline bool guard_passes(const GuardData& g, const std::vector<TensorRef>& input
   return false;
 }
 
+// Dim `dim` of `t` as the message shows it: its size, or why there is none.
+std::string dim_text(const TensorRef& t, int dim) {
+  if (static_cast<size_t>(dim) < t.shape.size()) return std::to_string(t.shape[static_cast<size_t>(dim)]);
+  return "rank " + std::to_string(t.shape.size()) + ", no dim " + std::to_string(dim);
+}
+
+// What the input had that guard `g` looks at, for the message of a miss.
+std::string what_it_had(const GuardData& g, const std::vector<TensorRef>& inputs) {
+  const TensorRef& t = inputs[static_cast<size_t>(g.input)];
+  switch (g.kind) {
+    case GuardKind::Rank: return "rank " + std::to_string(t.shape.size());
+    case GuardKind::DType: return dtype_name(t.dtype);
+    case GuardKind::Device: return device_name(t.device);
+    case GuardKind::Contiguous: return "strides " + shape_str(t.strides);
+    case GuardKind::DimsEqual: {
+      const TensorRef& o = inputs[static_cast<size_t>(g.other_input)];
+      if (static_cast<size_t>(g.dim) >= t.shape.size()) return dim_text(t, g.dim);
+      if (static_cast<size_t>(g.other_dim) >= o.shape.size()) return dim_text(o, g.other_dim);
+      return dim_text(t, g.dim) + " and " + dim_text(o, g.other_dim);
+    }
+    default: return dim_text(t, g.dim);
+  }
+}
+
 }  // namespace
 
 size_t first_failed_guard(const std::vector<GuardData>& guards, const std::vector<TensorRef>& inputs) {
@@ -69,27 +64,9 @@ size_t first_failed_guard(const std::vector<GuardData>& guards, const std::vecto
 
 // `got` (may be null) receives what the input had when the guard fails.
 bool guard_holds(const GuardData& g, const std::vector<TensorRef>& inputs, std::string* got) {
-  const TensorRef& t = inputs[static_cast<size_t>(g.input)];
-  switch (g.kind) {
-    case GuardKind::Rank:
-      if (t.shape.size() == static_cast<size_t>(g.value)) return true;
-      if (got) *got = "rank " + std::to_string(t.shape.size());
-      return false;
-    case GuardKind::DType:
-      if (t.dtype == g.dtype) return true;
-      if (got) *got = dtype_name(t.dtype);
-      return false;
-    case GuardKind::Device:
-      if (t.device == g.device) return true;
-      if (got) *got = device_name(t.device);
-      return false;
-    case GuardKind::Contiguous:
-      if (t.is_contiguous()) return true;
-      if (got) *got = "strides " + shape_str(t.strides);
-      return false;
-    default:
-      return dim_guard_holds(g, t, inputs, got);
-  }
+  if (guard_passes(g, inputs)) return true;
+  if (got) *got = what_it_had(g, inputs);
+  return false;
 }
 
 Status no_variant_status(const EntryData& e, const std::vector<TensorRef>& inputs,

@@ -185,29 +185,8 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
     llvm::Value* full = b_.CreateICmpSLE(b_.CreateAdd(base, i64(r)), i64(limit));
     llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, kc), p), i64(r)));
     llvm::Value* k = b_.CreateAdd(pc, p);
-    auto* fast = llvm::BasicBlock::Create(ctx_, "pack.full", fn_);
-    auto* edge = llvm::BasicBlock::Create(ctx_, "pack.edge", fn_);
-    auto* done = llvm::BasicBlock::Create(ctx_, "pack.done", fn_);
-    b_.CreateCondBr(full, fast, edge);
-    for (bool at_edge : {false, true}) {
-      b_.SetInsertPoint(at_edge ? edge : fast);
-      if (!at_edge && view && !plan.is_conv) {
-        Index vi = broadcast(std::vector<int64_t>(vs.begin(), vs.end() - 2), batch.size(), batch);
-        vi.push_back(pack_a ? base : k);
-        vi.push_back(pack_a ? k : base);
-        llvm::Value* from = strided_address(*view, vi);
-        int64_t step = view->strides[vs.size() - (pack_a ? 2 : 1)];
-        if (step == 1) {
-          auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(r));
-          b_.CreateAlignedStore(b_.CreateAlignedLoad(vec, from, llvm::Align(4)), at, llvm::Align(4));
-        } else {
-          for (int64_t i = 0; i < r; ++i)
-            b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, b_.CreateGEP(f32, from, i64(i * step)), llvm::Align(4)),
-                                  b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(i)), llvm::Align(4));
-        }
-        b_.CreateBr(done);
-        continue;
-      }
+    // The per-element path: zero past the edge, or every element through the operand's index map.
+    auto each = [&](bool at_edge) {
       memo_.emplace_back();
       for (int64_t i = 0; i < r; ++i) {
         llvm::Value* pos = b_.CreateAdd(base, i64(i));
@@ -221,9 +200,23 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
         b_.CreateAlignedStore(v, b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(i)), llvm::Align(4));
       }
       memo_.pop_back();
-      b_.CreateBr(done);
-    }
-    b_.SetInsertPoint(done);
+    };
+    if_else(full, [&] {
+      if (!view || plan.is_conv) return each(false);
+      Index vi = broadcast(std::vector<int64_t>(vs.begin(), vs.end() - 2), batch.size(), batch);
+      vi.push_back(pack_a ? base : k);
+      vi.push_back(pack_a ? k : base);
+      llvm::Value* from = strided_address(*view, vi);
+      int64_t step = view->strides[vs.size() - (pack_a ? 2 : 1)];
+      if (step == 1) {
+        auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(r));
+        b_.CreateAlignedStore(b_.CreateAlignedLoad(vec, from, llvm::Align(4)), at, llvm::Align(4));
+        return;
+      }
+      for (int64_t i = 0; i < r; ++i)
+        b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, b_.CreateGEP(f32, from, i64(i * step)), llvm::Align(4)),
+                              b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(i)), llvm::Align(4));
+    }, [&] { each(true); });
   };
   if (pack_a)
     range_loop(i64(0), panels, [&](llvm::Value* q) { range_loop(i64(0), kc, [&](llvm::Value* p) { pack_one(q, p); }); });
@@ -237,49 +230,47 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
 void KernelEmitter::gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, llvm::Value* jc,
                                      llvm::Value* nc, llvm::Value* pc, llvm::Value* kc,
                                      llvm::Value* dst) {
-  const ir::Node& node = *plan.node;
-  ir::ValueId x = plan.b;
-  std::vector<int64_t> xs = dims(x), ws = dims(plan.a);
-  std::vector<int64_t> dilation = int_list(node.attrs, "dilation");
-  int64_t plane = 1, total = 1;
-  for (size_t d = 2; d < xs.size(); ++d) plane *= xs[d];
-  for (int64_t d : xs) total *= d;
+  int64_t total = 1;
+  for (int64_t d : dims(plan.b)) total *= d;
   llvm::Type* f32 = b_.getFloatTy();
   auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(plan.nr));
-  llvm::Value* src = buffers_[static_cast<size_t>(read_arg_.at(x))];
-  llvm::Value* batch_off = b_.CreateMul(batch[0], i64(xs[1] * plane));
+  llvm::Value* src = buffers_[static_cast<size_t>(read_arg_.at(plan.b))];
   llvm::Value* panels = b_.CreateUDiv(b_.CreateAdd(nc, i64(plan.nr - 1)), i64(plan.nr));
   range_loop(i64(0), kc, [&](llvm::Value* p) {
-    Index window = unflatten(b_.CreateAdd(pc, p), std::vector<int64_t>(ws.begin() + 1, ws.end()));
-    llvm::Value* off = b_.CreateAdd(batch_off, b_.CreateMul(window[0], i64(plane)));
-    if (xs.size() == 4) off = b_.CreateAdd(off, b_.CreateMul(window[1], i64(dilation[0] * xs[3])));
-    off = b_.CreateAdd(off, b_.CreateMul(window.back(), i64(dilation.back())));
+    llvm::Value* off = conv_input_base(plan, batch, b_.CreateAdd(pc, p));
     range_loop(i64(0), panels, [&](llvm::Value* q) {
-      llvm::Value* n0 = b_.CreateAdd(jc, b_.CreateMul(q, i64(plan.nr)));
-      llvm::Value* flat = b_.CreateAdd(off, n0);
+      llvm::Value* flat = b_.CreateAdd(off, b_.CreateAdd(jc, b_.CreateMul(q, i64(plan.nr))));
       llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, kc), p), i64(plan.nr)));
-      // Columns past N are computed and dropped: only the end of the buffer needs the edge path.
-      llvm::Value* full = b_.CreateICmpSLE(b_.CreateAdd(flat, i64(plan.nr)), i64(total));
-      auto* fast = llvm::BasicBlock::Create(ctx_, "wide.full", fn_);
-      auto* edge = llvm::BasicBlock::Create(ctx_, "wide.edge", fn_);
-      auto* done = llvm::BasicBlock::Create(ctx_, "wide.done", fn_);
-      b_.CreateCondBr(full, fast, edge);
-      b_.SetInsertPoint(fast);
-      b_.CreateAlignedStore(b_.CreateAlignedLoad(vec, b_.CreateInBoundsGEP(f32, src, flat), llvm::Align(4)), at,
-                            llvm::Align(4));
-      b_.CreateBr(done);
-      b_.SetInsertPoint(edge);
-      for (int64_t j = 0; j < plan.nr; ++j) {
-        llvm::Value* f = b_.CreateAdd(flat, i64(j));
-        llvm::Value* valid = b_.CreateAnd(in_range(b_.CreateAdd(n0, i64(j)), plan.n), in_range(f, total));
-        llvm::Value* v = b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, src, clamp(f, total)), llvm::Align(4));
-        v = b_.CreateSelect(valid, v, llvm::ConstantFP::get(f32, 0.0));
-        b_.CreateAlignedStore(v, b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(j)), llvm::Align(4));
-      }
-      b_.CreateBr(done);
-      b_.SetInsertPoint(done);
+      // Columns past N are computed and dropped: only the end of the buffer needs the edge path,
+      // where the elements past it read 0.
+      if_else(b_.CreateICmpSLE(b_.CreateAdd(flat, i64(plan.nr)), i64(total)), [&] {
+        b_.CreateAlignedStore(b_.CreateAlignedLoad(vec, b_.CreateInBoundsGEP(f32, src, flat), llvm::Align(4)), at,
+                              llvm::Align(4));
+      }, [&] {
+        for (int64_t j = 0; j < plan.nr; ++j) {
+          llvm::Value* f = b_.CreateAdd(flat, i64(j));
+          llvm::Value* v = b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, src, clamp(f, total)), llvm::Align(4));
+          v = b_.CreateSelect(in_range(f, total), v, llvm::ConstantFP::get(f32, 0.0));
+          b_.CreateAlignedStore(v, b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(j)), llvm::Align(4));
+        }
+      });
     });
   });
+}
+
+// The offset in the conv input of batch `batch`, the input channel of k and its window position
+// (dilation included) at output position 0: where B[k, ·] starts (wide and gathered convs).
+llvm::Value* KernelEmitter::conv_input_base(const GemmPlan& plan, const Index& batch, llvm::Value* k) {
+  std::vector<int64_t> xs = dims(plan.b), ws = dims(plan.a), dilation = int_list(plan.node->attrs, "dilation");
+  Index window = unflatten(k, std::vector<int64_t>(ws.begin() + 1, ws.end()));
+  int64_t x_stride = 1;  // of spatial dim s, walking from the innermost
+  llvm::Value* base = i64(0);
+  for (size_t s = xs.size(); s-- > 2;) {
+    base = b_.CreateAdd(base, b_.CreateMul(window[s - 1], i64(dilation[s - 2] * x_stride)));
+    x_stride *= xs[s];
+  }
+  base = b_.CreateAdd(base, b_.CreateMul(window[0], i64(x_stride)));
+  return b_.CreateAdd(base, b_.CreateMul(batch[0], i64(xs[1] * x_stride)));
 }
 
 // The offsets into the conv input of output columns [jc, jc + count) (GemmPlan::gathered): for
@@ -309,22 +300,11 @@ void KernelEmitter::gemm_conv_offsets(const GemmPlan& plan, llvm::Value* jc, int
 void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batch, llvm::Value* nc,
                                          llvm::Value* pc, llvm::Value* kc, llvm::Value* table,
                                          llvm::Value* dst) {
-  std::vector<int64_t> xs = dims(plan.b), ws = dims(plan.a), dilation = int_list(plan.node->attrs, "dilation");
-  int64_t plane = 1;
-  for (size_t d = 2; d < xs.size(); ++d) plane *= xs[d];
   llvm::Type* f32 = b_.getFloatTy();
   llvm::Value* src = buffers_[static_cast<size_t>(read_arg_.at(plan.b))];
-  llvm::Value* batch_off = b_.CreateMul(batch[0], i64(xs[1] * plane));
   llvm::Value* panels = b_.CreateUDiv(b_.CreateAdd(nc, i64(plan.nr - 1)), i64(plan.nr));
   range_loop(i64(0), kc, [&](llvm::Value* p) {
-    Index window = unflatten(b_.CreateAdd(pc, p), std::vector<int64_t>(ws.begin() + 1, ws.end()));
-    llvm::Value* base = b_.CreateAdd(batch_off, b_.CreateMul(window[0], i64(plane)));
-    int64_t x_stride = 1;
-    for (size_t s = xs.size(); s-- > 2;) {
-      base = b_.CreateAdd(base, b_.CreateMul(window[s - 1], i64(dilation[s - 2] * x_stride)));
-      x_stride *= xs[s];
-    }
-    llvm::Value* from = b_.CreateInBoundsGEP(f32, src, base);
+    llvm::Value* from = b_.CreateInBoundsGEP(f32, src, conv_input_base(plan, batch, b_.CreateAdd(pc, p)));
     range_loop(i64(0), panels, [&](llvm::Value* q) {
       llvm::Value* offsets = b_.CreateInBoundsGEP(b_.getInt64Ty(), table, b_.CreateMul(q, i64(plan.nr)));
       llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, kc), p), i64(plan.nr)));

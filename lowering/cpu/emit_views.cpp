@@ -235,24 +235,16 @@ bool KernelEmitter::emit_pad_rows(const ir::Node& n, llvm::Value* begin, llvm::V
         store(root, 0, idx, constant(b_, n.attrs.f("value"), rt));
       });
     };
-    auto* row = llvm::BasicBlock::Create(ctx_, "pad.row", fn_);
-    auto* padding = llvm::BasicBlock::Create(ctx_, "pad.padding", fn_);
-    auto* done = llvm::BasicBlock::Create(ctx_, "pad.done", fn_);
-    b_.CreateCondBr(inside, row, padding);
-    b_.SetInsertPoint(padding);
-    fill(i64(0), i64(out[last]));
-    b_.CreateBr(done);
-    b_.SetInsertPoint(row);
-    fill(i64(0), i64(j_lo));
-    range_loop(i64(j_lo), i64(j_hi), [&](llvm::Value* j) {
-      Index idx = head, from = src;
-      idx.push_back(j);
-      from.push_back(xs[last] == 1 ? i64(0) : b_.CreateSub(j, i64(low[last])));
-      store(root, 0, idx, convert(b_, emit(x, from), dtype(x), rt));
-    });
-    fill(i64(j_hi), i64(out[last]));
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
+    if_else(inside, [&] {
+      fill(i64(0), i64(j_lo));
+      range_loop(i64(j_lo), i64(j_hi), [&](llvm::Value* j) {
+        Index idx = head, from = src;
+        idx.push_back(j);
+        from.push_back(xs[last] == 1 ? i64(0) : b_.CreateSub(j, i64(low[last])));
+        store(root, 0, idx, convert(b_, emit(x, from), dtype(x), rt));
+      });
+      fill(i64(j_hi), i64(out[last]));
+    }, [&] { fill(i64(0), i64(out[last])); });
   });
   return true;
 }

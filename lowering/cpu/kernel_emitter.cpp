@@ -60,9 +60,10 @@ void KernelEmitter::emit() {
   }
   for (size_t r = 0; r < k_.read_values.size(); ++r) read_arg_[k_.read_values[r]] = static_cast<int>(r + 1);
   memo_.emplace_back();
-  int64_t tasks = emit_loop_body(fn_->getArg(1), fn_->getArg(2));
+  double work = work_estimate();
+  int64_t tasks = emit_loop_body(fn_->getArg(1), fn_->getArg(2), work);
   b_.CreateRetVoid();
-  emit_entry(tasks, work_estimate());
+  emit_entry(tasks, work);
 }
 
 // The body's loops over its tasks [begin, end):
@@ -74,7 +75,7 @@ void KernelEmitter::emit() {
 //     static inner loop (contiguous: what the vectoriser wants); with fewer than 8 such rows
 //     and enough work, the innermost dim is cut into chunks as well; a rank-1 root is split
 //     by element, a scalar root is one task.
-int64_t KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end) {
+int64_t KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end, double work) {
   GemmPlan gemm;
   if (plan_gemm(gemm)) {
     emit_gemm_tasks(gemm, begin, end);
@@ -97,7 +98,7 @@ int64_t KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end) {
   if (p >= 0 && !is_copy && k_.reduction < 0 && !outer.empty() &&
       g_.nodes[static_cast<size_t>(p)].op == ir::OpKind::Pad && emit_pad_rows(g_.nodes[static_cast<size_t>(p)], begin, end))
     return tasks;
-  if (!inner.empty() && tasks < 8 && inner[0] >= 64 && work_estimate() >= kParallelWork) {
+  if (!inner.empty() && tasks < 8 && inner[0] >= 64 && work >= kParallelWork) {
     // Few rows (a batch-1 linear layer: [1, N]): the innermost dim is split into chunks too, so
     // that there are tasks for every thread; chunks stay multiples of 16 for the vectoriser.
     int64_t chunk = (inner[0] + 7) / 8;
@@ -201,6 +202,21 @@ void KernelEmitter::range_loop(llvm::Value* begin, llvm::Value* end,
   i->addIncoming(next, b_.GetInsertBlock());
   b_.CreateCondBr(b_.CreateICmpSLT(next, end), header, exit);
   b_.SetInsertPoint(exit);
+}
+
+void KernelEmitter::if_else(llvm::Value* cond, const std::function<void()>& then_body,
+                            const std::function<void()>& else_body) {
+  auto* then_block = llvm::BasicBlock::Create(ctx_, "then", fn_);
+  auto* else_block = llvm::BasicBlock::Create(ctx_, "else", fn_);
+  auto* done = llvm::BasicBlock::Create(ctx_, "endif", fn_);
+  b_.CreateCondBr(cond, then_block, else_block);
+  b_.SetInsertPoint(then_block);
+  then_body();
+  b_.CreateBr(done);
+  b_.SetInsertPoint(else_block);
+  else_body();
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
 }
 
 Index KernelEmitter::unflatten(llvm::Value* flat, const std::vector<int64_t>& extents) {

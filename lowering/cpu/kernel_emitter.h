@@ -85,11 +85,14 @@ class KernelEmitter {
   std::vector<std::map<std::pair<ir::ValueId, Index>, llvm::Value*>> memo_;
 
   // kernel_emitter.cpp
-  int64_t emit_loop_body(llvm::Value* begin, llvm::Value* end);  // returns the task count
+  // Returns the task count; `work` is work_estimate().
+  int64_t emit_loop_body(llvm::Value* begin, llvm::Value* end, double work);
   void emit_entry(int64_t tasks, double work);
   double work_estimate() const;
   // for (i = begin; i < end; ++i) body(i), with a memo scope for the body.
   void range_loop(llvm::Value* begin, llvm::Value* end, const std::function<void(llvm::Value*)>& body);
+  // if (cond) then_body() else else_body(), each in its own block; continues after both.
+  void if_else(llvm::Value* cond, const std::function<void()>& then_body, const std::function<void()>& else_body);
   // The index over `extents` of flat row-major position `flat` (size-1 dims: constant 0).
   Index unflatten(llvm::Value* flat, const std::vector<int64_t>& extents);
   std::vector<int64_t> dims(ir::ValueId v) const { return static_dims(g_, v); }
@@ -137,6 +140,7 @@ class KernelEmitter {
   llvm::Value* packed_weight(ir::ValueId view, int64_t width);
   void gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, llvm::Value* jc, llvm::Value* nc,
                         llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
+  llvm::Value* conv_input_base(const GemmPlan& plan, const Index& batch, llvm::Value* k);
   void gemm_conv_offsets(const GemmPlan& plan, llvm::Value* jc, int64_t count, llvm::Value* table);
   void gemm_pack_gathered_b(const GemmPlan& plan, const Index& batch, llvm::Value* nc, llvm::Value* pc,
                             llvm::Value* kc, llvm::Value* table, llvm::Value* dst);

@@ -1,5 +1,5 @@
-# Set-up shared by the test scripts that build models (tests/e2e/models/models.py,
-# tests/ops/models.py). They import it by putting this folder on sys.path, found from their own
+# Set-up shared by the scripts that build models (tests/e2e/models/models.py, tests/ops/models.py,
+# bench/models.py). They import it by putting this folder on sys.path, found from their own
 # __file__, so it loads from any working directory.
 import importlib.util
 

@@ -30,10 +30,6 @@ LoweredVariant expect_matches_reference(const ir::Graph& g, uint32_t seed = 1) {
   return lowered;
 }
 
-ir::ValueId weight(ir::Graph& g, const std::string& name, std::vector<int64_t> dims, uint32_t seed) {
-  return g.add_weight(name, f32(dims), "L['self']." + name, random_weight_bytes(dims, seed));
-}
-
 TEST(EndToEnd, AddWithBroadcastAndPythonScalar) {
   ir::Graph g;
   ir::ValueId x = g.add_input("x", f32({3, 5}), "L['x']");

@@ -37,10 +37,7 @@ std::vector<float> run_unary(OpKind op, const std::string& cpu, const std::vecto
   set_outputs(g, {g.add(op, {in})});
   Options options;
   options.cpu = cpu;
-  LoweredVariant lowered = lower_graph(g, "math_", options);
-  LoadedLibrary lib(link_cpu_library({lowered.object}, options));
-  std::vector<ir::HostTensor> out =
-      run_plan(lib, lowered.plan, lowered.graph, {ir::HostTensor::from_f32({n}, x)});
+  std::vector<ir::HostTensor> out = compile_and_run(g, {ir::HostTensor::from_f32({n}, x)}, nullptr, options);
   std::vector<float> y(x.size());
   std::memcpy(y.data(), out.at(0).data.data(), y.size() * sizeof(float));
   return y;
