@@ -2,15 +2,10 @@
 BUILD ?= build
 JOBS ?= 2
 PY := /usr/bin/python3.11
-# qemu-user and g++-aarch64-linux-gnu: cross_aarch64_tests run --triple aarch64-linux-gnu bundles.
-DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
-  python3.11 python3.11-dev libpython3.11-dev python3-numpy python3-torch python3-torchvision \
-  llvm-16-dev lld-16 clang-16 libcli11-dev libyaml-cpp-dev libflatbuffers-dev flatbuffers-compiler \
-  libxxhash-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libopenblas0-pthread \
-  zlib1g-dev libzstd-dev libedit-dev libffi-dev libtinfo-dev libxml2-dev \
-  qemu-user g++-aarch64-linux-gnu
+# The Debian packages: tools/debian-packages.txt, one per line, with why each is needed.
+DEB_PACKAGES := $(strip $(shell sed 's/\#.*//' tools/debian-packages.txt))
 
-.PHONY: deps build test run clean bench fuzz
+.PHONY: deps build build-cli test run clean bench fuzz depcheck
 
 # Installs only what is missing; quiet when everything is present.
 deps:
@@ -18,7 +13,7 @@ deps:
 	  awk '$$NF=="installed"{print $$1}' | sort > /tmp/.aotrace-have; \
 	  for p in $(DEB_PACKAGES); do grep -qx "$$p" /tmp/.aotrace-have || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
-	  echo "make deps: installing $$missing"; \
+	  echo "make deps: installing" $$missing; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
@@ -30,10 +25,14 @@ $(BUILD)/build.ninja:
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
+# Only what `make run` runs: the aotrace command (with the runtime it ships).
+build-cli: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target aotrace
+
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-run: build
+run: build-cli
 	$(PY) examples/run_examples.py --aotrace $(BUILD)/cli/aotrace
 
 # Benchmarks (bench/, issue 6): the runtime's dispatch overhead (Google Benchmark), then every
@@ -52,6 +51,13 @@ fuzz: build
 	@for t in bundle yaml; do echo "fuzz_$$t ($(FUZZ_SECONDS) s):"; \
 	  tests/fuzz/run_fuzzer.sh $(BUILD)/tests/fuzz/fuzz_$$t $(BUILD)/tests/fuzz/corpus/$$t \
 	    $(BUILD)/tests/fuzz/seeds/$$t $(FUZZ_SECONDS) || exit 1; done
+
+# What CI runs (.ci/run): `make test run` with every file it opens under /usr recorded, then a
+# check that each file's Debian package is one `make deps` installs (tools/depcheck.py; root).
+depcheck: deps
+	@mkdir -p $(BUILD)
+	tools/depcheck.py record $(BUILD)/depcheck-trace.txt -- $(MAKE) test run
+	tools/depcheck.py check $(BUILD)/depcheck-trace.txt
 
 clean:
 	rm -rf $(BUILD)

@@ -2,8 +2,9 @@
 // x86-64 machine; cross-build the aarch64 bundle's own runtime/ folder (its CMakeLists.txt, with
 // aarch64-linux-gnu-g++); run its aotrace_run under qemu-aarch64 on the same .npy inputs as
 // `aotrace run` of the x86-64 bundle, and compare (atol 1e-5, rtol 1e-4); `--selftest` under qemu.
-// Needs Debian's qemu-user and g++-aarch64-linux-gnu, which `make deps` installs: without them
-// the tests fail, saying so, rather than skip.
+// Needs Debian's qemu-user and g++-aarch64-linux-gnu, which `make deps` installs and CMake checks
+// when it configures (-DAOTRACE_CROSS_TESTS=OFF leaves this test out); removed after that, the
+// tests fail, saying so, rather than skip.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,8 +24,8 @@ using aotrace::test::run_command;
 namespace rt = aotrace::rt;
 
 constexpr double kAtol = 1e-5, kRtol = 1e-4;
-constexpr const char* kCrossCompiler = "aarch64-linux-gnu-g++";
-constexpr const char* kQemu = "qemu-aarch64";
+constexpr const char* kCrossCompiler = AOT_CROSS_CXX;  // found when CMake configured
+constexpr const char* kQemu = AOT_QEMU_AARCH64;
 constexpr const char* kSysroot = "/usr/aarch64-linux-gnu";  // libc, libstdc++, libm for aarch64
 
 std::string cli() { return quote(AOTRACE_CLI); }
