@@ -54,9 +54,11 @@ fuzz: build
 
 # What CI runs (.ci/run): `make test run` with every file it opens under /usr recorded, then a
 # check that each file's Debian package is one `make deps` installs (tools/depcheck.py; root).
+# `make depcheck DEPCHECK_TARGETS="test run bench"` checks the benchmarks too.
+DEPCHECK_TARGETS ?= test run
 depcheck: deps
 	@mkdir -p $(BUILD)
-	tools/depcheck.py record $(BUILD)/depcheck-trace.txt -- $(MAKE) test run
+	tools/depcheck.py record $(BUILD)/depcheck-trace.txt -- $(MAKE) $(DEPCHECK_TARGETS)
 	tools/depcheck.py check $(BUILD)/depcheck-trace.txt
 
 clean:
