@@ -2,6 +2,7 @@
 // methods that mutate a traced list, ModuleDict/ModuleList views, and Tensor methods that are
 // shape arithmetic (numel) or in-place updates of an intermediate tensor (add_, mul_, …).
 #include "embed/torch_ops.h"
+#include "embed/torch_ops_args.h"
 #include "embed/translator.h"
 
 namespace aotrace::embed {
@@ -105,24 +106,17 @@ VarRef call_container_method(Translator& t, const ContainerMethodVar& m, std::ve
       for (auto& d : as<SequenceVar>(shape)->items) n = t.binary_op("*", n, d);
       return n;
     }
-    if (!tv->source.empty())
-      t.graph_break("in-place mutation",
-                    "in-place Tensor." + name + " on " + tv->source.str() +
-                        ", a value from outside the traced function",
-                    "use the out-of-place form: x = x." + name.substr(0, name.size() - 1) + "(…)");
-    // An in-place update of an intermediate tensor: computed out of place, and every alias of
-    // the variable (they share it) sees the new value.
+    // x.add_(y): computed out of place, then written into x (its dtype and shape kept) by the
+    // one in-place rule, ops::inplace, which refuses inputs and weights.
     const TorchOp* op = tensor_method(name.substr(0, name.size() - 1));
     if (!op)
       t.graph_break("torch callable with no op mapping", "Tensor." + name + " has no mapping to graph ops",
                     "use an operation aotrace supports");
+    const std::string what = "Tensor." + name;
+    ops::refuse_inplace_on_outside(t, m.self, what, "x = x." + name.substr(0, name.size() - 1) + "(…)");
     CallArgs ca{std::move(args), std::move(kwargs)};
     ca.args.insert(ca.args.begin(), m.self);
-    VarRef r = op->build(t, ca);
-    auto* rt = as<TensorVar>(r);
-    AOT_CHECK(rt, "in-place " + name + " did not give a tensor");
-    tv->value = rt->value;
-    return m.self;
+    return ops::inplace(t, m.self, op->build(t, ca), what.c_str());
   }
   if (auto* seq = as<SequenceVar>(m.self)) {
     if (name == "append") {

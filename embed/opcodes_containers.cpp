@@ -15,6 +15,44 @@ void build_list(Translator&, Frame& f, const Instruction& i) {
   f.push(std::make_shared<SequenceVar>(Kind::List, f.pop_n(static_cast<size_t>(i.arg))));
 }
 
+// Sets hold compile-time values only (a real Python set, as a ConstVar): a tensor's hash is its
+// identity, which a graph value does not have.
+PyRef set_item(Translator& t, const VarRef& v) {
+  PyRef o = t.to_python(v);
+  if (!o)
+    t.graph_break("unsupported Python", "a set holding " + v->describe(),
+                  "keep tensors in lists or dicts; sets may hold Python values only");
+  return o;
+}
+
+void build_set(Translator& t, Frame& f, const Instruction& i) {
+  std::vector<VarRef> items = f.pop_n(static_cast<size_t>(i.arg));
+  PyRef set = check(PySet_New(nullptr), "set");
+  for (const auto& item : items)
+    if (PySet_Add(set.get(), set_item(t, item).get()) != 0)
+      t.graph_break("python exception", "building a set raised " + fetch_python_error(), "");
+  f.push(t.constant(set.get()));
+}
+
+PyObject* set_below(Translator& t, Frame& f, int depth) {
+  auto* c = as<ConstVar>(f.top(depth));
+  AOT_CHECK(c && PySet_Check(c->obj.get()), "SET_ADD/SET_UPDATE target is not a set");
+  return c->obj.get();
+}
+
+void set_add(Translator& t, Frame& f, const Instruction& i) {
+  VarRef v = f.pop();
+  if (PySet_Add(set_below(t, f, i.arg - 1), set_item(t, v).get()) != 0)
+    t.graph_break("python exception", "set.add raised " + fetch_python_error(), "");
+}
+
+void set_update(Translator& t, Frame& f, const Instruction& i) {
+  VarRef v = f.pop();
+  PyRef iterable = set_item(t, v);
+  if (_PySet_Update(set_below(t, f, i.arg - 1), iterable.get()) != 0)
+    t.graph_break("python exception", "set.update raised " + fetch_python_error(), "");
+}
+
 std::vector<VarRef> items_of(Translator& t, const VarRef& v) {
   if (auto* seq = as<SequenceVar>(v)) return seq->items;
   VarRef it = t.iterate(v);
@@ -161,6 +199,9 @@ HandlerList container_handlers() {
   return {
       {"BUILD_TUPLE", build_tuple},
       {"BUILD_LIST", build_list},
+      {"BUILD_SET", build_set},
+      {"SET_ADD", set_add},
+      {"SET_UPDATE", set_update},
       {"LIST_APPEND", list_append},
       {"LIST_EXTEND", list_extend},
       {"LIST_TO_TUPLE", list_to_tuple},

@@ -144,6 +144,20 @@ void unary_negative(Translator& t, Frame& f, const Instruction&) {
 
 void unary_positive(Translator&, Frame&, const Instruction&) {}
 
+// `~x`: bitwise not of a tensor (logical on bool), Python's ~ on anything else.
+void unary_invert(Translator& t, Frame& f, const Instruction&) {
+  VarRef a = f.pop();
+  if (as<TensorVar>(a)) {
+    f.push(tensor_operator(t, "~", a, nullptr));
+    return;
+  }
+  PyRef o = t.to_python(a);
+  if (!o) t.graph_break("unsupported Python", "~ on " + a->describe(), "");
+  PyObject* r = PyNumber_Invert(o.get());
+  if (!r) t.graph_break("python exception", "~ raised " + fetch_python_error(), "");
+  f.push(t.wrap(PyRef::steal(r).get(), Source()));
+}
+
 void raise_varargs(Translator& t, Frame& f, const Instruction& i) {
   std::string what = "an exception";
   if (i.arg >= 1) {
@@ -182,6 +196,7 @@ HandlerList control_flow_handlers() {
       {"UNARY_NOT", unary_not},
       {"UNARY_NEGATIVE", unary_negative},
       {"UNARY_POSITIVE", unary_positive},
+      {"UNARY_INVERT", unary_invert},
       {"RAISE_VARARGS", raise_varargs},
   };
 }

@@ -98,6 +98,26 @@ struct StdoutToStderr {
 
 }  // namespace
 
+void Translator::save_entry_containers(Frame& entry) {
+  // Code inlined from the entry's instruction may change containers the entry frame holds (a
+  // comprehension advances the iterator it was given, a helper appends to a list) before it
+  // breaks; the instruction then runs again for real, so their contents are put back first.
+  entry_containers_before_.clear();
+  visit_frame(entry, [&](VarRef& slot) {
+    if (auto* seq = as<SequenceVar>(slot)) entry_containers_before_.push_back({slot, seq->items, {}, 0});
+    else if (auto* d = as<DictVar>(slot)) entry_containers_before_.push_back({slot, d->values, d->keys, 0});
+    else if (auto* it = as<IteratorVar>(slot)) entry_containers_before_.push_back({slot, it->items, {}, it->next});
+  });
+}
+
+void Translator::restore_entry_containers() {
+  for (auto& saved : entry_containers_before_) {
+    if (auto* seq = as<SequenceVar>(saved.container)) seq->items = saved.items;
+    else if (auto* d = as<DictVar>(saved.container)) d->values = saved.items, d->keys = saved.keys;
+    else if (auto* it = as<IteratorVar>(saved.container)) it->items = saved.items, it->next = saved.next;
+  }
+}
+
 void Translator::finish_graph(const VarRef& result) {
   std::vector<ir::ValueId> outs;
   ir::OutputTree tree = flatten_outputs(*this, result, outs);
@@ -146,6 +166,7 @@ bool Translator::resume_after_break(Frame& entry) {
     if (!v) return false;
 
   entry.stack = entry_stack_before_;
+  restore_entry_containers();
   entry.kw_names = entry_kw_names_before_;
   entry.pc = entry_pc_before_;
   entry.returned = false;

@@ -216,16 +216,41 @@ ir::Attrs axes_attrs(std::vector<int64_t> axes, bool keepdim) {
   return ir::Attrs().set("axes", std::move(axes)).set("keepdim", int64_t{keepdim});
 }
 
+void refuse_inplace_on_outside(Translator& t, const VarRef& target, const std::string& what,
+                               const std::string& out_of_place) {
+  auto* tv = as<TensorVar>(target);
+  if (tv && !tv->source.empty())
+    t.graph_break("in-place mutation",
+                  "in-place " + what + " on " + tv->source.str() + ", a tensor from outside the traced function",
+                  "use the out-of-place form: " + (out_of_place.empty() ? "x = x.relu() for x.relu_()" : out_of_place));
+}
+
 VarRef inplace(Translator& t, const VarRef& target, const VarRef& result, const char* what) {
   auto* tv = as<TensorVar>(target);
   auto* rv = as<TensorVar>(result);
   if (!tv || !rv) return result;
-  if (!tv->source.empty())
-    t.graph_break("in-place mutation",
-                  std::string("in-place ") + what + " on " + tv->source.str() +
-                      ", a tensor from outside the traced function",
-                  "use the out-of-place form (e.g. x = x.relu())");
-  tv->value = rv->value;
+  refuse_inplace_on_outside(t, target, what, "");
+  // torch writes the result into the target: it keeps the target's dtype and shape. A float
+  // result cannot go into an integer or bool tensor, nor a non-bool one into a bool tensor.
+  const ir::TensorType& to = type_of(t, tv->value);
+  const ir::TensorType& from = type_of(t, rv->value);
+  auto shape_str = [](const ir::TensorType& ty) {
+    std::string s = "[";
+    for (size_t i = 0; i < ty.shape.size(); ++i) s += (i ? ", " : "") + ty.shape[i].str();
+    return s + "]";
+  };
+  if (from.shape != to.shape)
+    user_error(std::string("in-place ") + what + ": the result's shape " + shape_str(from) +
+                   " does not match the target's " + shape_str(to) + " (torch raises here too)",
+               t.loc(), "use the out-of-place form, whose result may broadcast");
+  const bool narrowing = (ir::is_floating(from.dtype) && !ir::is_floating(to.dtype)) ||
+                         (to.dtype == DType::b8 && from.dtype != DType::b8);
+  if (narrowing)
+    user_error(std::string("in-place ") + what + ": result type " + std::string(ir::dtype_torch_name(from.dtype)) +
+                   " can't be cast to the target's dtype " + std::string(ir::dtype_torch_name(to.dtype)) +
+                   " (torch raises here too)",
+               t.loc(), "cast the target first, or use the out-of-place form");
+  tv->value = cast(t, rv->value, to.dtype);
   return target;
 }
 

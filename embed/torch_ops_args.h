@@ -39,6 +39,11 @@ std::vector<int64_t> int_tuple(Translator& t, const VarRef& v, size_t n, const c
 ir::Shape shape_arg(Translator& t, const std::vector<VarRef>& items, const char* what);
 std::vector<VarRef> shape_items(Translator& t, const CallArgs& a, size_t first, const char* name);
 
+// The call bound to the first overload of torch's schema `aten_name` ("aten::var") that accepts
+// it, as torch's Python argument parser binds it: every argument given, by its schema name
+// (kw("self"), kw("dim"), ...); absent ones take their defaults. torch_schema.cpp.
+CallArgs bind_schema(Translator& t, const std::string& aten_name, const CallArgs& a);
+
 int normalise_dim(Translator& t, int64_t dim, int rank, const char* what);
 std::vector<int64_t> dims_arg(Translator& t, const VarRef& v, int rank, const char* what);
 
@@ -61,9 +66,14 @@ ValueId to_floating(Translator& t, ValueId x);
 ir::Attrs axes_attrs(std::vector<int64_t> axes, bool keepdim);
 
 // In-place variants (relu_, add_, inplace=True): an intermediate tensor's variable is updated
-// to the result, so its aliases see it; a tensor from outside the traced function (an input or
+// to the result cast to its dtype (a result of another shape or a narrowing dtype is an error,
+// as in torch), so its aliases see it; a tensor from outside the traced function (an input or
 // a weight) is a graph break.
 VarRef inplace(Translator& t, const VarRef& target, const VarRef& result, const char* what);
+// The graph break for an in-place `what` on an input or weight (before building anything);
+// `out_of_place` shows the fix ("x = x.add(…)").
+void refuse_inplace_on_outside(Translator& t, const VarRef& target, const std::string& what,
+                               const std::string& out_of_place);
 
 [[noreturn]] void value_read(Translator& t, const char* what);
 [[noreturn]] void unsupported(Translator& t, const std::string& what, const std::string& hint = {});

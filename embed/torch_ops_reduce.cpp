@@ -61,24 +61,19 @@ VarRef max_min(Translator& t, const CallArgs& a, bool is_max) {
   return sequence({values, indices});
 }
 
-// var/std: unbiased (bool, positional 1 in the old overload) or correction=.
-VarRef variance(Translator& t, const CallArgs& a, bool take_sqrt) {
+// var/std, bound through torch's schemas: var(self, unbiased), var.dim(self, dim, unbiased,
+// keepdim), var.correction(self, dim, *, correction, keepdim).
+VarRef variance(Translator& t, const CallArgs& call, bool take_sqrt) {
   const char* what = take_sqrt ? "std" : "var";
-  ValueId x = tensor(t, a.get(0, "input"), what);
+  const CallArgs a = bind_schema(t, take_sqrt ? "aten::std" : "aten::var", call);
+  ValueId x = tensor(t, a.kw("self"), what);
   const int rank = type_of(t, x).rank();
-  VarRef dim = a.get(1, "dim");
   int64_t correction = 1;
-  size_t keep_pos = 2;
-  if (PyRef o = dim ? t.to_python(dim) : PyRef(); o && PyBool_Check(o.get())) {  // var(x, unbiased)
-    correction = o.get() == Py_True ? 1 : 0;
-    dim = nullptr;
-    keep_pos = 99;
-  }
-  if (VarRef u = a.kw("unbiased"); u && !is_none(u)) correction = t.truth(u) ? 1 : 0;
+  if (VarRef u = a.kw("unbiased")) correction = t.truth(u) ? 1 : 0;
   if (VarRef c = a.kw("correction"); c && !is_none(c)) correction = int_arg(t, c, what);
-  bool keepdim = bool_arg(t, a.get(keep_pos, "keepdim"), false);
+  const bool keepdim = bool_arg(t, a.kw("keepdim"), false);
   if (!ir::is_floating(type_of(t, x).dtype)) user_error(std::string(what) + ": needs a floating point tensor", t.loc());
-  ir::Attrs attrs = axes_attrs(dims_arg(t, dim, rank, what), keepdim);
+  ir::Attrs attrs = axes_attrs(dims_arg(t, a.kw("dim"), rank, what), keepdim);
   attrs.set("correction", correction);
   ValueId v = node(t, OpKind::Var, {x}, attrs);
   return wrap_value(take_sqrt ? node(t, OpKind::Sqrt, {v}) : v);

@@ -100,6 +100,9 @@ class Translator {
   // when the variable holds a tensor.
   PyRef to_python(const VarRef& v);
   VarRef iterate(const VarRef& v);
+  // A function made by MAKE_FUNCTION in traced code as a real one, its cells holding the real
+  // values of its CellVars; null when one holds a tensor of the graph.
+  PyRef function_with_cells(const FunctionVar& f);
 
   // Shape specialisation: marks the guard of an input dim as created here (user file:line).
   void note_specialisation(const SymIntVar& v);
@@ -130,6 +133,8 @@ class Translator {
                     std::vector<std::pair<std::string, VarRef>> kwargs);
   // resume.cpp: the graph-break continuation.
   bool resume_after_break(Frame& entry);
+  void save_entry_containers(Frame& entry);
+  void restore_entry_containers();
   void finish_graph(const VarRef& result);
 
   Capture& out_;
@@ -144,6 +149,13 @@ class Translator {
   std::vector<VarRef> entry_stack_before_;
   PyRef entry_kw_names_before_;
   size_t entry_pc_before_ = 0;
+  struct SavedContainer {
+    VarRef container;
+    std::vector<VarRef> items;  // a sequence's or iterator's items, a dict's values
+    std::vector<PyRef> keys;    // a dict's keys
+    size_t next;                // an iterator's position
+  };
+  std::vector<SavedContainer> entry_containers_before_;
   std::vector<PyRef> input_values_;  // real tensors of the current graph's inputs (null: none)
 };
 

@@ -177,6 +177,29 @@ VarRef Translator::add_input(const CaptureInput& input, int index, const Source&
   return std::make_shared<TensorVar>(v, source);
 }
 
+PyRef Translator::function_with_cells(const FunctionVar& f) {
+  // MAKE_FUNCTION in traced code made `f.fn` without a closure: its cells are CellVars of the
+  // traced frame. Code that reads a free variable (a comprehension reading `x`) run for real
+  // needs real cells, or CPython reads a closure that is not there.
+  PyRef cells = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(f.closure.size())));
+  for (size_t i = 0; i < f.closure.size(); ++i) {
+    auto* cell = as<CellVar>(f.closure[i]);
+    PyRef contents;
+    if (cell && cell->contents) {
+      contents = to_python(cell->contents);
+      if (!contents) return {};
+    }
+    PyTuple_SetItem(cells.get(), static_cast<Py_ssize_t>(i), check(PyCell_New(contents.get()), "cell").release());
+  }
+  PyFunctionObject* src = reinterpret_cast<PyFunctionObject*>(f.fn.get());
+  PyRef fn = check(PyFunction_NewWithQualName(src->func_code, src->func_globals, src->func_qualname),
+                   "PyFunction_New");
+  if (src->func_defaults) PyFunction_SetDefaults(fn.get(), src->func_defaults);
+  if (src->func_kwdefaults) PyFunction_SetKwDefaults(fn.get(), src->func_kwdefaults);
+  if (PyFunction_SetClosure(fn.get(), cells.get()) != 0) check(nullptr, "PyFunction_SetClosure");
+  return fn;
+}
+
 PyRef Translator::to_python(const VarRef& v) {
   if (auto* c = as<ConstVar>(v)) return c->obj;
   if (auto* s = as<SymIntVar>(v)) {
@@ -208,10 +231,11 @@ PyRef Translator::to_python(const VarRef& v) {
   }
   if (auto* m = as<ModuleVar>(v)) return m->module;
   if (auto* f = as<FunctionVar>(v)) {
-    if (!f->self) return f->fn;
+    PyRef fn = f->traced_closure && !f->closure.empty() ? function_with_cells(*f) : f->fn;
+    if (!fn || !f->self) return fn;
     PyRef self = to_python(f->self);
     if (!self) return {};
-    return check(PyMethod_New(f->fn.get(), self.get()), "bound method");
+    return check(PyMethod_New(fn.get(), self.get()), "bound method");
   }
   if (auto* b = as<BuiltinVar>(v)) return b->fn;
   if (auto* d = as<DictVar>(v)) {
@@ -332,16 +356,26 @@ VarRef Translator::attribute(const VarRef& obj, const std::string& name) {
   }
   if (auto* m = as<ModuleVar>(obj)) {
     PyObject* mod = m->module.get();
-    // A property of the module's class runs as traced code (it may compute tensors).
-    if (PyObject* prop = class_attribute(mod, name); prop && PyObject_TypeCheck(prop, &PyProperty_Type)) {
-      PyRef fget = getattr(prop, "fget");
+    // CPython's order (object.__getattribute__, then nn.Module.__getattr__): a data descriptor
+    // of the class, the instance dict, any other class attribute (a method named like a
+    // submodule wins over it), and only then parameters, buffers and submodules.
+    PyObject* descr = class_attribute(mod, name);
+    if (descr && PyObject_TypeCheck(descr, &PyProperty_Type)) {
+      // A property runs as traced code (it may compute tensors).
+      PyRef fget = getattr(descr, "fget");
       if (PyFunction_Check(fget.get())) return inline_function(fget.get(), {obj}, {});
     }
-    for (const char* dict : {"_parameters", "_buffers", "_modules"}) {
-      PyRef d = getattr(mod, dict);
-      if (PyObject* item = PyDict_GetItemString(d.get(), name.c_str())) {
-        if (item == Py_None) return constant(Py_None, obj->source.attr(name));
-        return wrap(item, obj->source.attr(name));
+    const bool data_descriptor = descr && Py_TYPE(descr)->tp_descr_set;
+    PyObject** dict = _PyObject_GetDictPtr(mod);
+    const bool in_instance_dict =
+        !data_descriptor && dict && *dict && PyDict_GetItemString(*dict, name.c_str());
+    if (!descr && !in_instance_dict) {
+      for (const char* held : {"_parameters", "_buffers", "_modules"}) {
+        PyRef d = getattr(mod, held);
+        if (PyObject* item = PyDict_GetItemString(d.get(), name.c_str())) {
+          if (item == Py_None) return constant(Py_None, obj->source.attr(name));
+          return wrap(item, obj->source.attr(name));
+        }
       }
     }
     PyObject* r = PyObject_GetAttrString(mod, name.c_str());

@@ -56,6 +56,8 @@ INCIDENTAL = {
         "before falling back to sysconfig",
     "*/pkgconfig/*.pc": "pkg-config reads every .pc file when asked for a package that is not "
                         "installed (LLVM's CMake package asks for libcurl)",
+    "/usr/lib32/ld-linux.so.2": "ldd tries every loader it knows (RTLDLIST) on each library",
+    "/usr/libx32/ld-linux-x32.so.2": "ldd tries every loader it knows (RTLDLIST) on each library",
 }
 # binutils (ar, nm, ld.bfd) load every linker plugin in this folder, with the libraries it links
 # (LLVMgold-14.so pulls in libLLVM-14); the trace has the symlinks' targets.

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "embed/embed.h"
+#include "tests/capture/case_header.h"
 
 namespace fs = std::filesystem;
 using namespace aotrace;
@@ -17,38 +18,6 @@ using namespace aotrace;
 namespace {
 
 const fs::path kCases = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "capture" / "cases";
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct Header {
-  std::string call;
-  std::vector<embed::CaptureInput> inputs;
-};
-
-Header parse_header(const fs::path& script) {
-  std::smatch m;
-  const std::string text = read(script);
-  static const std::regex header(R"(# capture: call=(\S+) inputs=(\S*))");
-  if (!std::regex_search(text, m, header)) throw std::runtime_error(script.string() + ": no '# capture:' header");
-  Header h;
-  h.call = m[1];
-  std::string inputs = m[2];
-  static const std::regex one(R"((\w+):(\w+)\[([0-9,]*)\])");
-  for (std::sregex_iterator it(inputs.begin(), inputs.end(), one), end; it != end; ++it) {
-    embed::CaptureInput in;
-    in.name = (*it)[1];
-    in.dtype = *ir::parse_dtype((*it)[2].str());
-    std::stringstream dims((*it)[3].str());
-    for (std::string d; std::getline(dims, d, ',');) in.shape.push_back(std::stoll(d));
-    h.inputs.push_back(in);
-  }
-  return h;
-}
 
 // The golden text: graph, guards, assumptions, breaks; file paths as basenames.
 std::string describe(const embed::Capture& c) {
@@ -74,20 +43,12 @@ std::string describe(const embed::Capture& c) {
   return s.str();
 }
 
-std::vector<std::string> case_names() {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(kCases))
-    if (e.path().extension() == ".py") names.push_back(e.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 class CaptureCase : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CaptureCase, MatchesGolden) {
   const fs::path script = kCases / (GetParam() + ".py");
   const fs::path golden = kCases / (GetParam() + ".expected");
-  Header h = parse_header(script);
+  test::CaseHeader h = test::parse_case_header(script);
   auto& interp = embed::Interpreter::instance();
   interp.run_script(script);
   std::string got;
@@ -102,10 +63,10 @@ TEST_P(CaptureCase, MatchesGolden) {
     GTEST_SKIP() << "golden updated: " << golden;
   }
   ASSERT_TRUE(fs::exists(golden)) << "missing golden " << golden << "; got:\n" << got;
-  EXPECT_EQ(read(golden), got) << "capture of " << script << " changed";
+  EXPECT_EQ(test::read_file(golden), got) << "capture of " << script << " changed";
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, CaptureCase, ::testing::ValuesIn(case_names()),
+INSTANTIATE_TEST_SUITE_P(Cases, CaptureCase, ::testing::ValuesIn(test::case_names(kCases)),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

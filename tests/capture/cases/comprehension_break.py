@@ -1,0 +1,8 @@
+# capture: call=f inputs=x:f32[3]
+import torch
+
+aten = torch.ops.aten
+
+
+def f(x):
+    return [aten.pow(x, e) for e in range(-8, 9)]

@@ -1,0 +1,90 @@
+// Differential test: every capture case (tests/capture/cases) that captures as one graph runs
+// three ways on the same random inputs: torch eager (through the embedded interpreter), the IR's
+// reference implementations, and the CPU kernels lowering emits for it, run as the runtime runs
+// a bundle's plan. All three must agree in the number, shape, dtype and values of the outputs:
+// a capture that models Python or torch wrongly shows up here as a wrong number.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "embed/embed.h"
+#include "tests/capture/case_header.h"
+#include "tests/unit/lowering/plan_runner.h"
+
+namespace fs = std::filesystem;
+using namespace aotrace;
+
+namespace {
+
+const fs::path kCases = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "capture" / "cases";
+
+// Floats from N(0, 1); integers in [0, 4), valid as indices of the cases' small shapes.
+ir::HostTensor random_input(const embed::CaptureInput& in, std::mt19937& rng) {
+  ir::HostTensor t = ir::HostTensor::zeros(in.dtype, in.shape);
+  std::normal_distribution<double> normal;
+  std::uniform_int_distribution<int> ints(0, in.dtype == ir::DType::b8 ? 1 : 3);
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, ir::is_floating(in.dtype) ? normal(rng) : ints(rng));
+  return t;
+}
+
+std::string type_str(const ir::HostTensor& t) {
+  std::string s = std::string(ir::dtype_name(t.dtype)) + "[";
+  for (size_t i = 0; i < t.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(t.shape[i]);
+  return s + "]";
+}
+
+// "" when `got` matches eager's `want` in dtype, shape and value (f32 tolerance 1e-4).
+std::string differs(const ir::HostTensor& got, const ir::HostTensor& want) {
+  if (got.dtype != want.dtype || got.shape != want.shape)
+    return "is " + type_str(got) + ", eager gives " + type_str(want);
+  return lowering::testing::compare(got, want, 1e-4, 1e-4);
+}
+
+int compared_cases = 0;
+
+class Differential : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Differential, ReferenceAndKernelsMatchEager) {
+  const fs::path script = kCases / (GetParam() + ".py");
+  test::CaseHeader h = test::parse_case_header(script);
+  auto& interp = embed::Interpreter::instance();
+  interp.run_script(script);
+  embed::Capture c;
+  try {
+    c = interp.capture(h.call, h.inputs);
+  } catch (const UserError&) {
+    return;  // a case of an error message (capture_tests checks it), not of a graph
+  }
+  if (!c.breaks.empty() || c.graphs.size() != 1) return;  // graph breaks: capture_tests' goldens
+  ++compared_cases;
+  std::mt19937 rng(11);
+  std::vector<ir::HostTensor> inputs;
+  for (const auto& in : h.inputs) inputs.push_back(random_input(in, rng));
+  std::vector<ir::HostTensor> want = interp.run_eager(h.call, inputs);
+  std::vector<ir::HostTensor> reference = ir::evaluate(c.graph, inputs);
+  std::vector<ir::HostTensor> kernels = lowering::testing::compile_and_run(c.graph, inputs);
+  ASSERT_EQ(reference.size(), want.size()) << "outputs of the graph vs eager";
+  ASSERT_EQ(kernels.size(), want.size()) << "outputs of the kernels vs eager";
+  for (size_t o = 0; o < want.size(); ++o) {
+    EXPECT_EQ(differs(reference[o], want[o]), "") << "output " << o << " of the reference implementations";
+    EXPECT_EQ(differs(kernels[o], want[o]), "") << "output " << o << " of the CPU kernels";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Differential, ::testing::ValuesIn(test::case_names(kCases)),
+                         [](const auto& info) { return info.param; });
+
+// After every case: most cases must be graphs, or this test would quietly compare nothing.
+class CoverageCheck : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    if (::testing::GTEST_FLAG(filter) != "*") return;  // a subset was asked for
+    EXPECT_GE(compared_cases, kMinCompared) << "only " << compared_cases << " capture cases were compared with eager";
+  }
+  static constexpr int kMinCompared = 55;
+};
+const auto* const coverage_check = ::testing::AddGlobalTestEnvironment(new CoverageCheck);
+
+}  // namespace
