@@ -1,5 +1,7 @@
 // BundleSpec → bundle.fb (schema artifacts/schema/bundle.fbs), through the FlatBuffers object
 // API. Deterministic: the same spec and files give the same bytes.
+#include <algorithm>
+
 #include <flatbuffers/flatbuffers.h>
 #include <xxhash.h>
 
@@ -54,6 +56,7 @@ int32_t flatten_output_tree(const ir::OutputTree& tree,
   node->kind = static_cast<fb::OutputKind>(tree.kind);
   node->leaf = tree.leaf;
   node->keys = tree.keys;
+  node->value = tree.value;
   int32_t me = static_cast<int32_t>(nodes.size());
   nodes.push_back(std::move(node));
   for (const ir::OutputTree& child : tree.children) {
@@ -137,7 +140,16 @@ std::vector<uint8_t> build_bundle_fb(const BundleSpec& spec, const std::vector<F
   for (const EntrySpec& e : spec.entries) {
     auto t = std::make_unique<fb::EntryT>();
     t->name = e.name;
-    for (const VariantSpec& v : e.variants) t->variants.push_back(variant_table(e.name, v));
+    for (const VariantSpec& v : e.variants) {
+      t->variants.push_back(variant_table(e.name, v));
+      // Runtimes before format 1.3 cannot read constants in the output tree: they refuse the
+      // bundle naming the feature, while bundles without constants stay readable to them.
+      for (const auto& node : t->variants.back()->output_nodes)
+        if (node->kind == fb::OutputKind::Constant &&
+            std::find(b.required_features.begin(), b.required_features.end(), "output-constants") ==
+                b.required_features.end())
+          b.required_features.push_back("output-constants");
+    }
     b.entries.push_back(std::move(t));
   }
   b.cpu = spec.cpu;

@@ -77,6 +77,8 @@ void flatten_eager(PyObject* out, std::vector<ir::HostTensor>& result) {
   } else if (PyDict_Check(out)) {  // values in insertion order, as the Translator flattens them
     PyObject *key, *value;
     for (Py_ssize_t pos = 0; PyDict_Next(out, &pos, &key, &value);) flatten_eager(value, result);
+  } else if (out == Py_None || PyLong_Check(out) || PyFloat_Check(out) || PyUnicode_Check(out)) {
+    // a constant of the output (None, a number, a bool, a string): no tensor
   } else {
     user_error("the entry returned " + type_name(out) +
                "; outputs must be tensors or tuples, lists or dicts of tensors");
@@ -102,6 +104,8 @@ bool flatten_like(PyObject* out, const ir::OutputTree& tree, std::vector<ir::Hos
           return false;
       return true;
     }
+    case Kind::Constant:
+      return py_repr(out) == tree.value;  // the value the capture folded, or another program
     case Kind::Dict: {
       if (!PyDict_Check(out) || PyDict_Size(out) != static_cast<Py_ssize_t>(tree.keys.size())) return false;
       for (size_t i = 0; i < tree.keys.size(); ++i) {

@@ -43,9 +43,19 @@ ir::OutputTree flatten_outputs(Translator& t, const VarRef& v, std::vector<ir::V
     }
     return tree;
   }
+  // None, numbers, bools and strings: constants of the output, as Python returns them
+  // (nanoGPT returns `(logits, None)` without targets).
+  PyRef o = as<ConstVar>(v) || as<SymIntVar>(v) ? t.to_python(v) : PyRef();
+  if (o && (o.get() == Py_None || PyBool_Check(o.get()) || PyLong_Check(o.get()) ||
+            PyFloat_Check(o.get()) || PyUnicode_Check(o.get()))) {
+    tree.kind = ir::OutputTree::Kind::Constant;
+    tree.value = py_repr(o.get());
+    return tree;
+  }
   user_error("the traced function returns " + v->describe() +
-                 "; aotrace outputs must be tensors or tuples/lists/dicts of tensors",
-             t.loc(), "return only tensors from the entry; compute other values outside it");
+                 "; aotrace outputs must be tensors, None, numbers, bools or strings, in "
+                 "tuples/lists/dicts",
+             t.loc(), "return only tensors and plain values from the entry; compute other values outside it");
 }
 
 // Visits every variable slot reachable from a frame's locals and stack (containers, cells,

@@ -133,6 +133,7 @@ std::string output_tree_str(const OutputTree& t, const std::function<std::string
     case OutputTree::Kind::Tuple: return join("(", ")", true);
     case OutputTree::Kind::List: return join("[", "]", false);
     case OutputTree::Kind::Dict: return join("{", "}", false);
+    case OutputTree::Kind::Constant: return t.value;
   }
   internal_error("OutputTree::str: bad kind");
 }

@@ -180,11 +180,14 @@ struct Node {
 
 // The Python structure of the outputs: a tensor leaf, or a tuple/list/dict of subtrees.
 struct OutputTree {
-  enum class Kind : uint8_t { Leaf, Tuple, List, Dict };
+  // Constant: a Python value the entry returns that is no tensor (None, an int, a float, a
+  // bool, a string), known at compile time; `value` is its repr ("None", "3", "'ok'").
+  enum class Kind : uint8_t { Leaf, Tuple, List, Dict, Constant };
   Kind kind = Kind::Leaf;
   int leaf = 0;                    // Leaf: index into Graph::outputs
   std::vector<OutputTree> children;
   std::vector<std::string> keys;   // Dict
+  std::string value;               // Constant
   std::string str() const;         // "(0, [1, 2])"
 };
 

@@ -72,6 +72,10 @@ class Verifier {
         fail("output tree leaf " + std::to_string(t.leaf) + " is not an output");
       return;
     }
+    if (t.kind == OutputTree::Kind::Constant) {
+      if (!t.children.empty() || t.value.empty()) fail("output tree constant without a value, or with children");
+      return;
+    }
     if (t.kind == OutputTree::Kind::Dict && t.keys.size() != t.children.size())
       fail("output tree dict has " + std::to_string(t.keys.size()) + " keys for " +
            std::to_string(t.children.size()) + " values");

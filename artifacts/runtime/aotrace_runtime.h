@@ -144,11 +144,14 @@ struct TensorInfo {
 
 // The Python output structure, flattened in preorder (node 0 is the root).
 struct OutputNode {
-  enum class Kind : uint8_t { Leaf, Tuple, List, Dict };
+  // Constant: a Python value the entry returns beside its tensors (None, a number, a bool, a
+  // string), not an output tensor.
+  enum class Kind : uint8_t { Leaf, Tuple, List, Dict, Constant };
   Kind kind = Kind::Leaf;
   int leaf = 0;                   // Leaf: index into the outputs
   std::vector<int> children;      // indices into the node list, each after this node
   std::vector<std::string> keys;  // Dict: one per child
+  std::string value;              // Constant: its Python repr ("None", "3", "'ok'")
 };
 
 struct OpenOptions {
@@ -246,7 +249,7 @@ class Bundle {
 
 // The bundle format this runtime reads: every minor of its major (COMPATIBILITY.md).
 constexpr uint32_t kFormatMajor = 1;
-constexpr uint32_t kFormatMinor = 2;
+constexpr uint32_t kFormatMinor = 3;
 // Required features this runtime knows (a bundle naming any other is refused).
 std::vector<std::string> known_features();
 

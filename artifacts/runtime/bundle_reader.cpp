@@ -137,6 +137,7 @@ std::vector<OutputNode> read_output_nodes(const fb::Variant& v) {
     node.leaf = n->leaf();
     if (n->children()) node.children.assign(n->children()->begin(), n->children()->end());
     node.keys = strings(n->keys());
+    node.value = str(n->value());
     out.push_back(std::move(node));
   }
   return out;

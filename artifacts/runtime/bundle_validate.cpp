@@ -60,8 +60,10 @@ std::string check_output_nodes(const EntryData& e, size_t num_outputs) {
   const auto& nodes = e.output_nodes;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const OutputNode& n = nodes[i];
-    if (static_cast<uint8_t>(n.kind) > static_cast<uint8_t>(OutputNode::Kind::Dict))
+    if (static_cast<uint8_t>(n.kind) > static_cast<uint8_t>(OutputNode::Kind::Constant))
       return "unknown output node kind";
+    if (n.kind == OutputNode::Kind::Constant && (!n.children.empty() || n.value.empty()))
+      return "constant output node without a value, or with children";
     if (n.kind == OutputNode::Kind::Leaf &&
         (n.leaf < 0 || static_cast<size_t>(n.leaf) >= num_outputs))
       return "output leaf out of range";

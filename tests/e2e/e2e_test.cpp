@@ -164,6 +164,22 @@ TEST(Models, GoldenVectorsAreEagerOutputsAndTheKernelsPassThem) {
   EXPECT_GE(variants, spec.entries.size());
 }
 
+// nanoGPT's `(logits, None)`: the None is a constant of the output tree, kept in the bundle and
+// read back by the runtime; the outputs are the tensors alone.
+TEST(Models, NoneInTheOutputIsAConstantOfTheTree) {
+  const fs::path bundle_dir = compiled(fs::path(AOTRACE_SOURCE_DIR) / "tests" / "e2e" / "models" / "models.yaml");
+  auto bundle = rt::Bundle::open(bundle_dir.string());
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  auto e = bundle->entry("gpt2_without_targets");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->output_tree(), "(0, None)");
+  ASSERT_EQ(e->output_nodes().size(), 3u);
+  EXPECT_EQ(e->output_nodes()[2].kind, rt::OutputNode::Kind::Constant);
+  EXPECT_EQ(e->output_nodes()[2].value, "None");
+  auto r = run_command(quote(AOTRACE_CLI) + " inspect " + quote(bundle_dir.string()));
+  EXPECT_NE(r.output.find("output tree (0, None)"), std::string::npos) << r.output;
+}
+
 // Integer inputs the entry rejects in [0, 4) (an embedding of 2 rows) keep the capture's zeros in
 // the golden vectors, which the bundle then passes.
 TEST(Models, GoldenIntegerInputsTheEntryRejectsStayZero) {

@@ -66,7 +66,7 @@ TEST(Compatibility, NewerMajorIsRefusedNamingBothVersions) {
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().code(), rt::StatusCode::unsupported);
   EXPECT_NE(b.status().message().find("format version 2.3"), std::string::npos) << b.status().message();
-  EXPECT_NE(b.status().message().find("this runtime reads format version 1.2"), std::string::npos)
+  EXPECT_NE(b.status().message().find("this runtime reads format version 1.3"), std::string::npos)
       << b.status().message();
 }
 

@@ -33,3 +33,10 @@ for v in (vit, vit_b_16):
 transformer = torch.nn.TransformerEncoder(
     torch.nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, batch_first=True), num_layers=2).eval()
 gpt2 = load_module(HERE.parent.parent / "capture" / "models" / "gpt2.py", "aotrace_e2e_gpt2").model.eval()
+
+
+def gpt2_without_targets(idx, targets=None):
+    """nanoGPT's forward called without targets returns (logits, None)."""
+    logits = gpt2(idx)
+    loss = None if targets is None else torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten())
+    return logits, loss
