@@ -84,8 +84,8 @@ VarRef container_method(Translator& t, const VarRef& obj, const std::string& nam
   }
   if (auto* tv = as<TensorVar>(obj)) {
     if (name == "numel" || name == "nelement") return method(obj);
-    if (is_inplace_method(name) && !t.eager() &&
-        (!tv->source.empty() || tensor_method(name.substr(0, name.size() - 1))))
+    // x.add_(y) where x.add exists; in-place-only methods (fill_, copy_) have builders of their own.
+    if (is_inplace_method(name) && !t.eager() && tensor_method(name.substr(0, name.size() - 1)))
       return method(obj);
   }
   return nullptr;

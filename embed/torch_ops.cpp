@@ -185,6 +185,23 @@ const std::vector<Entry>& table() {
       {{"torch.tril"}, {"tril"}, tril},
       {{"torch.triu"}, {"triu"}, triu},
       {{"torch.masked_fill"}, {"masked_fill"}, masked_fill},
+      // Compositions of graph ops (torch_ops_composite.cpp)
+      {{"torch.isnan"}, {"isnan"}, WITH(float_class, FloatClass::NaN)},
+      {{"torch.isinf"}, {"isinf"}, WITH(float_class, FloatClass::Inf)},
+      {{"torch.isfinite"}, {"isfinite"}, WITH(float_class, FloatClass::Finite)},
+      {{"torch.log2"}, {"log2"}, log2},
+      {{"torch.trunc", "torch.fix"}, {"trunc", "fix"}, trunc},
+      {{"torch.bitwise_xor"}, {"bitwise_xor", "__xor__"}, bitwise_xor},
+      {{"torch.addmm"}, {"addmm"}, WITH(add_matmul, false)},
+      {{"torch.baddbmm"}, {"baddbmm"}, WITH(add_matmul, true)},
+      {{F "glu"}, {}, glu},
+      {{"torch.pixel_shuffle", F "pixel_shuffle"}, {}, WITH(pixel_shuffle, false)},
+      {{"torch.pixel_unshuffle", F "pixel_unshuffle"}, {}, WITH(pixel_shuffle, true)},
+      {{F "nll_loss"}, {}, nll_loss},
+      {{F "cross_entropy"}, {}, cross_entropy},
+      {{}, {"fill_"}, fill_inplace},
+      {{}, {"copy_"}, copy_inplace},
+      {{}, {"requires_grad_"}, requires_grad_},
       {{}, {"masked_fill_"}, IN_PLACE(masked_fill)},
       {{F "embedding"}, {}, embedding},
       {{}, {"contiguous", "detach", "clone"}, identity},
@@ -228,7 +245,7 @@ const std::vector<Entry>& table() {
         "torch.overrides.has_torch_function_unary"}, {}, has_torch_function},
       // Tensor metadata and value reads
       {{}, {"size"}, size},
-      {{}, {"dim"}, dim},
+      {{}, {"dim", "ndimension"}, dim},
       {{"torch.is_floating_point"}, {"is_floating_point"}, is_floating_point},
       {{}, {"item"}, item},
       {{}, {"tolist"}, tolist},
@@ -279,17 +296,61 @@ PyRef resolve_path(const std::string& path) {
 
 }  // namespace
 
+// An attribute of `obj`, or null (and no Python error) when it has none.
+PyRef attribute_or_null(PyObject* obj, const char* name) {
+  PyObject* a = PyObject_GetAttrString(obj, name);
+  if (!a) PyErr_Clear();
+  return PyRef::steal(a);
+}
+
+// torch.ops.aten.NAME (its overload packet and every overload but the out= ones) and
+// torch._C._nn.NAME are the same ops as torch.NAME, Tensor.NAME or F.NAME, with the same
+// positional arguments: they map to the same builder. `names` are tried in order of preference.
+void add_aten_aliases(Resolved& r, const std::vector<std::pair<std::string, OpBuilder>>& names) {
+  PyRef ops = getattr(getattr(import("torch").get(), "ops").get(), "aten");
+  PyRef nn = getattr(import("torch._C").get(), "_nn");
+  auto add = [&](PyRef obj, const std::string& name, OpBuilder build) {
+    if (obj && r.by_object.emplace(obj.get(), TorchOp{name, build}).second) r.keep.push_back(obj);
+  };
+  for (const auto& [name, build] : names) {
+    add(attribute_or_null(nn.get(), name.c_str()), "torch._C._nn." + name, build);
+    PyRef packet = attribute_or_null(ops.get(), name.c_str());
+    if (!packet) continue;
+    add(packet, "torch.ops.aten." + name, build);
+    PyRef overloads = PyRef::steal(PyObject_CallMethod(packet.get(), "overloads", nullptr));
+    if (!overloads) {
+      PyErr_Clear();
+      continue;
+    }
+    for (Py_ssize_t i = 0; i < PyList_Size(overloads.get()); ++i) {
+      const std::string overload = py_str(PyList_GetItem(overloads.get(), i));
+      if (overload == "out" || overload.find("_out") != std::string::npos) continue;
+      add(attribute_or_null(packet.get(), overload.c_str()), "torch.ops.aten." + name + "." + overload, build);
+    }
+  }
+}
+
 void init_torch_ops() {
+  static const std::string kFunctional = "torch.nn.functional.";
   Resolved& r = resolved();
   if (!r.by_method.empty() || !r.by_object.empty()) return;
   PyRef tensor_type = getattr(import("torch").get(), "Tensor");
+  // aten names in order of preference: torch.NAME, then Tensor.NAME, then F.NAME.
+  std::vector<std::pair<std::string, OpBuilder>> torch_names, method_names, functional_names;
   for (const Entry& e : table()) {
     for (const char* f : e.functions) {
+      const std::string path = f;
+      if (path.rfind("torch.", 0) == 0 && path.find('.', 6) == std::string::npos)
+        torch_names.emplace_back(path.substr(6), e.build);
+      else if (path.rfind(kFunctional, 0) == 0)
+        functional_names.emplace_back(path.substr(kFunctional.size()), e.build);
       PyRef obj = resolve_path(f);
       if (!obj) continue;  // not in this torch version
       r.by_object.emplace(obj.get(), TorchOp{f, e.build});
       r.keep.push_back(obj);
     }
+    for (const char* m : e.methods)
+      if (m[0] != '_') method_names.emplace_back(m, e.build);
     for (const char* m : e.methods) {
       r.by_method.emplace(m, TorchOp{std::string("Tensor.") + m, e.build});
       PyObject* obj = PyObject_GetAttrString(tensor_type.get(), m);
@@ -301,6 +362,10 @@ void init_torch_ops() {
       r.keep.push_back(PyRef::steal(obj));
     }
   }
+  std::vector<std::pair<std::string, OpBuilder>> aten_names = torch_names;
+  aten_names.insert(aten_names.end(), method_names.begin(), method_names.end());
+  aten_names.insert(aten_names.end(), functional_names.begin(), functional_names.end());
+  add_aten_aliases(r, aten_names);
 }
 
 const TorchOp* torch_function(PyObject* callable) {
@@ -364,6 +429,7 @@ VarRef tensor_operator(Translator& t, const std::string& op, const VarRef& a, co
       {"//", OpKind::FloorDiv}, {"&", OpKind::And}, {"|", OpKind::Or}};
   if (op == "neg") return add(t, OpKind::Neg, {tensor(t, a, "-")});
   if (op == "invert" || op == "~") return add(t, OpKind::Not, {tensor(t, a, "~")});
+  if (op == "^") return bitwise_xor(t, CallArgs{{a, b}, {}});
   if (op == "@") return add(t, OpKind::Matmul, {tensor(t, a, "@"), tensor(t, b, "@")});
   auto it = ops.find(op);
   if (it == ops.end())

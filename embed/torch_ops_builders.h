@@ -113,4 +113,19 @@ VarRef native_multi_head_attention(Translator&, const CallArgs&);
 VarRef transformer_encoder_layer_fwd(Translator&, const CallArgs&);
 VarRef has_torch_function(Translator&, const CallArgs&);
 
+// torch_ops_composite.cpp
+enum class FloatClass : uint8_t { NaN, Inf, Finite };
+VarRef float_class(Translator&, const CallArgs&, FloatClass);  // isnan, isinf, isfinite
+VarRef log2(Translator&, const CallArgs&);
+VarRef trunc(Translator&, const CallArgs&);
+VarRef bitwise_xor(Translator&, const CallArgs&);
+VarRef add_matmul(Translator&, const CallArgs&, bool batched);  // addmm, baddbmm
+VarRef glu(Translator&, const CallArgs&);
+VarRef pixel_shuffle(Translator&, const CallArgs&, bool unshuffle);
+VarRef nll_loss(Translator&, const CallArgs&);
+VarRef cross_entropy(Translator&, const CallArgs&);
+VarRef fill_inplace(Translator&, const CallArgs&);
+VarRef copy_inplace(Translator&, const CallArgs&);
+VarRef requires_grad_(Translator&, const CallArgs&);
+
 }  // namespace aotrace::embed::ops

@@ -1,0 +1,195 @@
+// Builders of torch ops that real model code uses and that are compositions of other graph ops:
+// isnan/isinf/isfinite, log2, trunc, bitwise_xor, addmm/baddbmm, glu, pixel_(un)shuffle,
+// nll_loss/cross_entropy (the `targets` path of nanoGPT and minGPT), fill_/copy_, and
+// requires_grad_ (a no-op at inference).
+#include <cmath>
+
+#include "embed/torch_ops_builders.h"
+
+namespace aotrace::embed::ops {
+
+namespace {
+
+VarRef int_var(Translator& t, int64_t v) {
+  PyRef o = PyRef::steal(PyLong_FromLongLong(v));
+  return t.constant(o.get());
+}
+
+// The argument at `position` or under one of two keyword names (addmm's mat1, baddbmm's batch1).
+VarRef get_either(const CallArgs& a, size_t position, const char* name, const char* other) {
+  VarRef v = a.get(position, name);
+  return v ? v : a.kw(other);
+}
+
+// A static dim of `x`, or a graph break naming `what`.
+int64_t static_dim(Translator& t, ValueId x, int axis, const char* what) {
+  auto v = type_of(t, x).shape[static_cast<size_t>(axis)].as_constant();
+  if (!v) unsupported(t, std::string(what) + " on a dynamic dim", "declare the dim static");
+  return *v;
+}
+
+}  // namespace
+
+// NaN is the one value unequal to itself; x - x is 0 for every finite x, NaN for ±inf and NaN.
+// Integers and bools are always finite.
+VarRef float_class(Translator& t, const CallArgs& a, FloatClass which) {
+  const char* what = which == FloatClass::NaN ? "isnan" : which == FloatClass::Inf ? "isinf" : "isfinite";
+  ValueId x = tensor(t, a.get(0, "input"), what);
+  const DType dt = type_of(t, x).dtype;
+  if (!ir::is_floating(dt)) {
+    ValueId all = node(t, OpKind::Eq, {x, x});
+    return which == FloatClass::Finite ? wrap_value(all) : add(t, OpKind::Not, {all});
+  }
+  if (which == FloatClass::NaN) return add(t, OpKind::Ne, {x, x});
+  ValueId diff = node(t, OpKind::Sub, {x, x});
+  if (which == FloatClass::Finite) return add(t, OpKind::Eq, {diff, constant(t, 0, dt)});
+  ValueId not_finite = node(t, OpKind::Ne, {diff, constant(t, 0, dt)});
+  return add(t, OpKind::And, {not_finite, node(t, OpKind::Eq, {x, x})});
+}
+
+VarRef log2(Translator& t, const CallArgs& a) {
+  ValueId x = to_floating(t, tensor(t, a.get(0, "input"), "log2"));
+  return add(t, OpKind::Mul, {node(t, OpKind::Log, {x}), constant(t, 1.0 / std::log(2.0), type_of(t, x).dtype)});
+}
+
+// Rounds toward zero: ceil below zero, floor above.
+VarRef trunc(Translator& t, const CallArgs& a) {
+  ValueId x = tensor(t, a.get(0, "input"), "trunc");
+  const DType dt = type_of(t, x).dtype;
+  if (!ir::is_floating(dt)) return wrap_value(x);
+  ValueId negative = node(t, OpKind::Lt, {x, constant(t, 0, dt)});
+  return add(t, OpKind::Where, {negative, node(t, OpKind::Ceil, {x}), node(t, OpKind::Floor, {x})});
+}
+
+// a ^ b = (a | b) & ~(a & b), on integers and bools.
+VarRef bitwise_xor(Translator& t, const CallArgs& a) {
+  VarRef x = a.get(0, "input"), y = a.get(1, "other");
+  VarRef either = binary(t, OpKind::Or, x, y), both = binary(t, OpKind::And, x, y);
+  if (ir::is_floating(type_of(t, tensor(t, either, "bitwise_xor")).dtype))
+    user_error("bitwise_xor: only integer and bool tensors", t.loc());
+  return binary(t, OpKind::And, either, add(t, OpKind::Not, {tensor(t, both, "bitwise_xor")}));
+}
+
+// addmm(input, mat1, mat2, *, beta=1, alpha=1) = beta * input + alpha * (mat1 @ mat2); baddbmm
+// the same over batches. beta=0 ignores input, NaNs included, as torch does.
+VarRef add_matmul(Translator& t, const CallArgs& a, bool batched) {
+  const char* what = batched ? "baddbmm" : "addmm";
+  VarRef input = a.get(0, "input");
+  ValueId m1 = tensor(t, get_either(a, 1, batched ? "batch1" : "mat1", "mat1"), what);
+  ValueId m2 = tensor(t, get_either(a, 2, batched ? "batch2" : "mat2", "mat2"), what);
+  if (type_of(t, m1).rank() != (batched ? 3 : 2) || type_of(t, m2).rank() != (batched ? 3 : 2))
+    user_error(std::string(what) + ": expects " + (batched ? "3-D" : "2-D") + " matrices", t.loc());
+  VarRef product = add(t, OpKind::Matmul, {m1, m2});
+  if (VarRef alpha = a.kw("alpha"); alpha && !is_none(alpha)) product = binary(t, OpKind::Mul, product, alpha);
+  VarRef beta = a.kw("beta");
+  if (beta && !is_none(beta)) {
+    PyRef b = t.to_python(beta);
+    if (b && PyNumber_Check(b.get()) && PyFloat_AsDouble(b.get()) == 0.0) return product;
+    input = binary(t, OpKind::Mul, input, beta);
+  }
+  return binary(t, OpKind::Add, input, product);
+}
+
+// glu(input, dim=-1): the first half times the sigmoid of the second.
+VarRef glu(Translator& t, const CallArgs& a) {
+  VarRef input = a.get(0, "input");
+  VarRef dim = a.get(1, "dim");
+  VarRef halves = chunk(t, CallArgs{{input, int_var(t, 2), is_none(dim) ? int_var(t, -1) : dim}, {}});
+  auto* seq = as<SequenceVar>(halves);
+  AOT_CHECK(seq && seq->items.size() == 2, "glu: chunk did not give two halves");
+  ValueId gate = node(t, OpKind::Sigmoid, {tensor(t, seq->items[1], "glu")});
+  return add(t, OpKind::Mul, {tensor(t, seq->items[0], "glu"), gate});
+}
+
+// pixel_shuffle(x, r): [N, C*r*r, H, W] -> [N, C, H*r, W*r]; pixel_unshuffle the inverse.
+VarRef pixel_shuffle(Translator& t, const CallArgs& a, bool unshuffle) {
+  const char* what = unshuffle ? "pixel_unshuffle" : "pixel_shuffle";
+  ValueId x = tensor(t, a.get(0, "input"), what);
+  const int64_t r = int_arg(t, a.get(1, unshuffle ? "downscale_factor" : "upscale_factor"), what);
+  if (type_of(t, x).rank() != 4) unsupported(t, std::string(what) + " of a tensor that is not 4-D");
+  const int64_t n = static_dim(t, x, 0, what), c = static_dim(t, x, 1, what), h = static_dim(t, x, 2, what),
+                w = static_dim(t, x, 3, what);
+  using S = ir::SymExpr;
+  if (!unshuffle) {
+    if (c % (r * r) != 0) user_error(std::string(what) + ": channels not divisible by the factor squared", t.loc());
+    ValueId y = reshape_to(t, x, {S(n), S(c / (r * r)), S(r), S(r), S(h), S(w)});
+    y = permute_to(t, y, {0, 1, 4, 2, 5, 3});
+    return wrap_value(reshape_to(t, y, {S(n), S(c / (r * r)), S(h * r), S(w * r)}));
+  }
+  if (h % r != 0 || w % r != 0) user_error(std::string(what) + ": height or width not divisible by the factor", t.loc());
+  ValueId y = reshape_to(t, x, {S(n), S(c), S(h / r), S(r), S(w / r), S(r)});
+  y = permute_to(t, y, {0, 1, 3, 5, 2, 4});
+  return wrap_value(reshape_to(t, y, {S(n), S(c * r * r), S(h / r), S(w / r)}));
+}
+
+namespace {
+
+// -log_probs[i, target[i]], masked where target == ignore_index, then reduced.
+VarRef nll(Translator& t, ValueId log_probs, const VarRef& target_var, int64_t ignore_index,
+           const std::string& reduction, const char* what) {
+  ValueId target = tensor(t, target_var, what);
+  const DType dt = type_of(t, log_probs).dtype;
+  const DType it = type_of(t, target).dtype;
+  if (type_of(t, log_probs).rank() != 2 || type_of(t, target).rank() != 1 || ir::is_floating(it))
+    unsupported(t, std::string(what) + " other than (N, C) scores with (N,) class indices",
+                "flatten to (N, C) and (N,) first, as nanoGPT does: logits.view(-1, C), targets.view(-1)");
+  ValueId valid = node(t, OpKind::Ne, {target, constant(t, static_cast<double>(ignore_index), it)});
+  ValueId safe = node(t, OpKind::Where, {valid, target, constant(t, 0, it)});
+  ValueId picked = node(t, OpKind::Gather, {log_probs, unsqueeze_at(t, safe, 1)}, ir::Attrs().set("axis", int64_t{1}));
+  picked = reshape_to(t, picked, {type_of(t, target).shape[0]});
+  ValueId weight = cast(t, valid, dt);
+  ValueId loss = node(t, OpKind::Mul, {node(t, OpKind::Neg, {picked}), weight});
+  if (reduction == "none") return wrap_value(loss);
+  ValueId total = node(t, OpKind::ReduceSum, {loss}, axes_attrs({0}, false));
+  if (reduction == "sum") return wrap_value(total);
+  if (reduction != "mean") user_error(std::string(what) + ": reduction must be 'none', 'mean' or 'sum'", t.loc());
+  return add(t, OpKind::Div, {total, node(t, OpKind::ReduceSum, {weight}, axes_attrs({0}, false))});
+}
+
+// The options nll_loss and cross_entropy share; a class weight or a legacy size_average/reduce
+// is a graph break rather than a silently different loss.
+struct LossOptions {
+  int64_t ignore_index;
+  std::string reduction;
+};
+
+LossOptions loss_options(Translator& t, const CallArgs& a, const char* what) {
+  for (auto [position, name] : {std::pair<size_t, const char*>{2, "weight"}, {3, "size_average"}, {5, "reduce"}})
+    if (!is_none(a.get(position, name))) unsupported(t, std::string(what) + " with " + name + "=");
+  return {int_or(t, a, 4, "ignore_index", -100), str_arg(t, a.get(6, "reduction"), what, "mean")};
+}
+
+}  // namespace
+
+VarRef nll_loss(Translator& t, const CallArgs& a) {
+  LossOptions o = loss_options(t, a, "nll_loss");
+  return nll(t, tensor(t, a.get(0, "input"), "nll_loss"), a.get(1, "target"), o.ignore_index, o.reduction, "nll_loss");
+}
+
+VarRef cross_entropy(Translator& t, const CallArgs& a) {
+  LossOptions o = loss_options(t, a, "cross_entropy");
+  if (float_or(t, a, 7, "label_smoothing", 0.0) != 0.0) unsupported(t, "cross_entropy with label_smoothing=");
+  VarRef log_probs = log_softmax(t, CallArgs{{a.get(0, "input"), int_var(t, 1)}, {}});
+  return nll(t, tensor(t, log_probs, "cross_entropy"), a.get(1, "target"), o.ignore_index, o.reduction, "cross_entropy");
+}
+
+// x.fill_(v) / x.copy_(src): the value, broadcast to x, written into x (ops::inplace: dtype kept,
+// inputs and weights refused).
+VarRef fill_inplace(Translator& t, const CallArgs& a) {
+  VarRef self = a.get(0, "self");
+  refuse_inplace_on_outside(t, self, "Tensor.fill_", "x = torch.full_like(x, value)");
+  ValueId x = tensor(t, self, "fill_");
+  VarRef value = a.get(1, "value");
+  ValueId v = is_tensor(value) ? tensor(t, value, "fill_") : constant(t, float_arg(t, value, "fill_"), type_of(t, x).dtype);
+  return inplace(t, self, expand_as(t, CallArgs{{wrap_value(v), self}, {}}), "Tensor.fill_");
+}
+
+VarRef copy_inplace(Translator& t, const CallArgs& a) {
+  VarRef self = a.get(0, "self");
+  refuse_inplace_on_outside(t, self, "Tensor.copy_", "x = src.expand_as(x).clone()");
+  return inplace(t, self, expand_as(t, CallArgs{{a.get(1, "src"), self}, {}}), "Tensor.copy_");
+}
+
+VarRef requires_grad_(Translator&, const CallArgs& a) { return a.get(0, "self"); }
+
+}  // namespace aotrace::embed::ops
