@@ -55,7 +55,10 @@ struct Packer {
     const auto& src = old.weights[static_cast<size_t>(w)];
     ir::TensorType t = old.type(src.value);
     t.shape = shape_of(dims);
-    return c.graph.add_weight(src.name + "." + how, t, how + "(" + src.source + ")", std::move(bytes));
+    // The source names the tensor across variants (the bundle stores each source once): a
+    // weight without one (reached through a closure) must not get the shared "how()".
+    const std::string source = src.source.empty() ? "" : how + "(" + src.source + ")";
+    return c.graph.add_weight(src.name + "." + how, t, source, std::move(bytes));
   }
 
   // A 2-D f32 weight seen through slices of step 1: rows [r0, r0 + rows) and columns
