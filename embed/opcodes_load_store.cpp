@@ -74,6 +74,10 @@ void store_attr(Translator& t, Frame& f, const Instruction& i) {
     if (o && v && PyObject_SetAttrString(o.get(), name_of(f, i.arg).c_str(), v.get()) == 0) return;
     PyErr_Clear();
   }
+  if (as<ModuleVar>(obj)) {
+    t.store_module_attribute(obj, name_of(f, i.arg), value);
+    return;
+  }
   t.graph_break("side effect", "assignment to attribute '" + name_of(f, i.arg) + "' of " +
                                    obj->describe(),
                 "keep the traced function free of attribute mutation (compute a local instead)");

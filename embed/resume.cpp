@@ -171,6 +171,7 @@ VarRef Translator::translate_entry(PyObject* fn, std::vector<VarRef> args) {
 
 bool Translator::resume_after_break(Frame& entry) {
   if (out_.breaks.size() >= kMaxBreaks) return false;
+  if (!module_attribute_writes_.empty()) return false;  // their graph values are not carried over
   if (input_values_.size() != out_.graph.inputs.size()) return false;
   for (const auto& v : input_values_)
     if (!v) return false;

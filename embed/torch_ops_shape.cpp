@@ -2,6 +2,9 @@
 // transpose, squeeze/unsqueeze, expand, repeat, cat/stack, split/chunk/unbind, narrow/select,
 // tensor indexing (__getitem__), gather, index_select, flip, pad, tril/triu, masked_fill and
 // embedding. All of them become movement/index primitives.
+#include <algorithm>
+#include <cstring>
+
 #include "embed/torch_ops_builders.h"
 
 namespace aotrace::embed::ops {
@@ -437,12 +440,41 @@ VarRef flip(Translator& t, const CallArgs& a) {
 }
 
 // F.pad(x, pad, mode='constant', value=0): pad lists (low, high) pairs from the last dim.
+namespace {
+
+// An i64 vector as a constant of the graph (a weight without a source).
+ValueId index_constant(Translator& t, const std::vector<int64_t>& values) {
+  auto bytes = std::make_shared<ir::Bytes>(values.size() * sizeof(int64_t));
+  std::memcpy(bytes->data(), values.data(), bytes->size());
+  ir::TensorType type;
+  type.dtype = DType::i64;
+  type.shape = {ir::SymExpr(static_cast<int64_t>(values.size()))};
+  return t.graph().add_weight("index" + std::to_string(t.graph().weights.size()), type, "", bytes);
+}
+
+// Which element of a dim of size n each position of the padded dim copies, for torch's
+// reflect (mirror without the edge), replicate (edge repeated) and circular (wrap) modes.
+std::vector<int64_t> pad_indices(const std::string& mode, int64_t n, int64_t low, int64_t high) {
+  std::vector<int64_t> idx;
+  for (int64_t i = -low; i < n + high; ++i) {
+    if (mode == "replicate") {
+      idx.push_back(std::clamp<int64_t>(i, 0, n - 1));
+    } else if (mode == "circular") {
+      idx.push_back(((i % n) + n) % n);
+    } else {  // reflect
+      int64_t j = i < 0 ? -i : i;
+      idx.push_back(j >= n ? 2 * (n - 1) - j : j);
+    }
+  }
+  return idx;
+}
+
+}  // namespace
+
 VarRef pad(Translator& t, const CallArgs& a) {
   ValueId x = tensor(t, a.get(0, "input"), "pad");
   std::vector<int64_t> pads = ints_arg(t, CallArgs{{a.get(1, "pad")}, {}}, 0, "pad", "pad");
   std::string mode = str_arg(t, a.get(2, "mode"), "pad", "constant");
-  if (mode != "constant") unsupported(t, "F.pad(mode='" + mode + "')", "use mode='constant'");
-  double value = float_or(t, a, 3, "value", 0.0);
   const int rank = type_of(t, x).rank();
   if (pads.size() % 2 != 0 || static_cast<int>(pads.size()) > 2 * rank)
     user_error("pad: the padding must have an even length of at most 2 * rank", t.loc());
@@ -451,7 +483,27 @@ VarRef pad(Translator& t, const CallArgs& a) {
     low[static_cast<size_t>(rank) - 1 - i] = pads[2 * i];
     high[static_cast<size_t>(rank) - 1 - i] = pads[2 * i + 1];
   }
-  return add(t, OpKind::Pad, {x}, ir::Attrs().set("low", low).set("high", high).set("value", value));
+  if (mode == "constant") {
+    double value = float_or(t, a, 3, "value", 0.0);
+    return add(t, OpKind::Pad, {x}, ir::Attrs().set("low", low).set("high", high).set("value", value));
+  }
+  if (mode != "reflect" && mode != "replicate" && mode != "circular")
+    user_error("pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', not '" + mode + "'", t.loc());
+  // Each padded dim gathers its elements by a constant index: exact, and no new kernel.
+  for (int d = 0; d < rank; ++d) {
+    const size_t k = static_cast<size_t>(d);
+    if (low[k] == 0 && high[k] == 0) continue;
+    auto n = type_of(t, x).shape[k].as_constant();
+    if (!n) unsupported(t, "F.pad(mode='" + mode + "') of a dynamic dim", "declare the dim static");
+    if (low[k] < 0 || high[k] < 0 || (mode == "reflect" && (low[k] >= *n || high[k] >= *n)) ||
+        (mode == "circular" && (low[k] > *n || high[k] > *n)))
+      user_error("pad: padding (" + std::to_string(low[k]) + ", " + std::to_string(high[k]) + ") of dim " +
+                     std::to_string(d) + " (size " + std::to_string(*n) + ") is out of range for mode '" + mode + "'",
+                 t.loc());
+    x = node(t, OpKind::IndexSelect, {x, index_constant(t, pad_indices(mode, *n, low[k], high[k]))},
+             ir::Attrs().set("axis", int64_t{d}));
+  }
+  return wrap_value(x);
 }
 
 VarRef tril(Translator& t, const CallArgs& a) {

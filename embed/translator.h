@@ -92,6 +92,10 @@ class Translator {
   VarRef wrap(PyObject* obj, const Source& source);
   VarRef constant(PyObject* obj, const Source& source = {});  // borrows obj
   VarRef attribute(const VarRef& obj, const std::string& name);
+  // `module.name = value` in traced code (word_language_model caches self.src_mask): later reads
+  // in this capture see `value`; the module itself is left as it is, and an assumption says that
+  // every call of the bundle runs as this one did, from the attribute's value at compile time.
+  void store_module_attribute(const VarRef& module, const std::string& name, VarRef value);
   VarRef subscript(const VarRef& obj, const VarRef& index);
   VarRef binary_op(const std::string& op, const VarRef& a, const VarRef& b);
   // Python truth of a variable (branches); graph break on tensors.
@@ -156,6 +160,7 @@ class Translator {
     size_t next;                // an iterator's position
   };
   std::vector<SavedContainer> entry_containers_before_;
+  std::map<std::pair<PyObject*, std::string>, VarRef> module_attribute_writes_;
   std::vector<PyRef> input_values_;  // real tensors of the current graph's inputs (null: none)
 };
 

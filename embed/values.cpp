@@ -356,6 +356,8 @@ VarRef Translator::attribute(const VarRef& obj, const std::string& name) {
   }
   if (auto* m = as<ModuleVar>(obj)) {
     PyObject* mod = m->module.get();
+    if (auto it = module_attribute_writes_.find({mod, name}); it != module_attribute_writes_.end())
+      return it->second;
     // CPython's order (object.__getattribute__, then nn.Module.__getattr__): a data descriptor
     // of the class, the instance dict, any other class attribute (a method named like a
     // submodule wins over it), and only then parameters, buffers and submodules.
@@ -408,6 +410,28 @@ VarRef Translator::attribute(const VarRef& obj, const std::string& name) {
                 "");
   PyRef value = PyRef::steal(r);
   return wrap(value.get(), obj->source.attr(name));
+}
+
+void Translator::store_module_attribute(const VarRef& module, const std::string& name, VarRef value) {
+  auto* m = as<ModuleVar>(module);
+  AOT_CHECK(m, "store_module_attribute of " + module->describe());
+  auto key = std::make_pair(m->module.get(), name);
+  if (!module_attribute_writes_.count(key)) {
+    PyObject* before = PyObject_GetAttrString(m->module.get(), name.c_str());
+    std::string was = "unset";
+    if (before) {
+      was = before == Py_None || PyLong_Check(before) || PyFloat_Check(before) || PyUnicode_Check(before)
+                ? py_repr(before)
+                : "a " + type_name(before);
+      Py_DECREF(before);
+    } else {
+      PyErr_Clear();
+    }
+    const std::string where = module->source.empty() ? m->describe() : module->source.str();
+    add_assumption(where + "." + name + " is assigned by the traced code; every call runs as the capture " +
+                   "did, from its compile-time value (" + was + ")");
+  }
+  module_attribute_writes_[key] = std::move(value);
 }
 
 PyRef builtin_object(const char* name) {
