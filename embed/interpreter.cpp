@@ -173,6 +173,15 @@ Interpreter& Interpreter::instance() {
 }
 
 Interpreter::Interpreter() {
+  // As /usr/bin/python3.11 does: the UTF-8 mode when the locale is C or POSIX (CI, containers),
+  // so a script's open()/read_text() decode as they do when it runs on its own.
+  PyPreConfig preconfig;
+  PyPreConfig_InitIsolatedConfig(&preconfig);
+  preconfig.utf8_mode = -1;  // decided from LC_CTYPE, as for the python3.11 command
+  PyStatus pre = Py_PreInitialize(&preconfig);
+  if (PyStatus_Exception(pre))
+    internal_error(std::string("pre-initialising the embedded CPython 3.11 failed: ") +
+                   (pre.err_msg ? pre.err_msg : "?"));
   PyConfig config;
   PyConfig_InitIsolatedConfig(&config);
   // Resolve the standard library and dist-packages of Debian's python3.11, whatever is on PATH.
