@@ -25,6 +25,7 @@ int64_t int_arg(Translator& t, const VarRef& v, const char* what) {
 }
 
 double float_arg(Translator& t, const VarRef& v, const char* what) {
+  if (v) t.note_float_use(v);
   PyRef o = v ? t.to_python(v) : PyRef();
   if (!o || !(PyLong_Check(o.get()) || PyFloat_Check(o.get())))
     user_error(std::string(what) + " expects a number, got " + (v ? v->describe() : "nothing"), t.loc());
@@ -166,6 +167,7 @@ ValueId constant(Translator& t, double value, DType dtype) {
 }
 
 ValueId scalar(Translator& t, const VarRef& v, DType like) {
+  t.note_float_use(v);
   PyRef o = t.to_python(v);
   if (!o || !(PyLong_Check(o.get()) || PyFloat_Check(o.get())))
     user_error("expected a tensor or a Python number, got " + v->describe(), t.loc());

@@ -123,6 +123,9 @@ class Translator {
   // Truth of a compile-time value that decides the trace: recorded as an assumption on its
   // source (G['USE_GELU'] == True, L['self'].cfg.use_tanh == True).
   void note_constant_use(const VarRef& v);
+  // A float from outside the traced code folded into the graph (x * self.scale, eps=self.eps):
+  // recorded as an assumption, as note_constant_use does for the values that decide branches.
+  void note_float_use(const VarRef& v);
 
  private:
   VarRef run(Frame& frame);

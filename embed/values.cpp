@@ -295,6 +295,11 @@ void Translator::note_constant_use(const VarRef& v) {
     add_assumption(c->source.str() + " == " + py_repr(o));
 }
 
+void Translator::note_float_use(const VarRef& v) {
+  auto* c = as<ConstVar>(v);
+  if (c && !c->source.empty() && PyFloat_Check(c->obj.get())) note_constant_use(v);
+}
+
 bool Translator::truth(const VarRef& v) {
   if (as<TensorVar>(v))
     graph_break("data-dependent control flow",
@@ -526,6 +531,9 @@ VarRef Translator::binary_op(const std::string& op, const VarRef& a, const VarRe
   if (op == "<" || op == "<=" || op == ">" || op == ">=" || op == "==" || op == "!=") {
     note_constant_use(a);
     note_constant_use(b);
+  } else {
+    note_float_use(a);
+    note_float_use(b);
   }
   PyObject* r = nullptr;
   PyObject *x = pa.get(), *y = pb.get();
