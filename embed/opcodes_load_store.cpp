@@ -1,6 +1,7 @@
 // Opcode handlers: loads and stores of fast locals, constants, globals, cells, attributes and
 // subscripts, and the stack shuffles.
 #include "embed/opcodes.h"
+#include "embed/torch_ops.h"
 
 namespace aotrace::embed {
 
@@ -115,9 +116,12 @@ void store_subscr(Translator& t, Frame& f, const Instruction&) {
     if (o && k && v && PyObject_SetItem(o.get(), k.get(), v.get()) == 0) return;
     PyErr_Clear();
   }
-  if (as<TensorVar>(obj))
-    t.graph_break("in-place mutation", "assignment into a tensor (x[...] = v)",
-                  "build the result out of place, e.g. with torch.where or torch.cat");
+  if (as<TensorVar>(obj)) {
+    const TorchOp* op = tensor_method("__setitem__");
+    AOT_CHECK(op, "the op table has no Tensor.__setitem__");
+    op->build(t, CallArgs{{obj, index, value}, {}});
+    return;
+  }
   t.graph_break("side effect", "item assignment on " + obj->describe(),
                 "assign into a local list, or build a new value");
 }

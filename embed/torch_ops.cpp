@@ -178,6 +178,7 @@ const std::vector<Entry>& table() {
       {{"torch.narrow"}, {"narrow"}, narrow},
       {{"torch.select"}, {"select"}, select},
       {{}, {"__getitem__"}, getitem},
+      {{}, {"__setitem__"}, setitem},
       {{"torch.gather"}, {"gather"}, gather},
       {{"torch.index_select"}, {"index_select"}, index_select},
       {{"torch.flip"}, {"flip"}, flip},
@@ -204,8 +205,8 @@ const std::vector<Entry>& table() {
       {{}, {"requires_grad_"}, requires_grad_},
       {{}, {"masked_fill_"}, IN_PLACE(masked_fill)},
       {{F "embedding"}, {}, embedding},
-      {{}, {"contiguous", "detach", "clone"}, identity},
-      {{"torch.clone"}, {}, identity},
+      {{}, {"contiguous", "detach"}, identity},
+      {{"torch.clone"}, {"clone"}, clone},
       // Reductions and scans
       {{"torch.sum"}, {"sum"}, sum},
       {{"torch.mean"}, {"mean"}, mean},

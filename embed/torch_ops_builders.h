@@ -64,6 +64,8 @@ VarRef unbind(Translator&, const CallArgs&);
 VarRef narrow(Translator&, const CallArgs&);
 VarRef select(Translator&, const CallArgs&);
 VarRef getitem(Translator&, const CallArgs&);
+VarRef setitem(Translator&, const CallArgs&);  // x[index] = value
+VarRef clone(Translator&, const CallArgs&);
 VarRef gather(Translator&, const CallArgs&);
 VarRef index_select(Translator&, const CallArgs&);
 VarRef flip(Translator&, const CallArgs&);

@@ -110,6 +110,10 @@ VarRef identity(Translator& t, const CallArgs& a) {
   return a.get(0, "input");
 }
 
+// clone: the same value in a new variable, so that writing into the copy (y = x.clone();
+// y[0] = 1) leaves x, and its source, alone.
+VarRef clone(Translator& t, const CallArgs& a) { return wrap_value(tensor(t, a.get(0, "input"), "clone")); }
+
 VarRef reshape(Translator& t, const CallArgs& a) {
   ValueId x = tensor(t, a.get(0, "input"), "reshape");
   ir::Shape shape = shape_arg(t, shape_items(t, a, 1, "shape"), "reshape");
@@ -341,14 +345,22 @@ VarRef select(Translator& t, const CallArgs& a) {
 }
 
 // x[index]: ints, slices (positive steps), None, Ellipsis and at most one integer index tensor.
-VarRef getitem(Translator& t, const CallArgs& a) {
-  ValueId x = tensor(t, a.get(0, "self"), "indexing");
-  VarRef index = a.get(1, "index");
+namespace {
+
+// The items of a tensor index (x[i, 1:3, ...]) and their kinds: i)nt s)lice n)one e)llipsis
+// t)ensor l)ist; `consumed` counts the dims they index.
+struct IndexItems {
   std::vector<VarRef> items;
-  if (auto* seq = as<SequenceVar>(index); seq && seq->kind == SequenceVar::Kind::Tuple) items = seq->items;
-  else if (auto* c = as<ConstVar>(index); c && PyTuple_Check(c->obj.get())) items = *sequence_items(t, index);
-  else items = {index};
-  auto kind = [&](const VarRef& v) -> char {  // i)nt s)lice n)one e)llipsis t)ensor
+  std::vector<char> kinds;
+  int consumed = 0, tensors = 0;
+};
+
+IndexItems index_items(Translator& t, const VarRef& index) {
+  IndexItems r;
+  if (auto* seq = as<SequenceVar>(index); seq && seq->kind == SequenceVar::Kind::Tuple) r.items = seq->items;
+  else if (auto* c = as<ConstVar>(index); c && PyTuple_Check(c->obj.get())) r.items = *sequence_items(t, index);
+  else r.items = {index};
+  auto kind = [&](const VarRef& v) -> char {
     if (is_tensor(v)) return 't';
     if (as<SliceVar>(v)) return 's';
     if (as<SymIntVar>(v)) return 'i';
@@ -361,14 +373,37 @@ VarRef getitem(Translator& t, const CallArgs& a) {
     if (PyList_Check(o.get())) return 'l';
     user_error("cannot index a tensor with " + v->describe(), t.loc());
   };
-  std::vector<char> kinds;
-  int consumed = 0, tensors = 0;
-  for (auto& v : items) {
-    kinds.push_back(kind(v));
-    if (kinds.back() == 'i' || kinds.back() == 's' || kinds.back() == 't' || kinds.back() == 'l') ++consumed;
-    if (kinds.back() == 't' || kinds.back() == 'l') ++tensors;
+  for (auto& v : r.items) {
+    r.kinds.push_back(kind(v));
+    const char k = r.kinds.back();
+    if (k == 'i' || k == 's' || k == 't' || k == 'l') ++r.consumed;
+    if (k == 't' || k == 'l') ++r.tensors;
   }
-  if (tensors > 1) unsupported(t, "indexing with more than one index tensor", "index one dim at a time");
+  return r;
+}
+
+// A slice item (SliceVar or a constant slice) over a dim of size `n`.
+Bounds slice_item(Translator& t, const VarRef& v, const ir::SymExpr& n) {
+  VarRef start, stop, step;
+  if (auto* s = as<SliceVar>(v)) {
+    start = s->start, stop = s->stop, step = s->step;
+  } else {
+    PyRef o = t.to_python(v);
+    auto* sl = reinterpret_cast<PySliceObject*>(o.get());
+    start = t.constant(sl->start), stop = t.constant(sl->stop), step = t.constant(sl->step);
+  }
+  return slice_bounds(t, start, stop, step, n);
+}
+
+}  // namespace
+
+VarRef getitem(Translator& t, const CallArgs& a) {
+  ValueId x = tensor(t, a.get(0, "self"), "indexing");
+  const IndexItems ix = index_items(t, a.get(1, "index"));
+  const std::vector<VarRef>& items = ix.items;
+  const std::vector<char>& kinds = ix.kinds;
+  const int consumed = ix.consumed;
+  if (ix.tensors > 1) unsupported(t, "indexing with more than one index tensor", "index one dim at a time");
   int rank = type_of(t, x).rank();
   if (consumed > rank) user_error("too many indices for a tensor of rank " + std::to_string(rank), t.loc());
   int d = 0;
@@ -379,14 +414,7 @@ VarRef getitem(Translator& t, const CallArgs& a) {
       case 'e': d += rank - consumed; break;
       case 'i': x = select_index(t, x, d, int_arg(t, v, "indexing")); break;
       case 's': {
-        VarRef start, stop, step;
-        if (auto* s = as<SliceVar>(v)) start = s->start, stop = s->stop, step = s->step;
-        else {
-          PyRef o = t.to_python(v);
-          auto* sl = reinterpret_cast<PySliceObject*>(o.get());
-          start = t.constant(sl->start), stop = t.constant(sl->stop), step = t.constant(sl->step);
-        }
-        Bounds b = slice_bounds(t, start, stop, step, shape_of(t, x)[static_cast<size_t>(d)]);
+        Bounds b = slice_item(t, v, shape_of(t, x)[static_cast<size_t>(d)]);
         x = slice_node(t, x, d++, b.start, b.end, b.step);
         break;
       }
@@ -411,6 +439,56 @@ VarRef getitem(Translator& t, const CallArgs& a) {
     }
   }
   return wrap_value(x);
+}
+
+// x[index] = value on an intermediate tensor, for ints, slices of step 1 and `...`: the value,
+// broadcast to x[index] as torch does, is padded out to x's shape and selected where a mask of
+// the indexed region is set. Exact, and written into x by ops::inplace (its dtype kept).
+VarRef setitem(Translator& t, const CallArgs& a) {
+  VarRef self = a.get(0, "self");
+  refuse_inplace_on_outside(t, self, "index assignment", "x = x.clone(); x[index] = value");
+  ValueId x = tensor(t, self, "index assignment");
+  const IndexItems ix = index_items(t, a.get(1, "index"));
+  const ir::TensorType type = type_of(t, x);
+  const int rank = type.rank();
+  if (ix.consumed > rank) user_error("too many indices for a tensor of rank " + std::to_string(rank), t.loc());
+  std::vector<int64_t> low(static_cast<size_t>(rank), 0), high = low;
+  ir::Shape region;  // the indexed region, with 1 for the dims an int removes
+  for (int k = 0; k < rank; ++k) region.push_back(type.shape[static_cast<size_t>(k)]);
+  int d = 0;
+  for (size_t i = 0; i < ix.items.size(); ++i) {
+    const char kind = ix.kinds[i];
+    if (kind == 'e') {
+      d += rank - ix.consumed;
+      continue;
+    }
+    if (kind != 'i' && kind != 's')
+      unsupported(t, "x[index] = value with None or tensor indices",
+                  "use torch.where(mask, value, x), or index with ints and slices");
+    auto n = type.shape[static_cast<size_t>(d)].as_constant();
+    if (!n) unsupported(t, "x[index] = value on a dynamic dim", "declare the dim static");
+    const size_t k = static_cast<size_t>(d++);
+    if (kind == 'i') {
+      int64_t i0 = int_arg(t, ix.items[i], "index assignment");
+      if (i0 < 0) i0 += *n;
+      if (i0 < 0 || i0 >= *n) user_error("index " + std::to_string(i0) + " is out of bounds for a dim of size " + std::to_string(*n), t.loc());
+      low[k] = i0, high[k] = *n - 1 - i0, region[k] = ir::SymExpr(1);
+      continue;
+    }
+    Bounds b = slice_item(t, ix.items[i], type.shape[k]);
+    auto end = b.end.as_constant();
+    if (b.step != 1 || !end) unsupported(t, "x[a:b:step] = value with a step other than 1");
+    low[k] = b.start, high[k] = *n - *end, region[k] = ir::SymExpr(std::max<int64_t>(*end - b.start, 0));
+  }
+  VarRef target = getitem(t, CallArgs{{self, a.get(1, "index")}, {}});
+  VarRef value = a.get(2, "value");
+  VarRef v = is_tensor(value) ? value : wrap_value(constant(t, float_arg(t, value, "index assignment"), type.dtype));
+  ValueId block = reshape_to(t, cast(t, tensor(t, expand_as(t, CallArgs{{v, target}, {}}), "index assignment"), type.dtype), region);
+  ir::Attrs pads = ir::Attrs().set("low", low).set("high", high).set("value", 0.0);
+  ValueId padded = node(t, OpKind::Pad, {block}, pads);
+  ValueId ones = node(t, OpKind::Full, {}, ir::Attrs().set("shape", region).set("value", 1.0).set("dtype", DType::f32));
+  ValueId mask = node(t, OpKind::Ne, {node(t, OpKind::Pad, {ones}, pads), constant(t, 0, DType::f32)});
+  return inplace(t, self, add(t, OpKind::Where, {mask, padded, x}), "index assignment");
 }
 
 VarRef gather(Translator& t, const CallArgs& a) {
