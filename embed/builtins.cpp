@@ -1,6 +1,8 @@
-// Python builtins evaluated symbolically: those that look inside sequences, tensors and
-// modules are handled here; on compile-time values every builtin simply runs for real.
-#include <set>
+// Python builtins evaluated symbolically (STYLE 18: a name -> handler table): those that look
+// inside sequences, tensors and modules have a handler here; on compile-time values every
+// builtin simply runs for real. Besides builtins, itertools.chain, functools.reduce and the
+// operator module's binary functions are handled, as real model code calls them on tensors.
+#include <map>
 
 #include "embed/torch_ops.h"
 #include "embed/translator.h"
@@ -9,18 +11,16 @@ namespace aotrace::embed {
 
 namespace {
 
-const std::set<std::string>& builtin_names() {
-  static const std::set<std::string> names = {
-      "len",  "isinstance", "range", "min",    "max",      "abs",  "int",  "float",
-      "bool", "tuple",      "list",  "getattr", "hasattr", "enumerate", "zip", "reversed",
-      "print", "sum",       "any",   "all",    "round",    "divmod", "type", "iter", "next"};
-  return names;
-}
-
 using Kwargs = std::vector<std::pair<std::string, VarRef>>;
+// A handler returns the call's result, or null to let the builtin run for real.
+using BuiltinHandler = VarRef (*)(Translator&, const std::string& name, const std::vector<VarRef>& args,
+                                  const Kwargs& kwargs);
 
-std::vector<VarRef> items_of(Translator& t, const VarRef& v) {
-  return as<IteratorVar>(t.iterate(v))->items;
+// The items an iterable has left (an iterator's from its position on).
+std::vector<VarRef> remaining(Translator& t, const VarRef& v) {
+  VarRef iterator = t.iterate(v);
+  auto* it = as<IteratorVar>(iterator);
+  return std::vector<VarRef>(it->items.begin() + static_cast<long>(it->next), it->items.end());
 }
 
 VarRef tuple_of(std::vector<VarRef> items, SequenceVar::Kind k = SequenceVar::Kind::Tuple) {
@@ -35,157 +35,266 @@ bool all_python(Translator& t, const std::vector<VarRef>& args) {
 
 VarRef py_bool(Translator& t, bool b) { return t.constant(b ? Py_True : Py_False); }
 
+VarRef py_int(Translator& t, long long v) {
+  PyRef n = PyRef::steal(PyLong_FromLongLong(v));
+  return t.constant(n.get());
+}
+
+const VarRef& arg(Translator& t, const std::string& name, const std::vector<VarRef>& args, size_t i) {
+  if (i >= args.size()) user_error(name + "() is missing an argument", t.loc());
+  return args[i];
+}
+
+VarRef len_(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
+  const VarRef& x = arg(t, name, args, 0);
+  if (auto* seq = as<SequenceVar>(x)) return py_int(t, static_cast<long long>(seq->items.size()));
+  if (as<TensorVar>(x)) return t.subscript(t.attribute(x, "shape"), py_int(t, 0));
+  if (auto* d = as<DictVar>(x)) return py_int(t, static_cast<long long>(d->keys.size()));
+  if (as<ModuleVar>(x) || as<IteratorVar>(x)) return py_int(t, static_cast<long long>(remaining(t, x).size()));
+  return nullptr;
+}
+
+VarRef type_(Translator& t, const std::string&, const std::vector<VarRef>& args, const Kwargs&) {
+  if (args.size() == 1 && as<TensorVar>(args[0])) return t.constant(getattr(import("torch").get(), "Tensor").get());
+  return nullptr;
+}
+
+VarRef any_all(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
+  if (args.size() != 1 || all_python(t, args)) return nullptr;
+  const bool want = name == "any";
+  for (auto& item : remaining(t, args[0]))
+    if (t.truth(item) == want) return py_bool(t, want);
+  return py_bool(t, !want);
+}
+
+bool is_subclass(PyObject* type, PyObject* cls) {
+  const int r = PyObject_IsSubclass(type, cls);
+  if (r < 0) PyErr_Clear();
+  return r == 1;
+}
+
+VarRef isinstance_(Translator& t, const std::string&, const std::vector<VarRef>& args, const Kwargs&) {
+  if (args.size() != 2) return nullptr;
+  PyRef cls = t.to_python(args[1]);
+  if (!cls) return nullptr;
+  if (as<TensorVar>(args[0])) return py_bool(t, is_subclass(getattr(import("torch").get(), "Tensor").get(), cls.get()));
+  if (as<DictVar>(args[0])) return py_bool(t, is_subclass(reinterpret_cast<PyObject*>(&PyDict_Type), cls.get()));
+  if (as<IteratorVar>(args[0])) return py_bool(t, false);
+  if (auto* seq = as<SequenceVar>(args[0])) {
+    PyRef type = seq->kind == SequenceVar::Kind::Size ? getattr(import("torch").get(), "Size")
+                 : PyRef::borrow(seq->kind == SequenceVar::Kind::List ? reinterpret_cast<PyObject*>(&PyList_Type)
+                                                                      : reinterpret_cast<PyObject*>(&PyTuple_Type));
+    return py_bool(t, is_subclass(type.get(), cls.get()));
+  }
+  return nullptr;
+}
+
+VarRef getattr_hasattr(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
+  PyRef attr = t.to_python(arg(t, name, args, 1));
+  if (!attr || !PyUnicode_Check(attr.get())) t.graph_break("unsupported Python", name + "() with a non-constant name", "");
+  const std::string a = py_str(attr.get());
+  const bool has_default = name == "getattr" && args.size() == 3;
+  auto assume = [&](bool has) {
+    if (!args[0]->source.empty())
+      t.add_assumption("hasattr(" + args[0]->source.str() + ", '" + a + "') == " + (has ? "True" : "False"));
+    return py_bool(t, has);
+  };
+  // Objects that are not plain Python are asked through the Translator's attribute rules.
+  PyRef obj = as<TensorVar>(args[0]) ? PyRef() : t.to_python(args[0]);
+  if (obj && !as<ModuleVar>(args[0])) {
+    const int has = PyObject_HasAttrString(obj.get(), a.c_str());
+    if (name == "hasattr") return assume(has == 1);
+    if (has != 1 && has_default) return args[2];
+  }
+  if (name == "hasattr") {
+    if (as<TensorVar>(args[0])) return py_bool(t, tensor_attribute(t, args[0], a) || tensor_method(a));
+    PyRef m = t.to_python(args[0]);
+    return assume(m && PyObject_HasAttrString(m.get(), a.c_str()) == 1);
+  }
+  return t.attribute(args[0], a);
+}
+
+VarRef enumerate_(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
+  std::vector<VarRef> items = remaining(t, arg(t, name, args, 0)), out;
+  long start = args.size() > 1 ? PyLong_AsLong(t.to_python(args[1]).get()) : 0;
+  for (size_t i = 0; i < items.size(); ++i) out.push_back(tuple_of({py_int(t, start + static_cast<long>(i)), items[i]}));
+  return std::make_shared<IteratorVar>(std::move(out));
+}
+
+VarRef zip_(Translator& t, const std::string&, const std::vector<VarRef>& args, const Kwargs&) {
+  std::vector<std::vector<VarRef>> lists;
+  size_t n = SIZE_MAX;
+  for (auto& a : args) {
+    lists.push_back(remaining(t, a));
+    n = std::min(n, lists.back().size());
+  }
+  std::vector<VarRef> out;
+  for (size_t i = 0; i < (lists.empty() ? 0 : n); ++i) {
+    std::vector<VarRef> row;
+    for (auto& l : lists) row.push_back(l[i]);
+    out.push_back(tuple_of(std::move(row)));
+  }
+  return std::make_shared<IteratorVar>(std::move(out));
+}
+
+VarRef reversed_(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
+  std::vector<VarRef> items = remaining(t, arg(t, name, args, 0));
+  return std::make_shared<IteratorVar>(std::vector<VarRef>(items.rbegin(), items.rend()));
+}
+
+// iter(iterator) is the iterator itself, so that next() on either advances both.
+VarRef iter_(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
+  const VarRef& x = arg(t, name, args, 0);
+  return as<IteratorVar>(x) ? x : t.iterate(x);
+}
+
+// next(iterator[, default]) advances the iterator variable itself.
+VarRef next_(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
+  auto* it = as<IteratorVar>(arg(t, name, args, 0));
+  if (!it) return nullptr;  // a real Python iterator: runs for real
+  if (it->next < it->items.size()) return it->items[it->next++];
+  if (args.size() > 1) return args[1];
+  t.graph_break("python exception", "next() of an exhausted iterator raised StopIteration", "");
+}
+
+VarRef sequence_(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
+  if (args.size() != 1 || all_python(t, args)) return nullptr;
+  return tuple_of(remaining(t, args[0]), name == "list" ? SequenceVar::Kind::List : SequenceVar::Kind::Tuple);
+}
+
+VarRef sum_(Translator& t, const std::string&, const std::vector<VarRef>& args, const Kwargs&) {
+  if (args.empty() || all_python(t, args)) return nullptr;
+  VarRef acc = args.size() > 1 ? args[1] : py_int(t, 0);
+  for (auto& item : remaining(t, args[0])) acc = t.binary_op("+", acc, item);
+  return acc;
+}
+
+VarRef print_(Translator& t, const std::string&, const std::vector<VarRef>& args, const Kwargs&) {
+  for (auto& a : args)
+    if (as<TensorVar>(a))
+      t.graph_break("side effect", "print() of a tensor value", "remove the print from the traced function, or print outside it");
+  return nullptr;
+}
+
+VarRef min_max(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
+  bool sym = false;
+  for (auto& a : args) sym |= as<SymIntVar>(a) != nullptr;
+  if (!sym || args.size() != 2) return nullptr;
+  const bool first = t.truth(t.binary_op("<", args[0], args[1])) == (name == "min");
+  return first ? args[0] : args[1];
+}
+
+// map(fn, *iterables) and filter(fn, iterable), evaluated at once (the traced code is pure).
+VarRef map_(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
+  if (args.size() < 2 || all_python(t, args)) return nullptr;
+  std::vector<std::vector<VarRef>> lists;
+  size_t n = SIZE_MAX;
+  for (size_t i = 1; i < args.size(); ++i) {
+    lists.push_back(remaining(t, args[i]));
+    n = std::min(n, lists.back().size());
+  }
+  std::vector<VarRef> out;
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<VarRef> call_args;
+    for (auto& l : lists) call_args.push_back(l[i]);
+    out.push_back(t.call(args[0], std::move(call_args), {}));
+  }
+  return std::make_shared<IteratorVar>(std::move(out));
+}
+
+VarRef filter_(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
+  if (args.size() != 2 || all_python(t, args)) return nullptr;
+  std::vector<VarRef> out;
+  PyRef fn = t.to_python(args[0]);
+  for (auto& item : remaining(t, args[1]))
+    if (t.truth(fn && fn.get() == Py_None ? item : t.call(args[0], {item}, {}))) out.push_back(item);
+  return std::make_shared<IteratorVar>(std::move(out));
+}
+
+VarRef chain_(Translator& t, const std::string&, const std::vector<VarRef>& args, const Kwargs&) {
+  if (all_python(t, args)) return nullptr;
+  std::vector<VarRef> out;
+  for (auto& a : args)
+    for (auto& item : remaining(t, a)) out.push_back(item);
+  return std::make_shared<IteratorVar>(std::move(out));
+}
+
+VarRef reduce_(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
+  if (args.size() < 2 || all_python(t, args)) return nullptr;
+  std::vector<VarRef> items = remaining(t, args[1]);
+  size_t first = 0;
+  VarRef acc = args.size() > 2 ? args[2] : nullptr;
+  if (!acc) {
+    if (items.empty()) user_error("reduce() of an empty iterable with no initial value", t.loc());
+    acc = items[first++];
+  }
+  for (size_t i = first; i < items.size(); ++i) acc = t.call(args[0], {acc, items[i]}, {});
+  return acc;
+}
+
+// operator.add(a, b) and its kin are Python's binary operators.
+VarRef operator_(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
+  static const std::map<std::string, std::string> symbols = {
+      {"operator.add", "+"}, {"operator.sub", "-"},       {"operator.mul", "*"}, {"operator.truediv", "/"},
+      {"operator.floordiv", "//"}, {"operator.mod", "%"}, {"operator.pow", "**"}, {"operator.matmul", "@"},
+      {"operator.and_", "&"}, {"operator.or_", "|"},      {"operator.xor", "^"}};
+  if (args.size() != 2) return nullptr;
+  return t.binary_op(symbols.at(name), args[0], args[1]);
+}
+
+const std::map<std::string, BuiltinHandler>& handlers() {
+  static const std::map<std::string, BuiltinHandler> table = {
+      {"len", len_},           {"type", type_},         {"any", any_all},          {"all", any_all},
+      {"isinstance", isinstance_}, {"getattr", getattr_hasattr}, {"hasattr", getattr_hasattr},
+      {"enumerate", enumerate_}, {"zip", zip_},         {"reversed", reversed_},   {"iter", iter_},
+      {"next", next_},         {"tuple", sequence_},    {"list", sequence_},       {"sum", sum_},
+      {"print", print_},       {"min", min_max},        {"max", min_max},          {"map", map_},
+      {"filter", filter_},     {"itertools.chain", chain_}, {"functools.reduce", reduce_},
+      {"operator.add", operator_}, {"operator.sub", operator_}, {"operator.mul", operator_},
+      {"operator.truediv", operator_}, {"operator.floordiv", operator_}, {"operator.mod", operator_},
+      {"operator.pow", operator_}, {"operator.matmul", operator_}, {"operator.and_", operator_},
+      {"operator.or_", operator_}, {"operator.xor", operator_}};
+  return table;
+}
+
+// The callables evaluated here, by identity: builtins that either have a handler or run for
+// real on Python values, and the handled functions of itertools, functools and operator.
+const std::map<PyObject*, std::string>& symbolic_callables() {
+  static const std::map<PyObject*, std::string> callables = [] {
+    std::map<PyObject*, std::string> m;
+    PyObject* builtins = PyEval_GetBuiltins();
+    for (const char* n : {"len", "isinstance", "range", "min", "max", "abs", "int", "float", "bool", "tuple",
+                          "list", "getattr", "hasattr", "enumerate", "zip", "reversed", "print", "sum", "any",
+                          "all", "round", "divmod", "type", "iter", "next", "map", "filter"})
+      if (PyObject* o = PyDict_GetItemString(builtins, n)) m.emplace(o, n);
+    for (const auto& [name, handler] : handlers()) {
+      const size_t dot = name.find('.');
+      if (dot == std::string::npos) continue;
+      PyObject* o = PyObject_GetAttrString(import(name.substr(0, dot).c_str()).get(), name.substr(dot + 1).c_str());
+      if (!o) {
+        PyErr_Clear();
+        continue;
+      }
+      m.emplace(o, name);  // a module function lives as long as its module: not released
+    }
+    return m;
+  }();
+  return callables;
+}
+
 }  // namespace
 
-bool is_symbolic_builtin(PyObject* obj) {
-  if (!PyCFunction_Check(obj) && !PyType_Check(obj)) return false;
-  PyObject* builtins = PyEval_GetBuiltins();
-  for (const auto& n : builtin_names())
-    if (PyDict_GetItemString(builtins, n.c_str()) == obj) return true;
-  return false;
+bool is_symbolic_builtin(PyObject* obj) { return symbolic_callables().count(obj) > 0; }
+
+std::string symbolic_builtin_name(PyObject* obj) {
+  auto it = symbolic_callables().find(obj);
+  return it == symbolic_callables().end() ? std::string() : it->second;
 }
 
 VarRef call_builtin(Translator& t, const VarRef& fn, std::vector<VarRef> args, Kwargs kwargs) {
   const std::string& name = as<BuiltinVar>(fn)->name;
-  auto arg = [&](size_t i) -> const VarRef& {
-    if (i >= args.size()) user_error(name + "() is missing an argument", t.loc());
-    return args[i];
-  };
-  if (name == "len") {
-    const VarRef& x = arg(0);
-    if (auto* seq = as<SequenceVar>(x)) {
-      PyRef n = PyRef::steal(PyLong_FromSize_t(seq->items.size()));
-      return t.constant(n.get());
-    }
-    if (as<TensorVar>(x)) {
-      PyRef zero = PyRef::steal(PyLong_FromLong(0));
-      return t.subscript(t.attribute(x, "shape"), t.constant(zero.get()));
-    }
-    if (auto* d = as<DictVar>(x)) {
-      PyRef n = PyRef::steal(PyLong_FromSize_t(d->keys.size()));
-      return t.constant(n.get());
-    }
-    if (as<ModuleVar>(x) || as<IteratorVar>(x)) {
-      PyRef n = PyRef::steal(PyLong_FromSize_t(items_of(t, x).size()));
-      return t.constant(n.get());
-    }
-  }
-  if (name == "type" && args.size() == 1 && as<TensorVar>(args[0]))
-    return t.constant(getattr(import("torch").get(), "Tensor").get());
-  if ((name == "any" || name == "all") && args.size() == 1 && !all_python(t, args)) {
-    const bool want = name == "any";
-    for (auto& item : items_of(t, args[0]))
-      if (t.truth(item) == want) return py_bool(t, want);
-    return py_bool(t, !want);
-  }
-  if (name == "isinstance" && args.size() == 2) {
-    PyRef cls = t.to_python(args[1]);
-    if (cls && as<TensorVar>(args[0])) {
-      PyRef tensor_type = getattr(import("torch").get(), "Tensor");
-      int r = PyObject_IsSubclass(tensor_type.get(), cls.get());
-      if (r < 0) PyErr_Clear();
-      return py_bool(t, r == 1);
-    }
-    if (cls && (as<DictVar>(args[0]) || as<IteratorVar>(args[0]))) {
-      PyObject* type = as<DictVar>(args[0]) ? reinterpret_cast<PyObject*>(&PyDict_Type) : nullptr;
-      int r = type ? PyObject_IsSubclass(type, cls.get()) : 0;
-      if (r < 0) PyErr_Clear();
-      return py_bool(t, r == 1);
-    }
-    if (cls && as<SequenceVar>(args[0])) {
-      auto* seq = as<SequenceVar>(args[0]);
-      PyObject* type = seq->kind == SequenceVar::Kind::List ? reinterpret_cast<PyObject*>(&PyList_Type)
-                                                             : reinterpret_cast<PyObject*>(&PyTuple_Type);
-      if (seq->kind == SequenceVar::Kind::Size) type = getattr(import("torch").get(), "Size").release();
-      int r = PyObject_IsSubclass(type, cls.get());
-      if (r < 0) PyErr_Clear();
-      return py_bool(t, r == 1);
-    }
-  }
-  if (name == "getattr" || name == "hasattr") {
-    PyRef attr = t.to_python(arg(1));
-    if (!attr || !PyUnicode_Check(attr.get()))
-      t.graph_break("unsupported Python", name + "() with a non-constant name", "");
-    const std::string a = py_str(attr.get());
-    const bool has_default = name == "getattr" && args.size() == 3;
-    // Objects that are not plain Python are asked through the Translator's attribute rules.
-    PyRef obj = as<TensorVar>(args[0]) ? PyRef() : t.to_python(args[0]);
-    if (obj && !as<ModuleVar>(args[0])) {
-      const int has = PyObject_HasAttrString(obj.get(), a.c_str());
-      if (name == "hasattr") {
-        VarRef r = py_bool(t, has == 1);
-        if (!args[0]->source.empty())
-          t.add_assumption("hasattr(" + args[0]->source.str() + ", '" + a + "') == " +
-                           (has == 1 ? "True" : "False"));
-        return r;
-      }
-      if (has != 1 && has_default) return args[2];
-    }
-    if (name == "hasattr") {
-      if (as<TensorVar>(args[0])) return py_bool(t, tensor_attribute(t, args[0], a) || tensor_method(a));
-      PyRef m = t.to_python(args[0]);
-      const bool has = m && PyObject_HasAttrString(m.get(), a.c_str()) == 1;
-      if (!args[0]->source.empty())
-        t.add_assumption("hasattr(" + args[0]->source.str() + ", '" + a + "') == " + (has ? "True" : "False"));
-      return py_bool(t, has);
-    }
-    return t.attribute(args[0], a);
-  }
-  if (name == "enumerate") {
-    std::vector<VarRef> items = items_of(t, arg(0)), out;
-    long start = 0;
-    if (args.size() > 1) start = PyLong_AsLong(t.to_python(args[1]).get());
-    for (size_t i = 0; i < items.size(); ++i) {
-      PyRef idx = PyRef::steal(PyLong_FromLong(start + static_cast<long>(i)));
-      out.push_back(tuple_of({t.constant(idx.get()), items[i]}));
-    }
-    return std::make_shared<IteratorVar>(std::move(out));
-  }
-  if (name == "zip") {
-    std::vector<std::vector<VarRef>> lists;
-    size_t n = SIZE_MAX;
-    for (auto& a : args) {
-      lists.push_back(items_of(t, a));
-      n = std::min(n, lists.back().size());
-    }
-    std::vector<VarRef> out;
-    for (size_t i = 0; i < (lists.empty() ? 0 : n); ++i) {
-      std::vector<VarRef> row;
-      for (auto& l : lists) row.push_back(l[i]);
-      out.push_back(tuple_of(std::move(row)));
-    }
-    return std::make_shared<IteratorVar>(std::move(out));
-  }
-  if (name == "reversed") {
-    std::vector<VarRef> items = items_of(t, arg(0));
-    return std::make_shared<IteratorVar>(std::vector<VarRef>(items.rbegin(), items.rend()));
-  }
-  if (name == "iter") return t.iterate(arg(0));
-  if ((name == "tuple" || name == "list") && args.size() == 1 && !all_python(t, args))
-    return tuple_of(items_of(t, args[0]),
-                    name == "list" ? SequenceVar::Kind::List : SequenceVar::Kind::Tuple);
-  if (name == "sum" && !args.empty() && !all_python(t, args)) {
-    std::vector<VarRef> items = items_of(t, args[0]);
-    PyRef zero = PyRef::steal(PyLong_FromLong(0));
-    VarRef acc = args.size() > 1 ? args[1] : t.constant(zero.get());
-    for (auto& item : items) acc = t.binary_op("+", acc, item);
-    return acc;
-  }
-  if (name == "print") {
-    for (auto& a : args)
-      if (as<TensorVar>(a))
-        t.graph_break("side effect", "print() of a tensor value",
-                      "remove the print from the traced function, or print outside it");
-  }
-  if ((name == "min" || name == "max") && args.size() >= 2) {
-    bool sym = false;
-    for (auto& a : args) sym |= as<SymIntVar>(a) != nullptr;
-    if (sym && args.size() == 2) {
-      VarRef lt = t.binary_op("<", args[0], args[1]);
-      const bool first = t.truth(lt) == (name == "min");
-      return first ? args[0] : args[1];
-    }
-  }
+  if (auto it = handlers().find(name); it != handlers().end())
+    if (VarRef r = it->second(t, name, args, kwargs)) return r;
   // Everything else runs for real on compile-time values.
   PyRef pargs = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
   for (size_t i = 0; i < args.size(); ++i) {

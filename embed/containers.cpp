@@ -1,6 +1,8 @@
 // Containers the Translator evaluates itself: dicts whose values may be tensors (DictVar), list
 // methods that mutate a traced list, ModuleDict/ModuleList views, and Tensor methods that are
 // shape arithmetic (numel) or in-place updates of an intermediate tensor (add_, mul_, …).
+#include <algorithm>
+
 #include "embed/torch_ops.h"
 #include "embed/torch_ops_args.h"
 #include "embed/translator.h"
@@ -63,7 +65,7 @@ std::vector<VarRef> dict_items(Translator& t, const DictVar& d, const std::strin
 VarRef container_method(Translator& t, const VarRef& obj, const std::string& name) {
   auto method = [&](VarRef self) { return std::make_shared<ContainerMethodVar>(std::move(self), name); };
   if (auto* seq = as<SequenceVar>(obj)) {
-    static const char* const list_methods[] = {"append", "extend", "insert", "pop", "index", "count"};
+    static const char* const list_methods[] = {"append", "extend", "insert", "pop", "clear", "reverse", "index", "count"};
     for (const char* m : list_methods)
       if (name == m && (seq->kind == SequenceVar::Kind::List || name == "index" || name == "count"))
         return method(obj);
@@ -72,7 +74,7 @@ VarRef container_method(Translator& t, const VarRef& obj, const std::string& nam
   }
   if (as<DictVar>(obj)) {
     if (name == "items" || name == "keys" || name == "values" || name == "get" || name == "update" ||
-        name == "pop")
+        name == "pop" || name == "clear" || name == "setdefault")
       return method(obj);
     return nullptr;
   }
@@ -82,7 +84,7 @@ VarRef container_method(Translator& t, const VarRef& obj, const std::string& nam
       return method(module_dict(t, *m));
     return nullptr;
   }
-  if (auto* tv = as<TensorVar>(obj)) {
+  if (as<TensorVar>(obj)) {
     if (name == "numel" || name == "nelement") return method(obj);
     // x.add_(y) where x.add exists; in-place-only methods (fill_, copy_) have builders of their own.
     if (is_inplace_method(name) && !t.eager() && tensor_method(name.substr(0, name.size() - 1)))
@@ -98,7 +100,7 @@ VarRef call_container_method(Translator& t, const ContainerMethodVar& m, std::ve
     if (i >= args.size()) user_error(name + "() is missing an argument", t.loc());
     return args[i];
   };
-  if (auto* tv = as<TensorVar>(m.self)) {
+  if (as<TensorVar>(m.self)) {
     if (name == "numel" || name == "nelement") {
       VarRef shape = tensor_attribute(t, m.self, "shape");
       PyRef one = PyRef::steal(PyLong_FromLong(1));
@@ -121,6 +123,11 @@ VarRef call_container_method(Translator& t, const ContainerMethodVar& m, std::ve
   if (auto* seq = as<SequenceVar>(m.self)) {
     if (name == "append") {
       seq->items.push_back(arg(0));
+      return t.constant(Py_None);
+    }
+    if (name == "clear" || name == "reverse") {
+      if (name == "clear") seq->items.clear();
+      else std::reverse(seq->items.begin(), seq->items.end());
       return t.constant(Py_None);
     }
     if (name == "extend") {
@@ -166,6 +173,19 @@ VarRef call_container_method(Translator& t, const ContainerMethodVar& m, std::ve
   AOT_CHECK(d, "container method " + name + " on " + m.self->describe());
   if (name == "items" || name == "keys" || name == "values")
     return std::make_shared<IteratorVar>(dict_items(t, *d, name));
+  if (name == "clear") {
+    d->keys.clear();
+    d->values.clear();
+    return t.constant(Py_None);
+  }
+  if (name == "setdefault") {
+    PyRef key = t.to_python(arg(0));
+    if (!key) t.graph_break("unsupported Python", "a dict keyed by " + arg(0)->describe(), "");
+    if (const int k = d->find(key.get()); k >= 0) return d->values[static_cast<size_t>(k)];
+    VarRef v = args.size() > 1 ? args[1] : t.constant(Py_None);
+    d->set(key, v);
+    return v;
+  }
   if (name == "get" || name == "pop") {
     PyRef key = t.to_python(arg(0));
     const int k = key ? d->find(key.get()) : -1;

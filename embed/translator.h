@@ -171,6 +171,8 @@ class Translator {
 VarRef call_builtin(Translator&, const VarRef& fn, std::vector<VarRef> args,
                     std::vector<std::pair<std::string, VarRef>> kwargs);
 bool is_symbolic_builtin(PyObject* obj);
+// The name a symbolic callable is handled by ("len", "itertools.chain", "operator.add").
+std::string symbolic_builtin_name(PyObject* obj);
 
 // Containers (containers.cpp): methods of lists, dicts, ModuleDict/ModuleList and the few
 // Tensor methods evaluated on shapes (numel); null when `name` is not one of them.

@@ -122,8 +122,7 @@ VarRef Translator::wrap(PyObject* obj, const Source& source) {
       return std::make_shared<FunctionVar>(PyRef::borrow(func), wrap(self, Source()), source);
   }
   if (is_symbolic_builtin(obj))
-    return std::make_shared<BuiltinVar>(PyRef::borrow(obj), py_str(getattr(obj, "__name__").get()),
-                                        source);
+    return std::make_shared<BuiltinVar>(PyRef::borrow(obj), symbolic_builtin_name(obj), source);
   if (PyTuple_Check(obj) || PyList_Check(obj)) {
     // Containers are wrapped item by item, so tensors and modules inside them are tracked.
     std::vector<VarRef> items;
@@ -402,6 +401,12 @@ VarRef Translator::attribute(const VarRef& obj, const std::string& name) {
                                            obj->source.attr(name));
     return wrap(value.get(), obj->source.attr(name));
   }
+  // A list or dict of the trace converts to a new Python object: a method run on that copy
+  // (list.sort, dict.popitem) would change nothing the trace sees, so it is not run.
+  if ((as<SequenceVar>(obj) && as<SequenceVar>(obj)->kind == SequenceVar::Kind::List) || as<DictVar>(obj))
+    graph_break("unsupported Python", "method '" + name + "' of " + obj->describe() + " in traced code",
+                "use the list and dict methods aotrace models (append, extend, insert, pop, clear, reverse, "
+                "index, count; get, pop, update, clear, setdefault, items, keys, values), or build a new value");
   PyRef o = to_python(obj);
   if (!o)
     graph_break("unsupported Python", "attribute '" + name + "' of " + obj->describe(),

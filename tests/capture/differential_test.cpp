@@ -59,6 +59,9 @@ TEST_P(Differential, ReferenceAndKernelsMatchEager) {
   }
   if (!c.breaks.empty() || c.graphs.size() != 1) return;  // graph breaks: capture_tests' goldens
   ++compared_cases;
+  // The capture's own example call: eager's output has the captured tree, constants included.
+  EXPECT_TRUE(c.example.has_outputs) << "eager returned another structure or other constants than the output tree "
+                                     << c.graph.output_tree.str();
   std::mt19937 rng(11);
   std::vector<ir::HostTensor> inputs;
   for (const auto& in : h.inputs) inputs.push_back(random_input(in, rng));
