@@ -44,6 +44,14 @@ VarRef is_floating_point(Translator& t, const CallArgs& a) {
   return t.constant(f ? Py_True : Py_False);
 }
 
+// torch._shape_as_tensor(x): x's shape as an int64 tensor.
+VarRef shape_as_tensor(Translator& t, const CallArgs& a) {
+  VarRef shape = tensor_attribute(t, a.get(0, "input"), "shape");
+  auto* seq = as<SequenceVar>(shape);
+  VarRef as_tuple = std::make_shared<SequenceVar>(SequenceVar::Kind::Tuple, seq->items);
+  return tensor_literal(t, CallArgs{{as_tuple}, {{"dtype", t.constant(getattr(import("torch").get(), "int64").get())}}});
+}
+
 VarRef item(Translator& t, const CallArgs&) { value_read(t, ".item()"); }
 VarRef tolist(Translator& t, const CallArgs&) { value_read(t, ".tolist()"); }
 VarRef numpy(Translator& t, const CallArgs&) { value_read(t, ".numpy()"); }
@@ -247,6 +255,7 @@ const std::vector<Entry>& table() {
       // Tensor metadata and value reads
       {{}, {"size"}, size},
       {{}, {"dim", "ndimension"}, dim},
+      {{"torch._shape_as_tensor"}, {}, shape_as_tensor},
       {{"torch.is_floating_point"}, {"is_floating_point"}, is_floating_point},
       {{}, {"item"}, item},
       {{}, {"tolist"}, tolist},
@@ -399,6 +408,7 @@ VarRef tensor_attribute(Translator& t, const VarRef& v, const std::string& name)
     PyRef n = PyRef::steal(PyLong_FromLong(type.rank()));
     return t.constant(n.get());
   }
+  if (name == "__class__") return t.constant(getattr(import("torch").get(), "Tensor").get());  // as type(x)
   if (name == "dtype") {
     PyRef dt = getattr(import("torch").get(), std::string(ir::dtype_torch_name(type.dtype)).c_str());
     return t.constant(dt.get());

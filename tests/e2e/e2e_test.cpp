@@ -207,6 +207,41 @@ TEST(Examples, PlainFunctionMatchesEagerForEveryProfile) {
   check_example_against_eager(kExamples / "function" / "function.yaml");
 }
 
+// An input of 512 MB (f32 [131072, 1024]): explain, compile and run succeed, and the bundle keeps
+// no golden vectors of that size.
+TEST(LargeInput, FiveHundredMegabytesCompileAndRun) {
+  const fs::path dir = temp_dir() / "large";
+  fs::create_directories(dir);
+  std::ofstream(dir / "big.py") << "def f(x):\n    return (x * 2).sum(-1)\n";
+  std::ofstream(dir / "big.yaml") << "version: 1\nname: big\nscript: big.py\nentries:\n  forward:\n"
+                                     "    call: f\n    inputs:\n      x: {dtype: float32, shape: [131072, 1024]}\n";
+  auto explain = run_command(quote(AOTRACE_CLI) + " explain " + quote((dir / "big.yaml").string()));
+  ASSERT_EQ(explain.exit_code, 0) << explain.output;
+  auto compile = run_command(quote(AOTRACE_CLI) + " compile " + quote((dir / "big.yaml").string()) + " -o " +
+                             quote((dir / "big.aot").string()));
+  ASSERT_EQ(compile.exit_code, 0) << compile.output;
+  EXPECT_LT(fs::file_size(dir / "big.aot" / "bundle.fb"), 1u << 20);
+  {
+    rt::Tensor x(rt::DType::f32, {131072, 1024});
+    float* p = static_cast<float*>(x.data());
+    for (int64_t i = 0; i < 131072 * 1024; ++i) p[i] = static_cast<float>(i % 3);
+    ASSERT_TRUE(rt::npy_write((dir / "x.npy").string(), x.ref()).ok());
+  }
+  auto run = run_command(quote(AOTRACE_CLI) + " run " + quote((dir / "big.aot").string()) + " --input x=" +
+                         quote((dir / "x.npy").string()) + " --output-dir " + quote((dir / "out").string()));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto out = rt::npy_read((dir / "out" / "out0.npy").string());
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ASSERT_EQ(out->shape(), (std::vector<int64_t>{131072}));
+  const float* o = static_cast<const float*>(out->data());
+  for (int64_t r : {int64_t{0}, int64_t{1}, int64_t{65536}, int64_t{131071}}) {
+    double want = 0;
+    for (int64_t c = 0; c < 1024; ++c) want += 2.0 * static_cast<double>((r * 1024 + c) % 3);
+    EXPECT_NEAR(o[r], want, 1e-3) << "row " << r;
+  }
+  fs::remove_all(dir);
+}
+
 // Guard misses through the CLI: exit 1 and a message naming the input and the rejecting guards.
 class GuardMiss : public ::testing::Test {
  protected:
