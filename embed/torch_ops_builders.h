@@ -129,5 +129,7 @@ VarRef cross_entropy(Translator&, const CallArgs&);
 VarRef fill_inplace(Translator&, const CallArgs&);
 VarRef copy_inplace(Translator&, const CallArgs&);
 VarRef requires_grad_(Translator&, const CallArgs&);
+VarRef upsample(Translator&, const CallArgs&, bool bilinear);  // F.upsample_nearest/_bilinear
+VarRef slice_scatter(Translator&, const CallArgs&);
 
 }  // namespace aotrace::embed::ops

@@ -192,4 +192,30 @@ VarRef copy_inplace(Translator& t, const CallArgs& a) {
 
 VarRef requires_grad_(Translator&, const CallArgs& a) { return a.get(0, "self"); }
 
+// F.upsample_nearest / F.upsample_bilinear(input, size, scale_factor): interpolate with the
+// mode they name (bilinear with align_corners=True, as torch defines them).
+VarRef upsample(Translator& t, const CallArgs& a, bool bilinear) {
+  PyRef mode = PyRef::steal(PyUnicode_FromString(bilinear ? "bilinear" : "nearest"));
+  CallArgs call{{a.get(0, "input"), a.get(1, "size") ? a.get(1, "size") : t.constant(Py_None),
+                 a.get(2, "scale_factor") ? a.get(2, "scale_factor") : t.constant(Py_None), t.constant(mode.get())},
+                {}};
+  if (bilinear) call.args.push_back(t.constant(Py_True));
+  return interpolate(t, call);
+}
+
+// slice_scatter(input, src, dim=0, start=None, end=None, step=1): a copy of input whose slice
+// along dim is src, through the one index-assignment rule (setitem).
+VarRef slice_scatter(Translator& t, const CallArgs& a) {
+  VarRef copy = clone(t, CallArgs{{a.get(0, "input")}, {}});
+  const int rank = type_of(t, tensor(t, copy, "slice_scatter")).rank();
+  const int dim = normalise_dim(t, int_or(t, a, 2, "dim", 0), rank, "slice_scatter");
+  auto or_none = [&](VarRef v) { return v ? v : t.constant(Py_None); };
+  std::vector<VarRef> index;
+  for (int d = 0; d < dim; ++d)
+    index.push_back(std::make_shared<SliceVar>(t.constant(Py_None), t.constant(Py_None), t.constant(Py_None)));
+  index.push_back(std::make_shared<SliceVar>(or_none(a.get(3, "start")), or_none(a.get(4, "end")), or_none(a.get(5, "step"))));
+  setitem(t, CallArgs{{copy, std::make_shared<SequenceVar>(SequenceVar::Kind::Tuple, index), a.get(1, "src")}, {}});
+  return copy;
+}
+
 }  // namespace aotrace::embed::ops
