@@ -1,0 +1,4 @@
+import torch
+from transformer_net import TransformerNet
+torch.manual_seed(0)
+model = TransformerNet().eval()
