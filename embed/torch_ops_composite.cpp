@@ -130,16 +130,29 @@ VarRef nll(Translator& t, ValueId log_probs, const VarRef& target_var, int64_t i
   ValueId target = tensor(t, target_var, what);
   const DType dt = type_of(t, log_probs).dtype;
   const DType it = type_of(t, target).dtype;
-  if (type_of(t, log_probs).rank() != 2 || type_of(t, target).rank() != 1 || ir::is_floating(it))
-    unsupported(t, std::string(what) + " other than (N, C) scores with (N,) class indices",
-                "flatten to (N, C) and (N,) first, as nanoGPT does: logits.view(-1, C), targets.view(-1)");
+  const int rank = type_of(t, log_probs).rank();
+  if (rank < 2 || type_of(t, target).rank() != rank - 1 || ir::is_floating(it))
+    unsupported(t, std::string(what) + " other than (N, C, ...) scores with (N, ...) class indices",
+                "pass class indices, one per score vector (class probabilities are not supported)");
+  // (N, C, d1, ...) scores: the class dim goes last and everything else is one batch dim; a
+  // 'none' reduction gets its (N, d1, ...) shape back at the end.
+  ir::Shape per_item = type_of(t, target).shape;
+  if (rank > 2) {
+    std::vector<int64_t> perm{0};
+    for (int d = 2; d < rank; ++d) perm.push_back(d);
+    perm.push_back(1);
+    ValueId moved = permute_to(t, log_probs, perm);
+    ir::SymExpr items = type_of(t, target).numel();
+    log_probs = reshape_to(t, moved, {items, type_of(t, log_probs).shape[1]});
+    target = reshape_to(t, target, {items});
+  }
   ValueId valid = node(t, OpKind::Ne, {target, constant(t, static_cast<double>(ignore_index), it)});
   ValueId safe = node(t, OpKind::Where, {valid, target, constant(t, 0, it)});
   ValueId picked = node(t, OpKind::Gather, {log_probs, unsqueeze_at(t, safe, 1)}, ir::Attrs().set("axis", int64_t{1}));
   picked = reshape_to(t, picked, {type_of(t, target).shape[0]});
   ValueId weight = cast(t, valid, dt);
   ValueId loss = node(t, OpKind::Mul, {node(t, OpKind::Neg, {picked}), weight});
-  if (reduction == "none") return wrap_value(loss);
+  if (reduction == "none") return wrap_value(reshape_to(t, loss, per_item));
   ValueId total = node(t, OpKind::ReduceSum, {loss}, axes_attrs({0}, false));
   if (reduction == "sum") return wrap_value(total);
   if (reduction != "mean") user_error(std::string(what) + ": reduction must be 'none', 'mean' or 'sum'", t.loc());
@@ -169,7 +182,10 @@ VarRef nll_loss(Translator& t, const CallArgs& a) {
 VarRef cross_entropy(Translator& t, const CallArgs& a) {
   LossOptions o = loss_options(t, a, "cross_entropy");
   if (float_or(t, a, 7, "label_smoothing", 0.0) != 0.0) unsupported(t, "cross_entropy with label_smoothing=");
-  VarRef log_probs = log_softmax(t, CallArgs{{a.get(0, "input"), int_var(t, 1)}, {}});
+  VarRef input = a.get(0, "input");
+  if (type_of(t, tensor(t, input, "cross_entropy")).rank() < 2)
+    unsupported(t, "cross_entropy of unbatched (C,) scores", "add a batch dim: input[None], target[None]");
+  VarRef log_probs = log_softmax(t, CallArgs{{input, int_var(t, 1)}, {}});
   return nll(t, tensor(t, log_probs, "cross_entropy"), a.get(1, "target"), o.ignore_index, o.reduction, "cross_entropy");
 }
 
