@@ -257,19 +257,21 @@ const std::map<std::string, BuiltinHandler>& handlers() {
   return table;
 }
 
-// The callables evaluated here, by identity: builtins that either have a handler or run for
-// real on Python values, and the handled functions of itertools, functools and operator.
+// The callables evaluated here, by identity: every name of the handler table (a builtin, or a
+// function of itertools, functools or operator), and the builtins that only run for real on
+// Python values, with no handler.
 const std::map<PyObject*, std::string>& symbolic_callables() {
   static const std::map<PyObject*, std::string> callables = [] {
     std::map<PyObject*, std::string> m;
     PyObject* builtins = PyEval_GetBuiltins();
-    for (const char* n : {"len", "isinstance", "range", "min", "max", "abs", "int", "float", "bool", "tuple",
-                          "list", "getattr", "hasattr", "enumerate", "zip", "reversed", "print", "sum", "any",
-                          "all", "round", "divmod", "type", "iter", "next", "map", "filter"})
+    for (const char* n : {"range", "abs", "int", "float", "bool", "round", "divmod"})
       if (PyObject* o = PyDict_GetItemString(builtins, n)) m.emplace(o, n);
     for (const auto& [name, handler] : handlers()) {
       const size_t dot = name.find('.');
-      if (dot == std::string::npos) continue;
+      if (dot == std::string::npos) {
+        if (PyObject* o = PyDict_GetItemString(builtins, name.c_str())) m.emplace(o, name);
+        continue;
+      }
       PyObject* o = PyObject_GetAttrString(import(name.substr(0, dot).c_str()).get(), name.substr(dot + 1).c_str());
       if (!o) {
         PyErr_Clear();

@@ -77,7 +77,7 @@ void flatten_eager(PyObject* out, std::vector<ir::HostTensor>& result) {
   } else if (PyDict_Check(out)) {  // values in insertion order, as the Translator flattens them
     PyObject *key, *value;
     for (Py_ssize_t pos = 0; PyDict_Next(out, &pos, &key, &value);) flatten_eager(value, result);
-  } else if (out == Py_None || PyLong_Check(out) || PyFloat_Check(out) || PyUnicode_Check(out)) {
+  } else if (is_plain_value(out)) {
     // a constant of the output (None, a number, a bool, a string): no tensor
   } else {
     user_error("the entry returned " + type_name(out) +

@@ -40,6 +40,10 @@ std::string py_repr(PyObject* o) { return to_text(o, PyObject_Repr); }
 
 std::string type_name(PyObject* o) { return o ? Py_TYPE(o)->tp_name : "NULL"; }
 
+bool is_plain_value(PyObject* o) {
+  return o == Py_None || PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o);  // bool is an int
+}
+
 PyRef import(const char* module) {
   return check(PyImport_ImportModule(module), (std::string("import ") + module).c_str());
 }

@@ -44,6 +44,8 @@ PyRef check(PyObject* o, const char* what);
 std::string py_str(PyObject* o);   // str(o), never throws
 std::string py_repr(PyObject* o);  // repr(o), never throws
 std::string type_name(PyObject* o);
+// None, a bool, an int, a float or a str: a value with an exact repr (assumptions, constant outputs).
+bool is_plain_value(PyObject* o);
 PyRef import(const char* module);
 // A stable name for a callable: "torch.cumsum", "math.sqrt", "mymodule.Helper.run".
 std::string callable_name(PyObject* o);

@@ -46,8 +46,7 @@ ir::OutputTree flatten_outputs(Translator& t, const VarRef& v, std::vector<ir::V
   // None, numbers, bools and strings: constants of the output, as Python returns them
   // (nanoGPT returns `(logits, None)` without targets).
   PyRef o = as<ConstVar>(v) || as<SymIntVar>(v) ? t.to_python(v) : PyRef();
-  if (o && (o.get() == Py_None || PyBool_Check(o.get()) || PyLong_Check(o.get()) ||
-            PyFloat_Check(o.get()) || PyUnicode_Check(o.get()))) {
+  if (o && is_plain_value(o.get())) {
     tree.kind = ir::OutputTree::Kind::Constant;
     tree.value = py_repr(o.get());
     return tree;
@@ -169,12 +168,17 @@ VarRef Translator::translate_entry(PyObject* fn, std::vector<VarRef> args) {
   return result;
 }
 
-bool Translator::resume_after_break(Frame& entry) {
-  if (out_.breaks.size() >= kMaxBreaks) return false;
-  if (!module_attribute_writes_.empty()) return false;  // their graph values are not carried over
+bool Translator::can_resume() const {
   if (input_values_.size() != out_.graph.inputs.size()) return false;
   for (const auto& v : input_values_)
     if (!v) return false;
+  return true;
+}
+
+bool Translator::resume_after_break(Frame& entry) {
+  if (out_.breaks.size() >= kMaxBreaks) return false;
+  if (!module_attribute_writes_.empty()) return false;  // their graph values are not carried over
+  if (!can_resume()) return false;
 
   entry.stack = entry_stack_before_;
   restore_entry_containers();

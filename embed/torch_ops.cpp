@@ -362,9 +362,8 @@ void init_torch_ops() {
       r.by_object.emplace(obj.get(), TorchOp{f, e.build});
       r.keep.push_back(obj);
     }
-    for (const char* m : e.methods)
-      if (m[0] != '_') method_names.emplace_back(m, e.build);
     for (const char* m : e.methods) {
+      if (m[0] != '_') method_names.emplace_back(m, e.build);
       r.by_method.emplace(m, TorchOp{std::string("Tensor.") + m, e.build});
       PyObject* obj = PyObject_GetAttrString(tensor_type.get(), m);
       if (!obj) {

@@ -236,14 +236,9 @@ VarRef inplace(Translator& t, const VarRef& target, const VarRef& result, const 
   // result cannot go into an integer or bool tensor, nor a non-bool one into a bool tensor.
   const ir::TensorType& to = type_of(t, tv->value);
   const ir::TensorType& from = type_of(t, rv->value);
-  auto shape_str = [](const ir::TensorType& ty) {
-    std::string s = "[";
-    for (size_t i = 0; i < ty.shape.size(); ++i) s += (i ? ", " : "") + ty.shape[i].str();
-    return s + "]";
-  };
   if (from.shape != to.shape)
-    user_error(std::string("in-place ") + what + ": the result's shape " + shape_str(from) +
-                   " does not match the target's " + shape_str(to) + " (torch raises here too)",
+    user_error(std::string("in-place ") + what + ": the result's shape " + ir::shape_str(from.shape) +
+                   " does not match the target's " + ir::shape_str(to.shape) + " (torch raises here too)",
                t.loc(), "use the out-of-place form, whose result may broadcast");
   const bool narrowing = (ir::is_floating(from.dtype) && !ir::is_floating(to.dtype)) ||
                          (to.dtype == DType::b8 && from.dtype != DType::b8);

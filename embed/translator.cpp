@@ -154,7 +154,7 @@ void Translator::step(Frame& frame) {
     entry_stack_before_ = frame.stack;
     entry_kw_names_before_ = frame.kw_names;
     entry_pc_before_ = frame.pc;
-    if (!input_values_.empty()) save_entry_containers(frame);  // only resuming needs them
+    if (can_resume()) save_entry_containers(frame);  // only resuming needs them
   }
   const Instruction& i = ins[frame.pc++];
   frame.line = PyCode_Addr2Line(reinterpret_cast<PyCodeObject*>(frame.bytecode->code.get()),
@@ -380,7 +380,7 @@ VarRef Translator::call_eager(const VarRef& fn, std::vector<VarRef> args,
   if (auto* op = as<TorchFnVar>(fn)) {
     callable = op->self ? to_python(fn) : op->obj;  // a Tensor method: bound to the real tensor
   } else if (auto* f = as<FunctionVar>(fn)) {
-    callable = f->traced_closure && !f->closure.empty() ? function_with_cells(*f) : f->fn;
+    callable = real_function(*f);
     if (f->self) args.insert(args.begin(), f->self);
   } else if (auto* p = as<PartialVar>(fn)) {
     std::vector<VarRef> all = p->args;

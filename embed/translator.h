@@ -104,9 +104,10 @@ class Translator {
   // when the variable holds a tensor.
   PyRef to_python(const VarRef& v);
   VarRef iterate(const VarRef& v);
-  // A function made by MAKE_FUNCTION in traced code as a real one, its cells holding the real
-  // values of its CellVars; null when one holds a tensor of the graph.
-  PyRef function_with_cells(const FunctionVar& f);
+  // The Python function a FunctionVar runs for real: f.fn, or for one made by MAKE_FUNCTION in
+  // traced code a copy whose cells hold the real values of its CellVars (null when one holds a
+  // tensor of the graph).
+  PyRef real_function(const FunctionVar& f);
 
   // Shape specialisation: marks the guard of an input dim as created here (user file:line).
   void note_specialisation(const SymIntVar& v);
@@ -140,6 +141,8 @@ class Translator {
                     std::vector<std::pair<std::string, VarRef>> kwargs);
   // resume.cpp: the graph-break continuation.
   bool resume_after_break(Frame& entry);
+  // Whether a break can be resumed: every input of the current graph has its real tensor.
+  bool can_resume() const;
   void save_entry_containers(Frame& entry);
   void restore_entry_containers();
   void finish_graph(const VarRef& result);

@@ -176,10 +176,11 @@ VarRef Translator::add_input(const CaptureInput& input, int index, const Source&
   return std::make_shared<TensorVar>(v, source);
 }
 
-PyRef Translator::function_with_cells(const FunctionVar& f) {
+PyRef Translator::real_function(const FunctionVar& f) {
   // MAKE_FUNCTION in traced code made `f.fn` without a closure: its cells are CellVars of the
   // traced frame. Code that reads a free variable (a comprehension reading `x`) run for real
   // needs real cells, or CPython reads a closure that is not there.
+  if (!f.traced_closure || f.closure.empty()) return f.fn;
   PyRef cells = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(f.closure.size())));
   for (size_t i = 0; i < f.closure.size(); ++i) {
     auto* cell = as<CellVar>(f.closure[i]);
@@ -230,7 +231,7 @@ PyRef Translator::to_python(const VarRef& v) {
   }
   if (auto* m = as<ModuleVar>(v)) return m->module;
   if (auto* f = as<FunctionVar>(v)) {
-    PyRef fn = f->traced_closure && !f->closure.empty() ? function_with_cells(*f) : f->fn;
+    PyRef fn = real_function(*f);
     if (!fn || !f->self) return fn;
     PyRef self = to_python(f->self);
     if (!self) return {};
@@ -290,7 +291,7 @@ void Translator::note_constant_use(const VarRef& v) {
   auto* c = as<ConstVar>(v);
   if (!c || c->source.empty()) return;
   PyObject* o = c->obj.get();
-  if (o == Py_None || PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o))
+  if (is_plain_value(o))
     add_assumption(c->source.str() + " == " + py_repr(o));
 }
 
@@ -430,9 +431,7 @@ void Translator::store_module_attribute(const VarRef& module, const std::string&
     PyObject* before = PyObject_GetAttrString(m->module.get(), name.c_str());
     std::string was = "unset";
     if (before) {
-      was = before == Py_None || PyLong_Check(before) || PyFloat_Check(before) || PyUnicode_Check(before)
-                ? py_repr(before)
-                : "a " + type_name(before);
+      was = is_plain_value(before) ? py_repr(before) : "a " + type_name(before);
       Py_DECREF(before);
     } else {
       PyErr_Clear();

@@ -276,12 +276,12 @@ def owners_of(paths, info_dir="/var/lib/dpkg/info"):
         for original, moved, by in zip(lines[0::3], lines[1::3], lines[2::3]):
             moved = "/usr" + moved if moved.startswith(MERGED_USR) else moved
             if moved in wanted:
-                shipped_by = owners_of_one(original, info_dir) - {by}
+                shipped_by = owners_of_one(original) - {by}
                 owners.setdefault(moved, set()).update(shipped_by)
     return owners
 
 
-def owners_of_one(path, info_dir):
+def owners_of_one(path):
     result = subprocess.run(["dpkg-query", "-S", path], capture_output=True, text=True)
     return {line.split(":")[0] for line in result.stdout.splitlines() if ": " in line}
 
