@@ -118,7 +118,7 @@ VarRef call_container_method(Translator& t, const ContainerMethodVar& m, std::ve
     ops::refuse_inplace_on_outside(t, m.self, what, "x = x." + name.substr(0, name.size() - 1) + "(…)");
     CallArgs ca{std::move(args), std::move(kwargs)};
     ca.args.insert(ca.args.begin(), m.self);
-    return ops::inplace(t, m.self, op->build(t, ca), what.c_str());
+    return ops::inplace(t, m.self, op->call(t, ca), what.c_str());
   }
   if (auto* seq = as<SequenceVar>(m.self)) {
     if (name == "append") {

@@ -1,6 +1,7 @@
 // Opcode handlers: jumps, loops, comparisons and operators, raise.
 #include "embed/opcodes.h"
 #include "embed/torch_ops.h"
+#include "embed/torch_ops_args.h"
 
 namespace aotrace::embed {
 
@@ -61,19 +62,11 @@ void binary_op(Translator& t, Frame& f, const Instruction& i) {
   const std::string op = kBinaryOps[i.arg % 13];
   auto* ta = as<TensorVar>(a);
   if (i.arg >= 13 && ta && !t.eager()) {
-    if (!ta->source.empty())
-      t.graph_break("in-place mutation",
-                    "in-place operator " + op + "= on " + ta->source.str() +
-                        ", a tensor from outside the traced function",
-                    "write x = x " + op + " y instead");
-    // An intermediate: computed out of place; its aliases share the variable and see the update.
-    VarRef r = t.binary_op(op, a, b);
-    if (auto* tr = as<TensorVar>(r)) {
-      ta->value = tr->value;
-      f.push(a);
-      return;
-    }
-    f.push(r);
+    const std::string what = "operator " + op + "=";
+    ops::refuse_inplace_on_outside(t, a, what, "x = x " + op + " y");
+    // An intermediate: computed out of place, then written into the variable (ops::inplace:
+    // its dtype kept), which the names bound to it share.
+    f.push(ops::inplace(t, a, t.binary_op(op, a, b), what.c_str()));
     return;
   }
   f.push(t.binary_op(op, a, b));

@@ -119,7 +119,7 @@ void store_subscr(Translator& t, Frame& f, const Instruction&) {
   if (as<TensorVar>(obj)) {
     const TorchOp* op = tensor_method("__setitem__");
     AOT_CHECK(op, "the op table has no Tensor.__setitem__");
-    op->build(t, CallArgs{{obj, index, value}, {}});
+    op->call(t, CallArgs{{obj, index, value}, {}});
     return;
   }
   t.graph_break("side effect", "item assignment on " + obj->describe(),

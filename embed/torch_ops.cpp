@@ -71,7 +71,10 @@ struct Entry {
   std::vector<const char*> functions;  // "torch.relu", "torch.nn.functional.relu"
   std::vector<const char*> methods;    // "relu" (Tensor.relu, also found as torch.Tensor.relu)
   OpBuilder build;
+  Aliasing aliasing = Aliasing::None;
 };
+constexpr Aliasing kView = Aliasing::View;
+constexpr Aliasing kIfUnchanged = Aliasing::IfUnchanged;
 
 #define F "torch.nn.functional."
 const std::vector<Entry>& table() {
@@ -143,16 +146,16 @@ const std::vector<Entry>& table() {
       {{"torch.softmax", F "softmax"}, {"softmax"}, softmax},
       {{"torch.log_softmax", F "log_softmax"}, {"log_softmax"}, log_softmax},
       // dtype conversions
-      {{}, {"to"}, to},
-      {{}, {"type_as"}, type_as},
-      {{}, {"type"}, tensor_type},
-      {{}, {"float"}, WITH(cast_to, ir::DType::f32)},
-      {{}, {"double"}, WITH(cast_to, ir::DType::f64)},
-      {{}, {"half"}, WITH(cast_to, ir::DType::f16)},
-      {{}, {"bfloat16"}, WITH(cast_to, ir::DType::bf16)},
-      {{}, {"long"}, WITH(cast_to, ir::DType::i64)},
-      {{}, {"int"}, WITH(cast_to, ir::DType::i32)},
-      {{}, {"bool"}, WITH(cast_to, ir::DType::b8)},
+      {{}, {"to"}, to, kIfUnchanged},
+      {{}, {"type_as"}, type_as, kIfUnchanged},
+      {{}, {"type"}, tensor_type, kIfUnchanged},
+      {{}, {"float"}, WITH(cast_to, ir::DType::f32), kIfUnchanged},
+      {{}, {"double"}, WITH(cast_to, ir::DType::f64), kIfUnchanged},
+      {{}, {"half"}, WITH(cast_to, ir::DType::f16), kIfUnchanged},
+      {{}, {"bfloat16"}, WITH(cast_to, ir::DType::bf16), kIfUnchanged},
+      {{}, {"long"}, WITH(cast_to, ir::DType::i64), kIfUnchanged},
+      {{}, {"int"}, WITH(cast_to, ir::DType::i32), kIfUnchanged},
+      {{}, {"bool"}, WITH(cast_to, ir::DType::b8), kIfUnchanged},
       // Factories
       {{"torch.zeros", "torch.empty"}, {}, WITH(full_factory, 0.0)},
       {{"torch.ones"}, {}, WITH(full_factory, 1.0)},
@@ -166,26 +169,26 @@ const std::vector<Entry>& table() {
       {{"torch.arange"}, {}, arange},
       {{"torch.tensor", "torch.as_tensor"}, {}, tensor_literal},
       // Shapes and indexing
-      {{"torch.reshape"}, {"reshape", "view"}, reshape},
-      {{}, {"view_as", "reshape_as"}, view_as},
-      {{"torch.flatten"}, {"flatten"}, flatten},
-      {{"torch.unflatten"}, {"unflatten"}, unflatten},
-      {{"torch.permute"}, {"permute"}, permute},
-      {{"torch.transpose", "torch.swapaxes"}, {"transpose", "swapaxes"}, transpose},
-      {{"torch.t"}, {"t"}, transpose_2d},
-      {{"torch.squeeze"}, {"squeeze"}, squeeze},
-      {{"torch.unsqueeze"}, {"unsqueeze"}, unsqueeze},
-      {{}, {"expand"}, expand},
-      {{}, {"expand_as"}, expand_as},
+      {{"torch.reshape"}, {"reshape", "view"}, reshape, kView},
+      {{}, {"view_as", "reshape_as"}, view_as, kView},
+      {{"torch.flatten"}, {"flatten"}, flatten, kView},
+      {{"torch.unflatten"}, {"unflatten"}, unflatten, kView},
+      {{"torch.permute"}, {"permute"}, permute, kView},
+      {{"torch.transpose", "torch.swapaxes"}, {"transpose", "swapaxes"}, transpose, kView},
+      {{"torch.t"}, {"t"}, transpose_2d, kView},
+      {{"torch.squeeze"}, {"squeeze"}, squeeze, kView},
+      {{"torch.unsqueeze"}, {"unsqueeze"}, unsqueeze, kView},
+      {{}, {"expand"}, expand, kView},
+      {{}, {"expand_as"}, expand_as, kView},
       {{}, {"repeat"}, repeat},
       {{"torch.cat", "torch.concat"}, {}, cat},
       {{"torch.stack"}, {}, stack},
-      {{"torch.split"}, {"split"}, split},
-      {{"torch.chunk"}, {"chunk"}, chunk},
-      {{"torch.unbind"}, {"unbind"}, unbind},
-      {{"torch.narrow"}, {"narrow"}, narrow},
-      {{"torch.select"}, {"select"}, select},
-      {{}, {"__getitem__"}, getitem},
+      {{"torch.split"}, {"split"}, split, kView},
+      {{"torch.chunk"}, {"chunk"}, chunk, kView},
+      {{"torch.unbind"}, {"unbind"}, unbind, kView},
+      {{"torch.narrow"}, {"narrow"}, narrow, kView},
+      {{"torch.select"}, {"select"}, select, kView},
+      {{}, {"__getitem__"}, getitem, kView},
       {{}, {"__setitem__"}, setitem},
       {{"torch.gather"}, {"gather"}, gather},
       {{"torch.index_select"}, {"index_select"}, index_select},
@@ -319,11 +322,11 @@ PyRef attribute_or_null(PyObject* obj, const char* name) {
 // torch.ops.aten.NAME (its overload packet and every overload but the out= ones) and
 // torch._C._nn.NAME are the same ops as torch.NAME, Tensor.NAME or F.NAME, with the same
 // positional arguments: they map to the same builder. `names` are tried in order of preference.
-void add_aten_aliases(Resolved& r, const std::vector<std::pair<std::string, OpBuilder>>& names) {
+void add_aten_aliases(Resolved& r, const std::vector<std::pair<std::string, const Entry*>>& names) {
   PyRef ops = getattr(getattr(import("torch").get(), "ops").get(), "aten");
   PyRef nn = getattr(import("torch._C").get(), "_nn");
-  auto add = [&](PyRef obj, const std::string& name, OpBuilder build) {
-    if (obj && r.by_object.emplace(obj.get(), TorchOp{name, build}).second) r.keep.push_back(obj);
+  auto add = [&](PyRef obj, const std::string& name, const Entry* e) {
+    if (obj && r.by_object.emplace(obj.get(), TorchOp{name, e->build, e->aliasing}).second) r.keep.push_back(obj);
   };
   for (const auto& [name, build] : names) {
     add(attribute_or_null(nn.get(), name.c_str()), "torch._C._nn." + name, build);
@@ -349,32 +352,32 @@ void init_torch_ops() {
   if (!r.by_method.empty() || !r.by_object.empty()) return;
   PyRef tensor_type = getattr(import("torch").get(), "Tensor");
   // aten names in order of preference: torch.NAME, then Tensor.NAME, then F.NAME.
-  std::vector<std::pair<std::string, OpBuilder>> torch_names, method_names, functional_names;
+  std::vector<std::pair<std::string, const Entry*>> torch_names, method_names, functional_names;
   for (const Entry& e : table()) {
     for (const char* f : e.functions) {
       const std::string path = f;
       if (path.rfind("torch.", 0) == 0 && path.find('.', 6) == std::string::npos)
-        torch_names.emplace_back(path.substr(6), e.build);
+        torch_names.emplace_back(path.substr(6), &e);
       else if (path.rfind(kFunctional, 0) == 0)
-        functional_names.emplace_back(path.substr(kFunctional.size()), e.build);
+        functional_names.emplace_back(path.substr(kFunctional.size()), &e);
       PyRef obj = resolve_path(f);
       if (!obj) continue;  // not in this torch version
-      r.by_object.emplace(obj.get(), TorchOp{f, e.build});
+      r.by_object.emplace(obj.get(), TorchOp{f, e.build, e.aliasing});
       r.keep.push_back(obj);
     }
     for (const char* m : e.methods) {
-      if (m[0] != '_') method_names.emplace_back(m, e.build);
-      r.by_method.emplace(m, TorchOp{std::string("Tensor.") + m, e.build});
+      if (m[0] != '_') method_names.emplace_back(m, &e);
+      r.by_method.emplace(m, TorchOp{std::string("Tensor.") + m, e.build, e.aliasing});
       PyObject* obj = PyObject_GetAttrString(tensor_type.get(), m);
       if (!obj) {
         PyErr_Clear();
         continue;
       }
-      r.by_object.emplace(obj, TorchOp{std::string("torch.Tensor.") + m, e.build});
+      r.by_object.emplace(obj, TorchOp{std::string("torch.Tensor.") + m, e.build, e.aliasing});
       r.keep.push_back(PyRef::steal(obj));
     }
   }
-  std::vector<std::pair<std::string, OpBuilder>> aten_names = torch_names;
+  std::vector<std::pair<std::string, const Entry*>> aten_names = torch_names;
   aten_names.insert(aten_names.end(), method_names.begin(), method_names.end());
   aten_names.insert(aten_names.end(), functional_names.begin(), functional_names.end());
   add_aten_aliases(r, aten_names);
@@ -429,9 +432,28 @@ VarRef tensor_attribute(Translator& t, const VarRef& v, const std::string& name)
   if (name == "T") {
     std::vector<int64_t> perm;
     for (int i = type.rank() - 1; i >= 0; --i) perm.push_back(i);
-    return add(t, OpKind::Permute, {tv->value}, ir::Attrs().set("perm", perm));
+    VarRef r = add(t, OpKind::Permute, {tv->value}, ir::Attrs().set("perm", perm));
+    share_memory(v, r);
+    return r;
   }
   return nullptr;
+}
+
+VarRef TorchOp::call(Translator& t, const CallArgs& a) const {
+  VarRef result = build(t, a);
+  if (aliasing == Aliasing::None || a.args.empty() || !as<TensorVar>(a.args[0])) return result;
+  if (aliasing == Aliasing::IfUnchanged) {  // torch returns `self` itself
+    auto* tv = as<TensorVar>(result);
+    return tv && tv->value == as<TensorVar>(a.args[0])->value ? a.args[0] : result;
+  }
+  auto link = [&](const VarRef& r) {
+    if (as<TensorVar>(r) && r != a.args[0]) share_memory(a.args[0], r);
+  };
+  if (auto* seq = as<SequenceVar>(result))  // split, chunk, unbind
+    for (const VarRef& item : seq->items) link(item);
+  else
+    link(result);
+  return result;
 }
 
 VarRef tensor_operator(Translator& t, const std::string& op, const VarRef& a, const VarRef& b) {

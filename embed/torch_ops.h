@@ -23,9 +23,20 @@ struct CallArgs {
 
 using OpBuilder = VarRef (*)(Translator&, const CallArgs&);
 
+// How an op's tensor results share memory with its first argument, as torch's views do: an
+// in-place update through one is seen by the others (see ops::share_memory).
+enum class Aliasing : uint8_t {
+  None,         // new tensors
+  View,         // views: x.view, x[1:3], x.T, x.split(…)
+  IfUnchanged,  // the input variable itself when nothing changes: x.to(x.dtype), x.float()
+};
+
 struct TorchOp {
   std::string name;     // "torch.nn.functional.linear", shown in messages
   OpBuilder build;
+  Aliasing aliasing = Aliasing::None;
+  // Builds the op and records which results alias the first argument.
+  VarRef call(Translator&, const CallArgs&) const;
 };
 
 // Resolves the table's Python paths after torch is imported (idempotent).

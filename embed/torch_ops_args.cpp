@@ -218,6 +218,35 @@ ir::Attrs axes_attrs(std::vector<int64_t> axes, bool keepdim) {
   return ir::Attrs().set("axes", std::move(axes)).set("keepdim", int64_t{keepdim});
 }
 
+void share_memory(const VarRef& base, const VarRef& view) {
+  auto* b = as<TensorVar>(base);
+  auto* v = as<TensorVar>(view);
+  AOT_CHECK(b && v, "share_memory of a non-tensor");
+  if (v->aliases == b->aliases && v->aliases) return;
+  if (!b->aliases) {
+    b->aliases = std::make_shared<AliasSet>();
+    b->aliases->members.push_back(base);
+  }
+  v->aliases = b->aliases;
+  v->aliases->members.push_back(view);
+}
+
+namespace {
+
+// How many variables other than `target` still alive share its memory.
+size_t live_aliases(const VarRef& target) {
+  auto* tv = as<TensorVar>(target);
+  if (!tv || !tv->aliases) return 0;
+  size_t n = 0;
+  for (const auto& m : tv->aliases->members) {
+    VarRef other = m.lock();
+    if (other && other != target) ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
 void refuse_inplace_on_outside(Translator& t, const VarRef& target, const std::string& what,
                                const std::string& out_of_place) {
   auto* tv = as<TensorVar>(target);
@@ -225,6 +254,15 @@ void refuse_inplace_on_outside(Translator& t, const VarRef& target, const std::s
     t.graph_break("in-place mutation",
                   "in-place " + what + " on " + tv->source.str() + ", a tensor from outside the traced function",
                   "use the out-of-place form: " + (out_of_place.empty() ? "x = x.relu() for x.relu_()" : out_of_place));
+  // A view and its base share memory: the update must reach every one of them. Capture does
+  // not replay updates through views, so it refuses rather than let another alias go stale.
+  if (live_aliases(target) > 0)
+    t.graph_break("in-place mutation",
+                  "in-place " + what + " on a tensor that shares memory with another live tensor (a view "
+                  "such as x[1:3], x.view(...), x.T or a split of x, or the tensor it views): capture does "
+                  "not carry updates through views",
+                  "clone the view before changing it (v = x[1:3].clone()), or assign into the base "
+                  "(x[1:3] = v) instead of updating a view of it");
 }
 
 VarRef inplace(Translator& t, const VarRef& target, const VarRef& result, const char* what) {

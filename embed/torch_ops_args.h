@@ -70,7 +70,10 @@ ir::Attrs axes_attrs(std::vector<int64_t> axes, bool keepdim);
 // as in torch), so its aliases see it; a tensor from outside the traced function (an input or
 // a weight) is a graph break.
 VarRef inplace(Translator& t, const VarRef& target, const VarRef& result, const char* what);
-// The graph break for an in-place `what` on an input or weight (before building anything);
+// Records that `view` shares `base`'s memory (a torch view, or the same tensor returned).
+void share_memory(const VarRef& base, const VarRef& view);
+// The graph break for an in-place `what` on an input or weight, or on a tensor that shares its
+// memory with another live variable (before building anything);
 // `out_of_place` shows the fix ("x = x.add(…)").
 void refuse_inplace_on_outside(Translator& t, const VarRef& target, const std::string& what,
                                const std::string& out_of_place);

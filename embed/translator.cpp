@@ -281,19 +281,19 @@ VarRef Translator::call(const VarRef& fn, std::vector<VarRef> args,
   if (auto* op = as<TorchFnVar>(fn)) {
     CallArgs ca{std::move(args), std::move(kwargs)};
     if (op->self) ca.args.insert(ca.args.begin(), op->self);
-    return op->op->build(*this, ca);
+    return op->op->call(*this, ca);
   }
   if (auto* m = as<ModuleVar>(fn)) {
     PyRef forward = getattr(reinterpret_cast<PyObject*>(Py_TYPE(m->module.get())), "forward");
     args.insert(args.begin(), fn);
     if (const TorchOp* op = torch_function(forward.get()))
-      return op->build(*this, CallArgs{std::move(args), std::move(kwargs)});
+      return op->call(*this, CallArgs{std::move(args), std::move(kwargs)});
     return inline_function(forward.get(), std::move(args), std::move(kwargs));
   }
   if (auto* f = as<FunctionVar>(fn)) {
     if (f->self) args.insert(args.begin(), f->self);
     if (const TorchOp* op = torch_function(f->fn.get()))
-      return op->build(*this, CallArgs{std::move(args), std::move(kwargs)});
+      return op->call(*this, CallArgs{std::move(args), std::move(kwargs)});
     return inline_function(f->fn.get(), std::move(args), std::move(kwargs),
                            f->traced_closure ? &f->closure : nullptr);
   }

@@ -462,7 +462,7 @@ int64_t normalise_index(Translator& t, int64_t i, size_t size) {
 VarRef Translator::subscript(const VarRef& obj, const VarRef& index) {
   if (as<TensorVar>(obj)) {
     if (const TorchOp* op = tensor_method("__getitem__"))
-      return op->build(*this, CallArgs{{obj, index}, {}});
+      return op->call(*this, CallArgs{{obj, index}, {}});
     graph_break("torch callable with no op mapping", "tensor indexing is not supported yet",
                 "use reshape/permute, or index outside the traced function");
   }

@@ -53,10 +53,17 @@ struct ConstVar : Var {
   PyRef obj;
 };
 
+// The variables that share one tensor's memory (a tensor and its views), as far as capture
+// knows: an in-place update of one must be seen by the others.
+struct AliasSet {
+  std::vector<std::weak_ptr<Var>> members;
+};
+
 struct TensorVar : Var {
   TensorVar(ir::ValueId v, Source s = {}) : Var(std::move(s)), value(v) {}
   std::string describe() const override { return "tensor"; }
   ir::ValueId value;
+  std::shared_ptr<AliasSet> aliases;  // null: no known view shares its memory
 };
 
 // A shape value: x.shape[i] and arithmetic on it. `input`/`dim` say which input dim it is,
