@@ -22,7 +22,7 @@ struct TensorSpec {
 // One golden vector: inputs and the outputs torch eager gives for them (make_golden).
 struct GoldenPair {
   std::vector<ir::HostTensor> inputs;   // one per VariantSpec::inputs, same dtype and shape
-  std::vector<ir::HostTensor> outputs;  // one per VariantSpec::outputs
+  std::vector<ir::HostTensor> outputs;  // one per VariantSpec::outputs, then per updated input
 };
 
 struct VariantSpec {
@@ -36,6 +36,9 @@ struct VariantSpec {
   ir::ExecutionPlan plan;             // PlanBuffer::Weight indices refer to BundleSpec::weights
   std::string graph_json;             // written to graphs/<entry>.<variant>.json
   std::vector<GoldenPair> golden;     // written to golden/<entry>.<variant>.<k>.{in,out}<i>.npy
+  // Inputs the entry changes in place (ir::Graph::input_updates): the plan's Output buffer
+  // outputs.size() + k holds the new value of input updated_inputs[k].
+  std::vector<int> updated_inputs;
 };
 
 struct EntrySpec {

@@ -96,6 +96,7 @@ std::unique_ptr<fb::VariantT> variant_table(const std::string& entry, const Vari
     t->assumptions.push_back(std::move(at));
   }
   t->plan = plan_table(v.plan);
+  t->input_updates = v.updated_inputs;
   for (size_t k = 0; k < v.golden.size(); ++k) {
     auto g = std::make_unique<fb::GoldenPairT>();
     for (size_t i = 0; i < v.golden[k].inputs.size(); ++i)
@@ -142,13 +143,16 @@ std::vector<uint8_t> build_bundle_fb(const BundleSpec& spec, const std::vector<F
     t->name = e.name;
     for (const VariantSpec& v : e.variants) {
       t->variants.push_back(variant_table(e.name, v));
-      // Runtimes before format 1.3 cannot read constants in the output tree: they refuse the
-      // bundle naming the feature, while bundles without constants stay readable to them.
+      // Runtimes before format 1.3 cannot read constants in the output tree, nor before 1.4
+      // write updated inputs back: they refuse the bundle naming the feature, while bundles
+      // without them stay readable to them.
+      auto require = [&](const char* feature) {
+        if (std::find(b.required_features.begin(), b.required_features.end(), feature) == b.required_features.end())
+          b.required_features.push_back(feature);
+      };
       for (const auto& node : t->variants.back()->output_nodes)
-        if (node->kind == fb::OutputKind::Constant &&
-            std::find(b.required_features.begin(), b.required_features.end(), "output-constants") ==
-                b.required_features.end())
-          b.required_features.push_back("output-constants");
+        if (node->kind == fb::OutputKind::Constant) require("output-constants");
+      if (!v.updated_inputs.empty()) require("input-updates");
     }
     b.entries.push_back(std::move(t));
   }

@@ -44,10 +44,12 @@ json graph_json(const ir::Graph& g, const std::string& entry, const std::string&
   json inputs = json::array(), weights = json::array(), outputs = json::array();
   for (const auto& in : g.inputs) inputs.push_back({{"name", in.name}, {"type", g.type(in.value).str()}, {"source", in.source}});
   for (const auto& w : g.weights) weights.push_back({{"name", w.name}, {"type", g.type(w.value).str()}, {"source", w.source}});
-  for (auto v : g.outputs) outputs.push_back(g.type(v).str());
+  for (size_t i = 0; i < g.num_result_outputs(); ++i) outputs.push_back(g.type(g.outputs[i]).str());
+  json updated = json::array();
+  for (const auto& u : g.input_updates) updated.push_back(g.inputs.at(static_cast<size_t>(u.input)).name);
   return {{"entry", entry}, {"variant", variant}, {"inputs", inputs}, {"weights", weights},
-          {"outputs", outputs}, {"output_tree", g.output_tree.str()}, {"nodes", g.nodes.size()},
-          {"text", g.str()}};
+          {"outputs", outputs}, {"output_tree", g.output_tree.str()}, {"updated_inputs", updated},
+          {"nodes", g.nodes.size()}, {"text", g.str()}};
 }
 
 // Adds the weights the plan reads (of the lowered graph: pre-packed ones included, originals
@@ -91,10 +93,11 @@ artifacts::VariantSpec variant_spec(const ProfileCapture& pc, const std::string&
   v.profiles = {pc.profile->name};
   for (const auto& in : g.inputs)
     v.inputs.push_back({in.name, g.type(in.value).dtype, static_dims(g.type(in.value)), in.source});
-  for (size_t i = 0; i < g.outputs.size(); ++i)
+  for (size_t i = 0; i < g.num_result_outputs(); ++i)
     v.outputs.push_back({"out" + std::to_string(i), g.type(g.outputs[i]).dtype,
                          static_dims(g.type(g.outputs[i])), ""});
   v.output_tree = g.output_tree;
+  for (const ir::InputUpdate& u : g.input_updates) v.updated_inputs.push_back(u.input);
   v.guards = pc.capture.guards;
   v.assumptions = pc.capture.assumptions;
   v.graph_json = graph_json(g, pc.entry->name, name).dump(1);

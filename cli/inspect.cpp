@@ -65,8 +65,14 @@ json variant_json(const fb::Variant& v) {
     if (plan->calls())
       for (const auto* c : *plan->calls()) kernels.push_back(str(c->symbol()));
   }
+  json updated = json::array();  // names of the inputs changed in place (format 1.4)
+  if (v.input_updates() && v.inputs())
+    for (int32_t i : *v.input_updates())
+      if (i >= 0 && static_cast<flatbuffers::uoffset_t>(i) < v.inputs()->size())
+        updated.push_back(str(v.inputs()->Get(static_cast<flatbuffers::uoffset_t>(i))->name()));
   return {{"name", str(v.name())}, {"profiles", strings(v.profiles())}, {"inputs", tensors(v.inputs())},
           {"outputs", tensors(v.outputs())}, {"output_tree", str(v.output_tree())},
+          {"updated_inputs", updated},
           {"guards", guards}, {"assumptions", assumptions}, {"kernels", kernels},
           {"arena_bytes", arena}, {"golden_pairs", v.golden() ? v.golden()->size() : 0}};
 }
@@ -197,6 +203,8 @@ std::string inspect_text(const json& j) {
       for (const auto& t : v["outputs"])
         line("      output " + t["name"].get<std::string>() + ": " + t["dtype"].get<std::string>() + " " + t["shape"].dump());
       line("      output tree " + v["output_tree"].get<std::string>());
+      for (const auto& name : v["updated_inputs"])
+        line("      updates input " + name.get<std::string>() + " in place (written back after each call)");
       for (const auto& g : v["guards"])
         line("      guard " + g["text"].get<std::string>() + (g["origin"].get<std::string>().empty() ? "" : "  (" + g["origin"].get<std::string>() + ")"));
       for (const auto& a : v["assumptions"])

@@ -1,5 +1,6 @@
 // `aotrace run`: loads a bundle with the shipped runtime, reads .npy inputs by name, runs the
-// entry (guards checked) and writes out0.npy, out1.npy, … in flattened output order.
+// entry (guards checked) and writes out0.npy, out1.npy, … in flattened output order, and
+// updated_NAME.npy for each input the entry changes in place (as the call left it).
 #include <iostream>
 #include <map>
 
@@ -52,13 +53,17 @@ int run_command(const RunOptions& options) {
                "its inputs are: " + expected);
   for (const auto& t : tensors) refs.push_back(t.ref());
 
+  const size_t variant = value_or_fail(entry.select(refs));
   std::vector<rt::Tensor> outputs = value_or_fail(entry.run(refs));
   std::filesystem::create_directories(options.output_dir);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const auto path = options.output_dir / ("out" + std::to_string(i) + ".npy");
-    rt::Status s = rt::npy_write(path.string(), outputs[i].ref());
+  auto write = [&](const std::string& name, const rt::TensorRef& t) {
+    const auto path = options.output_dir / (name + ".npy");
+    rt::Status s = rt::npy_write(path.string(), t);
     if (!s.ok()) user_error("writing " + path.string() + ": " + s.message());
-  }
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) write("out" + std::to_string(i), outputs[i].ref());
+  for (int32_t i : entry.updated_inputs(variant))
+    write("updated_" + entry.inputs(variant)[static_cast<size_t>(i)].name, refs[static_cast<size_t>(i)]);
   return 0;
 }
 

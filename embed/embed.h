@@ -30,7 +30,8 @@ struct GraphBreak {
 
 // A real (eager) call of the entry: the tensors it was given, exactly as passed (dtype, shape,
 // contiguous, in CaptureInput order), and its outputs flattened like Graph::outputs (the
-// leaves of Graph::output_tree: depth first through tuples, lists and dict values).
+// leaves of Graph::output_tree: depth first through tuples, lists and dict values; then the
+// inputs it updated in place, Graph::input_updates, as it left them).
 struct EagerCall {
   std::vector<ir::HostTensor> inputs;
   std::vector<ir::HostTensor> outputs;
@@ -74,9 +75,12 @@ class Interpreter {
   // here and in the capture, so that the outputs do not depend on the machine's core count.
   EagerCall golden_call(const std::string& call_expr, const Capture& capture);
 
-  // Runs the call for real with torch (eager) on the given inputs; returns the flattened outputs.
+  // Runs the call for real with torch (eager) on the given inputs; returns the flattened outputs
+  // then, for each of `updates` (a graph's input_updates), the input as the call left it: the
+  // order of Graph::outputs.
   std::vector<ir::HostTensor> run_eager(const std::string& call_expr,
-                                        const std::vector<ir::HostTensor>& inputs);
+                                        const std::vector<ir::HostTensor>& inputs,
+                                        const std::vector<ir::InputUpdate>& updates = {});
 
   Interpreter(const Interpreter&) = delete;
   Interpreter& operator=(const Interpreter&) = delete;

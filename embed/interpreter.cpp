@@ -118,10 +118,14 @@ bool flatten_like(PyObject* out, const ir::OutputTree& tree, std::vector<ir::Hos
   return false;
 }
 
-// Records the outputs `out` of a real call of `graph`'s program in Graph::outputs order.
-void record_outputs(PyObject* out, const ir::Graph& graph, EagerCall& call) {
+// Records the outputs `out` of a real call of `graph`'s program in Graph::outputs order: the
+// output tree's leaves, then the inputs the call updated in place (`args`: the tensors it was
+// given, one per graph input, as the call left them).
+void record_outputs(PyObject* out, PyObject* args, const ir::Graph& graph, EagerCall& call) {
   std::vector<ir::HostTensor> result(graph.outputs.size());
   call.has_outputs = flatten_like(out, graph.output_tree, result);
+  for (const ir::InputUpdate& u : graph.input_updates)
+    result.at(static_cast<size_t>(u.output)) = host_from_tensor(PyTuple_GetItem(args, u.input));
   call.outputs = call.has_outputs ? std::move(result) : std::vector<ir::HostTensor>{};
 }
 
@@ -313,18 +317,19 @@ Capture Interpreter::capture(const std::string& call_expr, const std::vector<Cap
   if (request.error) std::rethrow_exception(request.error);
   if (!request.seen)
     internal_error("the entry's frame was never evaluated while calling `" + call_expr + "`");
-  if (out.breaks.empty()) record_outputs(result.get(), out.graph, out.example);
+  if (out.breaks.empty()) record_outputs(result.get(), args.get(), out.graph, out.example);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }
 
 namespace {
 
-// Calls `call_expr` (a module in eval mode, or a function) for real on `inputs`.
-PyRef call_entry(const std::string& call_expr, const std::vector<ir::HostTensor>& inputs) {
+// Calls `call_expr` (a module in eval mode, or a function) for real on `inputs`; `args` gets
+// the tensors passed, as the call left them.
+PyRef call_entry(const std::string& call_expr, const std::vector<ir::HostTensor>& inputs, PyRef& args) {
   PyRef callable = evaluate_call(call_expr);
   if (is_module(callable.get())) check(PyObject_CallMethod(callable.get(), "eval", nullptr), "eval()");
-  PyRef args = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(inputs.size())));
+  args = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(inputs.size())));
   for (size_t i = 0; i < inputs.size(); ++i)
     PyTuple_SetItem(args.get(), static_cast<Py_ssize_t>(i), tensor_from_host(inputs[i]).release());
   return call_no_grad(callable.get(), args.get());
@@ -359,8 +364,9 @@ EagerCall Interpreter::golden_call(const std::string& call_expr, const Capture& 
   if (!integers) return example;  // the capture's own call already ran on these inputs
   try {
     OneTorchThread one_thread;
-    PyRef out = call_entry(call_expr, call.inputs);
-    record_outputs(out.get(), capture.graph, call);
+    PyRef args;
+    PyRef out = call_entry(call_expr, call.inputs, args);
+    record_outputs(out.get(), args.get(), capture.graph, call);
   } catch (const UserError&) {
     return example;  // e.g. an index out of range: the zeros are valid
   }
@@ -368,10 +374,13 @@ EagerCall Interpreter::golden_call(const std::string& call_expr, const Capture& 
 }
 
 std::vector<ir::HostTensor> Interpreter::run_eager(const std::string& call_expr,
-                                                   const std::vector<ir::HostTensor>& inputs) {
-  PyRef out = call_entry(call_expr, inputs);
+                                                   const std::vector<ir::HostTensor>& inputs,
+                                                   const std::vector<ir::InputUpdate>& updates) {
+  PyRef args;
+  PyRef out = call_entry(call_expr, inputs, args);
   std::vector<ir::HostTensor> result;
   flatten_eager(out.get(), result);
+  for (const ir::InputUpdate& u : updates) result.push_back(host_from_tensor(PyTuple_GetItem(args.get(), u.input)));
   return result;
 }
 

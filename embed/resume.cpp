@@ -130,7 +130,16 @@ void Translator::restore_entry_containers() {
 void Translator::finish_graph(const VarRef& result) {
   std::vector<ir::ValueId> outs;
   ir::OutputTree tree = flatten_outputs(*this, result, outs);
+  // Inputs updated in place: their new values follow the results, for the runtime to write back.
+  std::vector<ir::InputUpdate> updates;
+  for (size_t i = 0; i < input_vars_.size(); ++i) {
+    const ir::ValueId now = as<TensorVar>(input_vars_[i])->value;
+    if (now == out_.graph.inputs.at(i).value) continue;
+    updates.push_back({static_cast<int>(i), static_cast<int>(outs.size())});
+    outs.push_back(now);
+  }
   out_.graph.set_outputs(std::move(outs), std::move(tree));
+  out_.graph.input_updates = std::move(updates);
 }
 
 VarRef Translator::translate_entry(PyObject* fn, std::vector<VarRef> args) {
@@ -224,6 +233,7 @@ bool Translator::resume_after_break(Frame& entry) {
   out_.graph = ir::Graph();
   weights_by_tensor_.clear();
   input_values_.clear();
+  input_vars_.clear();  // later graphs take the live values as inputs: nothing to write back
 
   // 3. The breaking instruction runs for real.
   eager_ = true;

@@ -250,10 +250,15 @@ size_t live_aliases(const VarRef& target) {
 void refuse_inplace_on_outside(Translator& t, const VarRef& target, const std::string& what,
                                const std::string& out_of_place) {
   auto* tv = as<TensorVar>(target);
-  if (tv && !tv->source.empty())
+  // An input of the entry may change: the runtime writes its new value back to the caller.
+  if (tv && !tv->source.empty() && !t.is_entry_input(target))
     t.graph_break("in-place mutation",
-                  "in-place " + what + " on " + tv->source.str() + ", a tensor from outside the traced function",
-                  "use the out-of-place form: " + (out_of_place.empty() ? "x = x.relu() for x.relu_()" : out_of_place));
+                  "in-place " + what + " on " + tv->source.str() +
+                      ", a tensor from outside the traced function (a parameter, buffer or global): a "
+                      "bundle's weights are constant",
+                  "use the out-of-place form (" +
+                      (out_of_place.empty() ? "x = x.relu() for x.relu_()" : out_of_place) +
+                      ") and return the new value instead of keeping it in the model");
   // A view and its base share memory: the update must reach every one of them. Capture does
   // not replay updates through views, so it refuses rather than let another alias go stale.
   if (live_aliases(target) > 0)

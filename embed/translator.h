@@ -117,6 +117,9 @@ class Translator {
   // is called with, used to run the program on after a graph break.
   VarRef add_input(const CaptureInput& input, int index, const Source& source,
                    PyObject* example = nullptr);
+  // Whether `v` is the variable of a tensor input of the entry (add_input) in the first graph:
+  // an in-place update of it is written back to the caller (Graph::input_updates).
+  bool is_entry_input(const VarRef& v) const;
 
   // True while an instruction is run for real after a graph break: calls run in Python and
   // tensors are plain values (ConstVar).
@@ -168,6 +171,7 @@ class Translator {
   std::vector<SavedContainer> entry_containers_before_;
   std::map<std::pair<PyObject*, std::string>, VarRef> module_attribute_writes_;
   std::vector<PyRef> input_values_;  // real tensors of the current graph's inputs (null: none)
+  std::vector<VarRef> input_vars_;   // the variables of the entry's tensor inputs (first graph)
 };
 
 // Builtins evaluated symbolically (builtins.cpp).

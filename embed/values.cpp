@@ -173,7 +173,12 @@ VarRef Translator::add_input(const CaptureInput& input, int index, const Source&
   guard(ir::Guard::Kind::DType, 0, 0);
   for (size_t d = 0; d < input.shape.size(); ++d)
     guard(ir::Guard::Kind::DimEq, static_cast<int>(d), input.shape[d]);
-  return std::make_shared<TensorVar>(v, source);
+  input_vars_.push_back(std::make_shared<TensorVar>(v, source));
+  return input_vars_.back();
+}
+
+bool Translator::is_entry_input(const VarRef& v) const {
+  return std::find(input_vars_.begin(), input_vars_.end(), v) != input_vars_.end();
 }
 
 PyRef Translator::real_function(const FunctionVar& f) {

@@ -92,14 +92,16 @@ std::string Graph::str() const {
     return i >= 0 && static_cast<size_t>(i) < outputs.size() ? value(outputs[i])
                                                                : "<bad leaf " + std::to_string(i) + ">";
   };
-  if (output_tree.kind == OutputTree::Kind::Leaf && outputs.size() != 1) {
+  if (output_tree.kind == OutputTree::Kind::Leaf && num_result_outputs() != 1) {
     OutputTree flat{OutputTree::Kind::Tuple, 0, {}, {}};
-    for (size_t i = 0; i < outputs.size(); ++i)
+    for (size_t i = 0; i < num_result_outputs(); ++i)
       flat.children.push_back({OutputTree::Kind::Leaf, static_cast<int>(i), {}, {}});
     s += "  return " + output_tree_str(flat, leaf) + "\n";
   } else {
     s += "  return " + output_tree_str(output_tree, leaf) + "\n";
   }
+  for (const InputUpdate& u : input_updates)
+    s += "  update " + value(inputs.at(static_cast<size_t>(u.input)).value) + " := " + leaf(u.output) + "\n";
   return s;
 }
 

@@ -193,6 +193,14 @@ struct OutputTree {
 
 using Bytes = std::vector<uint8_t>;
 
+// An input the entry changes in place (x.add_(1), x[0] = 0 on an input): its new value is
+// Graph::outputs[output], after the output tree's leaves, and the runtime writes it back into
+// the caller's tensor after the call, as torch would have changed it.
+struct InputUpdate {
+  int input = 0;   // index into Graph::inputs
+  int output = 0;  // index into Graph::outputs
+};
+
 class Graph {
  public:
   struct Input {
@@ -232,6 +240,9 @@ class Graph {
   std::vector<Node> nodes;
   std::vector<ValueId> outputs;
   OutputTree output_tree;
+  std::vector<InputUpdate> input_updates;  // their outputs come last in `outputs`
+  // How many outputs the output tree's leaves use (all but the input updates').
+  size_t num_result_outputs() const { return outputs.size() - input_updates.size(); }
   std::map<std::string, SymRange> symbols;
 
  private:

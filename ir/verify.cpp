@@ -14,7 +14,17 @@ class Verifier {
     for (const auto& w : g_.weights) define(w.value, "weight " + w.name);
     for (size_t i = 0; i < g_.nodes.size(); ++i) check_node(i, g_.nodes[i]);
     for (ValueId v : g_.outputs) use(v, "the outputs");
+    if (g_.input_updates.size() > g_.outputs.size()) fail("more input updates than outputs");
     check_tree(g_.output_tree);
+    for (size_t k = 0; k < g_.input_updates.size(); ++k) {
+      const InputUpdate& u = g_.input_updates[k];
+      if (u.input < 0 || static_cast<size_t>(u.input) >= g_.inputs.size() ||
+          static_cast<size_t>(u.output) != g_.num_result_outputs() + k)
+        fail("input update " + std::to_string(k) + " names input " + std::to_string(u.input) +
+             " and output " + std::to_string(u.output) + ": not an input, or not after the tree's outputs");
+      if (!(g_.type(g_.outputs[static_cast<size_t>(u.output)]) == g_.type(g_.inputs[static_cast<size_t>(u.input)].value)))
+        fail("input update " + std::to_string(k) + " changes the type of input " + g_.inputs[static_cast<size_t>(u.input)].name);
+    }
   }
 
  private:
@@ -67,8 +77,8 @@ class Verifier {
 
   void check_tree(const OutputTree& t) const {
     if (t.kind == OutputTree::Kind::Leaf) {
-      bool default_leaf = t.leaf == 0 && g_.outputs.size() != 1;  // flat outputs, no structure
-      if (!default_leaf && (t.leaf < 0 || static_cast<size_t>(t.leaf) >= g_.outputs.size()))
+      bool default_leaf = t.leaf == 0 && g_.num_result_outputs() != 1;  // flat outputs, no structure
+      if (!default_leaf && (t.leaf < 0 || static_cast<size_t>(t.leaf) >= g_.num_result_outputs()))
         fail("output tree leaf " + std::to_string(t.leaf) + " is not an output");
       return;
     }

@@ -26,6 +26,7 @@ ir::Graph finish_copy(GraphCopy copy, const ir::Graph& old) {
     outputs.push_back(mapped);
   }
   copy.graph.set_outputs(std::move(outputs), old.output_tree);
+  copy.graph.input_updates = old.input_updates;
   return std::move(copy.graph);
 }
 

@@ -190,6 +190,11 @@ class Entry {
   const std::string& output_tree() const;             // "(0, [1, 2])"
   const std::vector<OutputNode>& output_nodes() const;
   std::vector<std::string> guard_texts(size_t variant) const;
+  // The inputs the variant changes in place (x.add_(1), x[0] = 0 on an input), by index into
+  // inputs(): run and run_into write their new values into the caller's tensors after the
+  // kernels ran, as torch eager would have left them (the new values are computed into
+  // scratch memory allocated per call, so that no kernel reads an input it already wrote).
+  const std::vector<int32_t>& updated_inputs(size_t variant = 0) const;
 
   // Evaluates every variant's guards in one pass; the first variant whose guards all hold.
   // On a miss: invalid_argument naming the inputs and, per variant, the guard that rejected
@@ -249,7 +254,7 @@ class Bundle {
 
 // The bundle format this runtime reads: every minor of its major (COMPATIBILITY.md).
 constexpr uint32_t kFormatMajor = 1;
-constexpr uint32_t kFormatMinor = 3;
+constexpr uint32_t kFormatMinor = 4;
 // Required features this runtime knows (a bundle naming any other is refused).
 std::vector<std::string> known_features();
 

@@ -86,6 +86,9 @@ struct VariantData {
   std::vector<CallData> calls;
   int64_t arena_bytes = 0;
   std::vector<GoldenData> golden;
+  // Inputs changed in place: Output buffer outputs.size() + k is the new value of input
+  // updated_inputs[k], copied into the caller's tensor after the kernels ran.
+  std::vector<int32_t> updated_inputs;
   // Created at open with one slot allocated, sized by the memory plan (STYLE 10).
   std::unique_ptr<RunSlotPool> slots;
 };

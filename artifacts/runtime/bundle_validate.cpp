@@ -37,8 +37,15 @@ std::string check_buffer(const BufferData& b, const BundleData& bundle, const Va
   switch (b.kind) {
     case BufferKind::Input:
       return tensor_size_matches(v.inputs) ? "" : "input buffer does not match its input";
-    case BufferKind::Output:
-      return tensor_size_matches(v.outputs) ? "" : "output buffer does not match its output";
+    case BufferKind::Output: {
+      if (tensor_size_matches(v.outputs)) return "";
+      // The new value of an input updated in place (after the outputs).
+      const int64_t k = b.index - static_cast<int64_t>(v.outputs.size());
+      if (k < 0 || static_cast<size_t>(k) >= v.updated_inputs.size())
+        return "output buffer does not match its output";
+      const TensorInfo& in = v.inputs[static_cast<size_t>(v.updated_inputs[static_cast<size_t>(k)])];
+      return tensor_bytes(in) == b.size_bytes ? "" : "output buffer does not match its updated input";
+    }
     case BufferKind::Weight:
       if (b.index < 0 || static_cast<size_t>(b.index) >= bundle.weights.size())
         return "weight index out of range";
@@ -91,6 +98,8 @@ std::string check_variant(const BundleData& bundle, const EntryData& e, const Va
       if (tensor_bytes(t) < 0) return "tensor '" + t.name + "' has an invalid shape";
   for (const GuardData& g : v.guards)
     if (!valid_guard(g, v.inputs.size())) return "invalid guard '" + g.text + "'";
+  for (int32_t i : v.updated_inputs)  // before check_buffer reads the inputs they name
+    if (i < 0 || static_cast<size_t>(i) >= v.inputs.size()) return "updated input out of range";
   if (v.arena_bytes < 0 || v.arena_bytes > kMaxBytes) return "invalid arena size";
   for (const BufferData& b : v.buffers)
     if (std::string why = check_buffer(b, bundle, v); !why.empty()) return why;
@@ -101,7 +110,7 @@ std::string check_variant(const BundleData& bundle, const EntryData& e, const Va
         return "kernel call '" + c.symbol + "' names a buffer out of range";
   }
   for (const GoldenData& g : v.golden) {
-    if (g.inputs.size() != v.inputs.size() || g.outputs.size() != v.outputs.size())
+    if (g.inputs.size() != v.inputs.size() || g.outputs.size() != v.outputs.size() + v.updated_inputs.size())
       return "golden pair without one file per input and output";
     for (const auto* paths : {&g.inputs, &g.outputs})
       for (const std::string& p : *paths)

@@ -1,4 +1,6 @@
 // Entry: variant selection and running a variant's plan (DESIGN §5).
+#include <cstring>
+
 #include "bundle_data.h"
 
 namespace aotrace::rt {
@@ -56,12 +58,28 @@ Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v
                    const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs) {
   if (Status s = check_tensors(e, v, v.inputs, inputs, "input"); !s.ok()) return s;
   if (Status s = check_tensors(e, v, v.outputs, outputs, "output"); !s.ok()) return s;
+  // Inputs updated in place: their new values go to scratch tensors after the outputs, then
+  // into the caller's memory once every kernel has run.
+  std::vector<Tensor> updated;
+  std::vector<TensorRef> all_outputs;
+  const std::vector<TensorRef>* plan_outputs = &outputs;
+  if (!v.updated_inputs.empty()) {
+    all_outputs = outputs;
+    for (int32_t i : v.updated_inputs) {
+      const TensorInfo& info = v.inputs[static_cast<size_t>(i)];
+      updated.emplace_back(info.dtype, info.shape);
+      if (!updated.back().data() && updated.back().nbytes() > 0)
+        return Status(StatusCode::io_error, "cannot allocate the new value of input '" + info.name + "'");
+      all_outputs.push_back(updated.back().ref());
+    }
+    plan_outputs = &all_outputs;
+  }
   std::unique_ptr<RunSlot> slot = v.slots->take();
   if (!slot)
     return Status(StatusCode::io_error, "cannot allocate the arena of variant " + v.name + " (" +
                                             std::to_string(v.arena_bytes) + " bytes)");
   for (size_t i = 0; i < v.buffers.size(); ++i)
-    slot->pointers[i] = buffer_pointer(b, slot->arena.get(), v.buffers[i], inputs, outputs);
+    slot->pointers[i] = buffer_pointer(b, slot->arena.get(), v.buffers[i], inputs, *plan_outputs);
   const int64_t no_symbols[1] = {0};
   for (const CallData& call : v.calls) {
     slot->args.clear();
@@ -69,6 +87,9 @@ Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v
     call.fn(slot->args.data(), no_symbols, &b.kernel_ctx);
   }
   v.slots->give_back(std::move(slot));
+  for (size_t k = 0; k < updated.size(); ++k)
+    if (updated[k].nbytes() > 0)
+      std::memcpy(inputs[static_cast<size_t>(v.updated_inputs[k])].data, updated[k].data(), updated[k].nbytes());
   return Status::Ok();
 }
 
@@ -81,6 +102,7 @@ const std::string& Entry::variant_name(size_t v) const { return data_->variants.
 const std::vector<TensorInfo>& Entry::inputs(size_t v) const { return data_->variants.at(v).inputs; }
 const std::vector<TensorInfo>& Entry::outputs(size_t v) const { return data_->variants.at(v).outputs; }
 const std::string& Entry::output_tree() const { return data_->output_tree; }
+const std::vector<int32_t>& Entry::updated_inputs(size_t v) const { return data_->variants.at(v).updated_inputs; }
 const std::vector<OutputNode>& Entry::output_nodes() const { return data_->output_nodes; }
 
 std::vector<std::string> Entry::guard_texts(size_t v) const {

@@ -94,12 +94,14 @@ Status check_pair(const BundleData& b, const EntryData& e, const VariantData& v,
     if (!t.ok())
       return Status(StatusCode::data_loss, "golden output " + g.outputs[i] + ": " + t.status().message());
     want.push_back(std::move(*t));
+    if (i >= v.outputs.size()) continue;  // the new value of an updated input
     got.emplace_back(v.outputs[i].dtype, v.outputs[i].shape);
     out_refs.push_back(got.back().ref());
   }
   if (Status s = run_variant(b, e, v, in_refs, out_refs); !s.ok())
     return Status(StatusCode::data_loss, "selftest of entry '" + e.name + "' variant " + v.name +
                                              ": " + s.message());
+  for (int32_t i : v.updated_inputs) got.push_back(std::move(inputs[static_cast<size_t>(i)]));
   for (size_t i = 0; i < got.size(); ++i)
     if (std::string why = compare(got[i], want[i]); !why.empty())
       return Status(StatusCode::data_loss, "selftest of entry '" + e.name + "' variant " + v.name +

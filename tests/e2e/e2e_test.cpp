@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -289,6 +290,73 @@ TEST_F(GuardMiss, WrongRank) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("input 'x'"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("L['x'].dim() == 2"), std::string::npos) << r.output;
+}
+
+// An entry that changes its inputs in place (a KV-cache write, an in-place scale): the runtime
+// writes their new values back into the caller's tensors, as eager leaves them; the selftest
+// checks them; inspect lists them; `aotrace run` writes them as updated_NAME.npy.
+TEST(InputUpdates, AreWrittenBackAsEagerLeavesThem) {
+  const fs::path dir = temp_dir() / "updates";
+  fs::create_directories(dir);
+  std::ofstream(dir / "updates.py") << "import torch\n"
+                                       "def step(cache, new, x):\n"
+                                       "    cache[:, 2:4] = new\n"
+                                       "    x.mul_(2.0)\n"
+                                       "    return (cache * x[:, :1]).sum(dim=1)\n";
+  std::ofstream(dir / "updates.yaml")
+      << "version: 1\nname: updates\nscript: updates.py\nentries:\n  step:\n    call: step\n"
+         "    inputs:\n      cache: {dtype: float32, shape: [b, 8]}\n      new: {dtype: float32, shape: [b, 2]}\n"
+         "      x: {dtype: float32, shape: [b, 3]}\ndims:\n  b: [1, 3]\n";
+  const fs::path bundle_dir = compiled(dir / "updates.yaml");
+  auto bundle = rt::Bundle::open(bundle_dir.string());
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  size_t pairs = 0;
+  rt::Status selftest = bundle->selftest(&pairs);
+  EXPECT_TRUE(selftest.ok()) << selftest.message();
+  EXPECT_EQ(pairs, 2u);
+  auto e = bundle->entry("step");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->num_outputs(), 1u);
+  EXPECT_EQ(e->updated_inputs(0), (std::vector<int32_t>{0, 2}));
+
+  auto& interp = embed::Interpreter::instance();
+  interp.run_script(dir / "updates.py");
+  std::mt19937 rng(5);
+  std::vector<ir::HostTensor> inputs = {random_tensor(ir::DType::f32, {3, 8}, rng),
+                                        random_tensor(ir::DType::f32, {3, 2}, rng),
+                                        random_tensor(ir::DType::f32, {3, 3}, rng)};
+  std::vector<ir::HostTensor> want = interp.run_eager("step", inputs, {{0, 1}, {2, 2}});
+  ASSERT_EQ(want.size(), 3u);
+  std::vector<rt::TensorRef> refs;
+  for (auto& t : inputs) refs.push_back(ref(t));
+  auto got = e->run(refs);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  ASSERT_EQ(got->size(), 1u);
+  expect_close((*got)[0], want[0], "out0", kAtol, kRtol);
+  auto as_tensor = [](const ir::HostTensor& h) {
+    rt::Tensor t(static_cast<rt::DType>(h.dtype), h.shape);
+    std::memcpy(t.data(), h.data.data(), h.data.size());
+    return t;
+  };
+  expect_close(as_tensor(inputs[0]), want[1], "cache written back", 0, 0);
+  expect_close(as_tensor(inputs[2]), want[2], "x written back", 0, 0);
+
+  auto r = run_command(quote(AOTRACE_CLI) + " inspect " + quote(bundle_dir.string()));
+  EXPECT_NE(r.output.find("updates input cache in place"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("updates input x in place"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("input-updates"), std::string::npos) << r.output;
+  const fs::path in = bundle_dir / "golden";
+  const fs::path out = dir / "run";
+  r = run_command(quote(AOTRACE_CLI) + " run " + quote(bundle_dir.string()) + " --input cache=" +
+                  quote((in / "step.v1.0.in0.npy").string()) + " --input new=" + quote((in / "step.v1.0.in1.npy").string()) +
+                  " --input x=" + quote((in / "step.v1.0.in2.npy").string()) + " --output-dir " + quote(out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* f : {"out0.npy", "updated_cache.npy", "updated_x.npy"}) EXPECT_TRUE(fs::exists(out / f)) << f;
+  auto cache = rt::npy_read((out / "updated_cache.npy").string());
+  auto golden = rt::npy_read((in / "step.v1.0.out1.npy").string());
+  ASSERT_TRUE(cache.ok() && golden.ok());
+  ASSERT_EQ(cache->nbytes(), golden->nbytes());
+  EXPECT_EQ(std::memcmp(cache->data(), golden->data(), cache->nbytes()), 0);
 }
 
 TEST(Bundle, HoldsOneVariantPerProfileAndTheDeclaredFiles) {

@@ -82,7 +82,7 @@ TEST_F(BundleCli, InspectJsonDescribesTheBundle) {
   auto r = run_command(cli() + " inspect " + quote(bundle().string()) + " --json 2>/dev/null");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   json j = json::parse(r.output);
-  EXPECT_EQ(j["format_version"], "1.3");
+  EXPECT_EQ(j["format_version"], "1." + std::to_string(aotrace::rt::kFormatMinor));
   EXPECT_EQ(j["kernel_abi_version"], 1);
   EXPECT_EQ(j["name"], "mlp");
   EXPECT_NE(j["tool_version"].get<std::string>().find("aotrace"), std::string::npos);
@@ -123,7 +123,8 @@ TEST_F(BundleCli, InspectJsonDescribesTheBundle) {
 TEST_F(BundleCli, InspectTextListsGuardsKernelsAndFiles) {
   auto r = run_command(cli() + " inspect " + quote(bundle().string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* s : {"format 1.3", "variant v2 (profiles: offline)", "guard L['x'].size()[0] == 32",
+  EXPECT_NE(r.output.find("format 1." + std::to_string(aotrace::rt::kFormatMinor)), std::string::npos) << r.output;
+  for (const char* s : {"variant v2 (profiles: offline)", "guard L['x'].size()[0] == 32",
                         "kernel(s):", "peak arena bytes:", " weights.bin", "runtime library: ",
                         "cpu x86-64-v2"})
     EXPECT_NE(r.output.find(s), std::string::npos) << s << "\n" << r.output;

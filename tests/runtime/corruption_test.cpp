@@ -66,7 +66,7 @@ TEST(Compatibility, NewerMajorIsRefusedNamingBothVersions) {
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().code(), rt::StatusCode::unsupported);
   EXPECT_NE(b.status().message().find("format version 2.3"), std::string::npos) << b.status().message();
-  EXPECT_NE(b.status().message().find("this runtime reads format version 1.3"), std::string::npos)
+  EXPECT_NE(b.status().message().find("this runtime reads format version 1." + std::to_string(rt::kFormatMinor)), std::string::npos)
       << b.status().message();
 }
 
@@ -109,6 +109,45 @@ TEST(Corruption, PlanIndexOutOfRangeIsRefused) {
                                      builder.GetSize())));
   std::string m = open_error(dir);
   EXPECT_NE(m.find("names a buffer out of range"), std::string::npos) << m;
+}
+
+// format 1.4's input_updates: an index outside the inputs, or an Output buffer past the outputs
+// without an updated input to hold, is refused at open.
+TEST(Corruption, UpdatedInputOutOfRangeIsRefused) {
+  for (int bad : {7, -1}) {
+    fs::path dir = written_bundle("updates" + std::to_string(bad + 1));
+    std::string bytes = read_bytes(dir / "bundle.fb");
+    std::unique_ptr<fb::BundleT> toc(fb::GetBundle(bytes.data())->UnPack());
+    toc->entries[0]->variants[0]->input_updates = {bad};
+    flatbuffers::FlatBufferBuilder builder;
+    fb::FinishBundleBuffer(builder, fb::Bundle::Pack(builder, toc.get()));
+    write_bytes(dir / "bundle.fb", with_footer(std::string(
+                                       reinterpret_cast<const char*>(builder.GetBufferPointer()),
+                                       builder.GetSize())));
+    std::string m = open_error(dir);
+    EXPECT_NE(m.find("updated input out of range"), std::string::npos) << m;
+  }
+}
+
+TEST(Corruption, OutputBufferPastTheOutputsIsRefused) {
+  fs::path dir = written_bundle("outbuf");
+  std::string bytes = read_bytes(dir / "bundle.fb");
+  std::unique_ptr<fb::BundleT> toc(fb::GetBundle(bytes.data())->UnPack());
+  auto& plan = *toc->entries[0]->variants[0]->plan;
+  bool changed = false;
+  for (auto& b : plan.buffers)
+    if (b.kind() == fb::BufferKind::Output) {
+      b = fb::PlanBuffer(b.kind(), b.index() + 1, b.offset(), b.size_bytes());
+      changed = true;
+    }
+  ASSERT_TRUE(changed);
+  flatbuffers::FlatBufferBuilder builder;
+  fb::FinishBundleBuffer(builder, fb::Bundle::Pack(builder, toc.get()));
+  write_bytes(dir / "bundle.fb", with_footer(std::string(
+                                     reinterpret_cast<const char*>(builder.GetBufferPointer()),
+                                     builder.GetSize())));
+  std::string m = open_error(dir);
+  EXPECT_NE(m.find("output buffer does not match its output"), std::string::npos) << m;
 }
 
 }  // namespace

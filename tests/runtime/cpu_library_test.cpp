@@ -81,7 +81,7 @@ TEST(CpuLibraries, OpenLoadsTheFastestLibraryThisCpuRuns) {
   EXPECT_TRUE(fs::exists(dir / "cpu/x86_64-unknown-linux-gnu.future-cpu.so"));
   auto b = rt::Bundle::open(dir.string());
   ASSERT_TRUE(b.ok()) << b.status().message();
-  EXPECT_EQ(b->format_minor(), 3u);
+  EXPECT_EQ(b->format_minor(), rt::kFormatMinor);
   ASSERT_EQ(b->cpu_libraries().size(), 3u);
   EXPECT_EQ(b->cpu_libraries()[0].path, "cpu/x86_64-unknown-linux-gnu.so");
   EXPECT_EQ(b->cpu_libraries()[1].cpu, "future-cpu");  // fastest first, as written
