@@ -46,6 +46,7 @@ std::unique_ptr<fb::GuardT> guard_table(const ir::Guard& g) {
   t->source = g.source;
   t->text = g.str();
   t->origin = origin_str(g.origin);
+  t->scalar = g.scalar;
   return t;
 }
 
@@ -153,6 +154,8 @@ std::vector<uint8_t> build_bundle_fb(const BundleSpec& spec, const std::vector<F
       for (const auto& node : t->variants.back()->output_nodes)
         if (node->kind == fb::OutputKind::Constant) require("output-constants");
       if (!v.updated_inputs.empty()) require("input-updates");
+      for (const ir::Guard& g : v.guards)
+        if (g.kind == ir::Guard::Kind::ValueEq) require("scalar-inputs");
     }
     b.entries.push_back(std::move(t));
   }

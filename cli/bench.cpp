@@ -174,6 +174,10 @@ int bench_command(const BenchOptions& options) {
     auto it = shapes.find(info.name);
     std::vector<int64_t> dims = it != shapes.end() ? it->second : default_shape(entry, i);
     if (it != shapes.end()) shapes.erase(it);
+    if (double value = 0; entry.scalar_input(0, i, &value) && dims.empty()) {  // as compiled
+      tensors.push_back(value_or_fail(rt::scalar_tensor(info.dtype, value)));
+      continue;
+    }
     tensors.emplace_back(info.dtype, dims);
     if (!tensors.back().data() && tensors.back().nbytes() > 0)
       user_error("cannot allocate input '" + info.name + "' of shape " + rt::shape_str(dims));

@@ -10,6 +10,24 @@ namespace aotrace::cli {
 
 using nlohmann::json;
 
+embed::CaptureArg capture_arg(const shape_profiles::ArgSpec& a, const shape_profiles::EntrySpec& entry) {
+  using Kind = shape_profiles::ArgSpec::Kind;
+  embed::CaptureArg c;
+  c.key = a.key;
+  c.input = a.input;
+  switch (a.kind) {
+    case Kind::Input:
+      c.kind = entry.inputs.at(static_cast<size_t>(a.input)).is_scalar() ? embed::CaptureArg::Kind::Scalar
+                                                                          : embed::CaptureArg::Kind::Tensor;
+      break;
+    case Kind::Tuple: c.kind = embed::CaptureArg::Kind::Tuple; break;
+    case Kind::List: c.kind = embed::CaptureArg::Kind::List; break;
+    case Kind::Dict: c.kind = embed::CaptureArg::Kind::Dict; break;
+  }
+  for (const auto& item : a.items) c.items.push_back(capture_arg(item, entry));
+  return c;
+}
+
 std::vector<ProfileCapture> capture_all(const shape_profiles::ProfileSet& spec) {
   for (const auto& d : spec.dims)
     if (d.is_dynamic)
@@ -24,8 +42,11 @@ std::vector<ProfileCapture> capture_all(const shape_profiles::ProfileSet& spec) 
       pc.entry = &entry;
       pc.profile = &profile;
       for (const auto& in : entry.inputs)
-        pc.inputs.push_back(embed::CaptureInput{in.name, in.dtype, spec.concrete_shape(in, profile), in.loc});
-      pc.capture = interp.capture(entry.call, pc.inputs);
+        pc.inputs.push_back(embed::CaptureInput{in.name, in.dtype, spec.concrete_shape(in, profile), in.loc,
+                                                in.is_scalar(), in.value});
+      std::vector<embed::CaptureArg> arguments;
+      for (const auto& a : entry.args) arguments.push_back(capture_arg(a, entry));
+      pc.capture = interp.capture(entry.call, pc.inputs, std::move(arguments));
       out.push_back(std::move(pc));
     }
   }

@@ -32,6 +32,8 @@ struct ProfileCapture {
 
 // Runs the spec's script and captures every profile of every entry.
 std::vector<ProfileCapture> capture_all(const shape_profiles::ProfileSet& spec);
+// How an entry's arguments are built from its inputs (the spec's tuples, lists and dicts).
+embed::CaptureArg capture_arg(const shape_profiles::ArgSpec& a, const shape_profiles::EntrySpec& entry);
 
 // The explain report of one profile (DESIGN §2, `explain --json`).
 nlohmann::json explain_json(const ProfileCapture& pc, bool with_graph);

@@ -12,6 +12,18 @@ namespace aotrace::cli {
 
 namespace {
 
+// A Python scalar input given on the command line: an integer, a number, true or false.
+double scalar_literal(const std::string& name, const std::string& text) {
+  if (text == "true" || text == "True") return 1;
+  if (text == "false" || text == "False") return 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size())
+    user_error("--input " + name + "=" + text + " is neither a file nor a number", {},
+               "input '" + name + "' is a Python scalar: pass its value (--input " + name +
+                   "=3, =0.5 or =true) or a .npy file of a 0-d tensor");
+  return v;
+}
 
 }  // namespace
 
@@ -40,12 +52,24 @@ int run_command(const RunOptions& options) {
   std::vector<rt::TensorRef> refs;
   std::string expected;
   for (const auto& info : entry.inputs(0)) expected += (expected.empty() ? "" : ", ") + info.name;
-  for (const auto& info : entry.inputs(0)) {
+  for (size_t i = 0; i < entry.num_inputs(); ++i) {
+    const auto& info = entry.inputs(0)[i];
     auto it = files.find(info.name);
-    if (it == files.end())
+    double compiled = 0;
+    const bool scalar = entry.scalar_input(0, i, &compiled);
+    if (it == files.end()) {
+      // A Python scalar input defaults to the value the bundle was compiled for.
+      if (scalar) {
+        tensors.push_back(value_or_fail(rt::scalar_tensor(info.dtype, compiled)));
+        continue;
+      }
       user_error("entry '" + entry_name + "' needs input '" + info.name + "'", {},
                  "pass --input " + info.name + "=FILE.npy (inputs: " + expected + ")");
-    tensors.push_back(value_or_fail(rt::npy_read(it->second)));
+    }
+    if (scalar && !std::filesystem::exists(it->second))  // --input n=3, --input causal=true
+      tensors.push_back(value_or_fail(rt::scalar_tensor(info.dtype, scalar_literal(info.name, it->second))));
+    else
+      tensors.push_back(value_or_fail(rt::npy_read(it->second)));
     files.erase(it);
   }
   if (!files.empty())

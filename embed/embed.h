@@ -13,13 +13,29 @@
 
 namespace aotrace::embed {
 
-// One tensor argument of the entry, in call parameter order, with its concrete profile shape.
+// One input of the entry with its concrete profile shape: a tensor, or a Python scalar (an
+// int, float or bool, dtype i64, f64 or b8, shape []) whose value is compiled in and guarded.
 struct CaptureInput {
   std::string name;
   ir::DType dtype = ir::DType::f32;
   std::vector<int64_t> shape;
   SourceLoc origin;  // where the shape was declared (the YAML), for guard provenance
+  bool scalar = false;
+  double value = 0;  // scalar: its value
 };
+
+// How the entry's arguments are built from the inputs: an input (a tensor, or a Python scalar
+// passed as a 0-d tensor of its dtype), or a tuple, list or dict of arguments. The inputs are
+// its leaves, depth first.
+struct CaptureArg {
+  enum class Kind : uint8_t { Tensor, Scalar, Tuple, List, Dict };
+  Kind kind = Kind::Tensor;
+  std::string key;  // parameter name (top level) or dict key
+  int input = -1;   // Tensor, Scalar: index into the inputs
+  std::vector<CaptureArg> items;
+};
+// Each input its own positional argument (the default structure).
+std::vector<CaptureArg> one_argument_per_input(const std::vector<CaptureInput>& inputs);
 
 struct GraphBreak {
   std::string category;  // "data-dependent control flow", "tensor value read (.item())", …
@@ -50,6 +66,7 @@ struct Capture {
   // The entry's real call on the example inputs (the frame hook lets the frame run after
   // tracing it). Outputs only when there was no graph break, so that `graph` is the whole call.
   EagerCall example;
+  std::vector<CaptureArg> arguments;  // how the call's arguments were built from the inputs
   double seconds = 0;
 };
 
@@ -66,7 +83,9 @@ class Interpreter {
 
   // Captures one call of `call_expr` (evaluated in the script's namespace: an nn.Module, whose
   // forward is traced in eval mode under no_grad, or a function) for inputs of these shapes.
-  Capture capture(const std::string& call_expr, const std::vector<CaptureInput>& inputs);
+  // `arguments` builds the call's arguments from the inputs (empty: one per input).
+  Capture capture(const std::string& call_expr, const std::vector<CaptureInput>& inputs,
+                  std::vector<CaptureArg> arguments = {});
 
   // The golden vectors of a capture without graph breaks, from torch eager: its example call,
   // except that integer inputs (zeros in the capture: the one value valid for every use of an
@@ -78,9 +97,11 @@ class Interpreter {
   // Runs the call for real with torch (eager) on the given inputs; returns the flattened outputs
   // then, for each of `updates` (a graph's input_updates), the input as the call left it: the
   // order of Graph::outputs.
+  // A scalar input is given as a 0-d tensor of its dtype and passed as a Python scalar.
   std::vector<ir::HostTensor> run_eager(const std::string& call_expr,
                                         const std::vector<ir::HostTensor>& inputs,
-                                        const std::vector<ir::InputUpdate>& updates = {});
+                                        const std::vector<ir::InputUpdate>& updates = {},
+                                        const std::vector<CaptureArg>& arguments = {});
 
   Interpreter(const Interpreter&) = delete;
   Interpreter& operator=(const Interpreter&) = delete;

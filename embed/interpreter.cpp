@@ -1,6 +1,7 @@
 // The embedded interpreter: Debian's CPython 3.11 with torch; runs the user's script, captures
 // one call of the entry through the frame hook, and runs calls eagerly for comparisons.
 #include <chrono>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -118,8 +119,66 @@ bool flatten_like(PyObject* out, const ir::OutputTree& tree, std::vector<ir::Hos
   return false;
 }
 
+// A Python int, float or bool of a scalar input.
+PyRef python_scalar(double value, ir::DType dtype) {
+  if (dtype == ir::DType::b8) return PyRef::borrow(value != 0 ? Py_True : Py_False);
+  if (ir::is_floating(dtype)) return PyRef::steal(PyFloat_FromDouble(value));
+  return PyRef::steal(PyLong_FromLongLong(static_cast<long long>(value)));
+}
+
+ir::HostTensor scalar_host(double value, ir::DType dtype) {
+  ir::HostTensor t = ir::HostTensor::zeros(dtype, {});
+  t.set(0, value);
+  return t;
+}
+
+// Which inputs the arguments pass as Python scalars.
+void mark_scalars(const CaptureArg& a, std::vector<bool>& scalar) {
+  if (a.kind == CaptureArg::Kind::Scalar) scalar.at(static_cast<size_t>(a.input)) = true;
+  for (const CaptureArg& item : a.items) mark_scalars(item, scalar);
+}
+
+// An argument of the call built from the inputs' Python values.
+PyRef build_argument(const CaptureArg& a, const std::vector<PyRef>& leaves) {
+  switch (a.kind) {
+    case CaptureArg::Kind::Tensor:
+    case CaptureArg::Kind::Scalar: return leaves.at(static_cast<size_t>(a.input));
+    case CaptureArg::Kind::Tuple:
+    case CaptureArg::Kind::List: {
+      const auto n = static_cast<Py_ssize_t>(a.items.size());
+      PyRef seq = PyRef::steal(a.kind == CaptureArg::Kind::Tuple ? PyTuple_New(n) : PyList_New(n));
+      for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject* item = build_argument(a.items[static_cast<size_t>(i)], leaves).release();
+        if (a.kind == CaptureArg::Kind::Tuple) PyTuple_SetItem(seq.get(), i, item);
+        else PyList_SetItem(seq.get(), i, item);
+      }
+      return seq;
+    }
+    case CaptureArg::Kind::Dict: {
+      PyRef d = PyRef::steal(PyDict_New());
+      for (const CaptureArg& item : a.items)
+        PyDict_SetItemString(d.get(), item.key.c_str(), build_argument(item, leaves).get());
+      return d;
+    }
+  }
+  internal_error("build_argument: bad kind");
+}
+
+PyRef tuple_of(const std::vector<PyRef>& items) {
+  PyRef t = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(items.size())));
+  for (size_t i = 0; i < items.size(); ++i) PyTuple_SetItem(t.get(), static_cast<Py_ssize_t>(i), PyRef(items[i]).release());
+  return t;
+}
+
+// The call's positional arguments.
+PyRef build_arguments(const std::vector<CaptureArg>& arguments, const std::vector<PyRef>& leaves) {
+  std::vector<PyRef> args;
+  for (const CaptureArg& a : arguments) args.push_back(build_argument(a, leaves));
+  return tuple_of(args);
+}
+
 // Records the outputs `out` of a real call of `graph`'s program in Graph::outputs order: the
-// output tree's leaves, then the inputs the call updated in place (`args`: the tensors it was
+// output tree's leaves, then the inputs the call updated in place (`leaves`: the inputs it was
 // given, one per graph input, as the call left them).
 void record_outputs(PyObject* out, PyObject* args, const ir::Graph& graph, EagerCall& call) {
   std::vector<ir::HostTensor> result(graph.outputs.size());
@@ -231,22 +290,56 @@ void Interpreter::run_script(const std::filesystem::path& script) {
   Py_INCREF(main_namespace);
 }
 
-Capture Interpreter::capture(const std::string& call_expr, const std::vector<CaptureInput>& inputs) {
+std::vector<CaptureArg> one_argument_per_input(const std::vector<CaptureInput>& inputs) {
+  std::vector<CaptureArg> args;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    CaptureArg a;
+    a.kind = inputs[i].scalar ? CaptureArg::Kind::Scalar : CaptureArg::Kind::Tensor;
+    a.key = inputs[i].name;
+    a.input = static_cast<int>(i);
+    args.push_back(std::move(a));
+  }
+  return args;
+}
+
+Capture Interpreter::capture(const std::string& call_expr, const std::vector<CaptureInput>& inputs,
+                             std::vector<CaptureArg> arguments) {
+  if (arguments.empty()) arguments = one_argument_per_input(inputs);
   const auto start = std::chrono::steady_clock::now();
   PyRef callable = evaluate_call(call_expr);
-  const bool module = is_module(callable.get());
+  // The Python function whose frame is traced, and how many of its leading parameters are not
+  // the spec's arguments (a module's or a bound method's self, a partial's arguments).
+  bool module = false;
+  size_t leading = 0;
   PyRef fn;
-  if (module) {
-    check(PyObject_CallMethod(callable.get(), "eval", nullptr), "eval()");
-    fn = getattr(reinterpret_cast<PyObject*>(Py_TYPE(callable.get())), "forward");
-  } else if (PyFunction_Check(callable.get())) {
-    fn = callable;
-  } else if (PyMethod_Check(callable.get())) {
-    fn = PyRef::borrow(PyMethod_GET_FUNCTION(callable.get()));
-  } else {
-    user_error("`call: " + call_expr + "` is " + type_name(callable.get()) +
-                   "; it must be an nn.Module or a Python function",
-               {}, "point `call:` at the model object or the function to trace");
+  PyRef partial_type = getattr(import("functools").get(), "partial");
+  for (PyRef c = callable;;) {
+    if (is_module(c.get())) {
+      check(PyObject_CallMethod(c.get(), "eval", nullptr), "eval()");
+      fn = getattr(reinterpret_cast<PyObject*>(Py_TYPE(c.get())), "forward");
+      module = leading == 0;  // its self is the frame's first parameter
+      ++leading;
+    } else if (PyFunction_Check(c.get())) {
+      fn = c;
+    } else if (PyMethod_Check(c.get())) {
+      fn = PyRef::borrow(PyMethod_GET_FUNCTION(c.get()));
+      ++leading;
+    } else if (PyObject_IsInstance(c.get(), partial_type.get()) == 1) {
+      // functools.partial(f, a, ...): f runs with a, ... first (keywords bind by name).
+      leading += static_cast<size_t>(PyTuple_Size(getattr(c.get(), "args").get()));
+      c = getattr(c.get(), "func");
+      continue;
+    } else if (PyRef call = attribute_or_null(reinterpret_cast<PyObject*>(Py_TYPE(c.get())), "__call__");
+               call && PyFunction_Check(call.get())) {
+      fn = call;  // an object with a Python __call__: traced with the object as self
+      ++leading;
+    } else {
+      user_error("`call: " + call_expr + "` is " + type_name(c.get()) +
+                     "; it must be an nn.Module, a Python function, a functools.partial or an object "
+                     "with a Python __call__",
+                 {}, "point `call:` at the model object or the function to trace");
+    }
+    break;
   }
   if (!PyFunction_Check(fn.get()))
     user_error("the forward of `" + call_expr + "` is not Python code and cannot be traced");
@@ -256,8 +349,12 @@ Capture Interpreter::capture(const std::string& call_expr, const std::vector<Cap
   PyRef torch = torch_module();
   PyRef generator = check(PyObject_CallMethod(torch.get(), "Generator", nullptr), "torch.Generator");
   check(PyObject_CallMethod(generator.get(), "manual_seed", "(i)", 0), "manual_seed");
-  PyRef args = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(inputs.size())));
+  std::vector<PyRef> leaves;
   for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].scalar) {
+      leaves.push_back(python_scalar(inputs[i].value, inputs[i].dtype));
+      continue;
+    }
     PyRef shape = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(inputs[i].shape.size())));
     for (size_t d = 0; d < inputs[i].shape.size(); ++d)
       PyTuple_SetItem(shape.get(), static_cast<Py_ssize_t>(d), PyLong_FromLongLong(inputs[i].shape[d]));
@@ -268,12 +365,16 @@ Capture Interpreter::capture(const std::string& call_expr, const std::vector<Cap
     PyRef a = PyRef::steal(PyTuple_Pack(1, shape.get()));
     PyObject* t = PyObject_Call(getattr(torch.get(), maker).get(), a.get(), kwargs.get());
     if (!t) internal_error("creating an example input: " + fetch_python_error());
-    PyTuple_SetItem(args.get(), static_cast<Py_ssize_t>(i), t);
+    leaves.push_back(PyRef::steal(t));
   }
+  PyRef args = build_arguments(arguments, leaves);
+  PyRef leaf_tuple = tuple_of(leaves);
 
   Capture out;
+  out.arguments = arguments;
   for (size_t i = 0; i < inputs.size(); ++i)  // as passed, before the call could change them
-    out.example.inputs.push_back(host_from_tensor(PyTuple_GetItem(args.get(), static_cast<Py_ssize_t>(i))));
+    out.example.inputs.push_back(inputs[i].scalar ? scalar_host(inputs[i].value, inputs[i].dtype)
+                                                  : host_from_tensor(leaves[i].get()));
   Translator translator(out);
   FrameHookRequest request;
   request.code = getattr(fn.get(), "__code__").release();
@@ -283,6 +384,37 @@ Capture Interpreter::capture(const std::string& call_expr, const std::vector<Cap
     PyRef varnames = getattr(code.get(), "co_varnames");
     std::vector<VarRef> vars;
     int next_input = 0;
+    // An argument as variables: its inputs in order (each a graph input), in their containers.
+    std::function<VarRef(const CaptureArg&, const Source&, PyObject*)> argument =
+        [&](const CaptureArg& a, const Source& source, PyObject* obj) -> VarRef {
+      switch (a.kind) {
+        case CaptureArg::Kind::Tensor:
+        case CaptureArg::Kind::Scalar: {
+          if (a.input != next_input++) internal_error("entry parameters do not follow the YAML input order");
+          const CaptureInput& in = inputs[static_cast<size_t>(a.input)];
+          return a.kind == CaptureArg::Kind::Tensor ? translator.add_input(in, a.input, source, obj)
+                                                    : translator.add_scalar_input(in, a.input, source, obj);
+        }
+        case CaptureArg::Kind::Tuple:
+        case CaptureArg::Kind::List: {
+          std::vector<VarRef> items;
+          for (size_t j = 0; j < a.items.size(); ++j)
+            items.push_back(argument(a.items[j], source.item(static_cast<int64_t>(j)),
+                                     PySequence_Fast_GET_ITEM(obj, static_cast<Py_ssize_t>(j))));
+          return std::make_shared<SequenceVar>(
+              a.kind == CaptureArg::Kind::Tuple ? SequenceVar::Kind::Tuple : SequenceVar::Kind::List,
+              std::move(items), source);
+        }
+        case CaptureArg::Kind::Dict: {
+          auto d = std::make_shared<DictVar>(source);
+          for (const CaptureArg& item : a.items)
+            d->set(PyRef::steal(PyUnicode_FromString(item.key.c_str())),
+                   argument(item, source.item(item.key), PyDict_GetItemString(obj, item.key.c_str())));
+          return d;
+        }
+      }
+      internal_error("capture: bad argument kind");
+    };
     for (size_t i = 0; i < frame_args.size(); ++i) {
       const std::string name = py_str(PyTuple_GetItem(varnames.get(), static_cast<Py_ssize_t>(i)));
       const Source source = Source::local(name);
@@ -291,13 +423,18 @@ Capture Interpreter::capture(const std::string& call_expr, const std::vector<Cap
         translator.add_assumption("L['self'].training == False");
         continue;
       }
+      // The argument this parameter received: a tensor or container by identity; a Python
+      // scalar by position (small ints and bools are shared objects).
+      const size_t position = i - leading;
       int k = -1;
-      for (size_t j = 0; j < inputs.size(); ++j)
-        if (PyTuple_GetItem(args.get(), static_cast<Py_ssize_t>(j)) == frame_args[i]) k = static_cast<int>(j);
+      if (i >= leading && position < arguments.size() && arguments[position].kind == CaptureArg::Kind::Scalar)
+        k = static_cast<int>(position);
+      for (size_t j = 0; k < 0 && j < arguments.size(); ++j)
+        if (arguments[j].kind != CaptureArg::Kind::Scalar &&
+            PyTuple_GetItem(args.get(), static_cast<Py_ssize_t>(j)) == frame_args[i])
+          k = static_cast<int>(j);
       if (k >= 0) {
-        if (k != next_input++)
-          internal_error("entry parameters do not follow the YAML input order");
-        vars.push_back(translator.add_input(inputs[static_cast<size_t>(k)], k, source, frame_args[i]));
+        vars.push_back(argument(arguments[static_cast<size_t>(k)], source, frame_args[i]));
       } else {
         vars.push_back(translator.wrap(frame_args[i], source));
       }
@@ -317,21 +454,29 @@ Capture Interpreter::capture(const std::string& call_expr, const std::vector<Cap
   if (request.error) std::rethrow_exception(request.error);
   if (!request.seen)
     internal_error("the entry's frame was never evaluated while calling `" + call_expr + "`");
-  if (out.breaks.empty()) record_outputs(result.get(), args.get(), out.graph, out.example);
+  if (out.breaks.empty()) record_outputs(result.get(), leaf_tuple.get(), out.graph, out.example);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }
 
 namespace {
 
-// Calls `call_expr` (a module in eval mode, or a function) for real on `inputs`; `args` gets
-// the tensors passed, as the call left them.
-PyRef call_entry(const std::string& call_expr, const std::vector<ir::HostTensor>& inputs, PyRef& args) {
+// Calls `call_expr` (a module in eval mode, or a function) for real on `inputs`, built into
+// arguments by `arguments` (empty: one tensor per input); `leaves` gets the inputs passed, as
+// the call left them.
+PyRef call_entry(const std::string& call_expr, const std::vector<ir::HostTensor>& inputs,
+                 std::vector<CaptureArg> arguments, PyRef& leaves) {
   PyRef callable = evaluate_call(call_expr);
   if (is_module(callable.get())) check(PyObject_CallMethod(callable.get(), "eval", nullptr), "eval()");
-  args = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(inputs.size())));
+  if (arguments.empty())
+    for (size_t i = 0; i < inputs.size(); ++i) arguments.push_back({CaptureArg::Kind::Tensor, "", static_cast<int>(i), {}});
+  std::vector<bool> scalar(inputs.size(), false);
+  for (const CaptureArg& a : arguments) mark_scalars(a, scalar);
+  std::vector<PyRef> values;
   for (size_t i = 0; i < inputs.size(); ++i)
-    PyTuple_SetItem(args.get(), static_cast<Py_ssize_t>(i), tensor_from_host(inputs[i]).release());
+    values.push_back(scalar[i] ? python_scalar(inputs[i].get(0), inputs[i].dtype) : tensor_from_host(inputs[i]));
+  leaves = tuple_of(values);
+  PyRef args = build_arguments(arguments, values);
   return call_no_grad(callable.get(), args.get());
 }
 
@@ -355,18 +500,20 @@ EagerCall Interpreter::golden_call(const std::string& call_expr, const Capture& 
   if (!capture.breaks.empty() || !example.has_outputs) return example;
   EagerCall call;
   call.inputs = example.inputs;
+  std::vector<bool> scalar(call.inputs.size(), false);
+  for (const CaptureArg& a : capture.arguments) mark_scalars(a, scalar);
   bool integers = false;
-  for (ir::HostTensor& t : call.inputs)
-    if (!ir::is_floating(t.dtype)) {
-      fill_small_integers(t);
+  for (size_t i = 0; i < call.inputs.size(); ++i)
+    if (!ir::is_floating(call.inputs[i].dtype) && !scalar[i]) {  // a scalar keeps its value
+      fill_small_integers(call.inputs[i]);
       integers = true;
     }
   if (!integers) return example;  // the capture's own call already ran on these inputs
   try {
     OneTorchThread one_thread;
-    PyRef args;
-    PyRef out = call_entry(call_expr, call.inputs, args);
-    record_outputs(out.get(), args.get(), capture.graph, call);
+    PyRef leaves;
+    PyRef out = call_entry(call_expr, call.inputs, capture.arguments, leaves);
+    record_outputs(out.get(), leaves.get(), capture.graph, call);
   } catch (const UserError&) {
     return example;  // e.g. an index out of range: the zeros are valid
   }
@@ -375,9 +522,10 @@ EagerCall Interpreter::golden_call(const std::string& call_expr, const Capture& 
 
 std::vector<ir::HostTensor> Interpreter::run_eager(const std::string& call_expr,
                                                    const std::vector<ir::HostTensor>& inputs,
-                                                   const std::vector<ir::InputUpdate>& updates) {
+                                                   const std::vector<ir::InputUpdate>& updates,
+                                                   const std::vector<CaptureArg>& arguments) {
   PyRef args;
-  PyRef out = call_entry(call_expr, inputs, args);
+  PyRef out = call_entry(call_expr, inputs, arguments, args);
   std::vector<ir::HostTensor> result;
   flatten_eager(out.get(), result);
   for (const ir::InputUpdate& u : updates) result.push_back(host_from_tensor(PyTuple_GetItem(args.get(), u.input)));

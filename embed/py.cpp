@@ -80,6 +80,12 @@ std::string callable_name(PyObject* o) {
   return r;
 }
 
+PyRef attribute_or_null(PyObject* o, const char* name) {
+  PyObject* a = PyObject_GetAttrString(o, name);
+  if (!a) PyErr_Clear();
+  return PyRef::steal(a);
+}
+
 PyRef getattr(PyObject* o, const char* name) {
   return check(PyObject_GetAttrString(o, name), name);
 }

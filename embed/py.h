@@ -50,6 +50,7 @@ PyRef import(const char* module);
 // A stable name for a callable: "torch.cumsum", "math.sqrt", "mymodule.Helper.run".
 std::string callable_name(PyObject* o);
 PyRef getattr(PyObject* o, const char* name);  // internal_error when missing
+PyRef attribute_or_null(PyObject* o, const char* name);  // null (no Python error) when missing
 
 }  // namespace aotrace::embed
 

@@ -132,10 +132,10 @@ void Translator::finish_graph(const VarRef& result) {
   ir::OutputTree tree = flatten_outputs(*this, result, outs);
   // Inputs updated in place: their new values follow the results, for the runtime to write back.
   std::vector<ir::InputUpdate> updates;
-  for (size_t i = 0; i < input_vars_.size(); ++i) {
-    const ir::ValueId now = as<TensorVar>(input_vars_[i])->value;
-    if (now == out_.graph.inputs.at(i).value) continue;
-    updates.push_back({static_cast<int>(i), static_cast<int>(outs.size())});
+  for (const auto& [input, var] : input_vars_) {
+    const ir::ValueId now = as<TensorVar>(var)->value;
+    if (now == out_.graph.inputs.at(static_cast<size_t>(input)).value) continue;
+    updates.push_back({input, static_cast<int>(outs.size())});
     outs.push_back(now);
   }
   out_.graph.set_outputs(std::move(outs), std::move(tree));

@@ -312,12 +312,6 @@ PyRef resolve_path(const std::string& path) {
 
 }  // namespace
 
-// An attribute of `obj`, or null (and no Python error) when it has none.
-PyRef attribute_or_null(PyObject* obj, const char* name) {
-  PyObject* a = PyObject_GetAttrString(obj, name);
-  if (!a) PyErr_Clear();
-  return PyRef::steal(a);
-}
 
 // torch.ops.aten.NAME (its overload packet and every overload but the out= ones) and
 // torch._C._nn.NAME are the same ops as torch.NAME, Tensor.NAME or F.NAME, with the same

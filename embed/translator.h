@@ -117,6 +117,9 @@ class Translator {
   // is called with, used to run the program on after a graph break.
   VarRef add_input(const CaptureInput& input, int index, const Source& source,
                    PyObject* example = nullptr);
+  // A Python int, float or bool input: a constant of the trace, a 0-d graph input that no op
+  // reads, guarded at run time to hold the value it was compiled for.
+  VarRef add_scalar_input(const CaptureInput& input, int index, const Source& source, PyObject* example);
   // Whether `v` is the variable of a tensor input of the entry (add_input) in the first graph:
   // an in-place update of it is written back to the caller (Graph::input_updates).
   bool is_entry_input(const VarRef& v) const;
@@ -171,7 +174,8 @@ class Translator {
   std::vector<SavedContainer> entry_containers_before_;
   std::map<std::pair<PyObject*, std::string>, VarRef> module_attribute_writes_;
   std::vector<PyRef> input_values_;  // real tensors of the current graph's inputs (null: none)
-  std::vector<VarRef> input_vars_;   // the variables of the entry's tensor inputs (first graph)
+  // The variables of the entry's tensor inputs in the first graph, with their graph input index.
+  std::vector<std::pair<int, VarRef>> input_vars_;
 };
 
 // Builtins evaluated symbolically (builtins.cpp).

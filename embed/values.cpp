@@ -173,12 +173,39 @@ VarRef Translator::add_input(const CaptureInput& input, int index, const Source&
   guard(ir::Guard::Kind::DType, 0, 0);
   for (size_t d = 0; d < input.shape.size(); ++d)
     guard(ir::Guard::Kind::DimEq, static_cast<int>(d), input.shape[d]);
-  input_vars_.push_back(std::make_shared<TensorVar>(v, source));
-  return input_vars_.back();
+  input_vars_.emplace_back(static_cast<int>(out_.graph.inputs.size() - 1), std::make_shared<TensorVar>(v, source));
+  return input_vars_.back().second;
+}
+
+VarRef Translator::add_scalar_input(const CaptureInput& input, int index, const Source& source,
+                                    PyObject* example) {
+  // A graph input no op reads, so that the runtime takes and guards the value it was compiled
+  // for; the program sees the Python value. Resuming after a break evaluates graphs on tensors:
+  // the value as a 0-d tensor.
+  ir::HostTensor value = ir::HostTensor::zeros(input.dtype, {});
+  value.set(0, input.value);
+  input_values_.push_back(tensor_from_host(value));
+  out_.graph.add_input(input.name, ir::TensorType{input.dtype, {}, {}}, source.str());
+  auto guard = [&](ir::Guard::Kind kind, int64_t v) {
+    ir::Guard g;
+    g.kind = kind;
+    g.input = index;
+    g.value = v;
+    g.dtype = input.dtype;
+    g.scalar = input.value;
+    g.source = source.str();
+    g.origin = input.origin;
+    out_.guards.push_back(g);
+  };
+  guard(ir::Guard::Kind::Rank, 0);
+  guard(ir::Guard::Kind::DType, 0);
+  guard(ir::Guard::Kind::ValueEq, 0);
+  // No source: its uses need no assumption, the guard checks it on every call.
+  return std::make_shared<ConstVar>(PyRef::borrow(example), Source());
 }
 
 bool Translator::is_entry_input(const VarRef& v) const {
-  return std::find(input_vars_.begin(), input_vars_.end(), v) != input_vars_.end();
+  return std::any_of(input_vars_.begin(), input_vars_.end(), [&](const auto& in) { return in.second == v; });
 }
 
 PyRef Translator::real_function(const FunctionVar& f) {

@@ -265,6 +265,7 @@ struct Guard {
     DimMultiple, // size(input, dim) % value == 0
     DimsEqual,   // size(input, dim) == size(other_input, other_dim)
     Contiguous,  // input is row-major contiguous
+    ValueEq,     // a 0-d input (a Python int, float or bool argument) holds `scalar`
   };
   Kind kind = Kind::Rank;
   int input = 0;
@@ -275,12 +276,17 @@ struct Guard {
   int other_dim = 0;
   DType dtype = DType::f32;
   Device device;
+  double scalar = 0;         // ValueEq: the value (dtype says int64, float64 or bool)
   std::string source;        // the tensor's source: "L['x']"
   std::string other_source;  // DimsEqual: the other tensor's source, "L['y']"
   SourceLoc origin;    // where the specialisation happened (user file:line), if any
 
   std::string str() const;  // "L['x'].size()[0] == 8"
 };
+
+// A Python int, float or bool as repr() writes it: "3", "0.5", "2.0", "True" (dtype: i64, f64
+// or b8; the others as their category).
+std::string python_scalar_repr(double value, DType dtype);
 
 // A fact about Python state read at compile time; verified while compiling.
 struct Assumption {

@@ -9,6 +9,38 @@ std::string profile_json_schema() {
   return R"JSON({
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "title": "aotrace profile",
+  "$defs": {
+    "input": {"oneOf": [
+      {"type": "object", "additionalProperties": false, "required": ["dtype", "shape"],
+       "description": "a tensor",
+       "properties": {
+         "type": {"const": "tensor"},
+         "dtype": {"type": "string",
+                   "examples": ["float32", "float16", "bfloat16", "float64", "int64",
+                                "int32", "int8", "uint8", "bool"]},
+         "shape": {"type": "array", "items": {"anyOf": [
+           {"type": "integer", "minimum": 1},
+           {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}]}}}},
+      {"type": "object", "additionalProperties": false, "required": ["type", "value"],
+       "description": "a Python int, compiled in and guarded at run time (a 0-d int64 tensor)",
+       "properties": {"type": {"const": "int"}, "value": {"type": "integer"}}},
+      {"type": "object", "additionalProperties": false, "required": ["type", "value"],
+       "description": "a Python float, compiled in and guarded at run time (a 0-d float64 tensor)",
+       "properties": {"type": {"const": "float"}, "value": {"type": "number"}}},
+      {"type": "object", "additionalProperties": false, "required": ["type", "value"],
+       "description": "a Python bool, compiled in and guarded at run time (a 0-d bool tensor)",
+       "properties": {"type": {"const": "bool"}, "value": {"type": "boolean"}}},
+      {"type": "object", "additionalProperties": false, "required": ["type", "items"],
+       "description": "a tuple or list of inputs, flattened into NAME.0, NAME.1, ...",
+       "properties": {"type": {"enum": ["tuple", "list"]},
+                      "items": {"type": "array", "items": {"$ref": "#/$defs/input"}}}},
+      {"type": "object", "additionalProperties": false, "required": ["type", "items"],
+       "description": "a dict of inputs, flattened into NAME.KEY",
+       "properties": {"type": {"const": "dict"},
+                      "items": {"type": "object",
+                                "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+                                "additionalProperties": {"$ref": "#/$defs/input"}}}}]}
+  },
   "type": "object",
   "additionalProperties": false,
   "required": ["version", "script", "entries"],
@@ -28,17 +60,7 @@ std::string profile_json_schema() {
           "inputs": {
             "type": "object",
             "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
-            "additionalProperties": {
-              "type": "object", "additionalProperties": false, "required": ["dtype", "shape"],
-              "properties": {
-                "dtype": {"type": "string",
-                          "examples": ["float32", "float16", "bfloat16", "float64", "int64",
-                                       "int32", "int8", "uint8", "bool"]},
-                "shape": {"type": "array", "items": {"anyOf": [
-                  {"type": "integer", "minimum": 1},
-                  {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}]}}
-              }
-            }
+            "additionalProperties": {"$ref": "#/$defs/input"}
           }
         }
       }

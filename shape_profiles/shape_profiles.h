@@ -19,17 +19,34 @@ struct DimRef {
   SourceLoc loc;
 };
 
+// One input of the bundle: a tensor, or a Python int, float or bool the program is compiled
+// for (passed to the runtime as a 0-d int64, float64 or bool tensor, and guarded to equal it).
 struct InputSpec {
-  std::string name;
-  ir::DType dtype = ir::DType::f32;
-  std::vector<DimRef> shape;
+  enum class Kind : uint8_t { Tensor, Int, Float, Bool };
+  Kind kind = Kind::Tensor;
+  std::string name;                 // "x"; an item of a container argument: "pair.0", "feats.mask"
+  ir::DType dtype = ir::DType::f32; // scalars: int64, float64, bool
+  std::vector<DimRef> shape;        // scalars: []
+  double value = 0;                 // scalars: the value
   SourceLoc loc;
+  bool is_scalar() const { return kind != Kind::Tensor; }
+};
+
+// How the call's arguments are built from the inputs: one input, or a tuple, list or dict of
+// arguments (`{type: tuple, items: [...]}`), flattened depth first into EntrySpec::inputs.
+struct ArgSpec {
+  enum class Kind : uint8_t { Input, Tuple, List, Dict };
+  Kind kind = Kind::Input;
+  std::string key;                  // parameter name (top level) or dict key
+  int input = -1;                   // Input: index into EntrySpec::inputs
+  std::vector<ArgSpec> items;
 };
 
 struct EntrySpec {
   std::string name;                 // entry name in the bundle
   std::string call;                 // expression evaluated in the script's namespace
-  std::vector<InputSpec> inputs;    // in the call's parameter order
+  std::vector<InputSpec> inputs;    // the leaves of `args`, depth first: the bundle's inputs
+  std::vector<ArgSpec> args;        // in the call's parameter order
   SourceLoc loc;
 };
 

@@ -133,6 +133,11 @@ class Tensor {
 
 std::string shape_str(const std::vector<int64_t>& shape);  // "[5, 784]"
 
+// A 0-d tensor holding `value`: how a Python int (int64), float (float64) or bool input is
+// passed (Entry::scalar_input); also float32 and the other integer dtypes (the value converted,
+// as a cast would). f16 and bf16: invalid_argument.
+Result<Tensor> scalar_tensor(DType dtype, double value);
+
 // ---------------------------------------------------------------------------------------------
 // What a bundle declares (read from bundle.fb at open).
 struct TensorInfo {
@@ -195,6 +200,9 @@ class Entry {
   // kernels ran, as torch eager would have left them (the new values are computed into
   // scratch memory allocated per call, so that no kernel reads an input it already wrote).
   const std::vector<int32_t>& updated_inputs(size_t variant = 0) const;
+  // Whether input `input` is a Python int, float or bool the variant was compiled for (passed as
+  // a 0-d int64, float64 or bool tensor and guarded to hold `*value`).
+  bool scalar_input(size_t variant, size_t input, double* value = nullptr) const;
 
   // Evaluates every variant's guards in one pass; the first variant whose guards all hold.
   // On a miss: invalid_argument naming the inputs and, per variant, the guard that rejected

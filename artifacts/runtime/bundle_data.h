@@ -15,7 +15,7 @@
 namespace aotrace::rt {
 
 enum class GuardKind : uint8_t {
-  Rank, DType, Device, DimEq, DimRange, DimMultiple, DimsEqual, Contiguous
+  Rank, DType, Device, DimEq, DimRange, DimMultiple, DimsEqual, Contiguous, ValueEq
 };
 
 struct GuardData {
@@ -28,6 +28,7 @@ struct GuardData {
   int other_dim = 0;
   DType dtype = DType::f32;
   DeviceKind device = DeviceKind::cpu;
+  double scalar = 0;   // ValueEq
   std::string text;    // "L['x'].size()[0] == 8"
   std::string origin;  // "model.py:12"
 };

@@ -125,6 +125,7 @@ GuardData read_guard(const fb::Guard& g) {
   d.device = static_cast<DeviceKind>(g.device());
   d.text = str(g.text());
   d.origin = str(g.origin());
+  d.scalar = g.scalar();
   return d;
 }
 

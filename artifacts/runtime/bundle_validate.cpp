@@ -22,7 +22,7 @@ int64_t tensor_bytes(const TensorInfo& t) {
 
 bool valid_guard(const GuardData& g, size_t num_inputs) {
   auto in_range = [&](int i) { return i >= 0 && static_cast<size_t>(i) < num_inputs; };
-  return static_cast<uint8_t>(g.kind) <= static_cast<uint8_t>(GuardKind::Contiguous) &&
+  return static_cast<uint8_t>(g.kind) <= static_cast<uint8_t>(GuardKind::ValueEq) &&
          in_range(g.input) && g.dim >= 0 && g.other_dim >= 0 &&
          (g.kind != GuardKind::DimsEqual || in_range(g.other_input)) &&
          static_cast<uint8_t>(g.dtype) <= static_cast<uint8_t>(DType::b8) &&

@@ -103,6 +103,15 @@ const std::vector<TensorInfo>& Entry::inputs(size_t v) const { return data_->var
 const std::vector<TensorInfo>& Entry::outputs(size_t v) const { return data_->variants.at(v).outputs; }
 const std::string& Entry::output_tree() const { return data_->output_tree; }
 const std::vector<int32_t>& Entry::updated_inputs(size_t v) const { return data_->variants.at(v).updated_inputs; }
+
+bool Entry::scalar_input(size_t v, size_t input, double* value) const {
+  for (const GuardData& g : data_->variants.at(v).guards)
+    if (g.kind == GuardKind::ValueEq && static_cast<size_t>(g.input) == input) {
+      if (value) *value = g.scalar;
+      return true;
+    }
+  return false;
+}
 const std::vector<OutputNode>& Entry::output_nodes() const { return data_->output_nodes; }
 
 std::vector<std::string> Entry::guard_texts(size_t v) const {

@@ -1,11 +1,24 @@
 // Guard evaluation (semantics of ir::Guard::Kind) and the message of a miss (DESIGN §5): the
 // inputs as given, then for every variant the guard that rejected them and its Python origin.
+#include <cstdio>
+
 #include "bundle_data.h"
 
 namespace aotrace::rt {
 namespace {
 
 const char* device_name(DeviceKind d) { return d == DeviceKind::cpu ? "cpu" : "cuda"; }
+
+// The value of a 0-d tensor of `dtype` (int64, float64 or bool: a Python scalar argument).
+inline bool scalar_value(const TensorRef& t, DType dtype, double* v) {
+  if (!t.shape.empty() || t.dtype != dtype || !t.data) return false;
+  switch (dtype) {
+    case DType::i64: *v = static_cast<double>(*static_cast<const int64_t*>(t.data)); return true;
+    case DType::f64: *v = *static_cast<const double*>(t.data); return true;
+    case DType::b8: *v = *static_cast<const uint8_t*>(t.data) != 0; return true;
+    default: return false;
+  }
+}
 
 // Whether guard `g` holds: the rules, once (ir::Guard::Kind). The hit path of every call: no
 // strings, no calls.
@@ -25,6 +38,10 @@ inline bool guard_passes(const GuardData& g, const std::vector<TensorRef>& input
       const TensorRef& o = inputs[static_cast<size_t>(g.other_input)];
       const size_t other_dim = static_cast<size_t>(g.other_dim);
       return dim < t.shape.size() && other_dim < o.shape.size() && t.shape[dim] == o.shape[other_dim];
+    }
+    case GuardKind::ValueEq: {
+      double v = 0;
+      return scalar_value(t, g.dtype, &v) && v == g.scalar;
     }
   }
   return false;
@@ -49,6 +66,14 @@ std::string what_it_had(const GuardData& g, const std::vector<TensorRef>& inputs
       if (static_cast<size_t>(g.dim) >= t.shape.size()) return dim_text(t, g.dim);
       if (static_cast<size_t>(g.other_dim) >= o.shape.size()) return dim_text(o, g.other_dim);
       return dim_text(t, g.dim) + " and " + dim_text(o, g.other_dim);
+    }
+    case GuardKind::ValueEq: {
+      double v = 0;
+      if (!scalar_value(t, g.dtype, &v))
+        return "a " + std::string(dtype_name(t.dtype)) + " tensor of shape " + shape_str(t.shape);
+      char buf[32];
+      snprintf(buf, sizeof buf, "%.17g", v);
+      return std::string("the value ") + buf;
     }
     default: return dim_text(t, g.dim);
   }

@@ -65,6 +65,25 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(
   data_.reset(p);
 }
 
+Result<Tensor> scalar_tensor(DType dtype, double value) {
+  Tensor t(dtype, {});
+  if (!t.data()) return Status(StatusCode::io_error, "cannot allocate a scalar tensor");
+  switch (dtype) {
+    case DType::f32: *t.data_as<float>() = static_cast<float>(value); break;
+    case DType::f64: *t.data_as<double>() = value; break;
+    case DType::i64: *t.data_as<int64_t>() = static_cast<int64_t>(value); break;
+    case DType::i32: *t.data_as<int32_t>() = static_cast<int32_t>(value); break;
+    case DType::i8: *t.data_as<int8_t>() = static_cast<int8_t>(value); break;
+    case DType::u8: *t.data_as<uint8_t>() = static_cast<uint8_t>(value); break;
+    case DType::b8: *t.data_as<uint8_t>() = value != 0; break;
+    case DType::f16:
+    case DType::bf16:
+      return Status(StatusCode::invalid_argument,
+                    std::string("scalar_tensor: no ") + dtype_name(dtype) + " scalars (Python scalars are int64, float64 or bool)");
+  }
+  return t;
+}
+
 int64_t Tensor::numel() const {
   int64_t n = 1;
   for (int64_t d : shape_) n *= d;

@@ -359,6 +359,87 @@ TEST(InputUpdates, AreWrittenBackAsEagerLeavesThem) {
   EXPECT_EQ(std::memcmp(cache->data(), golden->data(), cache->nbytes()), 0);
 }
 
+// Inputs beyond tensors: a tuple and a dict of tensors (flattened as pair.0, feats.gain) and
+// Python scalars (0-d int64/float64/bool inputs, compiled in, guarded at run time).
+TEST(NonTensorInputs, ContainersAndScalarsMatchEagerAndScalarsAreGuarded) {
+  const fs::path dir = temp_dir() / "nontensor";
+  fs::create_directories(dir);
+  std::ofstream(dir / "net.py") << "import torch\nimport torch.nn as nn\ntorch.manual_seed(0)\n"
+                                   "class Net(nn.Module):\n"
+                                   "    def __init__(self):\n"
+                                   "        super().__init__()\n"
+                                   "        self.fc = nn.Linear(4, 4)\n"
+                                   "    def forward(self, x, pair, feats, n, scale, causal):\n"
+                                   "        a, b = pair\n"
+                                   "        h = self.fc(x + a * b) * scale\n"
+                                   "        for _ in range(n):\n"
+                                   "            h = torch.tanh(h) + 1\n"
+                                   "        if causal:\n"
+                                   "            h = h + feats['bias']\n"
+                                   "        return h * feats['gain'], n\n"
+                                   "net = Net()\n";
+  std::ofstream(dir / "net.yaml")
+      << "version: 1\nname: net\nscript: net.py\nentries:\n  forward:\n    call: net\n    inputs:\n"
+         "      x: {dtype: float32, shape: [b, 4]}\n"
+         "      pair: {type: tuple, items: [{dtype: float32, shape: [b, 4]}, {dtype: float32, shape: [b, 4]}]}\n"
+         "      feats: {type: dict, items: {bias: {dtype: float32, shape: [4]}, gain: {dtype: float32, shape: [b, 4]}}}\n"
+         "      n: {type: int, value: 2}\n      scale: {type: float, value: 0.5}\n      causal: {type: bool, value: true}\n"
+         "dims:\n  b: [1, 3]\n";
+  const fs::path bundle_dir = compiled(dir / "net.yaml");
+  auto bundle = rt::Bundle::open(bundle_dir.string());
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  size_t pairs = 0;
+  rt::Status selftest = bundle->selftest(&pairs);
+  EXPECT_TRUE(selftest.ok()) << selftest.message();
+  EXPECT_EQ(pairs, 2u);
+  auto e = bundle->entry("forward");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  ASSERT_EQ(e->num_inputs(), 8u);
+  EXPECT_EQ(e->inputs(0)[1].name, "pair.0");
+  EXPECT_EQ(e->inputs(0)[4].name, "feats.gain");
+  EXPECT_EQ(e->output_tree(), "(0, 2)");
+  double value = 0;
+  EXPECT_TRUE(e->scalar_input(0, 6, &value));
+  EXPECT_EQ(value, 0.5);
+  EXPECT_FALSE(e->scalar_input(0, 0));
+
+  using K = embed::CaptureArg::Kind;
+  const std::vector<embed::CaptureArg> args = {
+      {K::Tensor, "x", 0, {}},
+      {K::Tuple, "pair", -1, {{K::Tensor, "0", 1, {}}, {K::Tensor, "1", 2, {}}}},
+      {K::Dict, "feats", -1, {{K::Tensor, "bias", 3, {}}, {K::Tensor, "gain", 4, {}}}},
+      {K::Scalar, "n", 5, {}}, {K::Scalar, "scale", 6, {}}, {K::Scalar, "causal", 7, {}}};
+  auto& interp = embed::Interpreter::instance();
+  interp.run_script(dir / "net.py");
+  std::mt19937 rng(3);
+  for (int64_t b : {1, 3}) {
+    std::vector<ir::HostTensor> inputs = {
+        random_tensor(ir::DType::f32, {b, 4}, rng), random_tensor(ir::DType::f32, {b, 4}, rng),
+        random_tensor(ir::DType::f32, {b, 4}, rng), random_tensor(ir::DType::f32, {4}, rng),
+        random_tensor(ir::DType::f32, {b, 4}, rng), ir::HostTensor::zeros(ir::DType::i64, {}),
+        ir::HostTensor::zeros(ir::DType::f64, {}), ir::HostTensor::zeros(ir::DType::b8, {})};
+    inputs[5].set(0, 2);
+    inputs[6].set(0, 0.5);
+    inputs[7].set(0, 1);
+    std::vector<ir::HostTensor> want = interp.run_eager("net", inputs, {}, args);
+    ASSERT_EQ(want.size(), 1u);
+    std::vector<rt::TensorRef> refs;
+    for (auto& t : inputs) refs.push_back(ref(t));
+    auto got = e->run(refs);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    ASSERT_EQ(got->size(), 1u);
+    expect_close((*got)[0], want[0], "b=" + std::to_string(b), kAtol, kRtol);
+    inputs[5].set(0, 3);  // another n: the program would differ, the guard says so
+    auto miss = e->run(refs);
+    ASSERT_FALSE(miss.ok());
+    EXPECT_NE(miss.status().message().find("guard L['n'] == 2 failed (got the value 3)"), std::string::npos)
+        << miss.status().message();
+  }
+  auto r = run_command(quote(AOTRACE_CLI) + " inspect " + quote(bundle_dir.string()));
+  EXPECT_NE(r.output.find("scalar-inputs"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("guard L['causal'] == True"), std::string::npos) << r.output;
+}
+
 TEST(Bundle, HoldsOneVariantPerProfileAndTheDeclaredFiles) {
   const fs::path b = compiled(kExamples / "mlp" / "mlp.yaml");
   for (const char* f : {"bundle.fb", "weights.bin", "report.json", "graphs/forward.v0.json",

@@ -438,5 +438,50 @@ TEST_F(SpecTest, UnknownOption) {
   EXPECT_EQ(e.hint(), "did you mean 'max_variants'?");
 }
 
+// ---- inputs beyond tensors ---------------------------------------------------------------------
+
+const std::string kInputsHead = "version: 1\nscript: mlp.py\nentries:\n  f:\n    call: model\n    inputs:\n";
+
+TEST_F(SpecTest, UnknownInputTypeSuggestsClosest) {
+  UserError e = expect_error(kInputsHead + "      n: {type: integer, value: 3}\n", 7, 17,
+                             "unknown input type 'integer'");
+  EXPECT_NE(e.hint().find("valid types are"), std::string::npos) << e.hint();
+}
+
+TEST_F(SpecTest, ScalarInputNeedsItsValue) {
+  expect_error(kInputsHead + "      n: {type: int}\n", 7, 7, "no 'value' key");
+}
+
+TEST_F(SpecTest, ScalarInputTakesNoDtypeOrShape) {
+  expect_error(kInputsHead + "      n: {type: int, value: 3, dtype: int32}\n", 7, 32,
+               "'entries.f.inputs.n.dtype' does not apply to a Python int");
+}
+
+TEST_F(SpecTest, IntInputMustBeAnInteger) {
+  expect_error(kInputsHead + "      n: {type: int, value: 2.5}\n", 7, 29, "must be an integer");
+}
+
+TEST_F(SpecTest, BoolInputMustBeTrueOrFalse) {
+  expect_error(kInputsHead + "      c: {type: bool, value: yes please}\n", 7, 30, "must be true or false");
+}
+
+TEST_F(SpecTest, FloatInputMustBeFinite) {
+  expect_error(kInputsHead + "      s: {type: float, value: .inf}\n", 7, 31, "must be a finite number");
+}
+
+TEST_F(SpecTest, TensorInputTakesNoValue) {
+  expect_error(kInputsHead + "      x: {dtype: float32, shape: [4], value: 1}\n", 7, 39,
+               "does not apply to a tensor input");
+}
+
+TEST_F(SpecTest, ContainerInputNeedsItems) {
+  expect_error(kInputsHead + "      p: {type: tuple}\n", 7, 7, "no 'items' key");
+}
+
+TEST_F(SpecTest, ContainerItemsAreCheckedLikeInputs) {
+  expect_error(kInputsHead + "      p: {type: dict, items: {a: {dtype: float33, shape: [4]}}}\n", 7, 42,
+               "unknown dtype 'float33'");
+}
+
 }  // namespace
 }  // namespace aotrace::shape_profiles

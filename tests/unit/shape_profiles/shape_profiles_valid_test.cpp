@@ -236,5 +236,40 @@ TEST(ShapeProfilesDidYouMean, EditDistanceCountsTranspositionsOnce) {
   EXPECT_EQ(detail::did_you_mean("banana", keys), "");
 }
 
+// Inputs beyond tensors: Python scalars (0-d inputs holding their value) and tuples, lists and
+// dicts of inputs, flattened depth first into NAME.0 / NAME.KEY.
+TEST_F(SpecTest, ScalarAndContainerInputsFlattenDepthFirst) {
+  ProfileSet p = parse(
+      "version: 1\nscript: mlp.py\nentries:\n  f:\n    call: model\n    inputs:\n"
+      "      x: {dtype: float32, shape: [b, 4]}\n"
+      "      pair: {type: tuple, items: [{dtype: float32, shape: [b]}, {type: list, items: [{type: int, value: -2}]}]}\n"
+      "      feats: {type: dict, items: {mask: {dtype: bool, shape: [4]}, scale: {type: float, value: 0.25}}}\n"
+      "      causal: {type: bool, value: true}\n"
+      "      t: {type: tensor, dtype: int64, shape: []}\n"
+      "dims: {b: [2]}\n");
+  const EntrySpec& e = p.entries.at(0);
+  std::vector<std::string> names;
+  for (const auto& in : e.inputs) names.push_back(in.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"x", "pair.0", "pair.1.0", "feats.mask", "feats.scale", "causal", "t"}));
+  EXPECT_EQ(e.inputs[2].kind, InputSpec::Kind::Int);
+  EXPECT_EQ(e.inputs[2].dtype, ir::DType::i64);
+  EXPECT_EQ(e.inputs[2].value, -2);
+  EXPECT_EQ(e.inputs[4].kind, InputSpec::Kind::Float);
+  EXPECT_EQ(e.inputs[4].dtype, ir::DType::f64);
+  EXPECT_EQ(e.inputs[4].value, 0.25);
+  EXPECT_EQ(e.inputs[5].kind, InputSpec::Kind::Bool);
+  EXPECT_EQ(e.inputs[5].value, 1);
+  EXPECT_FALSE(e.inputs[6].is_scalar());  // a 0-d tensor is a tensor
+  ASSERT_EQ(e.args.size(), 5u);
+  EXPECT_EQ(e.args[1].kind, ArgSpec::Kind::Tuple);
+  ASSERT_EQ(e.args[1].items.size(), 2u);
+  EXPECT_EQ(e.args[1].items[1].kind, ArgSpec::Kind::List);
+  EXPECT_EQ(e.args[1].items[1].items.at(0).input, 2);
+  EXPECT_EQ(e.args[2].kind, ArgSpec::Kind::Dict);
+  EXPECT_EQ(e.args[2].items.at(1).key, "scale");
+  EXPECT_EQ(e.args[2].items.at(1).input, 4);
+  EXPECT_EQ(p.concrete_shape(e.inputs[1], p.profiles.at(0)), (std::vector<int64_t>{2}));
+}
+
 }  // namespace
 }  // namespace aotrace::shape_profiles
