@@ -120,6 +120,9 @@ enum class FloatClass : uint8_t { NaN, Inf, Finite };
 VarRef float_class(Translator&, const CallArgs&, FloatClass);  // isnan, isinf, isfinite
 VarRef log2(Translator&, const CallArgs&);
 VarRef trunc(Translator&, const CallArgs&);
+VarRef round(Translator&, const CallArgs&);
+VarRef fmod(Translator&, const CallArgs&);
+VarRef embedding_bag(Translator&, const CallArgs&);
 VarRef bitwise_xor(Translator&, const CallArgs&);
 VarRef add_matmul(Translator&, const CallArgs&, bool batched);  // addmm, baddbmm
 VarRef glu(Translator&, const CallArgs&);

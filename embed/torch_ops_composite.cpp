@@ -61,6 +61,81 @@ VarRef trunc(Translator& t, const CallArgs& a) {
   return add(t, OpKind::Where, {negative, node(t, OpKind::Ceil, {x}), node(t, OpKind::Floor, {x})});
 }
 
+// torch.round: halves to even (as torch and IEEE round-to-nearest do); `decimals` scales first.
+VarRef round(Translator& t, const CallArgs& call) {
+  CallArgs a = bind_schema(t, "aten::round", call);
+  ValueId x = tensor(t, a.kw("self"), "round");
+  const DType dt = type_of(t, x).dtype;
+  if (!ir::is_floating(dt)) return wrap_value(x);
+  const int64_t decimals = is_none(a.kw("decimals")) ? 0 : int_arg(t, a.kw("decimals"), "round decimals");
+  const double scale = std::pow(10.0, static_cast<double>(decimals));
+  if (decimals != 0) x = node(t, OpKind::Mul, {x, constant(t, scale, dt)});
+  ValueId lower = node(t, OpKind::Floor, {x});
+  ValueId frac = node(t, OpKind::Sub, {x, lower});
+  ValueId half = constant(t, 0.5, dt), one = constant(t, 1, dt);
+  // Exactly halfway: up when floor(x) is odd (remainder 1), so that the result is even.
+  ValueId tie = node(t, OpKind::Add, {lower, node(t, OpKind::Remainder, {lower, constant(t, 2, dt)})});
+  ValueId r = node(t, OpKind::Where, {node(t, OpKind::Gt, {frac, half}), node(t, OpKind::Add, {lower, one}),
+                                      node(t, OpKind::Where, {node(t, OpKind::Lt, {frac, half}), lower, tie})});
+  if (decimals != 0) r = node(t, OpKind::Div, {r, constant(t, scale, dt)});
+  return wrap_value(r);
+}
+
+// torch.fmod: the remainder with the sign of the dividend (C's fmod), from torch.remainder's
+// (the sign of the divisor): the two differ by one divisor when the signs disagree.
+VarRef fmod(Translator& t, const CallArgs& call) {
+  CallArgs a = bind_schema(t, "aten::fmod", call);
+  VarRef x = a.kw("self"), y = a.kw("other");
+  VarRef r = binary(t, OpKind::Remainder, x, y);
+  ValueId rv = tensor(t, r, "fmod");
+  const DType dt = type_of(t, rv).dtype;
+  ValueId zero = constant(t, 0, dt);
+  ValueId x_negative = node(t, OpKind::Lt, {cast(t, tensor_or_scalar(t, x, dt, "fmod"), dt), zero});
+  ValueId differ = node(t, OpKind::And, {node(t, OpKind::Ne, {rv, zero}),
+                                         node(t, OpKind::Ne, {node(t, OpKind::Lt, {rv, zero}), x_negative})});
+  ValueId shifted = tensor(t, binary(t, OpKind::Sub, r, y), "fmod");
+  return add(t, OpKind::Where, {differ, shifted, rv});
+}
+
+// F.embedding_bag(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+// per_sample_weights, include_last_offset, padding_idx) over a 2-D input: one bag per row.
+VarRef embedding_bag(Translator& t, const CallArgs& a) {
+  ValueId idx = tensor(t, a.get(0, "input"), "embedding_bag");
+  ValueId w = tensor(t, a.get(1, "weight"), "embedding_bag");
+  if (!is_none(a.get(2, "offsets")) || type_of(t, idx).rank() != 2)
+    unsupported(t, "embedding_bag with offsets (bags whose boundaries are tensor values)",
+                "pass a 2-D input, one bag of equal length per row (pad with padding_idx)");
+  if (!is_none(a.get(3, "max_norm"))) unsupported(t, "embedding_bag(max_norm=...)", "renormalise the weights before tracing");
+  const std::string mode = str_arg(t, a.get(6, "mode"), "embedding_bag mode", "mean");
+  if (mode != "sum" && mode != "mean" && mode != "max")
+    user_error("embedding_bag: mode must be 'sum', 'mean' or 'max', got '" + mode + "'", t.loc());
+  const ir::TensorType it = type_of(t, idx);
+  const DType dt = type_of(t, w).dtype;
+  ValueId rows = node(t, OpKind::IndexSelect, {w, reshape_to(t, idx, {it.numel()})}, ir::Attrs().set("axis", int64_t{0}));
+  ir::Shape s = it.shape;
+  s.push_back(type_of(t, w).shape[1]);
+  ValueId bags = reshape_to(t, rows, s);  // [B, N, D]
+  VarRef weights = a.get(8, "per_sample_weights");
+  if (!is_none(weights)) {
+    if (mode != "sum") user_error("embedding_bag: per_sample_weights needs mode='sum' (torch raises here too)", t.loc());
+    bags = node(t, OpKind::Mul, {bags, unsqueeze_at(t, cast(t, tensor(t, weights, "embedding_bag"), dt), 2)});
+  }
+  // padding_idx: those entries leave the bag (sum and mean; a bag of padding only gives zeros).
+  VarRef padding = a.get(10, "padding_idx");
+  ValueId count = constant(t, static_cast<double>(it.shape[1].constant()), dt);
+  if (!is_none(padding)) {
+    if (mode == "max") unsupported(t, "embedding_bag(mode='max', padding_idx=...)");
+    int64_t p = int_arg(t, padding, "embedding_bag padding_idx");
+    if (p < 0) p += type_of(t, w).shape[0].constant();
+    ValueId keep = cast(t, node(t, OpKind::Ne, {idx, constant(t, static_cast<double>(p), it.dtype)}), dt);
+    bags = node(t, OpKind::Mul, {bags, unsqueeze_at(t, keep, 2)});
+    count = node(t, OpKind::Maximum, {node(t, OpKind::ReduceSum, {keep}, axes_attrs({1}, true)), constant(t, 1, dt)});
+  }
+  if (mode == "max") return add(t, OpKind::ReduceMax, {bags}, axes_attrs({1}, false));
+  ValueId total = node(t, OpKind::ReduceSum, {bags}, axes_attrs({1}, false));
+  return mode == "sum" ? wrap_value(total) : add(t, OpKind::Div, {total, count});
+}
+
 // a ^ b = (a | b) & ~(a & b), on integers and bools.
 VarRef bitwise_xor(Translator& t, const CallArgs& a) {
   VarRef x = a.get(0, "input"), y = a.get(1, "other");
