@@ -5,6 +5,8 @@
 #include <map>
 #include <optional>
 
+#include <xxhash.h>
+
 #include "artifacts/artifacts.h"
 #include "artifacts/runtime/aotrace_runtime.h"
 #include "cli/commands.h"
@@ -54,8 +56,10 @@ json graph_json(const ir::Graph& g, const std::string& entry, const std::string&
 
 // Adds the weights the plan reads (of the lowered graph: pre-packed ones included, originals
 // that only fed a packing left out) to the bundle's table, each tensor once, and remaps the plan.
+// Weights are the same when their type and bytes are: a source names where a weight came from,
+// not what it holds (two entries' models each have an `L['self'].encoder.weight`).
 void add_weights(const ir::Graph& g, ir::ExecutionPlan& plan, artifacts::BundleSpec& bundle,
-                 std::map<std::string, int64_t>& index_by_source) {
+                 std::map<std::string, std::vector<int64_t>>& index_by_content) {
   std::vector<int64_t> global(g.weights.size(), -1);
   std::vector<bool> read(g.weights.size(), false);
   for (const auto& b : plan.buffers)
@@ -63,16 +67,16 @@ void add_weights(const ir::Graph& g, ir::ExecutionPlan& plan, artifacts::BundleS
   for (size_t i = 0; i < g.weights.size(); ++i) {
     if (!read[i]) continue;
     const auto& w = g.weights[i];
-    // Without a source (a tensor constant of the trace) only the same data is the same weight.
-    const std::string key = (w.source.empty() ? "data@" + std::to_string(reinterpret_cast<uintptr_t>(w.data.get()))
-                                              : w.source) + "|" + g.type(w.value).str();
-    auto it = index_by_source.find(key);
-    if (it == index_by_source.end()) {
-      artifacts::WeightSpec ws{w.name, g.type(w.value).dtype, static_dims(g.type(w.value)), w.data};
-      bundle.weights.push_back(std::move(ws));
-      it = index_by_source.emplace(key, static_cast<int64_t>(bundle.weights.size() - 1)).first;
+    AOT_CHECK(w.data, "weight " + w.name + " without data");
+    const std::string key = g.type(w.value).str() + "|" + std::to_string(XXH3_64bits(w.data->data(), w.data->size()));
+    std::vector<int64_t>& same_hash = index_by_content[key];
+    for (int64_t k : same_hash)
+      if (*bundle.weights[static_cast<size_t>(k)].data == *w.data) global[i] = k;
+    if (global[i] < 0) {
+      bundle.weights.push_back({w.name, g.type(w.value).dtype, static_dims(g.type(w.value)), w.data});
+      global[i] = static_cast<int64_t>(bundle.weights.size() - 1);
+      same_hash.push_back(global[i]);
     }
-    global[i] = it->second;
   }
   for (auto& b : plan.buffers)
     if (b.kind == ir::PlanBuffer::Kind::Weight) b.index = global.at(static_cast<size_t>(b.index));
@@ -148,7 +152,7 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   bundle.cpu = lowering::resolved_cpu(lo);
   // The preflight lists the features the runtime can check on the device.
   bundle.cpu_features = checkable_cpu_features(lo);
-  std::map<std::string, int64_t> weight_index;
+  std::map<std::string, std::vector<int64_t>> weight_index;  // add_weights: by type and content
   std::vector<std::vector<ir::Bytes>> objects(cpus.size());  // per CPU, per variant
   json report_profiles = json::array();
   struct VariantTiming {

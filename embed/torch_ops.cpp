@@ -206,6 +206,7 @@ const std::vector<Entry>& table() {
       {{"torch.round"}, {"round", "__round__"}, round},
       {{"torch.fmod"}, {"fmod"}, fmod},
       {{F "embedding_bag"}, {}, embedding_bag},
+      {{"torch.nn.LSTM.forward", "torch.nn.GRU.forward", "torch.nn.RNN.forward"}, {}, recurrent},
       {{"torch.bitwise_xor"}, {"bitwise_xor", "__xor__"}, bitwise_xor},
       {{"torch.addmm"}, {"addmm"}, WITH(add_matmul, false)},
       {{"torch.baddbmm"}, {"baddbmm"}, WITH(add_matmul, true)},

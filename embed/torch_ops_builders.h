@@ -123,6 +123,7 @@ VarRef trunc(Translator&, const CallArgs&);
 VarRef round(Translator&, const CallArgs&);
 VarRef fmod(Translator&, const CallArgs&);
 VarRef embedding_bag(Translator&, const CallArgs&);
+VarRef recurrent(Translator&, const CallArgs&);  // nn.LSTM / nn.GRU / nn.RNN forward
 VarRef bitwise_xor(Translator&, const CallArgs&);
 VarRef add_matmul(Translator&, const CallArgs&, bool batched);  // addmm, baddbmm
 VarRef glu(Translator&, const CallArgs&);

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "artifacts/runtime/aotrace_runtime.h"
 #include "artifacts/runtime/npy.h"
 #include "embed/embed.h"
@@ -438,6 +440,49 @@ TEST(NonTensorInputs, ContainersAndScalarsMatchEagerAndScalarsAreGuarded) {
   auto r = run_command(quote(AOTRACE_CLI) + " inspect " + quote(bundle_dir.string()));
   EXPECT_NE(r.output.find("scalar-inputs"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("guard L['causal'] == True"), std::string::npos) << r.output;
+}
+
+// Two entries whose models have weights of the same name and shape but different values
+// (`L['self'].fc.weight` in both): each entry reads its own. Equal weights are stored once.
+TEST(Bundle, WeightsAreSharedByContentNotByName) {
+  const fs::path dir = temp_dir() / "two_models";
+  fs::create_directories(dir);
+  std::ofstream(dir / "two.py") << "import torch\nimport torch.nn as nn\n"
+                                   "class M(nn.Module):\n"
+                                   "    def __init__(self, seed):\n"
+                                   "        super().__init__()\n"
+                                   "        torch.manual_seed(seed)\n"
+                                   "        self.fc = nn.Linear(4, 4)\n"
+                                   "    def forward(self, x):\n"
+                                   "        return self.fc(x)\n"
+                                   "a, b = M(1), M(2)\n"
+                                   "also_a = a\n";
+  std::ofstream(dir / "two.yaml") << "version: 1\nname: two\nscript: two.py\nentries:\n"
+                                     "  a: {call: a, inputs: {x: {dtype: float32, shape: [2, 4]}}}\n"
+                                     "  b: {call: b, inputs: {x: {dtype: float32, shape: [2, 4]}}}\n"
+                                     "  also_a: {call: also_a, inputs: {x: {dtype: float32, shape: [2, 4]}}}\n";
+  const fs::path bundle_dir = compiled(dir / "two.yaml");
+  auto bundle = rt::Bundle::open(bundle_dir.string());
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  auto& interp = embed::Interpreter::instance();
+  interp.run_script(dir / "two.py");
+  std::mt19937 rng(9);
+  std::vector<ir::HostTensor> inputs = {random_tensor(ir::DType::f32, {2, 4}, rng)};
+  for (const char* name : {"a", "b", "also_a"}) {
+    auto e = bundle->entry(name);
+    ASSERT_TRUE(e.ok()) << e.status().message();
+    std::vector<ir::HostTensor> want = interp.run_eager(name, inputs);
+    auto got = e->run({ref(inputs[0])});
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    expect_close((*got)[0], want[0], name, kAtol, kRtol);
+  }
+  auto r = run_command(quote(AOTRACE_CLI) + " inspect " + quote(bundle_dir.string()) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  std::vector<std::string> names;  // a's and b's weight and bias (also_a's are a's)
+  for (const auto& w : j["weights"]) names.push_back(w["name"].get<std::string>());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"fc.bias", "fc.bias", "fc.weight", "fc.weight"}));
 }
 
 TEST(Bundle, HoldsOneVariantPerProfileAndTheDeclaredFiles) {

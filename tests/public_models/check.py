@@ -1,5 +1,6 @@
 """check.py AOTRACE SPEC INT_HIGH: compiles SPEC, runs every profile's variant with `aotrace run`
-on random inputs (integers in [0, INT_HIGH), floats from N(0, 1)), and compares each output with
+on random inputs (integers in [0, INT_HIGH), floats from N(0, 1); a tuple argument's tensors,
+L['hidden'][0], ..., passed as one tuple), and compares each output with
 torch eager on the same inputs (tolerance 1e-4 + 1e-4 * max |eager|); exit 1 on a mismatch."""
 import json, pathlib, re, runpy, subprocess, sys, tempfile
 import numpy as np, torch
@@ -23,11 +24,19 @@ for prof in report["profiles"]:
     entry = next(e for e in report["entries"] if e["name"] == prof["entry"])
     g = json.loads((bundle / "graphs" / f"{prof['entry']}.{prof['variant']}.json").read_text())
     ins, args = [], []
+    nested = {}  # L['hidden'][0]: the inputs of a tuple, list or dict argument, rebuilt below
     for i, s in enumerate(g["inputs"]):
         m = re.fullmatch(r"(\w+)\[(.*)\]", s["type"]); dt = DT[m.group(1)]
         shape = tuple(int(d) for d in m.group(2).split(",") if d.strip())
         x = rng.integers(0, high, shape).astype(dt) if dt == np.int64 else rng.standard_normal(shape).astype(dt)
-        p = work / f"{s['name']}.npy"; np.save(p, x); ins += ["--input", f"{s['name']}={p}"]; args.append(torch.from_numpy(x.copy()))
+        p = work / f"{s['name']}.npy"; np.save(p, x); ins += ["--input", f"{s['name']}={p}"]
+        m = re.fullmatch(r"L\['(\w+)'\](?:\[(\d+)\])?", s["source"])
+        if m and m.group(2) is not None:
+            if m.group(1) not in nested: nested[m.group(1)] = []; args.append(nested[m.group(1)])
+            nested[m.group(1)].append(torch.from_numpy(x.copy()))
+        else:
+            args.append(torch.from_numpy(x.copy()))
+    args = [tuple(a) if isinstance(a, list) else a for a in args]
     out = work / "out"
     r = subprocess.run([aotrace, "run", str(bundle), "--entry", prof["entry"], *ins, "--output-dir", str(out)], capture_output=True, text=True)
     if r.returncode: print(r.stderr); sys.exit(1)
