@@ -39,6 +39,10 @@ struct VariantSpec {
   // Inputs the entry changes in place (ir::Graph::input_updates): the plan's Output buffer
   // outputs.size() + k holds the new value of input updated_inputs[k].
   std::vector<int> updated_inputs;
+  // The variant draws random numbers (ir::Graph::rng_input): the plan's Input buffer
+  // inputs.size() is the generator state the runtime fills per call; golden pairs hold it after
+  // the inputs.
+  bool draws_random = false;
 };
 
 struct EntrySpec {

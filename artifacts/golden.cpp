@@ -70,6 +70,22 @@ std::vector<GoldenPair> evaluated_golden(const ir::Graph& graph, int64_t max_ele
 
 std::vector<GoldenPair> make_golden(const ir::Graph& graph, const std::optional<GoldenPair>& eager,
                                     std::string* fallback_reason, int64_t max_elements) {
+  // Random numbers: eager's come from torch's generator, the bundle's from its own. The pair is
+  // the eager call's inputs, the generator state (seed 0, offset 0) and what the reference
+  // implementations give for them, which the kernels reproduce exactly.
+  if (graph.rng_input >= 0) {
+    if (!eager || eager->inputs.size() + 1 != graph.inputs.size()) return {};
+    GoldenPair pair;
+    pair.inputs = eager->inputs;
+    pair.inputs.insert(pair.inputs.begin() + graph.rng_input, ir::HostTensor::zeros(ir::DType::i64, {2}));
+    int64_t elements = 0;
+    for (const auto& t : pair.inputs) elements += t.numel();
+    if (elements > max_elements) return {};
+    pair.outputs = ir::evaluate(graph, pair.inputs);
+    for (const auto& t : pair.outputs) elements += t.numel();
+    if (elements > max_elements) return {};
+    return {std::move(pair)};
+  }
   std::string why = eager ? eager_mismatch(graph, *eager) : "no eager outputs";
   if (why.empty()) {
     int64_t elements = 0;

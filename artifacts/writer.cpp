@@ -100,7 +100,7 @@ void write_golden(const BundleSpec& spec, BundleFiles& files) {
     for (const VariantSpec& v : e.variants)
       for (size_t k = 0; k < v.golden.size(); ++k) {
         const GoldenPair& g = v.golden[k];
-        AOT_CHECK(g.inputs.size() == v.inputs.size() &&
+        AOT_CHECK(g.inputs.size() == v.inputs.size() + (v.draws_random ? 1 : 0) &&
                       g.outputs.size() == v.outputs.size() + v.updated_inputs.size(),
                   "golden pair of variant " + v.name + " does not match its inputs and outputs");
         for (size_t i = 0; i < g.inputs.size(); ++i) {

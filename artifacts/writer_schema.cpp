@@ -98,6 +98,7 @@ std::unique_ptr<fb::VariantT> variant_table(const std::string& entry, const Vari
   }
   t->plan = plan_table(v.plan);
   t->input_updates = v.updated_inputs;
+  t->draws_random = v.draws_random;
   for (size_t k = 0; k < v.golden.size(); ++k) {
     auto g = std::make_unique<fb::GoldenPairT>();
     for (size_t i = 0; i < v.golden[k].inputs.size(); ++i)
@@ -154,6 +155,7 @@ std::vector<uint8_t> build_bundle_fb(const BundleSpec& spec, const std::vector<F
       for (const auto& node : t->variants.back()->output_nodes)
         if (node->kind == fb::OutputKind::Constant) require("output-constants");
       if (!v.updated_inputs.empty()) require("input-updates");
+      if (v.draws_random) require("random");
       for (const ir::Guard& g : v.guards)
         if (g.kind == ir::Guard::Kind::ValueEq) require("scalar-inputs");
     }

@@ -55,6 +55,7 @@ struct RunOptions {
   std::vector<std::string> inputs;  // NAME=FILE.npy
   std::filesystem::path output_dir = ".";
   int threads = 0;  // 0: AOTRACE_NUM_THREADS or the CPU count
+  uint64_t seed = 0;  // Entry::manual_seed
 };
 int run_command(const RunOptions& options);
 

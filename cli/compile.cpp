@@ -95,8 +95,13 @@ artifacts::VariantSpec variant_spec(const ProfileCapture& pc, const std::string&
   artifacts::VariantSpec v;
   v.name = name;
   v.profiles = {pc.profile->name};
-  for (const auto& in : g.inputs)
-    v.inputs.push_back({in.name, g.type(in.value).dtype, static_dims(g.type(in.value)), in.source});
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    if (static_cast<int>(i) != g.rng_input)
+      v.inputs.push_back({g.inputs[i].name, g.type(g.inputs[i].value).dtype, static_dims(g.type(g.inputs[i].value)),
+                          g.inputs[i].source});
+  // The generator state comes after the call's inputs (the runtime's Input buffer inputs.size()).
+  AOT_CHECK(g.rng_input < 0 || g.rng_input + 1 == static_cast<int>(g.inputs.size()), "the rng input is not the last input");
+  v.draws_random = g.rng_input >= 0;
   for (size_t i = 0; i < g.num_result_outputs(); ++i)
     v.outputs.push_back({"out" + std::to_string(i), g.type(g.outputs[i]).dtype,
                          static_dims(g.type(g.outputs[i])), ""});
@@ -123,6 +128,7 @@ std::vector<artifacts::GoldenPair> golden_of(const ProfileCapture& pc, const std
   }
   std::string why;
   std::vector<artifacts::GoldenPair> golden = artifacts::make_golden(g, eager, &why);
+  if (g.rng_input >= 0) why.clear();  // random numbers: the reference's, by design
   if (!why.empty())
     std::cerr << "aotrace: warning: entry '" << pc.entry->name << "', variant " << variant
               << ": golden vectors from the reference interpreter, not torch eager (" << why

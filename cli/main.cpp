@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   r->add_flag("--selftest", selftest, "run the bundle's golden vectors instead of inputs");
   r->add_option("--threads", run.threads, "kernel threads, 0 = AOTRACE_NUM_THREADS or all CPUs")
       ->check(CLI::Range(0, 1024));
+  r->add_option("--seed", run.seed, "seed of the bundle's random numbers (torch.randn, dropout in training mode)");
 
   cli::BenchOptions bench;
   auto* bn = app.add_subcommand("bench", "time an entry on random inputs: median, p10, p90 latency");

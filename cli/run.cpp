@@ -78,6 +78,7 @@ int run_command(const RunOptions& options) {
   for (const auto& t : tensors) refs.push_back(t.ref());
 
   const size_t variant = value_or_fail(entry.select(refs));
+  entry.manual_seed(options.seed);
   std::vector<rt::Tensor> outputs = value_or_fail(entry.run(refs));
   std::filesystem::create_directories(options.output_dir);
   auto write = [&](const std::string& name, const rt::TensorRef& t) {

@@ -207,6 +207,13 @@ const std::vector<Entry>& table() {
       {{"torch.fmod"}, {"fmod"}, fmod},
       {{F "embedding_bag"}, {}, embedding_bag},
       {{"torch.nn.LSTM.forward", "torch.nn.GRU.forward", "torch.nn.RNN.forward"}, {}, recurrent},
+      // Random numbers (torch_ops_random.cpp)
+      {{"torch.randn"}, {}, WITH(random_factory, true)},
+      {{"torch.rand"}, {}, WITH(random_factory, false)},
+      {{"torch.randn_like"}, {}, WITH(random_like, true)},
+      {{"torch.rand_like"}, {}, WITH(random_like, false)},
+      {{"torch.randint"}, {}, randint},
+      {{"torch.bernoulli"}, {"bernoulli"}, bernoulli},
       {{"torch.bitwise_xor"}, {"bitwise_xor", "__xor__"}, bitwise_xor},
       {{"torch.addmm"}, {"addmm"}, WITH(add_matmul, false)},
       {{"torch.baddbmm"}, {"baddbmm"}, WITH(add_matmul, true)},

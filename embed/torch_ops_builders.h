@@ -124,6 +124,11 @@ VarRef round(Translator&, const CallArgs&);
 VarRef fmod(Translator&, const CallArgs&);
 VarRef embedding_bag(Translator&, const CallArgs&);
 VarRef recurrent(Translator&, const CallArgs&);  // nn.LSTM / nn.GRU / nn.RNN forward
+// torch_ops_random.cpp
+VarRef random_factory(Translator&, const CallArgs&, bool normal);
+VarRef random_like(Translator&, const CallArgs&, bool normal);
+VarRef randint(Translator&, const CallArgs&);
+VarRef bernoulli(Translator&, const CallArgs&);
 VarRef bitwise_xor(Translator&, const CallArgs&);
 VarRef add_matmul(Translator&, const CallArgs&, bool batched);  // addmm, baddbmm
 VarRef glu(Translator&, const CallArgs&);

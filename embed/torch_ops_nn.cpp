@@ -394,15 +394,5 @@ VarRef interpolate(Translator& t, const CallArgs& a) {
   return add(t, OpKind::Resize, {x}, attrs);
 }
 
-VarRef dropout(Translator& t, const CallArgs& a) {
-  VarRef training = a.get(2, "training");
-  if (bool_arg(t, training, true) && !is_none(training))
-    t.graph_break("unsupported Python", "dropout in training mode",
-                  "aotrace traces models in eval mode; call model.eval()");
-  if (is_none(training))
-    t.graph_break("unsupported Python", "F.dropout without training= defaults to training mode",
-                  "pass training=self.training (or use nn.Dropout)");
-  return a.get(0, "input");
-}
 
 }  // namespace aotrace::embed::ops

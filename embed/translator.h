@@ -120,6 +120,10 @@ class Translator {
   // A Python int, float or bool input: a constant of the trace, a 0-d graph input that no op
   // reads, guarded at run time to hold the value it was compiled for.
   VarRef add_scalar_input(const CaptureInput& input, int index, const Source& source, PyObject* example);
+  // The graph's random generator state (Graph::rng_input), made on first use, and a new stream
+  // number for each Random op.
+  ir::ValueId rng_state();
+  int64_t next_random_stream() { return random_streams_++; }
   // Whether `v` is the variable of a tensor input of the entry (add_input) in the first graph:
   // an in-place update of it is written back to the caller (Graph::input_updates).
   bool is_entry_input(const VarRef& v) const;
@@ -176,6 +180,7 @@ class Translator {
   std::vector<PyRef> input_values_;  // real tensors of the current graph's inputs (null: none)
   // The variables of the entry's tensor inputs in the first graph, with their graph input index.
   std::vector<std::pair<int, VarRef>> input_vars_;
+  int64_t random_streams_ = 0;
 };
 
 // Builtins evaluated symbolically (builtins.cpp).

@@ -204,6 +204,15 @@ VarRef Translator::add_scalar_input(const CaptureInput& input, int index, const 
   return std::make_shared<ConstVar>(PyRef::borrow(example), Source());
 }
 
+ir::ValueId Translator::rng_state() {
+  if (out_.graph.rng_input >= 0) return out_.graph.inputs.at(static_cast<size_t>(out_.graph.rng_input)).value;
+  // (seed 0, offset 0) when the program runs for real after a break; the runtime's per call.
+  ir::HostTensor state = ir::HostTensor::zeros(ir::DType::i64, {2});
+  input_values_.push_back(tensor_from_host(state));
+  out_.graph.rng_input = static_cast<int>(out_.graph.inputs.size());
+  return out_.graph.add_input("<rng>", ir::TensorType{ir::DType::i64, {}, {ir::SymExpr(2)}}, "<generator state>");
+}
+
 bool Translator::is_entry_input(const VarRef& v) const {
   return std::any_of(input_vars_.begin(), input_vars_.end(), [&](const auto& in) { return in.second == v; });
 }

@@ -241,6 +241,10 @@ class Graph {
   std::vector<ValueId> outputs;
   OutputTree output_tree;
   std::vector<InputUpdate> input_updates;  // their outputs come last in `outputs`
+  // The input holding the random generator's state, i64[2] = (seed, offset), read by the
+  // Random ops; -1 when the graph draws no random numbers. Not an input of the Python call:
+  // the runtime fills it on every call (a new offset each time).
+  int rng_input = -1;
   // How many outputs the output tree's leaves use (all but the input updates').
   size_t num_result_outputs() const { return outputs.size() - input_updates.size(); }
   std::map<std::string, SymRange> symbols;
@@ -283,6 +287,16 @@ struct Guard {
 
   std::string str() const;  // "L['x'].size()[0] == 8"
 };
+
+// The counter-based generator of OpKind::Random (op_random.cpp), shared by the reference and
+// every backend: Philox4x32-10 (Salmon et al., SC'11) with key (seed low, seed high) and counter
+// (i low, i high, stream, offset low). Uniform: the first word's top 24 bits / 2^24, in [0, 1).
+// Normal: Box-Muller on the first two words, sqrt(-2 ln u1) cos(2 pi u2), u1 in (0, 1].
+constexpr uint32_t kPhiloxM0 = 0xD2511F53u, kPhiloxM1 = 0xCD9E8D57u;
+constexpr uint32_t kPhiloxW0 = 0x9E3779B9u, kPhiloxW1 = 0xBB67AE85u;
+constexpr int kPhiloxRounds = 10;
+void philox4x32(uint32_t counter[4], uint32_t key[2]);  // in place: counter becomes the output
+double philox_sample(int64_t seed, int64_t offset, int64_t stream, int64_t index, bool normal);
 
 // A Python int, float or bool as repr() writes it: "3", "0.5", "2.0", "True" (dtype: i64, f64
 // or b8; the others as their category).

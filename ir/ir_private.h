@@ -96,6 +96,9 @@ ReferenceFn reference_expand(InferFn infer);
 ReferenceFn reference_not(InferFn infer);
 // op_reference_index.cpp
 ReferenceFn reference_arange(InferFn infer);
+// op_random.cpp
+InferFn infer_random();
+ReferenceFn reference_random(InferFn infer);
 ReferenceFn reference_arg_reduce(InferFn infer, bool is_max);
 ReferenceFn reference_cumsum(InferFn infer);
 ReferenceFn reference_slice(InferFn infer);

@@ -107,6 +107,7 @@ std::vector<OpInfo> build_table() {
 
   primitive(OpKind::Full, infer_full(), reference_full);
   primitive(OpKind::Arange, infer_arange(), reference_arange);
+  primitive(OpKind::Random, infer_random(), reference_random);
   unary(OpKind::Neg, "neg", neg);
   unary(OpKind::Exp, "exp", exp_);
   unary(OpKind::Log, "log", log_);

@@ -15,6 +15,7 @@ class Verifier {
     for (size_t i = 0; i < g_.nodes.size(); ++i) check_node(i, g_.nodes[i]);
     for (ValueId v : g_.outputs) use(v, "the outputs");
     if (g_.input_updates.size() > g_.outputs.size()) fail("more input updates than outputs");
+    if (g_.rng_input >= static_cast<int>(g_.inputs.size())) fail("rng_input is not an input");
     check_tree(g_.output_tree);
     for (size_t k = 0; k < g_.input_updates.size(); ++k) {
       const InputUpdate& u = g_.input_updates[k];

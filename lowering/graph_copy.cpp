@@ -27,6 +27,7 @@ ir::Graph finish_copy(GraphCopy copy, const ir::Graph& old) {
   }
   copy.graph.set_outputs(std::move(outputs), old.output_tree);
   copy.graph.input_updates = old.input_updates;
+  copy.graph.rng_input = old.rng_input;
   return std::move(copy.graph);
 }
 

@@ -200,6 +200,13 @@ class Entry {
   // kernels ran, as torch eager would have left them (the new values are computed into
   // scratch memory allocated per call, so that no kernel reads an input it already wrote).
   const std::vector<int32_t>& updated_inputs(size_t variant = 0) const;
+  // Random numbers (torch.randn, dropout in training mode, ...): a variant that draws them uses
+  // a counter-based generator (Philox4x32-10) whose state is the entry's seed (0 until set)
+  // and an offset that each call advances, so that successive calls draw new numbers and the
+  // same seed repeats the same sequence of calls. manual_seed sets the seed and restarts the
+  // offsets. The numbers are not torch's: their distribution is.
+  void manual_seed(uint64_t seed) const;
+  bool draws_random(size_t variant = 0) const;
   // Whether input `input` is a Python int, float or bool the variant was compiled for (passed as
   // a 0-d int64, float64 or bool tensor and guarded to hold `*value`).
   bool scalar_input(size_t variant, size_t input, double* value = nullptr) const;

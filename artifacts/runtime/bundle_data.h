@@ -2,6 +2,7 @@
 // that running never touches the FlatBuffer again.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -90,11 +91,20 @@ struct VariantData {
   // Inputs changed in place: Output buffer outputs.size() + k is the new value of input
   // updated_inputs[k], copied into the caller's tensor after the kernels ran.
   std::vector<int32_t> updated_inputs;
+  // Draws random numbers: Input buffer inputs.size() is the generator state (seed, offset).
+  bool draws_random = false;
   // Created at open with one slot allocated, sized by the memory plan (STYLE 10).
   std::unique_ptr<RunSlotPool> slots;
 };
 
+// An entry's random generator (Entry::manual_seed): each call takes the next offset.
+struct RngState {
+  std::atomic<uint64_t> seed{0};
+  std::atomic<uint64_t> next_offset{0};
+};
+
 struct EntryData {
+  std::unique_ptr<RngState> rng = std::make_unique<RngState>();
   std::string name;
   std::string output_tree;
   std::vector<OutputNode> output_nodes;
@@ -154,9 +164,11 @@ Result<std::shared_ptr<BundleData>> read_bundle_fb(const std::string& dir,
 // invalid_argument when num_threads < 0 (entry.cpp).
 Status start_thread_pool(BundleData& b, int num_threads);
 
-// Runs variant `v` of `e` (inputs and outputs checked against it; entry.cpp).
+// Runs variant `v` of `e` (inputs and outputs checked against it; entry.cpp). `rng`: the
+// generator state (seed, offset) of a variant that draws random numbers.
 Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v,
-                   const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs);
+                   const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs,
+                   const int64_t* rng = nullptr);
 
 // The same from the bytes of a bundle.fb (`dir` only names the bundle in messages; fuzzed).
 Result<std::shared_ptr<BundleData>> parse_bundle_fb(const std::string& dir, std::vector<uint8_t> buf);

@@ -169,6 +169,7 @@ VariantData read_variant(const fb::Variant& v, bool* ok) {
   if (v.golden())
     for (const auto* g : *v.golden()) d.golden.push_back({strings(g->inputs()), strings(g->outputs())});
   if (v.input_updates()) d.updated_inputs.assign(v.input_updates()->begin(), v.input_updates()->end());
+  d.draws_random = v.draws_random();
   return d;
 }
 

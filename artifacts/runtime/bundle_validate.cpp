@@ -36,6 +36,8 @@ std::string check_buffer(const BufferData& b, const BundleData& bundle, const Va
   };
   switch (b.kind) {
     case BufferKind::Input:
+      if (v.draws_random && b.index == static_cast<int64_t>(v.inputs.size()))  // the generator state
+        return b.size_bytes == 16 ? "" : "random generator buffer is not 16 bytes";
       return tensor_size_matches(v.inputs) ? "" : "input buffer does not match its input";
     case BufferKind::Output: {
       if (tensor_size_matches(v.outputs)) return "";
@@ -110,7 +112,8 @@ std::string check_variant(const BundleData& bundle, const EntryData& e, const Va
         return "kernel call '" + c.symbol + "' names a buffer out of range";
   }
   for (const GoldenData& g : v.golden) {
-    if (g.inputs.size() != v.inputs.size() || g.outputs.size() != v.outputs.size() + v.updated_inputs.size())
+    if (g.inputs.size() != v.inputs.size() + (v.draws_random ? 1 : 0) ||
+        g.outputs.size() != v.outputs.size() + v.updated_inputs.size())
       return "golden pair without one file per input and output";
     for (const auto* paths : {&g.inputs, &g.outputs})
       for (const std::string& p : *paths)

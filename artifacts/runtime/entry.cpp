@@ -29,10 +29,11 @@ Status check_tensors(const EntryData& e, const VariantData& v, const std::vector
 }
 
 void* buffer_pointer(const BundleData& b, uint8_t* arena, const BufferData& buf,
-                     const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs) {
+                     const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs,
+                     const int64_t* rng) {
   size_t index = static_cast<size_t>(buf.index);
   switch (buf.kind) {
-    case BufferKind::Input: return inputs[index].data;
+    case BufferKind::Input: return index == inputs.size() ? const_cast<int64_t*>(rng) : inputs[index].data;
     case BufferKind::Output: return outputs[index].data;
     case BufferKind::Weight: return const_cast<uint8_t*>(b.weight_ptr(index));
     case BufferKind::Arena: return arena + buf.offset;
@@ -55,9 +56,17 @@ int Bundle::num_threads() const { return data_->pool ? data_->pool->num_threads(
 // Runs `v`'s kernels with scratch memory from its slot pool: concurrent runs take different
 // slots; a steady state allocates nothing.
 Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v,
-                   const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs) {
+                   const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs,
+                   const int64_t* rng) {
   if (Status s = check_tensors(e, v, v.inputs, inputs, "input"); !s.ok()) return s;
   if (Status s = check_tensors(e, v, v.outputs, outputs, "output"); !s.ok()) return s;
+  // The generator state of this call: the entry's seed and its next offset.
+  int64_t state[2] = {0, 0};
+  if (v.draws_random && !rng) {
+    state[0] = static_cast<int64_t>(e.rng->seed.load());
+    state[1] = static_cast<int64_t>(e.rng->next_offset.fetch_add(1));
+    rng = state;
+  }
   // Inputs updated in place: their new values go to scratch tensors after the outputs, then
   // into the caller's memory once every kernel has run.
   std::vector<Tensor> updated;
@@ -79,7 +88,7 @@ Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v
     return Status(StatusCode::io_error, "cannot allocate the arena of variant " + v.name + " (" +
                                             std::to_string(v.arena_bytes) + " bytes)");
   for (size_t i = 0; i < v.buffers.size(); ++i)
-    slot->pointers[i] = buffer_pointer(b, slot->arena.get(), v.buffers[i], inputs, *plan_outputs);
+    slot->pointers[i] = buffer_pointer(b, slot->arena.get(), v.buffers[i], inputs, *plan_outputs, rng);
   const int64_t no_symbols[1] = {0};
   for (const CallData& call : v.calls) {
     slot->args.clear();
@@ -103,6 +112,13 @@ const std::vector<TensorInfo>& Entry::inputs(size_t v) const { return data_->var
 const std::vector<TensorInfo>& Entry::outputs(size_t v) const { return data_->variants.at(v).outputs; }
 const std::string& Entry::output_tree() const { return data_->output_tree; }
 const std::vector<int32_t>& Entry::updated_inputs(size_t v) const { return data_->variants.at(v).updated_inputs; }
+
+void Entry::manual_seed(uint64_t seed) const {
+  data_->rng->seed.store(seed);
+  data_->rng->next_offset.store(0);
+}
+
+bool Entry::draws_random(size_t v) const { return data_->variants.at(v).draws_random; }
 
 bool Entry::scalar_input(size_t v, size_t input, double* value) const {
   for (const GuardData& g : data_->variants.at(v).guards)

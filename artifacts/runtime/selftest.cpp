@@ -98,7 +98,15 @@ Status check_pair(const BundleData& b, const EntryData& e, const VariantData& v,
     got.emplace_back(v.outputs[i].dtype, v.outputs[i].shape);
     out_refs.push_back(got.back().ref());
   }
-  if (Status s = run_variant(b, e, v, in_refs, out_refs); !s.ok())
+  // A variant that draws random numbers: its golden generator state follows the inputs.
+  const int64_t* rng = nullptr;
+  if (v.draws_random) {
+    if (inputs.size() != v.inputs.size() + 1 || inputs.back().numel() != 2 || inputs.back().dtype() != DType::i64)
+      return Status(StatusCode::data_loss, "golden pair of variant " + v.name + " has no generator state");
+    rng = inputs.back().data_as<int64_t>();
+    in_refs.pop_back();
+  }
+  if (Status s = run_variant(b, e, v, in_refs, out_refs, rng); !s.ok())
     return Status(StatusCode::data_loss, "selftest of entry '" + e.name + "' variant " + v.name +
                                              ": " + s.message());
   for (int32_t i : v.updated_inputs) got.push_back(std::move(inputs[static_cast<size_t>(i)]));

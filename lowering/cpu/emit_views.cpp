@@ -300,4 +300,46 @@ llvm::Value* KernelEmitter::emit_arange(const ir::Node& n, const Index& idx) {
   return convert(b_, v, ir::DType::f64, rt);
 }
 
+// ir::philox_sample of the element at `idx`: Philox4x32-10 unrolled on 32-bit words.
+llvm::Value* KernelEmitter::emit_random(const ir::Node& n, const Index& idx) {
+  const std::vector<int64_t> shape = dims(n.results[0]);
+  llvm::Value* linear = b_.getInt64(0);
+  for (size_t d = 0; d < shape.size(); ++d)
+    linear = b_.CreateAdd(b_.CreateMul(linear, b_.getInt64(shape[d])), idx[d]);
+  llvm::Value* seed = emit(n.operands[0], {b_.getInt64(0)});
+  llvm::Value* offset = emit(n.operands[0], {b_.getInt64(1)});
+  llvm::Type* i32 = b_.getInt32Ty();
+  llvm::Type* i64 = b_.getInt64Ty();
+  auto lo = [&](llvm::Value* v) { return b_.CreateTrunc(v, i32); };
+  auto hi = [&](llvm::Value* v) { return b_.CreateTrunc(b_.CreateLShr(v, 32), i32); };
+  llvm::Value* c[4] = {lo(linear), hi(linear), b_.getInt32(static_cast<uint32_t>(n.attrs.i("stream"))), lo(offset)};
+  llvm::Value* k[2] = {lo(seed), hi(seed)};
+  for (int r = 0; r < ir::kPhiloxRounds; ++r) {
+    llvm::Value* p0 = b_.CreateMul(b_.CreateZExt(c[0], i64), b_.getInt64(ir::kPhiloxM0));
+    llvm::Value* p1 = b_.CreateMul(b_.CreateZExt(c[2], i64), b_.getInt64(ir::kPhiloxM1));
+    llvm::Value* next[4] = {b_.CreateXor(b_.CreateXor(hi(p1), c[1]), k[0]), lo(p1),
+                            b_.CreateXor(b_.CreateXor(hi(p0), c[3]), k[1]), lo(p0)};
+    for (int i = 0; i < 4; ++i) c[i] = next[i];
+    k[0] = b_.CreateAdd(k[0], b_.getInt32(ir::kPhiloxW0));
+    k[1] = b_.CreateAdd(k[1], b_.getInt32(ir::kPhiloxW1));
+  }
+  llvm::Type* f64 = b_.getDoubleTy();
+  auto unit = [&](llvm::Value* word, uint32_t plus) {  // (word >> 8) + plus, times 2^-24
+    llvm::Value* top = b_.CreateAdd(b_.CreateLShr(word, 8), b_.getInt32(plus));
+    return b_.CreateFMul(b_.CreateUIToFP(top, f64), llvm::ConstantFP::get(f64, 1.0 / 16777216.0));
+  };
+  llvm::Value* v;
+  if (n.attrs.s("distribution") == "normal") {
+    llvm::Value* u1 = unit(c[0], 1);
+    llvm::Value* u2 = unit(c[1], 0);
+    llvm::Value* radius = b_.CreateUnaryIntrinsic(
+        llvm::Intrinsic::sqrt, b_.CreateFMul(llvm::ConstantFP::get(f64, -2.0), b_.CreateUnaryIntrinsic(llvm::Intrinsic::log, u1)));
+    v = b_.CreateFMul(radius, b_.CreateUnaryIntrinsic(llvm::Intrinsic::cos,
+                                                     b_.CreateFMul(llvm::ConstantFP::get(f64, 6.283185307179586), u2)));
+  } else {
+    v = unit(c[0], 0);
+  }
+  return convert(b_, v, ir::DType::f64, dtype(n.results[0]));
+}
+
 }  // namespace aotrace::lowering::cpu

@@ -333,6 +333,7 @@ llvm::Value* KernelEmitter::emit_node(const ir::Node& n, ir::ValueId result, con
   switch (ir::op_info(n.op).category) {
     case ir::OpCategory::Source:
       if (n.op == ir::OpKind::Arange) return emit_arange(n, idx);
+      if (n.op == ir::OpKind::Random) return emit_random(n, idx);
       return constant(b_, n.attrs.f("value"), rt);
     case ir::OpCategory::Unary: return emit_unary(b_, n.op, operand(n, 0, idx, rt), rt);
     case ir::OpCategory::Cast: return operand(n, 0, idx, rt);

@@ -127,6 +127,7 @@ class KernelEmitter {
   llvm::Value* emit_concat(const ir::Node& n, const Index& idx);
   llvm::Value* emit_index(const ir::Node& n, const Index& idx);
   llvm::Value* emit_arange(const ir::Node& n, const Index& idx);
+  llvm::Value* emit_random(const ir::Node& n, const Index& idx);
   // `v` as a strided view of a buffer this kernel reads, if it is one (views of the same dtype
   // down to a materialised value; reshapes only where they keep the layout affine).
   std::optional<StridedView> strided_view(ir::ValueId v) const;

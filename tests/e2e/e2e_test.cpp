@@ -485,6 +485,53 @@ TEST(Bundle, WeightsAreSharedByContentNotByName) {
   EXPECT_EQ(names, (std::vector<std::string>{"fc.bias", "fc.bias", "fc.weight", "fc.weight"}));
 }
 
+// Random numbers (a VAE's reparameterisation): the bundle draws from its own generator, a new
+// sample per call, the same sequence after the same manual_seed, with the moments of N(0, 1);
+// its golden pair (the reference's numbers for a fixed state) passes the selftest.
+TEST(Random, SamplesDifferPerCallRepeatPerSeedAndAreStandardNormal) {
+  const fs::path dir = temp_dir() / "random";
+  fs::create_directories(dir);
+  std::ofstream(dir / "vae.py") << "import torch\n"
+                                   "def reparameterize(mu, logvar):\n"
+                                   "    std = torch.exp(0.5 * logvar)\n"
+                                   "    eps = torch.randn_like(std)\n"
+                                   "    return mu + eps * std\n";
+  std::ofstream(dir / "vae.yaml") << "version: 1\nname: vae\nscript: vae.py\nentries:\n"
+                                     "  sample: {call: reparameterize, inputs: {mu: {dtype: float32, shape: [256, 256]},"
+                                     " logvar: {dtype: float32, shape: [256, 256]}}}\n";
+  const fs::path bundle_dir = compiled(dir / "vae.yaml");
+  auto bundle = rt::Bundle::open(bundle_dir.string());
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  size_t pairs = 0;
+  rt::Status selftest = bundle->selftest(&pairs);
+  EXPECT_TRUE(selftest.ok()) << selftest.message();
+  EXPECT_EQ(pairs, 1u);
+  auto e = bundle->entry("sample");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_TRUE(e->draws_random());
+  EXPECT_EQ(e->num_inputs(), 2u);  // the generator state is the runtime's
+  rt::Tensor mu(rt::DType::f32, {256, 256}), logvar(rt::DType::f32, {256, 256});  // zeros: N(0, 1)
+  auto call = [&] {
+    auto r = e->run({mu.ref(), logvar.ref()});
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    const float* p = (*r)[0].data_as<float>();
+    return std::vector<float>(p, p + (*r)[0].numel());
+  };
+  e->manual_seed(5);
+  const std::vector<float> first = call(), second = call();
+  EXPECT_NE(first, second);
+  e->manual_seed(5);
+  EXPECT_EQ(call(), first);
+  EXPECT_EQ(call(), second);
+  double sum = 0, squares = 0;
+  for (float v : first) sum += v, squares += static_cast<double>(v) * v;
+  const double n = static_cast<double>(first.size()), mean = sum / n;
+  EXPECT_NEAR(mean, 0.0, 0.01);
+  EXPECT_NEAR(squares / n - mean * mean, 1.0, 0.02);
+  auto r = run_command(quote(AOTRACE_CLI) + " inspect " + quote(bundle_dir.string()));
+  EXPECT_NE(r.output.find("random"), std::string::npos) << r.output;
+}
+
 TEST(Bundle, HoldsOneVariantPerProfileAndTheDeclaredFiles) {
   const fs::path b = compiled(kExamples / "mlp" / "mlp.yaml");
   for (const char* f : {"bundle.fb", "weights.bin", "report.json", "graphs/forward.v0.json",
