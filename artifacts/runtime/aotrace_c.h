@@ -39,7 +39,10 @@ int aotrace_bundle_num_threads(const aotrace_bundle* bundle);
 /* Runs the bundle's golden vectors; out_checked (may be NULL): how many pairs matched. */
 int aotrace_bundle_selftest(const aotrace_bundle* bundle, size_t* out_checked);
 int aotrace_entry_num_outputs(const aotrace_bundle* bundle, const char* entry, size_t* out_count);
-/* Runs `entry`, writing into the caller's output buffers (of the selected variant's shapes). */
+/* Seeds the entry's random numbers (torch.randn, dropout in training mode): Entry::manual_seed. */
+int aotrace_entry_manual_seed(const aotrace_bundle* bundle, const char* entry, uint64_t seed);
+/* Runs `entry`, writing into the caller's output buffers (of the selected variant's shapes).
+ * Inputs the entry updates in place (x.add_(1) on an input) are written back into `inputs`. */
 int aotrace_entry_run(const aotrace_bundle* bundle, const char* entry, const aotrace_tensor* inputs,
                       size_t num_inputs, const aotrace_tensor* outputs, size_t num_outputs);
 const char* aotrace_last_error(void);

@@ -81,6 +81,13 @@ int aotrace_entry_num_outputs(const aotrace_bundle* bundle, const char* entry, s
   return 0;
 }
 
+int aotrace_entry_manual_seed(const aotrace_bundle* bundle, const char* entry, uint64_t seed) {
+  auto e = bundle->bundle.entry(entry);
+  if (!e.ok()) return report(e.status());
+  e->manual_seed(seed);
+  return 0;
+}
+
 int aotrace_entry_run(const aotrace_bundle* bundle, const char* entry, const aotrace_tensor* inputs,
                       size_t num_inputs, const aotrace_tensor* outputs, size_t num_outputs) {
   for (size_t i = 0; i < num_inputs + num_outputs; ++i) {

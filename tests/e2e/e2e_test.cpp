@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "artifacts/runtime/aotrace_c.h"
 #include "artifacts/runtime/aotrace_runtime.h"
 #include "artifacts/runtime/npy.h"
 #include "embed/embed.h"
@@ -528,6 +529,17 @@ TEST(Random, SamplesDifferPerCallRepeatPerSeedAndAreStandardNormal) {
   const double n = static_cast<double>(first.size()), mean = sum / n;
   EXPECT_NEAR(mean, 0.0, 0.01);
   EXPECT_NEAR(squares / n - mean * mean, 1.0, 0.02);
+  // The C API seeds the same generator.
+  aotrace_bundle* cb = nullptr;
+  ASSERT_EQ(aotrace_bundle_open(bundle_dir.string().c_str(), &cb), 0) << aotrace_last_error();
+  ASSERT_EQ(aotrace_entry_manual_seed(cb, "sample", 5), 0) << aotrace_last_error();
+  const int64_t shape[2] = {256, 256};
+  std::vector<float> out(first.size());
+  const aotrace_tensor ins[2] = {{0, 2, shape, mu.data()}, {0, 2, shape, logvar.data()}};
+  const aotrace_tensor outs[1] = {{0, 2, shape, out.data()}};
+  ASSERT_EQ(aotrace_entry_run(cb, "sample", ins, 2, outs, 1), 0) << aotrace_last_error();
+  EXPECT_EQ(out, first);
+  aotrace_bundle_close(cb);
   auto r = run_command(quote(AOTRACE_CLI) + " inspect " + quote(bundle_dir.string()));
   EXPECT_NE(r.output.find("random"), std::string::npos) << r.output;
 }
