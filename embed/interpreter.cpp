@@ -420,6 +420,7 @@ Capture Interpreter::capture(const std::string& call_expr, const std::vector<Cap
       const Source source = Source::local(name);
       if (module && i == 0) {
         vars.push_back(std::make_shared<ModuleVar>(PyRef::borrow(frame_args[i]), source));
+        translator.set_root_module(frame_args[i]);
         translator.add_assumption("L['self'].training == False");
         continue;
       }

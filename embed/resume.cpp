@@ -25,7 +25,7 @@ ir::OutputTree flatten_outputs(Translator& t, const VarRef& v, std::vector<ir::V
     outs.push_back(tv->value);
     return tree;
   }
-  if (auto* seq = as<SequenceVar>(v); seq && seq->kind != SequenceVar::Kind::Size) {
+  if (auto* seq = as<SequenceVar>(v)) {  // a torch.Size is a tuple of ints
     tree.kind = seq->kind == SequenceVar::Kind::List ? ir::OutputTree::Kind::List
                                                      : ir::OutputTree::Kind::Tuple;
     for (const auto& item : seq->items) tree.children.push_back(flatten_outputs(t, item, outs));

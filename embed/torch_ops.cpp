@@ -168,6 +168,7 @@ const std::vector<Entry>& table() {
       {{}, {"new_full"}, new_full},
       {{"torch.arange"}, {}, arange},
       {{"torch.tensor", "torch.as_tensor"}, {}, tensor_literal},
+      {{}, {"new_tensor"}, new_tensor},
       // Shapes and indexing
       {{"torch.reshape"}, {"reshape", "view"}, reshape, kView},
       {{}, {"view_as", "reshape_as"}, view_as, kView},

@@ -218,6 +218,16 @@ ir::Attrs axes_attrs(std::vector<int64_t> axes, bool keepdim) {
   return ir::Attrs().set("axes", std::move(axes)).set("keepdim", int64_t{keepdim});
 }
 
+VarRef sequence(std::vector<VarRef> items) {
+  return std::make_shared<SequenceVar>(SequenceVar::Kind::Tuple, std::move(items));
+}
+
+VarRef named_tuple(std::vector<VarRef> items, std::vector<std::string> fields) {
+  auto t = std::make_shared<SequenceVar>(SequenceVar::Kind::Tuple, std::move(items));
+  t->fields = std::move(fields);
+  return t;
+}
+
 void share_memory(const VarRef& base, const VarRef& view) {
   auto* b = as<TensorVar>(base);
   auto* v = as<TensorVar>(view);

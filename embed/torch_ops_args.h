@@ -47,6 +47,11 @@ CallArgs bind_schema(Translator& t, const std::string& aten_name, const CallArgs
 int normalise_dim(Translator& t, int64_t dim, int rank, const char* what);
 std::vector<int64_t> dims_arg(Translator& t, const VarRef& v, int rank, const char* what);
 
+// A tuple of the results (split, chunk, attention's (output, weights)).
+VarRef sequence(std::vector<VarRef> items);
+// torch.return_types: a tuple whose items are also attributes (max(dim).values, .indices).
+VarRef named_tuple(std::vector<VarRef> items, std::vector<std::string> fields);
+
 const ir::TensorType& type_of(Translator& t, ValueId v);
 VarRef wrap_value(ValueId v);
 ValueId node(Translator& t, OpKind op, std::vector<ValueId> operands, ir::Attrs attrs = {});

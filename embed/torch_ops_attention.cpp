@@ -72,9 +72,6 @@ Attention attention(Translator& t, ValueId q_in, ValueId k_in, ValueId v_in, int
   return {linear_of(t, ctx, proj_w, proj_b), probs};
 }
 
-VarRef sequence(std::vector<VarRef> items) {
-  return std::make_shared<SequenceVar>(SequenceVar::Kind::Tuple, std::move(items));
-}
 
 }  // namespace
 

@@ -42,6 +42,7 @@ VarRef new_factory(Translator&, const CallArgs&, double value);   // new_zeros, 
 VarRef new_full(Translator&, const CallArgs&);
 VarRef arange(Translator&, const CallArgs&);
 VarRef tensor_literal(Translator&, const CallArgs&);
+VarRef new_tensor(Translator&, const CallArgs&);
 
 // torch_ops_shape.cpp
 VarRef reshape(Translator&, const CallArgs&);

@@ -321,4 +321,12 @@ VarRef tensor_literal(Translator& t, const CallArgs& a) {
   return t.wrap(result.get(), Source());
 }
 
+// x.new_tensor(data, dtype=None): torch.tensor(data) with x's dtype unless another is given.
+VarRef new_tensor(Translator& t, const CallArgs& a) {
+  const DType self = type_of(t, tensor(t, a.get(0, "self"), "new_tensor")).dtype;
+  VarRef dtype = a.kw("dtype");
+  if (is_none(dtype)) dtype = t.constant(dtype_object(self).get());
+  return tensor_literal(t, CallArgs{{a.get(1, "data")}, {{"dtype", dtype}}});
+}
+
 }  // namespace aotrace::embed::ops

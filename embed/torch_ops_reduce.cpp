@@ -6,9 +6,6 @@ namespace aotrace::embed::ops {
 
 namespace {
 
-VarRef sequence(std::vector<VarRef> items) {
-  return std::make_shared<SequenceVar>(SequenceVar::Kind::Tuple, std::move(items));
-}
 
 // dim (None, int or sequence) at position 1, keepdim at position 2.
 VarRef reduce(Translator& t, const CallArgs& a, OpKind k, const char* what) {
@@ -58,7 +55,7 @@ VarRef max_min(Translator& t, const CallArgs& a, bool is_max) {
   VarRef values = add(t, reduce_kind, {x}, axes_attrs(axes, keepdim));
   VarRef indices = rank == 0 ? add(t, OpKind::Full, {}, ir::Attrs().set("shape", ir::Shape{}).set("value", 0.0).set("dtype", DType::i64))
                              : add(t, is_max ? OpKind::ArgMax : OpKind::ArgMin, {x}, axes_attrs(axes, keepdim));
-  return sequence({values, indices});
+  return named_tuple({values, indices}, {"values", "indices"});
 }
 
 // var/std, bound through torch's schemas: var(self, unbiased), var.dim(self, dim, unbiased,
@@ -124,7 +121,7 @@ VarRef topk(Translator& t, const CallArgs& a) {
       .set("largest", int64_t{bool_arg(t, a.get(3, "largest"), true)})
       .set("sorted", int64_t{bool_arg(t, a.get(4, "sorted"), true)});
   auto r = t.graph().add_node(OpKind::TopK, {x}, attrs, t.loc());
-  return sequence({wrap_value(r[0]), wrap_value(r[1])});
+  return named_tuple({wrap_value(r[0]), wrap_value(r[1])}, {"values", "indices"});
 }
 
 namespace {

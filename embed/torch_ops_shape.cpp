@@ -38,9 +38,6 @@ ir::Shape infer_minus_one(Translator& t, ValueId x, ir::Shape shape, const char*
   return shape;
 }
 
-VarRef sequence(std::vector<VarRef> items) {
-  return std::make_shared<SequenceVar>(SequenceVar::Kind::Tuple, std::move(items));
-}
 
 ValueId slice_node(Translator& t, ValueId x, int axis, int64_t start, ir::SymExpr end, int64_t step) {
   const ir::SymExpr dim = shape_of(t, x)[static_cast<size_t>(axis)];

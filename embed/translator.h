@@ -112,6 +112,8 @@ class Translator {
   // Shape specialisation: marks the guard of an input dim as created here (user file:line).
   void note_specialisation(const SymIntVar& v);
   void add_assumption(const std::string& text);
+  // The entry's module: its named parameters and buffers name the weights.
+  void set_root_module(PyObject* module);
 
   // A tensor input of the entry; `example` (borrowed, may be null) is the real tensor the entry
   // is called with, used to run the program on after a graph break.
@@ -161,6 +163,10 @@ class Translator {
   std::vector<Frame*> frames_;
   std::map<PyObject*, std::unique_ptr<Bytecode>> bytecode_cache_;
   std::map<PyObject*, ir::ValueId> weights_by_tensor_;  // tied parameters are stored once
+  // The entry module's parameter and buffer names by tensor ("layers.2.weight"): a weight's
+  // name, however the code reached it (self.layers[1:][1].weight).
+  std::map<PyObject*, std::string> parameter_names_;
+  std::vector<PyRef> named_tensors_;  // keeps parameter_names_' keys alive
   std::vector<PyRef> keep_alive_;
   int inline_depth_ = 0;
   bool eager_ = false;

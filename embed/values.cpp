@@ -60,6 +60,24 @@ VarRef Translator::constant(PyObject* obj, const Source& source) {
   return std::make_shared<ConstVar>(PyRef::borrow(obj), source);
 }
 
+void Translator::set_root_module(PyObject* module) {
+  for (const char* method : {"named_parameters", "named_buffers"}) {
+    PyRef items = PyRef::steal(PyObject_CallMethod(module, method, nullptr));
+    PyRef seq = items ? PyRef::steal(PySequence_List(items.get())) : PyRef();
+    if (!seq) {  // a module whose named_* raise: names from sources instead
+      PyErr_Clear();
+      continue;
+    }
+    for (Py_ssize_t i = 0; i < PyList_Size(seq.get()); ++i) {
+      PyObject* pair = PyList_GetItem(seq.get(), i);
+      PyObject* tensor = PyTuple_GetItem(pair, 1);
+      if (tensor == Py_None) continue;
+      if (parameter_names_.emplace(tensor, py_str(PyTuple_GetItem(pair, 0))).second)
+        named_tensors_.push_back(PyRef::borrow(tensor));
+    }
+  }
+}
+
 VarRef Translator::weight_for(PyObject* tensor, const Source& source) {
   if (auto it = weights_by_tensor_.find(tensor); it != weights_by_tensor_.end())
     return std::make_shared<TensorVar>(it->second, source);  // tied: stored once
@@ -86,7 +104,10 @@ VarRef Translator::weight_for(PyObject* tensor, const Source& source) {
   auto data = std::make_shared<ir::Bytes>(
       reinterpret_cast<const uint8_t*>(PyBytes_AsString(raw.get())),
       reinterpret_cast<const uint8_t*>(PyBytes_AsString(raw.get())) + PyBytes_Size(raw.get()));
-  ir::ValueId v = out_.graph.add_weight(weight_name(source, out_.graph.weights.size()), type,
+  auto known = parameter_names_.find(tensor);
+  ir::ValueId v = out_.graph.add_weight(known != parameter_names_.end() ? known->second
+                                                                        : weight_name(source, out_.graph.weights.size()),
+                                        type,
                                         source.str(), std::move(data));
   weights_by_tensor_[tensor] = v;
   keep_alive_.push_back(PyRef::borrow(tensor));
@@ -449,6 +470,9 @@ VarRef Translator::attribute(const VarRef& obj, const std::string& name) {
     graph_break("unsupported Python", "method '" + name + "' of " + obj->describe() + " in traced code",
                 "use the list and dict methods aotrace models (append, extend, insert, pop, clear, reverse, "
                 "index, count; get, pop, update, clear, setdefault, items, keys, values), or build a new value");
+  if (auto* seq = as<SequenceVar>(obj))  // a named tuple's field: max(dim).values
+    for (size_t i = 0; i < seq->fields.size() && i < seq->items.size(); ++i)
+      if (seq->fields[i] == name) return seq->items[i];
   PyRef o = to_python(obj);
   if (!o)
     graph_break("unsupported Python", "attribute '" + name + "' of " + obj->describe(),
@@ -500,6 +524,21 @@ int64_t normalise_index(Translator& t, int64_t i, size_t size) {
 }
 }  // namespace
 
+namespace {
+
+// A slice as Python writes it in a subscript: "1:", ":3", "::2".
+std::string slice_text(PyObject* slice) {
+  auto part = [&](const char* name) {
+    PyRef v = getattr(slice, name);
+    return v.get() == Py_None ? std::string() : py_repr(v.get());
+  };
+  std::string s = part("start") + ":" + part("stop");
+  if (std::string step = part("step"); !step.empty()) s += ":" + step;
+  return s;
+}
+
+}  // namespace
+
 VarRef Translator::subscript(const VarRef& obj, const VarRef& index) {
   if (as<TensorVar>(obj)) {
     if (const TorchOp* op = tensor_method("__getitem__"))
@@ -536,7 +575,8 @@ VarRef Translator::subscript(const VarRef& obj, const VarRef& index) {
     if (!r) graph_break("python exception", "indexing " + obj->describe() + " raised " + fetch_python_error(), "");
     PyRef item = PyRef::steal(r);
     Source s = PyLong_Check(idx.get()) ? obj->source.item(PyLong_AsLongLong(idx.get()))
-                                       : obj->source.item(py_str(idx.get()));
+               : PySlice_Check(idx.get())  ? obj->source.sliced(slice_text(idx.get()))
+                                           : obj->source.item(py_str(idx.get()));
     return wrap(item.get(), s);
   }
   PyRef o = to_python(obj), idx = to_python(index);

@@ -19,6 +19,7 @@ class Source {
   Source attr(const std::string& name) const { return derive("." + name); }
   Source item(int64_t index) const { return derive("[" + std::to_string(index) + "]"); }
   Source item(const std::string& key) const { return derive("['" + key + "']"); }
+  Source sliced(const std::string& slice) const { return derive("[" + slice + "]"); }  // "1:", "::2"
   Source size(int dim) const { return derive(".size()[" + std::to_string(dim) + "]"); }
   Source call(const std::string& method) const { return derive("." + method + "()"); }
   bool empty() const { return text_.empty(); }
@@ -84,6 +85,7 @@ struct SequenceVar : Var {
   std::string describe() const override;
   Kind kind;
   std::vector<VarRef> items;
+  std::vector<std::string> fields;  // a named tuple's (torch.return_types): item i is attribute fields[i]
 };
 
 struct IteratorVar : Var {
