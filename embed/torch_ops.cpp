@@ -208,6 +208,29 @@ const std::vector<Entry>& table() {
       {{"torch.fmod"}, {"fmod"}, fmod},
       {{F "embedding_bag"}, {}, embedding_bag},
       {{"torch.nn.LSTM.forward", "torch.nn.GRU.forward", "torch.nn.RNN.forward"}, {}, recurrent},
+      // Math compositions (torch_ops_math.cpp)
+      {{"torch.sign"}, {"sign"}, sign},
+      {{"torch.log1p", "torch.special.log1p"}, {"log1p"}, log1p},
+      {{"torch.expm1", "torch.special.expm1"}, {"expm1"}, expm1},
+      {{"torch.reciprocal"}, {"reciprocal"}, reciprocal},
+      {{"torch.square"}, {"square"}, square},
+      {{"torch.tan"}, {"tan"}, tan},
+      {{"torch.sinh"}, {"sinh"}, WITH(hyperbolic, false)},
+      {{"torch.cosh"}, {"cosh"}, WITH(hyperbolic, true)},
+      {{"torch.exp2", "torch.special.exp2"}, {"exp2"}, exp2},
+      {{"torch.erfc", "torch.special.erfc"}, {"erfc"}, erfc},
+      {{F "softsign"}, {}, softsign},
+      {{F "mish"}, {}, mish},
+      {{F "logsigmoid"}, {}, logsigmoid},
+      {{"torch.norm", "torch.linalg.vector_norm"}, {"norm"}, norm},
+      {{"torch.cosine_similarity", F "cosine_similarity"}, {}, cosine_similarity},
+      {{F "one_hot"}, {}, one_hot},
+      {{"torch.sort"}, {"sort"}, WITH(sort, false)},
+      {{"torch.argsort"}, {"argsort"}, WITH(sort, true)},
+      {{"torch.roll"}, {"roll"}, roll},
+      {{"torch.diff"}, {"diff"}, diff},
+      {{"torch.repeat_interleave"}, {"repeat_interleave"}, repeat_interleave},
+      {{"torch.logical_xor"}, {"logical_xor"}, logical_xor},
       // Random numbers (torch_ops_random.cpp)
       {{"torch.randn"}, {}, WITH(random_factory, true)},
       {{"torch.rand"}, {}, WITH(random_factory, false)},
@@ -435,9 +458,15 @@ VarRef tensor_attribute(Translator& t, const VarRef& v, const std::string& name)
   if (name == "is_nested" || name == "requires_grad" || name == "is_sparse" || name == "is_quantized" ||
       name == "is_meta")
     return t.constant(Py_False);
-  if (name == "T") {
+  if (name == "T" || name == "mT") {  // all dims reversed; the last two swapped
     std::vector<int64_t> perm;
-    for (int i = type.rank() - 1; i >= 0; --i) perm.push_back(i);
+    if (name == "T") {
+      for (int i = type.rank() - 1; i >= 0; --i) perm.push_back(i);
+    } else {
+      if (type.rank() < 2) user_error("tensor.mT needs at least 2 dims, got " + type.str() + " (torch raises here too)", t.loc());
+      for (int i = 0; i < type.rank(); ++i) perm.push_back(i);
+      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+    }
     VarRef r = add(t, OpKind::Permute, {tv->value}, ir::Attrs().set("perm", perm));
     share_memory(v, r);
     return r;

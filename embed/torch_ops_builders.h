@@ -125,6 +125,27 @@ VarRef round(Translator&, const CallArgs&);
 VarRef fmod(Translator&, const CallArgs&);
 VarRef embedding_bag(Translator&, const CallArgs&);
 VarRef recurrent(Translator&, const CallArgs&);  // nn.LSTM / nn.GRU / nn.RNN forward
+// torch_ops_math.cpp
+VarRef sign(Translator&, const CallArgs&);
+VarRef log1p(Translator&, const CallArgs&);
+VarRef expm1(Translator&, const CallArgs&);
+VarRef reciprocal(Translator&, const CallArgs&);
+VarRef square(Translator&, const CallArgs&);
+VarRef tan(Translator&, const CallArgs&);
+VarRef hyperbolic(Translator&, const CallArgs&, bool cosine);
+VarRef exp2(Translator&, const CallArgs&);
+VarRef erfc(Translator&, const CallArgs&);
+VarRef softsign(Translator&, const CallArgs&);
+VarRef mish(Translator&, const CallArgs&);
+VarRef logsigmoid(Translator&, const CallArgs&);
+VarRef norm(Translator&, const CallArgs&);
+VarRef cosine_similarity(Translator&, const CallArgs&);
+VarRef one_hot(Translator&, const CallArgs&);
+VarRef sort(Translator&, const CallArgs&, bool indices_only);
+VarRef roll(Translator&, const CallArgs&);
+VarRef diff(Translator&, const CallArgs&);
+VarRef repeat_interleave(Translator&, const CallArgs&);
+VarRef logical_xor(Translator&, const CallArgs&);
 // torch_ops_random.cpp
 VarRef random_factory(Translator&, const CallArgs&, bool normal);
 VarRef random_like(Translator&, const CallArgs&, bool normal);

@@ -1,0 +1,250 @@
+// Math functions real code calls that are compositions of graph ops: sign, log1p/expm1 (in f64,
+// so that small arguments keep their precision), reciprocal, square, tan, sinh/cosh, exp2, erfc,
+// softsign, mish, logsigmoid, norms (torch.norm, Tensor.norm, linalg.vector_norm),
+// cosine_similarity, one_hot, sort/argsort (through topk), roll, diff, repeat_interleave and
+// logical_xor.
+#include <cmath>
+#include <limits>
+
+#include "embed/torch_ops_builders.h"
+
+namespace aotrace::embed::ops {
+
+namespace {
+
+ValueId input_of(Translator& t, const CallArgs& a, const char* what) { return tensor(t, a.get(0, "input"), what); }
+
+// f(x) computed in f64 and returned in x's floating dtype (f32 for integers).
+template <class F>
+VarRef in_double(Translator& t, ValueId x, F f) {
+  const DType out = ir::is_floating(type_of(t, x).dtype) ? type_of(t, x).dtype : DType::f32;
+  return wrap_value(cast(t, f(cast(t, x, DType::f64)), out));
+}
+
+ValueId c(Translator& t, double v, ValueId like) { return constant(t, v, type_of(t, like).dtype); }
+
+}  // namespace
+
+// torch.sign: -1, 0 or 1 in x's dtype (bools: x).
+VarRef sign(Translator& t, const CallArgs& a) {
+  ValueId x = input_of(t, a, "sign");
+  const DType dt = type_of(t, x).dtype;
+  if (dt == DType::b8) return wrap_value(x);
+  ValueId pos = cast(t, node(t, OpKind::Gt, {x, c(t, 0, x)}), dt);
+  ValueId neg = cast(t, node(t, OpKind::Lt, {x, c(t, 0, x)}), dt);
+  return add(t, OpKind::Sub, {pos, neg});
+}
+
+VarRef log1p(Translator& t, const CallArgs& a) {
+  return in_double(t, input_of(t, a, "log1p"), [&](ValueId x) { return node(t, OpKind::Log, {node(t, OpKind::Add, {x, c(t, 1, x)})}); });
+}
+
+VarRef expm1(Translator& t, const CallArgs& a) {
+  return in_double(t, input_of(t, a, "expm1"), [&](ValueId x) { return node(t, OpKind::Sub, {node(t, OpKind::Exp, {x}), c(t, 1, x)}); });
+}
+
+VarRef reciprocal(Translator& t, const CallArgs& a) {
+  ValueId x = to_floating(t, input_of(t, a, "reciprocal"));
+  return add(t, OpKind::Div, {c(t, 1, x), x});
+}
+
+VarRef square(Translator& t, const CallArgs& a) {
+  ValueId x = input_of(t, a, "square");
+  if (type_of(t, x).dtype == DType::b8) x = cast(t, x, DType::i64);  // torch: bool squares to int64
+  return add(t, OpKind::Mul, {x, x});
+}
+
+VarRef tan(Translator& t, const CallArgs& a) {
+  return in_double(t, input_of(t, a, "tan"), [&](ValueId x) { return node(t, OpKind::Div, {node(t, OpKind::Sin, {x}), node(t, OpKind::Cos, {x})}); });
+}
+
+// sinh/cosh: (e^x ∓ e^-x) / 2.
+VarRef hyperbolic(Translator& t, const CallArgs& a, bool cosine) {
+  return in_double(t, input_of(t, a, cosine ? "cosh" : "sinh"), [&](ValueId x) {
+    ValueId ep = node(t, OpKind::Exp, {x}), en = node(t, OpKind::Exp, {node(t, OpKind::Neg, {x})});
+    return node(t, OpKind::Mul, {node(t, cosine ? OpKind::Add : OpKind::Sub, {ep, en}), c(t, 0.5, x)});
+  });
+}
+
+VarRef exp2(Translator& t, const CallArgs& a) {
+  ValueId x = to_floating(t, input_of(t, a, "exp2"));
+  return add(t, OpKind::Exp, {node(t, OpKind::Mul, {x, c(t, std::log(2.0), x)})});
+}
+
+VarRef erfc(Translator& t, const CallArgs& a) {
+  return in_double(t, input_of(t, a, "erfc"), [&](ValueId x) { return node(t, OpKind::Sub, {c(t, 1, x), node(t, OpKind::Erf, {x})}); });
+}
+
+VarRef softsign(Translator& t, const CallArgs& a) {
+  ValueId x = to_floating(t, input_of(t, a, "softsign"));
+  return add(t, OpKind::Div, {x, node(t, OpKind::Add, {c(t, 1, x), node(t, OpKind::Abs, {x})})});
+}
+
+// mish(x) = x · tanh(softplus(x)); logsigmoid(x) = -softplus(-x).
+VarRef mish(Translator& t, const CallArgs& a) {
+  ValueId x = to_floating(t, input_of(t, a, "mish"));
+  ir::Attrs sp = ir::Attrs().set("beta", 1.0).set("threshold", 20.0);
+  VarRef r = add(t, OpKind::Mul, {x, node(t, OpKind::Tanh, {node(t, OpKind::Softplus, {x}, sp)})});
+  if (bool_arg(t, a.get(1, "inplace"), false)) return inplace(t, a.get(0, "input"), r, "mish");
+  return r;
+}
+
+VarRef logsigmoid(Translator& t, const CallArgs& a) {
+  ValueId x = to_floating(t, input_of(t, a, "logsigmoid"));
+  ir::Attrs sp = ir::Attrs().set("beta", 1.0).set("threshold", 20.0);
+  return add(t, OpKind::Neg, {node(t, OpKind::Softplus, {node(t, OpKind::Neg, {x})}, sp)});
+}
+
+// torch.norm(input, p='fro', dim=None, keepdim=False, dtype=None), Tensor.norm,
+// torch.linalg.vector_norm(x, ord=2, dim=None, keepdim=False): vector p-norms over `dim` (all
+// dims when None): p = 2 / 'fro', 1, inf, -inf, 0 and other real p.
+VarRef norm(Translator& t, const CallArgs& a) {
+  ValueId x = to_floating(t, input_of(t, a, "norm"));
+  const int rank = type_of(t, x).rank();
+  VarRef pv = a.get(1, "p");
+  if (!pv) pv = a.kw("ord");
+  double p = 2;
+  if (!is_none(pv)) {
+    PyRef o = t.to_python(pv);
+    if (o && PyUnicode_Check(o.get())) {
+      if (py_str(o.get()) != "fro")
+        unsupported(t, "torch.norm(p='" + py_str(o.get()) + "')", "use p=2 ('fro') or a number");
+    } else {
+      p = float_arg(t, pv, "norm p");
+    }
+  }
+  VarRef dim = a.get(2, "dim");
+  std::vector<int64_t> axes = dims_arg(t, is_none(dim) ? nullptr : dim, rank, "norm");
+  const bool keepdim = bool_arg(t, a.get(3, "keepdim"), false);
+  ValueId ax = node(t, OpKind::Abs, {x});
+  if (std::isinf(p)) return add(t, p > 0 ? OpKind::ReduceMax : OpKind::ReduceMin, {ax}, axes_attrs(axes, keepdim));
+  if (p == 0) return add(t, OpKind::ReduceSum, {cast(t, node(t, OpKind::Ne, {x, c(t, 0, x)}), type_of(t, x).dtype)}, axes_attrs(axes, keepdim));
+  if (p == 1) return add(t, OpKind::ReduceSum, {ax}, axes_attrs(axes, keepdim));
+  if (p == 2) return add(t, OpKind::Sqrt, {node(t, OpKind::ReduceSum, {node(t, OpKind::Mul, {x, x})}, axes_attrs(axes, keepdim))});
+  ValueId s = node(t, OpKind::ReduceSum, {node(t, OpKind::Pow, {ax, c(t, p, x)})}, axes_attrs(axes, keepdim));
+  return add(t, OpKind::Pow, {s, c(t, 1.0 / p, x)});
+}
+
+// torch.cosine_similarity(x1, x2, dim=1, eps=1e-8): Σx1·x2 / sqrt(max(Σx1² · Σx2², eps²)).
+VarRef cosine_similarity(Translator& t, const CallArgs& a) {
+  VarRef prod = binary(t, OpKind::Mul, a.get(0, "x1"), a.get(1, "x2"));
+  ValueId x1 = to_floating(t, tensor(t, a.get(0, "x1"), "cosine_similarity"));
+  ValueId x2 = to_floating(t, tensor(t, a.get(1, "x2"), "cosine_similarity"));
+  ValueId p = to_floating(t, tensor(t, prod, "cosine_similarity"));
+  const int rank = type_of(t, p).rank();
+  const int64_t axis = normalise_dim(t, int_or(t, a, 2, "dim", 1), rank, "cosine_similarity");
+  const double eps = float_or(t, a, 3, "eps", 1e-8);
+  auto sum = [&](ValueId v) { return node(t, OpKind::ReduceSum, {v}, axes_attrs({axis}, false)); };
+  // Each operand broadcast to the common shape first, as torch sums them.
+  const ir::Shape common = type_of(t, p).shape;
+  auto broadcast = [&](ValueId v) {
+    v = cast(t, v, type_of(t, p).dtype);
+    return type_of(t, v).shape == common ? v : node(t, OpKind::Expand, {v}, ir::Attrs().set("shape", common));
+  };
+  x1 = broadcast(x1);
+  x2 = broadcast(x2);
+  ValueId s1 = sum(node(t, OpKind::Mul, {x1, x1}));
+  ValueId s2 = sum(node(t, OpKind::Mul, {x2, x2}));
+  ValueId denom = node(t, OpKind::Sqrt, {node(t, OpKind::Maximum, {node(t, OpKind::Mul, {s1, s2}), c(t, eps * eps, p)})});
+  return add(t, OpKind::Div, {sum(p), denom});
+}
+
+// F.one_hot(tensor, num_classes): num_classes from the data (-1) is a value read.
+VarRef one_hot(Translator& t, const CallArgs& a) {
+  ValueId ids = tensor(t, a.get(0, "input"), "one_hot");
+  const int64_t n = int_or(t, a, 1, "num_classes", -1);
+  if (n < 0) value_read(t, "F.one_hot without num_classes (the largest index)");
+  ValueId classes = node(t, OpKind::Arange, {}, ir::Attrs().set("shape", ir::Shape{ir::SymExpr(n)}).set("start", 0.0)
+                                                     .set("step", 1.0).set("dtype", type_of(t, ids).dtype));
+  ValueId eq = node(t, OpKind::Eq, {unsqueeze_at(t, ids, type_of(t, ids).rank()), classes});
+  return wrap_value(cast(t, eq, DType::i64));
+}
+
+// torch.sort(input, dim=-1, descending=False) / argsort: topk over the whole dim.
+VarRef sort(Translator& t, const CallArgs& a, bool indices_only) {
+  ValueId x = input_of(t, a, indices_only ? "argsort" : "sort");
+  const int rank = type_of(t, x).rank();
+  const int axis = normalise_dim(t, int_or(t, a, 1, "dim", -1), rank, "sort");
+  VarRef descending = a.get(2, "descending");
+  if (!is_none(a.kw("stable")) && bool_arg(t, a.kw("stable"), false))
+    unsupported(t, "sort(stable=True)", "ties keep no order in a compiled sort; break them first");
+  auto n = type_of(t, x).shape[static_cast<size_t>(axis)].as_constant();
+  if (!n) unsupported(t, "sort over a dynamic dim", "declare the dim static");
+  ir::Attrs attrs;
+  attrs.set("k", *n).set("axis", int64_t{axis}).set("largest", int64_t{bool_arg(t, descending, false)}).set("sorted", int64_t{1});
+  auto r = t.graph().add_node(OpKind::TopK, {x}, attrs, t.loc());
+  if (indices_only) return wrap_value(r[1]);
+  return named_tuple({wrap_value(r[0]), wrap_value(r[1])}, {"values", "indices"});
+}
+
+// torch.roll(input, shifts, dims): each dim a concat of its two slices (no dims: the flattened input).
+VarRef roll(Translator& t, const CallArgs& a) {
+  ValueId x = input_of(t, a, "roll");
+  const ir::TensorType type = type_of(t, x);
+  VarRef shifts_v = a.get(1, "shifts");
+  auto items = sequence_items(t, shifts_v);
+  std::vector<int64_t> shifts = int_tuple(t, shifts_v, items ? items->size() : 1, "roll shifts");
+  VarRef dims_v = a.get(2, "dims");
+  const bool flat = is_none(dims_v);
+  std::vector<int64_t> dims = flat ? std::vector<int64_t>{0} : int_tuple(t, dims_v, shifts.size(), "roll dims");
+  if (dims.size() != shifts.size()) user_error("roll: shifts and dims must have the same length (torch raises here too)", t.loc());
+  ValueId v = flat ? reshape_to(t, x, {type.numel()}) : x;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int axis = normalise_dim(t, dims[i], type_of(t, v).rank(), "roll");
+    auto n = type_of(t, v).shape[static_cast<size_t>(axis)].as_constant();
+    if (!n) unsupported(t, "roll over a dynamic dim", "declare the dim static");
+    if (*n == 0) continue;
+    const int64_t s = ((shifts[i] % *n) + *n) % *n;
+    if (s == 0) continue;
+    auto slice = [&](int64_t start, int64_t end) {
+      return node(t, OpKind::Slice, {v}, ir::Attrs().set("axis", int64_t{axis}).set("start", start).set("end", end).set("step", int64_t{1}));
+    };
+    v = node(t, OpKind::Concat, {slice(*n - s, *n), slice(0, *n - s)}, ir::Attrs().set("axis", int64_t{axis}));
+  }
+  return wrap_value(flat ? reshape_to(t, v, type.shape) : v);
+}
+
+// torch.diff(input, n=1, dim=-1): x[1:] - x[:-1] along dim, n times (no prepend/append).
+VarRef diff(Translator& t, const CallArgs& a) {
+  ValueId x = input_of(t, a, "diff");
+  if (!is_none(a.get(3, "prepend")) || !is_none(a.get(4, "append"))) unsupported(t, "torch.diff(prepend=/append=)", "torch.cat them first");
+  const int64_t times = int_or(t, a, 1, "n", 1);
+  const int axis = normalise_dim(t, int_or(t, a, 2, "dim", -1), type_of(t, x).rank(), "diff");
+  for (int64_t k = 0; k < times; ++k) {
+    auto n = type_of(t, x).shape[static_cast<size_t>(axis)].as_constant();
+    if (!n) unsupported(t, "diff over a dynamic dim", "declare the dim static");
+    if (*n == 0) break;
+    auto slice = [&](int64_t start, int64_t end) {
+      return node(t, OpKind::Slice, {x}, ir::Attrs().set("axis", int64_t{axis}).set("start", start).set("end", end).set("step", int64_t{1}));
+    };
+    x = type_of(t, x).dtype == DType::b8 ? node(t, OpKind::Ne, {slice(1, *n), slice(0, *n - 1)})
+                                         : node(t, OpKind::Sub, {slice(1, *n), slice(0, *n - 1)});
+  }
+  return wrap_value(x);
+}
+
+// Tensor.repeat_interleave(repeats: int, dim=None): each element `repeats` times in a row.
+VarRef repeat_interleave(Translator& t, const CallArgs& a) {
+  ValueId x = input_of(t, a, "repeat_interleave");
+  VarRef rv = a.get(1, "repeats");
+  if (is_tensor(rv)) unsupported(t, "repeat_interleave with a tensor of repeats", "use an int");
+  const int64_t r = int_arg(t, rv, "repeat_interleave repeats");
+  VarRef dim = a.get(2, "dim");
+  if (is_none(dim)) x = reshape_to(t, x, {type_of(t, x).numel()});
+  const int axis = is_none(dim) ? 0 : normalise_dim(t, int_arg(t, dim, "repeat_interleave dim"), type_of(t, x).rank(), "repeat_interleave");
+  ir::Shape shape = type_of(t, x).shape;
+  ValueId u = unsqueeze_at(t, x, axis + 1);
+  ir::Shape expanded = type_of(t, u).shape;
+  expanded[static_cast<size_t>(axis + 1)] = ir::SymExpr(r);
+  u = node(t, OpKind::Expand, {u}, ir::Attrs().set("shape", expanded));
+  shape[static_cast<size_t>(axis)] = shape[static_cast<size_t>(axis)] * ir::SymExpr(r);
+  return wrap_value(reshape_to(t, u, shape));
+}
+
+VarRef logical_xor(Translator& t, const CallArgs& a) {
+  ValueId x = cast(t, tensor(t, a.get(0, "input"), "logical_xor"), DType::b8);
+  ValueId y = cast(t, tensor_or_scalar(t, a.get(1, "other"), DType::b8, "logical_xor"), DType::b8);
+  return add(t, OpKind::Ne, {x, y});
+}
+
+}  // namespace aotrace::embed::ops
