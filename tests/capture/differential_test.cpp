@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -19,7 +20,15 @@ using namespace aotrace;
 
 namespace {
 
-const fs::path kCases = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "capture" / "cases";
+// AOTRACE_CAPTURE_CASES=DIR runs the cases of another folder (a corpus being tried), and
+// AOTRACE_PROBE=1 fails a case that raises a user error or breaks instead of skipping it, with
+// its message: together they measure how much of a corpus compiles and matches eager.
+fs::path cases_dir() {
+  const char* dir = std::getenv("AOTRACE_CAPTURE_CASES");
+  return dir && *dir ? fs::path(dir) : fs::path(AOTRACE_SOURCE_DIR) / "tests" / "capture" / "cases";
+}
+const fs::path kCases = cases_dir();
+const bool kProbe = std::getenv("AOTRACE_PROBE") != nullptr;
 
 // Floats from N(0, 1); integers in [0, 4), valid as indices of the cases' small shapes.
 ir::HostTensor random_input(const embed::CaptureInput& in, std::mt19937& rng) {
@@ -55,10 +64,19 @@ TEST_P(Differential, ReferenceAndKernelsMatchEager) {
   embed::Capture c;
   try {
     c = interp.capture(h.call, h.inputs);
-  } catch (const UserError&) {
-    return;  // a case of an error message (capture_tests checks it), not of a graph
+  } catch (const UserError& e) {
+    // A case of an error message (capture_tests checks it), not of a graph.
+    if (kProbe) ADD_FAILURE() << "user error: " << e.what() << " at " << e.loc().file << ":" << e.loc().line;
+    return;
   }
-  if (!c.breaks.empty() || c.graphs.size() != 1) return;  // graph breaks: capture_tests' goldens
+  if (!c.breaks.empty() || c.graphs.size() != 1) {  // graph breaks: capture_tests' goldens
+    if (kProbe)
+      for (const auto& b : c.breaks)
+        ADD_FAILURE() << "break [" << b.category << "] " << b.reason
+                      << (b.user_stack.empty() ? "" : " at " + b.user_stack.back().file + ":" +
+                                                           std::to_string(b.user_stack.back().line));
+    return;
+  }
   ++compared_cases;
   // The capture's own example call: eager's output has the captured tree, constants included.
   EXPECT_TRUE(c.example.has_outputs) << "eager returned another structure or other constants than the output tree "
@@ -102,7 +120,7 @@ class CoverageCheck : public ::testing::Environment {
  public:
   void TearDown() override {
     printf("capture cases compared with eager: %d\n", compared_cases);
-    if (::testing::GTEST_FLAG(filter) != "*") return;  // a subset was asked for
+    if (::testing::GTEST_FLAG(filter) != "*" || std::getenv("AOTRACE_CAPTURE_CASES")) return;  // a subset
     EXPECT_GE(compared_cases, kMinCompared) << "only " << compared_cases << " capture cases were compared with eager";
   }
   static constexpr int kMinCompared = 70;
