@@ -17,6 +17,7 @@ PyObject* eval_frame(PyThreadState* tstate, _PyInterpreterFrame* frame, int thro
     PyCodeObject* code = frame->f_code;
     int n = code->co_argcount + code->co_kwonlyargcount;
     if (code->co_flags & CO_VARARGS) ++n;
+    if (code->co_flags & CO_VARKEYWORDS) ++n;
     std::vector<PyObject*> args(frame->localsplus, frame->localsplus + n);
     // C++ exceptions must not unwind through the interpreter: keep them for the caller.
     try {

@@ -415,32 +415,55 @@ Capture Interpreter::capture(const std::string& call_expr, const std::vector<Cap
       }
       internal_error("capture: bad argument kind");
     };
-    for (size_t i = 0; i < frame_args.size(); ++i) {
-      const std::string name = py_str(PyTuple_GetItem(varnames.get(), static_cast<Py_ssize_t>(i)));
-      const Source source = Source::local(name);
-      if (module && i == 0) {
-        vars.push_back(std::make_shared<ModuleVar>(PyRef::borrow(frame_args[i]), source));
-        translator.set_root_module(frame_args[i]);
-        translator.add_assumption("L['self'].training == False");
-        continue;
+    // The frame's parameters as the call passed them: positional ones, then the items of
+    // *args (a decorator's wrapper, such as @torch.no_grad()'s, takes the arguments this way),
+    // keyword-only ones and the items of **kwargs by name.
+    PyCodeObject* co = reinterpret_cast<PyCodeObject*>(code.get());
+    const size_t argcount = static_cast<size_t>(co->co_argcount);
+    const size_t kwonly = static_cast<size_t>(co->co_kwonlyargcount);
+    const bool has_varargs = co->co_flags & CO_VARARGS;
+    size_t position = 0;  // of the call's positional arguments
+    auto variable = [&](PyObject* obj, const Source& source, bool positional) -> VarRef {
+      const size_t p = positional ? position++ : SIZE_MAX;
+      if (module && p == 0) {
+        translator.set_root_module(obj);
+        translator.add_assumption(source.str() + ".training == False");
+        return std::make_shared<ModuleVar>(PyRef::borrow(obj), source);
       }
       // The argument this parameter received: a tensor or container by identity; a Python
       // scalar by position (small ints and bools are shared objects).
-      const size_t position = i - leading;
       int k = -1;
-      if (i >= leading && position < arguments.size() && arguments[position].kind == CaptureArg::Kind::Scalar)
-        k = static_cast<int>(position);
+      if (p != SIZE_MAX && p >= leading && p - leading < arguments.size() &&
+          arguments[p - leading].kind == CaptureArg::Kind::Scalar)
+        k = static_cast<int>(p - leading);
       for (size_t j = 0; k < 0 && j < arguments.size(); ++j)
         if (arguments[j].kind != CaptureArg::Kind::Scalar &&
-            PyTuple_GetItem(args.get(), static_cast<Py_ssize_t>(j)) == frame_args[i])
+            PyTuple_GetItem(args.get(), static_cast<Py_ssize_t>(j)) == obj)
           k = static_cast<int>(j);
-      if (k >= 0) {
-        vars.push_back(argument(arguments[static_cast<size_t>(k)], source, frame_args[i]));
-      } else {
-        vars.push_back(translator.wrap(frame_args[i], source));
-      }
+      if (k >= 0) return argument(arguments[static_cast<size_t>(k)], source, obj);
+      return translator.wrap(obj, source);
+    };
+    std::vector<std::pair<std::string, VarRef>> kwargs;
+    auto name_at = [&](size_t i) { return py_str(PyTuple_GetItem(varnames.get(), static_cast<Py_ssize_t>(i))); };
+    for (size_t i = 0; i < argcount && i < frame_args.size(); ++i)
+      vars.push_back(variable(frame_args[i], Source::local(name_at(i)), true));
+    for (size_t i = argcount; i < argcount + kwonly && i < frame_args.size(); ++i)
+      kwargs.emplace_back(name_at(i), variable(frame_args[i], Source::local(name_at(i)), false));
+    size_t slot = argcount + kwonly;
+    if (has_varargs && slot < frame_args.size()) {
+      PyObject* rest = frame_args[slot];
+      const Source source = Source::local(name_at(slot));
+      for (Py_ssize_t j = 0; j < PyTuple_Size(rest); ++j)
+        vars.push_back(variable(PyTuple_GetItem(rest, j), source.item(j), true));
+      ++slot;
     }
-    translator.translate_entry(fn.get(), std::move(vars));
+    if ((co->co_flags & CO_VARKEYWORDS) && slot < frame_args.size()) {
+      const Source source = Source::local(name_at(slot));
+      PyObject *key, *value;
+      for (Py_ssize_t pos = 0; PyDict_Next(frame_args[slot], &pos, &key, &value);)
+        kwargs.emplace_back(py_str(key), variable(value, source.item(py_str(key)), false));
+    }
+    translator.translate_entry(fn.get(), std::move(vars), std::move(kwargs));
   };
   PyRef result;
   try {

@@ -142,7 +142,8 @@ void Translator::finish_graph(const VarRef& result) {
   out_.graph.input_updates = std::move(updates);
 }
 
-VarRef Translator::translate_entry(PyObject* fn, std::vector<VarRef> args) {
+VarRef Translator::translate_entry(PyObject* fn, std::vector<VarRef> args,
+                                   std::vector<std::pair<std::string, VarRef>> kwargs) {
   Frame entry;
   VarRef result;
   auto close = [&] {
@@ -152,7 +153,7 @@ VarRef Translator::translate_entry(PyObject* fn, std::vector<VarRef> args) {
     out_.graph = out_.graphs.front();
   };
   try {
-    bind_frame(entry, fn, std::move(args), {}, nullptr);
+    bind_frame(entry, fn, std::move(args), std::move(kwargs), nullptr);
   } catch (const GraphBreakSignal&) {
     close();
     return nullptr;

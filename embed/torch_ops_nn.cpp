@@ -219,12 +219,73 @@ std::vector<int64_t> window_stride(Translator& t, const VarRef& v, const std::ve
 
 }  // namespace
 
-// F.max_poolNd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
-VarRef max_pool(Translator& t, const CallArgs& a, int n) {
+namespace {
+
+ValueId slice_of(Translator& t, ValueId x, int axis, int64_t start, int64_t end, int64_t step) {
+  return node(t, OpKind::Slice, {x},
+              ir::Attrs().set("axis", int64_t{axis}).set("start", start).set("end", end).set("step", step));
+}
+
+// The flat index into the spatial dims of each window's maximum, as max_pool's return_indices
+// gives it: every window tap is a strided slice of x padded with -inf; the taps, stacked on a
+// new last axis, give the tap of the maximum by argmax (the first on ties, as torch); the tap
+// and the window's position give the input's row and column.
+ValueId max_pool_indices(Translator& t, ValueId x, ValueId values, const ir::Attrs& attrs, int n) {
+  const ir::TensorType xt = type_of(t, x), vt = type_of(t, values);
+  const auto kernel = attrs.ints("kernel"), stride = attrs.ints("stride"), padding = attrs.ints("padding"),
+             dilation = attrs.ints("dilation");
+  std::vector<int64_t> in, out, low(static_cast<size_t>(n + 2), 0), high = low;
+  for (int d = 0; d < n; ++d) {
+    const size_t i = static_cast<size_t>(d);
+    in.push_back(xt.shape[i + 2].constant());
+    out.push_back(vt.shape[i + 2].constant());
+    const int64_t needed = (out[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1;
+    low[i + 2] = padding[i];
+    high[i + 2] = std::max<int64_t>(0, needed - in[i] - padding[i]);
+  }
+  ValueId padded = node(t, OpKind::Pad, {x},
+                        ir::Attrs().set("low", low).set("high", high).set("value", -INFINITY));
+  std::vector<ValueId> taps;
+  const int64_t count = n == 1 ? kernel[0] : kernel[0] * kernel[1];
+  for (int64_t tap = 0; tap < count; ++tap) {
+    ValueId v = padded;
+    for (int d = 0; d < n; ++d) {
+      const size_t i = static_cast<size_t>(d);
+      const int64_t k = n == 1 || d == 1 ? tap % kernel[i] : tap / kernel[1];
+      const int64_t start = k * dilation[i];
+      v = slice_of(t, v, d + 2, start, start + (out[i] - 1) * stride[i] + 1, stride[i]);
+    }
+    taps.push_back(unsqueeze_at(t, v, n + 2));
+  }
+  ValueId stacked = taps.size() == 1 ? taps[0] : node(t, OpKind::Concat, taps, ir::Attrs().set("axis", int64_t{n + 2}));
+  ValueId best = node(t, OpKind::ArgMax, {stacked}, axes_attrs({n + 2}, false));
+  ValueId flat = constant(t, 0, DType::i64);
+  for (int d = 0; d < n; ++d) {
+    const size_t i = static_cast<size_t>(d);
+    ValueId k = best;
+    if (n == 2 && d == 0) k = node(t, OpKind::FloorDiv, {k, constant(t, static_cast<double>(kernel[1]), DType::i64)});
+    if (n == 2 && d == 1) k = node(t, OpKind::Remainder, {k, constant(t, static_cast<double>(kernel[1]), DType::i64)});
+    ir::Shape along(static_cast<size_t>(n - d), ir::SymExpr(1));
+    along[0] = ir::SymExpr(out[i]);
+    ValueId window = reshape_to(t, node(t, OpKind::Arange, {}, ir::Attrs().set("shape", ir::Shape{ir::SymExpr(out[i])})
+                                                          .set("start", static_cast<double>(-padding[i]))
+                                                          .set("step", static_cast<double>(stride[i])).set("dtype", DType::i64)),
+                                along);
+    ValueId pos = node(t, OpKind::Add, {window, node(t, OpKind::Mul, {k, constant(t, static_cast<double>(dilation[i]), DType::i64)})});
+    flat = node(t, OpKind::Add, {node(t, OpKind::Mul, {flat, constant(t, static_cast<double>(in[i]), DType::i64)}), pos});
+  }
+  return flat;
+}
+
+}  // namespace
+
+// F.max_poolNd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices);
+// F.max_poolNd_with_indices always returns (values, indices).
+VarRef max_pool(Translator& t, const CallArgs& a, int n, bool with_indices) {
   bool added = false;
   ValueId x = batched(t, tensor(t, a.get(0, "input"), "max_pool"), n, added);
   auto kernel = int_tuple(t, a.get(1, "kernel_size"), static_cast<size_t>(n), "max_pool kernel_size");
-  if (bool_arg(t, a.get(6, "return_indices"), false)) unsupported(t, "max_pool with return_indices=True");
+  with_indices = with_indices || bool_arg(t, a.get(6, "return_indices"), false);
   ir::Attrs attrs;
   attrs.set("kind", std::string("max")).set("kernel", kernel)
       .set("stride", window_stride(t, a.get(2, "stride"), kernel, n))
@@ -232,7 +293,38 @@ VarRef max_pool(Translator& t, const CallArgs& a, int n) {
                                                    : int_tuple(t, a.get(3, "padding"), static_cast<size_t>(n), "max_pool padding"))
       .set("dilation", is_none(a.get(4, "dilation")) ? ones(n) : int_tuple(t, a.get(4, "dilation"), static_cast<size_t>(n), "max_pool dilation"))
       .set("ceil_mode", int64_t{bool_arg(t, a.get(5, "ceil_mode"), false)}).set("count_include_pad", int64_t{0});
-  return unbatched(t, node(t, OpKind::Pool, {x}, attrs), added);
+  ValueId values = node(t, OpKind::Pool, {x}, attrs);
+  if (!with_indices) return unbatched(t, values, added);
+  ValueId indices = max_pool_indices(t, x, values, attrs, n);
+  return sequence({unbatched(t, values, added), unbatched(t, indices, added)});
+}
+
+// F.adaptive_max_poolNd(input, output_size, return_indices). A max over a box is a max over
+// each of its sides in turn: every spatial dim is pooled on its own, by one strided pool where
+// the size divides evenly, else by a max over each output position's slice
+// [floor(i * in / out), ceil((i + 1) * in / out)).
+VarRef adaptive_max_pool(Translator& t, const CallArgs& a, int n) {
+  bool added = false;
+  ValueId x = batched(t, tensor(t, a.get(0, "input"), "adaptive_max_pool"), n, added);
+  if (bool_arg(t, a.get(2, "return_indices"), false)) unsupported(t, "adaptive_max_pool with return_indices=True");
+  VarRef size = a.get(1, "output_size");
+  std::vector<VarRef> items = sequence_items(t, size).value_or(std::vector<VarRef>(static_cast<size_t>(n), size));
+  if (items.size() == 1 && n > 1) items.assign(static_cast<size_t>(n), items[0]);
+  for (int d = 0; d < n; ++d) {
+    const int axis = d + 2;
+    const int64_t in = type_of(t, x).shape[static_cast<size_t>(axis)].constant();
+    const VarRef& v = items[static_cast<size_t>(d)];
+    const int64_t out = is_none(v) ? in : int_arg(t, v, "adaptive_max_pool output_size");
+    if (out <= 0) user_error("adaptive_max_pool: output_size must be positive", t.loc());
+    if (out == in) continue;
+    std::vector<ValueId> parts;
+    for (int64_t i = 0; i < out; ++i) {
+      const int64_t start = i * in / out, end = ((i + 1) * in + out - 1) / out;
+      parts.push_back(node(t, OpKind::ReduceMax, {slice_of(t, x, axis, start, end, 1)}, axes_attrs({axis}, true)));
+    }
+    x = parts.size() == 1 ? parts[0] : node(t, OpKind::Concat, parts, ir::Attrs().set("axis", int64_t{axis}));
+  }
+  return unbatched(t, x, added);
 }
 
 // F.avg_poolNd(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)

@@ -71,7 +71,8 @@ class Translator {
   // break it keeps going when example inputs were given (add_input): it evaluates the graph so
   // far on them, runs the breaking instruction of the entry frame for real and resumes tracing
   // with a new graph (resume.cpp), so that every break is reported, like torch._dynamo.explain.
-  VarRef translate_entry(PyObject* fn, std::vector<VarRef> args);
+  VarRef translate_entry(PyObject* fn, std::vector<VarRef> args,
+                         std::vector<std::pair<std::string, VarRef>> kwargs = {});
 
   ir::Graph& graph() { return out_.graph; }
   Capture& capture() { return out_; }
