@@ -50,7 +50,12 @@ VarRef len_(Translator& t, const std::string& name, const std::vector<VarRef>& a
   if (auto* seq = as<SequenceVar>(x)) return py_int(t, static_cast<long long>(seq->items.size()));
   if (as<TensorVar>(x)) return t.subscript(t.attribute(x, "shape"), py_int(t, 0));
   if (auto* d = as<DictVar>(x)) return py_int(t, static_cast<long long>(d->keys.size()));
-  if (as<ModuleVar>(x) || as<IteratorVar>(x)) return py_int(t, static_cast<long long>(remaining(t, x).size()));
+  if (auto* m = as<ModuleVar>(x)) {  // the module's own __len__, as Python calls it
+    const Py_ssize_t n = PyObject_Length(m->module.get());
+    if (n < 0) t.graph_break("python exception", "len() of " + x->describe() + " raised " + fetch_python_error(), "");
+    return py_int(t, static_cast<long long>(n));
+  }
+  if (as<IteratorVar>(x)) return py_int(t, static_cast<long long>(remaining(t, x).size()));
   return nullptr;
 }
 
@@ -105,6 +110,10 @@ VarRef getattr_hasattr(Translator& t, const std::string& name, const std::vector
     const int has = PyObject_HasAttrString(obj.get(), a.c_str());
     if (name == "hasattr") return assume(has == 1);
     if (has != 1 && has_default) return args[2];
+  }
+  if (auto* m = as<ModuleVar>(args[0]); m && has_default && PyObject_HasAttrString(m->module.get(), a.c_str()) != 1) {
+    assume(false);
+    return args[2];
   }
   if (name == "hasattr") {
     if (as<TensorVar>(args[0])) return py_bool(t, tensor_attribute(t, args[0], a) || tensor_method(a));
@@ -232,6 +241,71 @@ VarRef reduce_(Translator& t, const std::string& name, const std::vector<VarRef>
   return acc;
 }
 
+// setattr(module, name, value) as `module.name = value` in traced code.
+VarRef setattr_(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
+  if (args.size() != 3 || !as<ModuleVar>(args[0])) return nullptr;
+  PyRef attr = t.to_python(args[1]);
+  if (!attr || !PyUnicode_Check(attr.get())) t.graph_break("unsupported Python", name + "() with a non-constant name", "");
+  t.store_module_attribute(args[0], py_str(attr.get()), args[2]);
+  return t.constant(Py_None);
+}
+
+// abs(x) of a tensor is x.abs().
+VarRef abs_(Translator& t, const std::string&, const std::vector<VarRef>& args, const Kwargs&) {
+  if (args.size() != 1 || !as<TensorVar>(args[0])) return nullptr;
+  return t.call(t.attribute(args[0], "abs"), {}, {});
+}
+
+// dict(mapping or pairs, **kwargs) and collections.OrderedDict(...) as dicts of the trace.
+VarRef dict_(Translator& t, const std::string&, const std::vector<VarRef>& args, const Kwargs& kwargs) {
+  // Always a dict of the trace, so that values stored into it later may be traced.
+  if (args.size() > 1) return nullptr;
+  auto d = std::make_shared<DictVar>();
+  if (args.size() == 1) {
+    PyRef o = as<TensorVar>(args[0]) ? PyRef() : t.to_python(args[0]);
+    if (o && PyDict_Check(o.get())) {
+      PyObject *key, *value;
+      for (Py_ssize_t pos = 0; PyDict_Next(o.get(), &pos, &key, &value);) d->set(PyRef::borrow(key), t.wrap(value, Source()));
+    } else if (auto* from = as<DictVar>(args[0])) {
+      d->keys = from->keys;
+      d->values = from->values;
+    } else {
+      for (const VarRef& pair : remaining(t, args[0])) {
+        auto* kv = as<SequenceVar>(pair);
+        PyRef key = kv && kv->items.size() == 2 ? t.to_python(kv->items[0]) : PyRef();
+        if (!key) t.graph_break("unsupported Python", "dict() of " + pair->describe(), "pass (key, value) pairs with constant keys");
+        d->set(key, kv->items[1]);
+      }
+    }
+  }
+  for (const auto& [k, v] : kwargs) d->set(PyRef::steal(PyUnicode_FromString(k.c_str())), v);
+  return d;
+}
+
+// sorted(iterable, key=None, reverse=False) over traced items, by Python keys.
+VarRef sorted_(Translator& t, const std::string&, const std::vector<VarRef>& args, const Kwargs& kwargs) {
+  if (args.size() != 1 || all_python(t, args)) return nullptr;
+  VarRef key;
+  bool reverse = false;
+  for (const auto& [k, v] : kwargs) {
+    if (k == "key") key = as<ConstVar>(v) && as<ConstVar>(v)->obj.get() == Py_None ? nullptr : v;
+    else if (k == "reverse") reverse = t.truth(v);
+    else return nullptr;
+  }
+  return tuple_of(sorted_items(t, remaining(t, args[0]), key, reverse), SequenceVar::Kind::List);
+}
+
+// operator.neg / pos / abs / not_ / truth / getitem / contains on traced values.
+VarRef operator_unary(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
+  if (all_python(t, args)) return nullptr;
+  if (name == "operator.getitem" && args.size() == 2) return t.subscript(args[0], args[1]);
+  if (args.size() != 1 || !as<TensorVar>(args[0])) return nullptr;
+  const char* method = name == "operator.neg" ? "neg" : name == "operator.abs" ? "abs" : nullptr;
+  if (name == "operator.pos") return args[0];
+  if (!method) return nullptr;
+  return t.call(t.attribute(args[0], method), {}, {});
+}
+
 // operator.add(a, b) and its kin are Python's binary operators.
 VarRef operator_(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
   static const std::map<std::string, std::string> symbols = {
@@ -253,7 +327,10 @@ const std::map<std::string, BuiltinHandler>& handlers() {
       {"operator.add", operator_}, {"operator.sub", operator_}, {"operator.mul", operator_},
       {"operator.truediv", operator_}, {"operator.floordiv", operator_}, {"operator.mod", operator_},
       {"operator.pow", operator_}, {"operator.matmul", operator_}, {"operator.and_", operator_},
-      {"operator.or_", operator_}, {"operator.xor", operator_}};
+      {"operator.or_", operator_}, {"operator.xor", operator_}, {"abs", abs_}, {"dict", dict_}, {"setattr", setattr_},
+      {"collections.OrderedDict", dict_},
+      {"sorted", sorted_}, {"operator.neg", operator_unary}, {"operator.pos", operator_unary},
+      {"operator.abs", operator_unary}, {"operator.getitem", operator_unary}};
   return table;
 }
 
@@ -264,7 +341,7 @@ const std::map<PyObject*, std::string>& symbolic_callables() {
   static const std::map<PyObject*, std::string> callables = [] {
     std::map<PyObject*, std::string> m;
     PyObject* builtins = PyEval_GetBuiltins();
-    for (const char* n : {"range", "abs", "int", "float", "bool", "round", "divmod"})
+    for (const char* n : {"range", "int", "float", "bool", "round", "divmod"})
       if (PyObject* o = PyDict_GetItemString(builtins, n)) m.emplace(o, n);
     for (const auto& [name, handler] : handlers()) {
       const size_t dot = name.find('.');

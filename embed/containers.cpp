@@ -62,10 +62,51 @@ std::vector<VarRef> dict_items(Translator& t, const DictVar& d, const std::strin
   return out;
 }
 
+std::vector<VarRef> sorted_items(Translator& t, std::vector<VarRef> items, const VarRef& key, bool reverse) {
+  std::vector<PyRef> keys;
+  for (const VarRef& item : items) {
+    VarRef k = key ? t.call(key, {item}, {}) : item;
+    PyRef pk = as<TensorVar>(k) ? PyRef() : t.to_python(k);
+    if (!pk)
+      t.graph_break("unsupported Python", "sorting by " + k->describe() + " (its order depends on tensor values)",
+                    "sort by a Python value, e.g. key=lambda item: item[0] where item[0] is a number or string");
+    keys.push_back(std::move(pk));
+  }
+  std::vector<size_t> order(items.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto less = [&](size_t a, size_t b) {
+    const int r = PyObject_RichCompareBool(keys[a].get(), keys[b].get(), Py_LT);
+    if (r < 0) t.graph_break("python exception", "comparing sort keys raised " + fetch_python_error(), "");
+    return r == 1;
+  };
+  // Python's reverse=True keeps equal items in their order, as this does.
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return reverse ? less(b, a) : less(a, b); });
+  std::vector<VarRef> out;
+  for (size_t i : order) out.push_back(items[i]);
+  return out;
+}
+
+int find_item(Translator& t, const std::vector<VarRef>& items, const VarRef& x) {
+  auto* xt = as<TensorVar>(x);
+  PyRef px = xt ? PyRef() : t.to_python(x);
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i] == x) return static_cast<int>(i);
+    if (auto* it = as<TensorVar>(items[i]); it && xt && it->value == xt->value) return static_cast<int>(i);
+    if (!px || as<TensorVar>(items[i])) continue;
+    PyRef pi = t.to_python(items[i]);
+    if (!pi) continue;
+    const int r = PyObject_RichCompareBool(pi.get(), px.get(), Py_EQ);
+    if (r < 0) t.graph_break("python exception", "comparing list items raised " + fetch_python_error(), "");
+    if (r == 1) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 VarRef container_method(Translator& t, const VarRef& obj, const std::string& name) {
   auto method = [&](VarRef self) { return std::make_shared<ContainerMethodVar>(std::move(self), name); };
   if (auto* seq = as<SequenceVar>(obj)) {
-    static const char* const list_methods[] = {"append", "extend", "insert", "pop", "clear", "reverse", "index", "count"};
+    static const char* const list_methods[] = {"append", "extend", "insert", "pop",  "clear", "reverse",
+                                               "index",  "count",  "sort",   "remove", "copy"};
     for (const char* m : list_methods)
       if (name == m && (seq->kind == SequenceVar::Kind::List || name == "index" || name == "count"))
         return method(obj);
@@ -74,7 +115,7 @@ VarRef container_method(Translator& t, const VarRef& obj, const std::string& nam
   }
   if (as<DictVar>(obj)) {
     if (name == "items" || name == "keys" || name == "values" || name == "get" || name == "update" ||
-        name == "pop" || name == "clear" || name == "setdefault")
+        name == "pop" || name == "clear" || name == "setdefault" || name == "copy")
       return method(obj);
     return nullptr;
   }
@@ -162,7 +203,36 @@ VarRef call_container_method(Translator& t, const ContainerMethodVar& m, std::ve
       for (auto& d : seq->items) n = t.binary_op("*", n, d);
       return n;
     }
-    // index / count on compile-time items.
+    if (name == "sort") {
+      VarRef key;
+      bool reverse = false;
+      for (auto& [k, v] : kwargs) {
+        if (k == "key") key = as<ConstVar>(v) && as<ConstVar>(v)->obj.get() == Py_None ? nullptr : v;
+        else if (k == "reverse") reverse = t.truth(v);
+        else user_error("sort() got an unexpected keyword argument '" + k + "'", t.loc());
+      }
+      seq->items = sorted_items(t, seq->items, key, reverse);
+      return t.constant(Py_None);
+    }
+    if (name == "copy") return std::make_shared<SequenceVar>(seq->kind, seq->items);
+    if (name == "remove" || (name == "index" && args.size() == 1) ||
+        (name == "count" && (as<TensorVar>(arg(0)) || !t.to_python(m.self)))) {
+      if (name == "count") {
+        long long n = 0;
+        for (const VarRef& item : seq->items) n += find_item(t, {item}, arg(0)) == 0;
+        PyRef r = PyRef::steal(PyLong_FromLongLong(n));
+        return t.constant(r.get());
+      }
+      const int k = find_item(t, seq->items, arg(0));
+      if (k < 0) t.graph_break("python exception", "ValueError: list." + name + "(x): x not in list", "");
+      if (name == "index") {
+        PyRef r = PyRef::steal(PyLong_FromLong(k));
+        return t.constant(r.get());
+      }
+      seq->items.erase(seq->items.begin() + k);
+      return t.constant(Py_None);
+    }
+    // index(x, start, end) / count on compile-time items.
     PyRef self = t.to_python(m.self), x = t.to_python(arg(0));
     if (!self || !x) t.graph_break("unsupported Python", name + "() on " + m.self->describe(), "");
     PyRef r = PyRef::steal(PyObject_CallMethod(self.get(), name.c_str(), "O", x.get()));
@@ -173,6 +243,12 @@ VarRef call_container_method(Translator& t, const ContainerMethodVar& m, std::ve
   AOT_CHECK(d, "container method " + name + " on " + m.self->describe());
   if (name == "items" || name == "keys" || name == "values")
     return std::make_shared<IteratorVar>(dict_items(t, *d, name));
+  if (name == "copy") {
+    auto copy = std::make_shared<DictVar>();
+    copy->keys = d->keys;
+    copy->values = d->values;
+    return copy;
+  }
   if (name == "clear") {
     d->keys.clear();
     d->values.clear();

@@ -302,6 +302,23 @@ std::vector<CaptureArg> one_argument_per_input(const std::vector<CaptureInput>& 
   return args;
 }
 
+namespace {
+
+// Whether nn.Module.__call__ does more for `module` than call its class's forward: forward
+// hooks (its own or global ones) or an instance attribute `forward`.
+bool runs_more_than_forward(PyObject* module) {
+  PyRef globals = import("torch.nn.modules.module");
+  for (const char* name : {"_forward_pre_hooks", "_forward_hooks"}) {
+    const std::string global = std::string("_global") + name;
+    if (PyObject_Length(getattr(module, name).get()) > 0 || PyObject_Length(getattr(globals.get(), global.c_str()).get()) > 0)
+      return true;
+  }
+  PyObject** dict = _PyObject_GetDictPtr(module);
+  return dict && *dict && PyDict_GetItemString(*dict, "forward");
+}
+
+}  // namespace
+
 Capture Interpreter::capture(const std::string& call_expr, const std::vector<CaptureInput>& inputs,
                              std::vector<CaptureArg> arguments) {
   if (arguments.empty()) arguments = one_argument_per_input(inputs);
@@ -316,7 +333,9 @@ Capture Interpreter::capture(const std::string& call_expr, const std::vector<Cap
   for (PyRef c = callable;;) {
     if (is_module(c.get())) {
       check(PyObject_CallMethod(c.get(), "eval", nullptr), "eval()");
-      fn = getattr(reinterpret_cast<PyObject*>(Py_TYPE(c.get())), "forward");
+      // nn.Module.__call__ itself is traced when it does more than call the class's forward
+      // (forward hooks, an instance `forward`), so that they are part of the graph.
+      fn = getattr(reinterpret_cast<PyObject*>(Py_TYPE(c.get())), runs_more_than_forward(c.get()) ? "_call_impl" : "forward");
       module = leading == 0;  // its self is the frame's first parameter
       ++leading;
     } else if (PyFunction_Check(c.get())) {

@@ -69,6 +69,12 @@ void binary_op(Translator& t, Frame& f, const Instruction& i) {
     f.push(ops::inplace(t, a, t.binary_op(op, a, b), what.c_str()));
     return;
   }
+  if (auto* list = as<SequenceVar>(a); i.arg >= 13 && list && list->kind == SequenceVar::Kind::List && op == "+") {
+    VarRef items = t.iterate(b);  // a list's += extends it (by any iterable), seen by its other names
+    for (const VarRef& v : as<IteratorVar>(items)->items) list->items.push_back(v);
+    f.push(a);
+    return;
+  }
   f.push(t.binary_op(op, a, b));
 }
 
@@ -101,13 +107,6 @@ void contains_op(Translator& t, Frame& f, const Instruction& i) {
   if (auto* d = as<DictVar>(container)) {
     PyRef key = t.to_python(item);
     const bool found = key && d->find(key.get()) >= 0;
-    f.push(t.constant(found != (i.arg == 1) ? Py_True : Py_False));
-    return;
-  }
-  if (as<ModuleVar>(container)) {
-    PyRef key = t.to_python(item);
-    PyRef modules = getattr(as<ModuleVar>(container)->module.get(), "_modules");
-    const bool found = key && PyUnicode_Check(key.get()) && PyDict_Contains(modules.get(), key.get()) == 1;
     f.push(t.constant(found != (i.arg == 1) ? Py_True : Py_False));
     return;
   }

@@ -43,6 +43,21 @@ ir::OutputTree flatten_outputs(Translator& t, const VarRef& v, std::vector<ir::V
     }
     return tree;
   }
+  // A compile-time tuple, list or dict: its items, as if built in the traced code.
+  if (auto* c = as<ConstVar>(v); c && (PyTuple_Check(c->obj.get()) || PyList_Check(c->obj.get()) ||
+                                       PyDict_Check(c->obj.get()))) {
+    PyObject* o = c->obj.get();
+    if (PyDict_Check(o)) {
+      auto d = std::make_shared<DictVar>();
+      PyObject *key, *value;
+      for (Py_ssize_t pos = 0; PyDict_Next(o, &pos, &key, &value);) d->set(PyRef::borrow(key), t.constant(value));
+      return flatten_outputs(t, d, outs);
+    }
+    PyRef items = PyRef::steal(PySequence_Tuple(o));
+    std::vector<VarRef> vars;
+    for (Py_ssize_t i = 0; i < PyTuple_Size(items.get()); ++i) vars.push_back(t.constant(PyTuple_GetItem(items.get(), i)));
+    return flatten_outputs(t, std::make_shared<SequenceVar>(PyList_Check(o) ? SequenceVar::Kind::List : SequenceVar::Kind::Tuple, std::move(vars)), outs);
+  }
   // None, numbers, bools and strings: constants of the output, as Python returns them
   // (nanoGPT returns `(logits, None)` without targets).
   PyRef o = as<ConstVar>(v) || as<SymIntVar>(v) ? t.to_python(v) : PyRef();

@@ -80,7 +80,7 @@ constexpr Aliasing kIfUnchanged = Aliasing::IfUnchanged;
 const std::vector<Entry>& table() {
   static const std::vector<Entry> t = {
       // Linear algebra
-      {{"torch.matmul", "torch.mm", "torch.bmm"}, {"matmul", "mm", "bmm", "__matmul__"}, matmul},
+      {{"torch.matmul", "torch.mm", "torch.bmm", "torch.spmm"}, {"matmul", "mm", "bmm", "__matmul__"}, matmul},
       {{F "linear"}, {}, linear},
       {{"torch.einsum"}, {}, einsum},
       // Arithmetic
@@ -222,6 +222,19 @@ const std::vector<Entry>& table() {
       {{F "softsign"}, {}, softsign},
       {{F "mish"}, {}, mish},
       {{F "logsigmoid"}, {}, logsigmoid},
+      {{"torch.logsumexp"}, {"logsumexp"}, logsumexp},
+      {{F "celu", "torch.celu"}, {"celu"}, celu},
+      {{F "threshold", "torch.threshold"}, {}, threshold},
+      {{"torch.addcmul"}, {"addcmul"}, [](Translator& t, const CallArgs& a) { return addc(t, a, false); }},
+      {{"torch.addcdiv"}, {"addcdiv"}, [](Translator& t, const CallArgs& a) { return addc(t, a, true); }},
+      {{"torch.lerp"}, {"lerp"}, lerp},
+      {{}, {"zero_"}, zero_inplace},
+      {{}, {"element_size"}, element_size},
+      {{"torch._weight_norm"}, {}, weight_norm},
+      {{"torch.lstm_cell"}, {}, [](Translator& t, const CallArgs& a) { return recurrent_cell(t, a, "LSTM"); }},
+      {{"torch.gru_cell"}, {}, [](Translator& t, const CallArgs& a) { return recurrent_cell(t, a, "GRU"); }},
+      {{"torch.rnn_tanh_cell"}, {}, [](Translator& t, const CallArgs& a) { return recurrent_cell(t, a, "RNN_TANH"); }},
+      {{"torch.rnn_relu_cell"}, {}, [](Translator& t, const CallArgs& a) { return recurrent_cell(t, a, "RNN_RELU"); }},
       {{"torch.norm", "torch.linalg.vector_norm"}, {"norm"}, norm},
       {{"torch.cosine_similarity", F "cosine_similarity"}, {}, cosine_similarity},
       {{F "one_hot"}, {}, one_hot},
@@ -462,8 +475,13 @@ VarRef tensor_attribute(Translator& t, const VarRef& v, const std::string& name)
   if (name == "is_cuda") return t.constant(type.device.kind == ir::Device::Kind::cuda ? Py_True : Py_False);
   // Traced tensors are dense, strided, plain and need no gradient (capture runs under no_grad).
   if (name == "is_nested" || name == "requires_grad" || name == "is_sparse" || name == "is_quantized" ||
-      name == "is_meta")
+      name == "is_meta" || name == "is_xpu" || name == "is_mkldnn" || name == "is_vulkan" || name == "is_mps" ||
+      name == "is_ipu" || name == "is_hpu" || name == "is_ort")
     return t.constant(Py_False);
+  if (name == "is_leaf") return t.constant(Py_True);
+  if (name == "grad" || name == "grad_fn") return t.constant(Py_None);
+  if (name == "layout") return t.constant(getattr(import("torch").get(), "strided").get());
+  if (name == "data") return v;  // the same values, without autograd (none at inference)
   if (name == "T" || name == "mT") {  // all dims reversed; the last two swapped
     std::vector<int64_t> perm;
     if (name == "T") {

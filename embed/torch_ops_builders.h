@@ -126,6 +126,8 @@ VarRef round(Translator&, const CallArgs&);
 VarRef fmod(Translator&, const CallArgs&);
 VarRef embedding_bag(Translator&, const CallArgs&);
 VarRef recurrent(Translator&, const CallArgs&);  // nn.LSTM / nn.GRU / nn.RNN forward
+// torch.lstm_cell / gru_cell / rnn_tanh_cell / rnn_relu_cell; mode "LSTM", "GRU", "RNN_TANH", "RNN_RELU"
+VarRef recurrent_cell(Translator&, const CallArgs&, const char* mode);
 // torch_ops_math.cpp
 VarRef sign(Translator&, const CallArgs&);
 VarRef log1p(Translator&, const CallArgs&);
@@ -147,6 +149,14 @@ VarRef roll(Translator&, const CallArgs&);
 VarRef diff(Translator&, const CallArgs&);
 VarRef repeat_interleave(Translator&, const CallArgs&);
 VarRef logical_xor(Translator&, const CallArgs&);
+VarRef logsumexp(Translator&, const CallArgs&);
+VarRef celu(Translator&, const CallArgs&);
+VarRef threshold(Translator&, const CallArgs&);
+VarRef addc(Translator&, const CallArgs&, bool divide);  // addcmul, addcdiv
+VarRef lerp(Translator&, const CallArgs&);
+VarRef zero_inplace(Translator&, const CallArgs&);
+VarRef element_size(Translator&, const CallArgs&);
+VarRef weight_norm(Translator&, const CallArgs&);
 // torch_ops_random.cpp
 VarRef random_factory(Translator&, const CallArgs&, bool normal);
 VarRef random_like(Translator&, const CallArgs&, bool normal);

@@ -3,6 +3,7 @@
 // softsign, mish, logsigmoid, norms (torch.norm, Tensor.norm, linalg.vector_norm),
 // cosine_similarity, one_hot, sort/argsort (through topk), roll, diff, repeat_interleave and
 // logical_xor.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -245,6 +246,93 @@ VarRef logical_xor(Translator& t, const CallArgs& a) {
   ValueId x = cast(t, tensor(t, a.get(0, "input"), "logical_xor"), DType::b8);
   ValueId y = cast(t, tensor_or_scalar(t, a.get(1, "other"), DType::b8, "logical_xor"), DType::b8);
   return add(t, OpKind::Ne, {x, y});
+}
+
+}  // namespace aotrace::embed::ops
+
+namespace aotrace::embed::ops {
+
+// torch.logsumexp(input, dim, keepdim=False): m + log Σ exp(x - m), m the max over dim (0
+// where it is infinite, so that all -inf gives -inf and +inf gives +inf, as torch).
+VarRef logsumexp(Translator& t, const CallArgs& a) {
+  ValueId x = to_floating(t, input_of(t, a, "logsumexp"));
+  const ir::TensorType type = type_of(t, x);
+  std::vector<int64_t> axes = dims_arg(t, a.get(1, "dim"), type.rank(), "logsumexp");
+  const bool keepdim = bool_arg(t, a.get(2, "keepdim"), false);
+  ValueId m = node(t, OpKind::ReduceMax, {x}, axes_attrs(axes, true));
+  ValueId finite = node(t, OpKind::Lt, {node(t, OpKind::Abs, {m}), c(t, INFINITY, m)});
+  m = node(t, OpKind::Where, {finite, m, c(t, 0, m)});
+  ValueId s = node(t, OpKind::ReduceSum, {node(t, OpKind::Exp, {node(t, OpKind::Sub, {x, m})})}, axes_attrs(axes, true));
+  ValueId r = node(t, OpKind::Add, {node(t, OpKind::Log, {s}), m});
+  if (keepdim) return wrap_value(r);
+  ir::Shape out;
+  for (int d = 0; d < type.rank(); ++d)
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) out.push_back(type.shape[static_cast<size_t>(d)]);
+  return wrap_value(reshape_to(t, r, out));
+}
+
+// F.celu(x, alpha=1): x > 0 ? x : alpha * (exp(x / alpha) - 1).
+VarRef celu(Translator& t, const CallArgs& a) {
+  ValueId x = to_floating(t, input_of(t, a, "celu"));
+  const double alpha = float_or(t, a, 1, "alpha", 1.0);
+  ValueId neg = node(t, OpKind::Mul, {c(t, alpha, x), node(t, OpKind::Sub, {node(t, OpKind::Exp, {node(t, OpKind::Div, {x, c(t, alpha, x)})}), c(t, 1, x)})});
+  VarRef r = add(t, OpKind::Where, {node(t, OpKind::Gt, {x, c(t, 0, x)}), x, neg});
+  if (bool_arg(t, a.get(2, "inplace"), false)) return inplace(t, a.get(0, "input"), r, "celu");
+  return r;
+}
+
+// F.threshold(x, threshold, value): x > threshold ? x : value.
+VarRef threshold(Translator& t, const CallArgs& a) {
+  ValueId x = input_of(t, a, "threshold");
+  ValueId th = scalar(t, a.get(1, "threshold"), type_of(t, x).dtype);
+  ValueId value = cast(t, scalar(t, a.get(2, "value"), type_of(t, x).dtype), type_of(t, x).dtype);
+  VarRef r = add(t, OpKind::Where, {node(t, OpKind::Gt, {x, th}), x, value});
+  if (bool_arg(t, a.get(3, "inplace"), false)) return inplace(t, a.get(0, "input"), r, "threshold");
+  return r;
+}
+
+// torch.addcmul / addcdiv(input, tensor1, tensor2, value=1): input + value * (t1 ∘ t2).
+VarRef addc(Translator& t, const CallArgs& a, bool divide) {
+  VarRef prod = divide ? ops::divide(t, CallArgs{{a.get(1, "tensor1"), a.get(2, "tensor2")}, {}})
+                       : binary(t, OpKind::Mul, a.get(1, "tensor1"), a.get(2, "tensor2"));
+  VarRef value = a.get(3, "value");
+  if (!is_none(value)) prod = binary(t, OpKind::Mul, prod, value);
+  return binary(t, OpKind::Add, a.get(0, "input"), prod);
+}
+
+// torch.lerp(input, end, weight): input + weight * (end - input).
+VarRef lerp(Translator& t, const CallArgs& a) {
+  VarRef diff = binary(t, OpKind::Sub, a.get(1, "end"), a.get(0, "input"));
+  return binary(t, OpKind::Add, a.get(0, "input"), binary(t, OpKind::Mul, a.get(2, "weight"), diff));
+}
+
+// Tensor.zero_(): fill_(0).
+VarRef zero_inplace(Translator& t, const CallArgs& a) {
+  PyRef zero = PyRef::steal(PyLong_FromLong(0));
+  return fill_inplace(t, CallArgs{{a.get(0, "self"), t.constant(zero.get())}, {}});
+}
+
+// Tensor.element_size(): bytes per element.
+VarRef element_size(Translator& t, const CallArgs& a) {
+  PyRef n = PyRef::steal(PyLong_FromSize_t(ir::dtype_size(type_of(t, input_of(t, a, "element_size")).dtype)));
+  return t.constant(n.get());
+}
+
+}  // namespace aotrace::embed::ops
+
+namespace aotrace::embed::ops {
+
+// torch._weight_norm(v, g, dim=0) (nn.utils.weight_norm's hook): v * g / ‖v‖, the norm over
+// every dim but `dim` (over all of them for dim=-1).
+VarRef weight_norm(Translator& t, const CallArgs& a) {
+  ValueId v = tensor(t, a.get(0, "v"), "_weight_norm"), g = tensor(t, a.get(1, "g"), "_weight_norm");
+  const int rank = type_of(t, v).rank();
+  const int64_t dim = int_or(t, a, 2, "dim", 0);
+  std::vector<int64_t> axes;
+  for (int d = 0; d < rank; ++d)
+    if (dim == -1 || d != normalise_dim(t, dim, rank, "_weight_norm")) axes.push_back(d);
+  ValueId norm = node(t, OpKind::Sqrt, {node(t, OpKind::ReduceSum, {node(t, OpKind::Mul, {v, v})}, axes_attrs(axes, true))});
+  return add(t, OpKind::Mul, {v, node(t, OpKind::Div, {g, norm})});
 }
 
 }  // namespace aotrace::embed::ops

@@ -146,3 +146,33 @@ VarRef recurrent(Translator& t, const CallArgs& a) {
 }
 
 }  // namespace aotrace::embed::ops
+
+namespace aotrace::embed::ops {
+
+// torch.lstm_cell / gru_cell / rnn_tanh_cell / rnn_relu_cell(input, hx, w_ih, w_hh, b_ih, b_hh):
+// one step of nn.LSTMCell, nn.GRUCell and nn.RNNCell. The LSTM's hx is (h, c) and it returns
+// (h', c'); the others return h'.
+VarRef recurrent_cell(Translator& t, const CallArgs& a, const char* mode) {
+  const std::string m = mode;
+  ValueId x = tensor(t, a.get(0, "input"), "rnn cell");
+  ValueId h = -1, c = -1;
+  if (m == "LSTM") {
+    auto hx = sequence_items(t, a.get(1, "hx"));
+    if (!hx || hx->size() != 2) user_error("lstm_cell: hx must be a tuple (h, c)", t.loc());
+    h = tensor(t, (*hx)[0], "lstm_cell");
+    c = tensor(t, (*hx)[1], "lstm_cell");
+  } else {
+    h = tensor(t, a.get(1, "hx"), "rnn cell");
+  }
+  ValueId w_ih = tensor(t, a.get(2, "w_ih"), "rnn cell"), w_hh = tensor(t, a.get(3, "w_hh"), "rnn cell");
+  VarRef b_ih = a.get(4, "b_ih"), b_hh = a.get(5, "b_hh");
+  std::vector<ValueId> in{x, w_ih};
+  if (!is_none(b_ih)) in.push_back(tensor(t, b_ih, "rnn cell"));
+  ValueId xp = node(t, OpKind::Linear, in);
+  const int64_t hidden = type_of(t, w_hh).shape[1].constant();
+  ValueId h2 = cell(t, m, xp, h, c, w_hh, is_none(b_hh) ? -1 : tensor(t, b_hh, "rnn cell"), hidden);
+  if (m == "LSTM") return sequence({wrap_value(h2), wrap_value(c)});
+  return wrap_value(h2);
+}
+
+}  // namespace aotrace::embed::ops

@@ -445,6 +445,21 @@ VarRef setitem(Translator& t, const CallArgs& a) {
   VarRef self = a.get(0, "self");
   refuse_inplace_on_outside(t, self, "index assignment", "x = x.clone(); x[index] = value");
   ValueId x = tensor(t, self, "index assignment");
+  if (VarRef index = a.get(1, "index"); is_tensor(index) && type_of(t, tensor(t, index, "")).dtype == DType::b8) {
+    // x[mask] = v for a bool mask over x's leading dims and a value of one element:
+    // where(mask, v, x). A value per selected element depends on how many there are.
+    const ir::TensorType type = type_of(t, x), mt = type_of(t, tensor(t, index, ""));
+    VarRef value = a.get(2, "value");
+    const bool one_value = !is_tensor(value) || type_of(t, tensor(t, value, "")).rank() == 0;
+    if (mt.rank() > type.rank() || !std::equal(mt.shape.begin(), mt.shape.end(), type.shape.begin()) || !one_value)
+      unsupported(t, "x[mask] = value with a mask not over x's leading dims, or a value per selected element",
+                  "use torch.where(mask, value, x)");
+    ir::Shape mshape = mt.shape;
+    mshape.resize(static_cast<size_t>(type.rank()), ir::SymExpr(1));
+    ValueId mask = reshape_to(t, tensor(t, index, ""), mshape);
+    ValueId v = cast(t, is_tensor(value) ? tensor(t, value, "") : constant(t, float_arg(t, value, "index assignment"), type.dtype), type.dtype);
+    return inplace(t, self, add(t, OpKind::Where, {mask, v, x}), "index assignment");
+  }
   const IndexItems ix = index_items(t, a.get(1, "index"));
   const ir::TensorType type = type_of(t, x);
   const int rank = type.rank();

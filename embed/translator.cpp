@@ -2,6 +2,7 @@
 // Opcode handlers live in opcodes_*.cpp; value semantics (wrap, attributes, subscripts,
 // operators, truth) in values.cpp; builtins in builtins.cpp; torch ops in torch_ops*.cpp.
 #include "embed/translator.h"
+#include "embed/torch_ops_args.h"
 
 #include <algorithm>
 
@@ -275,6 +276,123 @@ void Translator::bind_frame(Frame& f, PyObject* fn, std::vector<VarRef> args,
       user_error(fname + "() missing required argument '" + name_at(i) + "'", loc());
 }
 
+// Python objects whose call the Translator follows when an argument is traced (a tensor, or a
+// container holding one); null when `obj` runs for real.
+VarRef Translator::call_python_object(PyObject* obj, const std::vector<VarRef>& args,
+                                      const std::vector<std::pair<std::string, VarRef>>& kwargs) {
+  bool traced = false;
+  for (const VarRef& a : args) traced = traced || as<TensorVar>(a) || !to_python(a);
+  for (const auto& [k, v] : kwargs) traced = traced || as<TensorVar>(v) || !to_python(v);
+  if (!traced) return nullptr;
+  PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(obj));
+  PyRef op = import("operator");
+  // operator.itemgetter(i, ...) / attrgetter("a.b", ...): their arguments from __reduce__.
+  const bool items = type == getattr(op.get(), "itemgetter").get();
+  if ((items || type == getattr(op.get(), "attrgetter").get()) && args.size() == 1 && kwargs.empty()) {
+    PyRef reduced = check(PyObject_CallMethod(obj, "__reduce__", nullptr), "__reduce__");
+    PyObject* keys = PyTuple_GetItem(reduced.get(), 1);
+    std::vector<VarRef> out;
+    for (Py_ssize_t i = 0; i < PyTuple_Size(keys); ++i) {
+      PyObject* key = PyTuple_GetItem(keys, i);
+      if (items) {
+        out.push_back(subscript(args[0], constant(key)));
+        continue;
+      }
+      VarRef v = args[0];
+      const std::string path = py_str(key);
+      for (size_t start = 0;;) {
+        const size_t dot = path.find('.', start);
+        v = attribute(v, path.substr(start, dot - start));
+        if (dot == std::string::npos) break;
+        start = dot + 1;
+      }
+      out.push_back(v);
+    }
+    return out.size() == 1 ? out[0] : std::make_shared<SequenceVar>(SequenceVar::Kind::Tuple, std::move(out));
+  }
+  // A namedtuple class (collections.namedtuple, typing.NamedTuple) built of traced values.
+  if (PyType_Check(obj) && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(obj), &PyTuple_Type)) {
+    PyRef fields = attribute_or_null(obj, "_fields");
+    if (!fields || !PyTuple_Check(fields.get())) return nullptr;
+    PyRef defaults = attribute_or_null(obj, "_field_defaults");
+    const Py_ssize_t n = PyTuple_Size(fields.get());
+    std::vector<VarRef> values(static_cast<size_t>(n));
+    std::vector<std::string> names;
+    for (Py_ssize_t i = 0; i < n; ++i) names.push_back(py_str(PyTuple_GetItem(fields.get(), i)));
+    if (args.size() > names.size())
+      user_error(type_name(obj) + "() takes " + std::to_string(names.size()) + " arguments but " +
+                     std::to_string(args.size()) + " were given",
+                 loc());
+    for (size_t i = 0; i < args.size(); ++i) values[i] = args[i];
+    for (const auto& [k, v] : kwargs) {
+      auto it = std::find(names.begin(), names.end(), k);
+      if (it == names.end()) user_error(type_name(obj) + "() got an unexpected keyword argument '" + k + "'", loc());
+      values[static_cast<size_t>(it - names.begin())] = v;
+    }
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (values[i]) continue;
+      PyObject* d = defaults && PyDict_Check(defaults.get()) ? PyDict_GetItemString(defaults.get(), names[i].c_str()) : nullptr;
+      if (!d) user_error(type_name(obj) + "() missing required argument '" + names[i] + "'", loc());
+      values[i] = constant(d);
+    }
+    return ops::named_tuple(std::move(values), std::move(names));
+  }
+  // An instance of a class with a Python __call__: its code is traced with the object as self.
+  if (!PyType_Check(obj) && !PyFunction_Check(obj) && !PyCFunction_Check(obj) && !PyMethod_Check(obj)) {
+    PyRef call = attribute_or_null(type, "__call__");
+    if (call && PyFunction_Check(call.get())) {
+      std::vector<VarRef> all{constant(obj)};
+      all.insert(all.end(), args.begin(), args.end());
+      return inline_function(call.get(), std::move(all), kwargs);
+    }
+  }
+  return nullptr;
+}
+
+// module(*args, **kwargs) as nn.Module.__call__ runs it at inference: the forward pre-hooks
+// (global ones first) may replace the arguments, then the forward (an instance attribute
+// `forward` wins over the class's), then the forward hooks may replace the result. Hooks are
+// traced like any Python (weight_norm's pre-hook recomputes the weight from g and v).
+VarRef Translator::call_module(const VarRef& fn, std::vector<VarRef> args,
+                               std::vector<std::pair<std::string, VarRef>> kwargs) {
+  PyObject* mod = as<ModuleVar>(fn)->module.get();
+  auto hooks = [&](const char* global, const char* own) {
+    std::vector<PyRef> out;
+    PyRef g = getattr(import("torch.nn.modules.module").get(), global), m = getattr(mod, own);
+    for (PyObject* d : {g.get(), m.get()}) {
+      PyObject *key, *value;
+      for (Py_ssize_t pos = 0; PyDict_Check(d) && PyDict_Next(d, &pos, &key, &value);) out.push_back(PyRef::borrow(value));
+    }
+    return out;
+  };
+  auto as_tuple = [](std::vector<VarRef> items) {
+    return std::make_shared<SequenceVar>(SequenceVar::Kind::Tuple, std::move(items));
+  };
+  for (const PyRef& hook : hooks("_global_forward_pre_hooks", "_forward_pre_hooks")) {
+    VarRef r = call(wrap(hook.get(), Source()), {fn, as_tuple(args)}, {});
+    if (auto* c = as<ConstVar>(r); c && c->obj.get() == Py_None) continue;
+    auto* seq = as<SequenceVar>(r);
+    args = seq && seq->kind == SequenceVar::Kind::Tuple ? seq->items : std::vector<VarRef>{r};
+  }
+  VarRef result;
+  PyObject** dict = _PyObject_GetDictPtr(mod);
+  if (PyObject* own = dict && *dict ? PyDict_GetItemString(*dict, "forward") : nullptr) {
+    result = call(wrap(own, fn->source.attr("forward")), args, kwargs);
+  } else {
+    PyRef forward = getattr(reinterpret_cast<PyObject*>(Py_TYPE(mod)), "forward");
+    std::vector<VarRef> all = args;
+    all.insert(all.begin(), fn);
+    if (const TorchOp* op = torch_function(forward.get())) result = op->call(*this, CallArgs{std::move(all), kwargs});
+    else result = inline_function(forward.get(), std::move(all), kwargs);
+  }
+  for (const PyRef& hook : hooks("_global_forward_hooks", "_forward_hooks")) {
+    VarRef r = call(wrap(hook.get(), Source()), {fn, as_tuple(args), result}, {});
+    if (auto* c = as<ConstVar>(r); c && c->obj.get() == Py_None) continue;
+    result = r;
+  }
+  return result;
+}
+
 VarRef Translator::call(const VarRef& fn, std::vector<VarRef> args,
                         std::vector<std::pair<std::string, VarRef>> kwargs) {
   if (eager_) return call_eager(fn, std::move(args), std::move(kwargs));
@@ -283,13 +401,7 @@ VarRef Translator::call(const VarRef& fn, std::vector<VarRef> args,
     if (op->self) ca.args.insert(ca.args.begin(), op->self);
     return op->op->call(*this, ca);
   }
-  if (auto* m = as<ModuleVar>(fn)) {
-    PyRef forward = getattr(reinterpret_cast<PyObject*>(Py_TYPE(m->module.get())), "forward");
-    args.insert(args.begin(), fn);
-    if (const TorchOp* op = torch_function(forward.get()))
-      return op->call(*this, CallArgs{std::move(args), std::move(kwargs)});
-    return inline_function(forward.get(), std::move(args), std::move(kwargs));
-  }
+  if (as<ModuleVar>(fn)) return call_module(fn, std::move(args), std::move(kwargs));
   if (auto* f = as<FunctionVar>(fn)) {
     if (f->self) args.insert(args.begin(), f->self);
     if (const TorchOp* op = torch_function(f->fn.get()))
@@ -340,6 +452,7 @@ VarRef Translator::call(const VarRef& fn, std::vector<VarRef> args,
                   "runs arbitrary Python in its forward",
                   "write the forward with torch operations directly, or move it out of the "
                   "traced function");
+    if (VarRef r = call_python_object(obj, args, kwargs)) return r;
     // A compile-time callable: run it for real on compile-time arguments.
     PyRef pargs = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
     for (size_t i = 0; i < args.size(); ++i) {

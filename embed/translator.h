@@ -85,6 +85,9 @@ class Translator {
   VarRef call(const VarRef& fn, std::vector<VarRef> args,
               std::vector<std::pair<std::string, VarRef>> kwargs);
   // `closure`: cells of a function made by MAKE_FUNCTION in traced code (else fn.__closure__).
+  VarRef call_module(const VarRef& fn, std::vector<VarRef> args, std::vector<std::pair<std::string, VarRef>> kwargs);
+  VarRef call_python_object(PyObject* obj, const std::vector<VarRef>& args,
+                            const std::vector<std::pair<std::string, VarRef>>& kwargs);
   VarRef inline_function(PyObject* fn, std::vector<VarRef> args,
                          std::vector<std::pair<std::string, VarRef>> kwargs,
                          const std::vector<VarRef>* closure = nullptr);
@@ -204,8 +207,15 @@ VarRef call_container_method(Translator&, const ContainerMethodVar& m, std::vect
                              std::vector<std::pair<std::string, VarRef>> kwargs);
 // A DictVar's items as (key, value) tuples, its keys or its values.
 std::vector<VarRef> dict_items(Translator&, const DictVar& d, const std::string& which);
+// `items` in the order of sorted(items, key=key, reverse=reverse): stable, keys compared as
+// Python compares them (a key that is a tensor is a graph break).
+std::vector<VarRef> sorted_items(Translator&, std::vector<VarRef> items, const VarRef& key, bool reverse);
+// The index of the first item equal to `x` (a tensor: the same tensor), or -1.
+int find_item(Translator&, const std::vector<VarRef>& items, const VarRef& x);
 // True when `o` is an instance of module.cls (e.g. "torch.nn", "ModuleDict").
 bool is_instance_of(PyObject* o, const char* module, const char* cls);
+// Whether a module iterates as torch's Sequential/ModuleList/ParameterList (items by position).
+bool indexed_container(PyObject* module);
 PyRef builtin_object(const char* name);
 bool is_autograd_function(PyObject* cls);  // a subclass of torch.autograd.Function  // builtins.NAME (borrowed into a PyRef)
 

@@ -2,6 +2,8 @@
 // operators, truth and iteration. Tensors go through the op table (torch_ops.cpp).
 #include <algorithm>
 
+#include <optional>
+
 #include "embed/torch_ops.h"
 #include "embed/translator.h"
 
@@ -468,8 +470,9 @@ VarRef Translator::attribute(const VarRef& obj, const std::string& name) {
   // (list.sort, dict.popitem) would change nothing the trace sees, so it is not run.
   if ((as<SequenceVar>(obj) && as<SequenceVar>(obj)->kind == SequenceVar::Kind::List) || as<DictVar>(obj))
     graph_break("unsupported Python", "method '" + name + "' of " + obj->describe() + " in traced code",
-                "use the list and dict methods aotrace models (append, extend, insert, pop, clear, reverse, "
-                "index, count; get, pop, update, clear, setdefault, items, keys, values), or build a new value");
+                "use the list and dict methods aotrace models (append, extend, insert, pop, remove, clear, reverse, "
+                "sort, copy, index, count; get, pop, update, clear, setdefault, copy, items, keys, values), or build a "
+                "new value");
   if (auto* seq = as<SequenceVar>(obj))  // a named tuple's field: max(dim).values
     for (size_t i = 0; i < seq->fields.size() && i < seq->items.size(); ++i)
       if (seq->fields[i] == name) return seq->items[i];
@@ -592,8 +595,48 @@ VarRef Translator::subscript(const VarRef& obj, const VarRef& index) {
   return wrap(item.get(), s);
 }
 
+namespace {
+
+// The items of a traced sequence, or of a compile-time tuple or list.
+std::optional<std::vector<VarRef>> sequence_operand(Translator& t, const VarRef& v, SequenceVar::Kind& kind) {
+  if (auto* seq = as<SequenceVar>(v)) {
+    kind = seq->kind == SequenceVar::Kind::Size ? SequenceVar::Kind::Tuple : seq->kind;
+    return seq->items;
+  }
+  auto* c = as<ConstVar>(v);
+  if (!c || !(PyTuple_Check(c->obj.get()) || PyList_Check(c->obj.get()))) return std::nullopt;
+  kind = PyList_Check(c->obj.get()) ? SequenceVar::Kind::List : SequenceVar::Kind::Tuple;
+  std::vector<VarRef> items;
+  PyRef tuple = PyRef::steal(PySequence_Tuple(c->obj.get()));
+  for (Py_ssize_t i = 0; i < PyTuple_Size(tuple.get()); ++i) items.push_back(t.constant(PyTuple_GetItem(tuple.get(), i)));
+  return items;
+}
+
+// seq + seq and seq * n where a sequence holds traced values ([x] * 3, (a,) + rest).
+VarRef sequence_operator(Translator& t, const std::string& op, const VarRef& a, const VarRef& b) {
+  if (!as<SequenceVar>(a) && !as<SequenceVar>(b)) return nullptr;
+  SequenceVar::Kind ka{}, kb{};
+  auto ia = sequence_operand(t, a, ka), ib = sequence_operand(t, b, kb);
+  if (op == "+" && ia && ib && ka == kb) {
+    ia->insert(ia->end(), ib->begin(), ib->end());
+    return std::make_shared<SequenceVar>(ka, std::move(*ia));
+  }
+  if (op == "*" && (ia != std::nullopt) != (ib != std::nullopt)) {
+    PyRef n = t.to_python(ia ? b : a);
+    if (!n || !PyLong_Check(n.get())) return nullptr;
+    const std::vector<VarRef>& items = ia ? *ia : *ib;
+    std::vector<VarRef> out;
+    for (long long k = PyLong_AsLongLong(n.get()); k > 0; --k) out.insert(out.end(), items.begin(), items.end());
+    return std::make_shared<SequenceVar>(ia ? ka : kb, std::move(out));
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 VarRef Translator::binary_op(const std::string& op, const VarRef& a, const VarRef& b) {
   if (as<TensorVar>(a) || as<TensorVar>(b)) return tensor_operator(*this, op, a, b);
+  if (VarRef r = sequence_operator(*this, op, a, b)) return r;
   auto* sa = as<SymIntVar>(a);
   auto* sb = as<SymIntVar>(b);
   if ((sa || sb) && (op == "+" || op == "-" || op == "*" || op == "//" || op == "%")) {
@@ -648,29 +691,44 @@ VarRef Translator::binary_op(const std::string& op, const VarRef& a, const VarRe
   return constant(result.get());
 }
 
+bool indexed_container(PyObject* module) {
+  PyRef iter = attribute_or_null(reinterpret_cast<PyObject*>(Py_TYPE(module)), "__iter__");
+  if (!iter) return false;
+  for (const char* cls : {"Sequential", "ModuleList", "ParameterList"}) {
+    PyRef container = attribute_or_null(getattr(import("torch.nn").get(), cls).get(), "__iter__");
+    if (container && container.get() == iter.get()) return true;
+  }
+  return false;
+}
+
 VarRef Translator::iterate(const VarRef& v) {
   if (auto* seq = as<SequenceVar>(v)) return std::make_shared<IteratorVar>(seq->items);
   if (auto* d = as<DictVar>(v)) return std::make_shared<IteratorVar>(dict_items(*this, *d, "keys"));
   if (auto* it = as<IteratorVar>(v))
     return std::make_shared<IteratorVar>(std::vector<VarRef>(it->items.begin() + static_cast<long>(it->next), it->items.end()));
   if (auto* m = as<ModuleVar>(v)) {
-    // Sequential / ModuleList iterate their children; ModuleDict its keys.
-    PyRef modules = getattr(m->module.get(), "_modules");
+    // The module's own __iter__, run for real: Sequential, ModuleList and ParameterList give
+    // their items (sourced by position), ModuleDict and ParameterDict their keys, a user's
+    // class what it defines; a module without __iter__ raises TypeError as in Python.
+    PyObject* list = PySequence_List(m->module.get());
+    if (!list)
+      graph_break("python exception", "iterating over " + v->describe() + " raised " + fetch_python_error(), "");
+    PyRef l = PyRef::steal(list);
+    const bool positional = indexed_container(m->module.get());
     std::vector<VarRef> items;
-    bool is_dict = is_instance_of(m->module.get(), "torch.nn", "ModuleDict");
-    PyObject *key, *value;
-    Py_ssize_t pos = 0;
-    int64_t i = 0;
-    while (PyDict_Next(modules.get(), &pos, &key, &value)) {
-      if (is_dict) items.push_back(constant(key));
-      else items.push_back(wrap(value, v->source.item(i)));
-      ++i;
-    }
+    for (Py_ssize_t i = 0; i < PyList_Size(l.get()); ++i)
+      items.push_back(wrap(PyList_GetItem(l.get(), i), positional ? v->source.item(i) : Source()));
     return std::make_shared<IteratorVar>(std::move(items));
   }
-  if (as<TensorVar>(v))
-    graph_break("unsupported Python", "iterating over a tensor",
-                "use torch.unbind or index explicitly");
+  if (as<TensorVar>(v)) {  // over its first dim, as x.unbind(0) (a 0-dim tensor: TypeError)
+    const ir::TensorType& type = graph().type(as<TensorVar>(v)->value);
+    if (type.rank() == 0)
+      graph_break("python exception", "iteration over a 0-d tensor", "index the tensor's dims instead");
+    if (!type.shape[0].as_constant())
+      graph_break("dynamic shape", "iterating over a tensor whose first dim is dynamic",
+                  "declare the dim static, or use whole-tensor operations");
+    return iterate(call(attribute(v, "unbind"), {}, {}));
+  }
   PyRef o = to_python(v);
   if (!o) graph_break("unsupported Python", "iterating over " + v->describe(), "");
   PyObject* list = PySequence_List(o.get());

@@ -130,10 +130,26 @@ InferFn infer_unary_integral(std::string_view op) {
   };
 }
 
+namespace {
+
+int category(DType d) { return d == DType::b8 ? 0 : is_floating(d) ? 2 : 1; }
+
+// torch.result_type of two operands: a 0-dim one (a 0-dim tensor, or a Python number the
+// builder made one) decides the dtype only when its category (bool < integer < floating) is
+// higher than the dimensioned one's: f16[n] + tensor(2.0) is f16, i32[n] + tensor(5) is i32.
+DType result_type(const TensorType& a, const TensorType& b) {
+  const bool za = a.rank() == 0, zb = b.rank() == 0;
+  if (za == zb) return promote(a.dtype, b.dtype);
+  const DType dim = za ? b.dtype : a.dtype, zero = za ? a.dtype : b.dtype;
+  return category(zero) > category(dim) ? promote(dim, zero) : dim;
+}
+
+}  // namespace
+
 InferFn infer_binary(std::string_view op, bool true_division, bool integral_only) {
   return [op, true_division, integral_only](Types t, const Attrs&) {
     check_same_device(op, t);
-    DType dtype = promote(t[0].dtype, t[1].dtype);
+    DType dtype = result_type(t[0], t[1]);
     if (integral_only) check_integral(op, TensorType{dtype, t[0].device, {}});
     if (true_division && is_integral(dtype)) dtype = DType::f32;
     return std::vector<TensorType>{{dtype, t[0].device, broadcast_shapes(op, t[0], t[1])}};
@@ -152,7 +168,7 @@ InferFn infer_where() {
     check_same_device("where", t);
     if (t[0].dtype != DType::b8)
       user_error("where: the condition must be bool, got " + t[0].str());
-    TensorType ab{promote(t[1].dtype, t[2].dtype), t[0].device,
+    TensorType ab{result_type(t[1], t[2]), t[0].device,
                   broadcast_shapes("where", t[1], t[2])};
     ab.shape = broadcast_shapes("where", t[0], ab);
     return std::vector<TensorType>{ab};

@@ -74,12 +74,21 @@ TEST(ShapeRules, Promotion) {
   EXPECT_EQ(result(OpKind::Add, {of(DType::i64, {2}), f32({2})}).dtype, DType::f32);
   EXPECT_EQ(result(OpKind::Div, {of(DType::i64, {2}), of(DType::i32, {2})}).dtype, DType::f32);
   EXPECT_EQ(result(OpKind::Mul, {of(DType::i64, {2}), of(DType::i32, {2})}).dtype, DType::i64);
+  // 0-dim operands (torch.result_type): only a higher category promotes.
+  EXPECT_EQ(result(OpKind::Add, {of(DType::f16, {2}), of(DType::f32, {})}).dtype, DType::f16);
+  EXPECT_EQ(result(OpKind::Add, {of(DType::i32, {2}), of(DType::i64, {})}).dtype, DType::i32);
+  EXPECT_EQ(result(OpKind::Mul, {of(DType::i32, {2}), of(DType::f16, {})}).dtype, DType::f16);
+  EXPECT_EQ(result(OpKind::Add, {of(DType::b8, {2}), of(DType::i64, {})}).dtype, DType::i64);
+  EXPECT_EQ(result(OpKind::Add, {of(DType::f16, {}), of(DType::f32, {})}).dtype, DType::f32);
   EXPECT_EQ(result(OpKind::Lt, {f32({2, 1}), f32({3})}).str(), "bool[2, 3]");
   EXPECT_EQ(result(OpKind::Exp, {of(DType::f16, {s0})}).str(), "f16[s0]");
 }
 
 TEST(ShapeRules, Where) {
+  // A 0-dim operand of the same category does not widen a dimensioned one (torch.result_type).
   EXPECT_EQ(result(OpKind::Where, {of(DType::b8, {4, 1}), f32({3}), of(DType::f64, {})}).str(),
+            "f32[4, 3]");
+  EXPECT_EQ(result(OpKind::Where, {of(DType::b8, {4, 1}), f32({3}), of(DType::f64, {1})}).str(),
             "f64[4, 3]");
   EXPECT_EQ(error_of(OpKind::Where, {f32({3}), f32({3}), f32({3})}),
             "where: the condition must be bool, got f32[3]");

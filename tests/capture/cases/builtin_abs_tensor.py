@@ -1,0 +1,5 @@
+# capture: call=f inputs=x:f32[2,3]
+import torch
+
+def f(x):
+    return abs(x)
