@@ -52,7 +52,7 @@ VarRef len_(Translator& t, const std::string& name, const std::vector<VarRef>& a
   if (auto* d = as<DictVar>(x)) return py_int(t, static_cast<long long>(d->keys.size()));
   if (auto* m = as<ModuleVar>(x)) {  // the module's own __len__, as Python calls it
     const Py_ssize_t n = PyObject_Length(m->module.get());
-    if (n < 0) t.graph_break("python exception", "len() of " + x->describe() + " raised " + fetch_python_error(), "");
+    if (n < 0) t.raise_pending("len() of " + x->describe());
     return py_int(t, static_cast<long long>(n));
   }
   if (as<IteratorVar>(x)) return py_int(t, static_cast<long long>(remaining(t, x).size()));
@@ -163,7 +163,7 @@ VarRef next_(Translator& t, const std::string& name, const std::vector<VarRef>& 
   if (!it) return nullptr;  // a real Python iterator: runs for real
   if (it->next < it->items.size()) return it->items[it->next++];
   if (args.size() > 1) return args[1];
-  t.graph_break("python exception", "next() of an exhausted iterator raised StopIteration", "");
+  t.raise_python(PyRef::steal(PyObject_CallNoArgs(PyExc_StopIteration)), "next() of an exhausted iterator raised StopIteration", "");
 }
 
 VarRef sequence_(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
@@ -391,8 +391,7 @@ VarRef call_builtin(Translator& t, const VarRef& fn, std::vector<VarRef> args, K
   }
   PyObject* r = PyObject_Call(as<BuiltinVar>(fn)->fn.get(), pargs.get(), pkw.get());
   if (!r)
-    t.graph_break("python exception", name + "() raised " + fetch_python_error(),
-                  "the traced code raised at compile time");
+    t.raise_pending(name + "()", "the traced code raised at compile time");
   PyRef result = PyRef::steal(r);
   return t.wrap(result.get(), Source());
 }

@@ -111,6 +111,7 @@ VarRef container_method(Translator& t, const VarRef& obj, const std::string& nam
       if (name == m && (seq->kind == SequenceVar::Kind::List || name == "index" || name == "count"))
         return method(obj);
     if (name == "numel" && seq->kind == SequenceVar::Kind::Size) return method(obj);
+    if ((name == "_asdict" || name == "_replace") && !seq->fields.empty()) return method(obj);
     return nullptr;
   }
   if (as<DictVar>(obj)) {
@@ -203,6 +204,22 @@ VarRef call_container_method(Translator& t, const ContainerMethodVar& m, std::ve
       for (auto& d : seq->items) n = t.binary_op("*", n, d);
       return n;
     }
+    if (name == "_asdict") {  // a named tuple's fields as a dict
+      auto d = std::make_shared<DictVar>();
+      for (size_t i = 0; i < seq->fields.size() && i < seq->items.size(); ++i)
+        d->set(PyRef::steal(PyUnicode_FromString(seq->fields[i].c_str())), seq->items[i]);
+      return d;
+    }
+    if (name == "_replace") {
+      auto copy = std::make_shared<SequenceVar>(seq->kind, seq->items);
+      copy->fields = seq->fields;
+      for (auto& [k, v] : kwargs) {
+        auto it = std::find(copy->fields.begin(), copy->fields.end(), k);
+        if (it == copy->fields.end()) user_error("_replace() got an unexpected field name '" + k + "'", t.loc());
+        copy->items[static_cast<size_t>(it - copy->fields.begin())] = v;
+      }
+      return copy;
+    }
     if (name == "sort") {
       VarRef key;
       bool reverse = false;
@@ -268,7 +285,8 @@ VarRef call_container_method(Translator& t, const ContainerMethodVar& m, std::ve
     if (k < 0) {
       if (args.size() > 1) return args[1];
       if (name == "get") return t.constant(Py_None);
-      t.graph_break("python exception", "KeyError in dict.pop", "");
+      t.raise_python(PyRef::steal(PyObject_CallFunctionObjArgs(PyExc_KeyError, key ? key.get() : Py_None, nullptr)),
+                     "KeyError in dict.pop", "");
     }
     VarRef v = d->values[static_cast<size_t>(k)];
     if (name == "pop") {

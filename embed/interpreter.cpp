@@ -68,8 +68,23 @@ bool is_tensor(PyObject* obj) {
   return PyObject_IsInstance(obj, tensor_type.get()) == 1;
 }
 
+// A dataclass instance's fields as a dict (name -> value, in field order); null for others.
+PyRef dataclass_fields(PyObject* out) {
+  if (PyType_Check(out) || !PyObject_HasAttrString(reinterpret_cast<PyObject*>(Py_TYPE(out)), "__dataclass_fields__"))
+    return {};
+  PyRef fields = check(PyObject_CallOneArg(getattr(import("dataclasses").get(), "fields").get(), out), "dataclasses.fields");
+  PyRef d = PyRef::steal(PyDict_New());
+  for (Py_ssize_t i = 0; i < PyTuple_Size(fields.get()); ++i) {
+    PyRef name = getattr(PyTuple_GetItem(fields.get(), i), "name");
+    PyDict_SetItem(d.get(), name.get(), getattr(out, py_str(name.get()).c_str()).get());
+  }
+  return d;
+}
+
 void flatten_eager(PyObject* out, std::vector<ir::HostTensor>& result) {
-  if (is_tensor(out)) {
+  if (PyRef fields = dataclass_fields(out)) {
+    flatten_eager(fields.get(), result);
+  } else if (is_tensor(out)) {
     result.push_back(host_from_tensor(out));
   } else if (PyTuple_Check(out) || PyList_Check(out)) {
     PyRef seq = check(PySequence_Fast(out, "seq"), "seq");
@@ -108,6 +123,7 @@ bool flatten_like(PyObject* out, const ir::OutputTree& tree, std::vector<ir::Hos
     case Kind::Constant:
       return py_repr(out) == tree.value;  // the value the capture folded, or another program
     case Kind::Dict: {
+      if (PyRef fields = dataclass_fields(out)) return flatten_like(fields.get(), tree, result);
       if (!PyDict_Check(out) || PyDict_Size(out) != static_cast<Py_ssize_t>(tree.keys.size())) return false;
       for (size_t i = 0; i < tree.keys.size(); ++i) {
         PyObject* value = PyDict_GetItemString(out, tree.keys[i].c_str());  // borrowed

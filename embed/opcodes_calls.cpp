@@ -117,10 +117,27 @@ void yield_value(Translator& t, Frame& f, const Instruction&) {
   f.push(t.constant(Py_None));
 }
 
+// `yield from it` in a generator run to its end (GET_YIELD_FROM_ITER, LOAD_CONST None, then a
+// SEND loop): every item of `it` is yielded at once, and the loop is skipped with the
+// sub-generator's return value on the stack, as SEND leaves it when the sub-iterator is done.
+void get_yield_from_iter(Translator& t, Frame& f, const Instruction&) {
+  if (!f.yields) t.graph_break("unsupported Python", "yield from outside a generator frame", "");
+  VarRef source = f.pop();
+  VarRef items = t.iterate(source);
+  auto* it = as<IteratorVar>(items);
+  for (size_t k = it->next; k < it->items.size(); ++k) f.yields->push_back(it->items[k]);
+  const auto& ins = f.bytecode->instructions;
+  if (f.pc + 1 >= ins.size() || opcode_name(ins[f.pc + 1].opcode) != "SEND")
+    t.graph_break("unsupported bytecode", "GET_YIELD_FROM_ITER outside `yield from`", "");
+  f.pc = f.bytecode->index_at(jump_forward(ins[f.pc + 1]));
+  auto* gen = as<IteratorVar>(source);
+  f.push(gen && gen->returned ? gen->returned : t.constant(Py_None));
+}
+
 // with CM: as v — the context manager is a compile-time object (torch.no_grad(),
 // torch.autocast(...), a user class): __enter__ runs for real now and __exit__ at the end of the
-// block (the normal path calls it with three Nones). Exception paths are never entered: the
-// Translator raises nothing inside the block (a failure is a graph break or a user error).
+// block (the normal path calls it with three Nones). An exception raised in the block reaches
+// __exit__ through the exception table (WITH_EXCEPT_START).
 void before_with(Translator& t, Frame& f, const Instruction&) {
   VarRef mgr = f.pop();
   PyRef m = t.to_python(mgr);
@@ -138,6 +155,18 @@ void before_with(Translator& t, Frame& f, const Instruction&) {
   f.push(entered_ref.get() == m.get() ? mgr : t.wrap(entered_ref.get(), Source()));
 }
 
+// An exception left a `with` block: __exit__(type, value, traceback) decides whether it is
+// swallowed (its result, tested by the next instruction).
+void with_except_start(Translator& t, Frame& f, const Instruction&) {
+  PyRef exit = t.to_python(f.top(3)), exc = t.to_python(f.top(0));
+  if (!exit || !exc) internal_error("WITH_EXCEPT_START without __exit__ and an exception");
+  PyRef tb = PyRef::steal(PyException_GetTraceback(exc.get()));
+  PyObject* r = PyObject_CallFunctionObjArgs(exit.get(), reinterpret_cast<PyObject*>(Py_TYPE(exc.get())), exc.get(),
+                                             tb ? tb.get() : Py_None, nullptr);
+  if (!r) t.raise_pending("__exit__");
+  f.push(t.wrap(PyRef::steal(r).get(), Source()));
+}
+
 }  // namespace
 
 HandlerList call_handlers() {
@@ -150,7 +179,9 @@ HandlerList call_handlers() {
       {"RETURN_VALUE", return_value},
       {"RETURN_GENERATOR", return_generator},
       {"YIELD_VALUE", yield_value},
+      {"GET_YIELD_FROM_ITER", get_yield_from_iter},
       {"BEFORE_WITH", before_with},
+      {"WITH_EXCEPT_START", with_except_start},
   };
 }
 

@@ -54,6 +54,15 @@ void for_iter(Translator&, Frame& f, const Instruction& i) {
 
 const char* const kBinaryOps[] = {"+", "&", "//", "<<", "@", "*", "%", "|", "**", ">>", "-", "/", "^"};
 
+// Whether the instructions after an in-place operator are those of `x[index] op= v`
+// (SWAP 3, SWAP 2, STORE_SUBSCR): its result is assigned back to the subscript it came from.
+bool stores_back_to_subscript(const Frame& f) {
+  const auto& ins = f.bytecode->instructions;
+  if (f.pc + 2 >= ins.size()) return false;
+  return opcode_name(ins[f.pc].opcode) == "SWAP" && ins[f.pc].arg == 3 && opcode_name(ins[f.pc + 1].opcode) == "SWAP" &&
+         ins[f.pc + 1].arg == 2 && opcode_name(ins[f.pc + 2].opcode) == "STORE_SUBSCR";
+}
+
 void binary_op(Translator& t, Frame& f, const Instruction& i) {
   VarRef b = f.pop();
   VarRef a = f.pop();
@@ -61,6 +70,12 @@ void binary_op(Translator& t, Frame& f, const Instruction& i) {
   // In-place forms (+=) on immutable values behave as the plain operator; a list += extends.
   const std::string op = kBinaryOps[i.arg % 13];
   auto* ta = as<TensorVar>(a);
+  if (i.arg >= 13 && ta && !t.eager() && stores_back_to_subscript(f)) {
+    // x[index] op= v: Python updates the view x[index] in place, then assigns it back to
+    // x[index]; the new value goes to x through that assignment (setitem), not the view.
+    f.push(ops::inplace_value(t, a, t.binary_op(op, a, b), ("operator " + op + "=").c_str()));
+    return;
+  }
   if (i.arg >= 13 && ta && !t.eager()) {
     const std::string what = "operator " + op + "=";
     ops::refuse_inplace_on_outside(t, a, what, "x = x " + op + " y");
@@ -150,16 +165,52 @@ void unary_invert(Translator& t, Frame& f, const Instruction&) {
   f.push(t.wrap(PyRef::steal(r).get(), Source()));
 }
 
+// raise / raise E / raise E from cause: to a handler of the traced code, or a user error.
 void raise_varargs(Translator& t, Frame& f, const Instruction& i) {
-  std::string what = "an exception";
-  if (i.arg >= 1) {
-    VarRef e = f.top(i.arg - 1);
-    PyRef o = t.to_python(e);
-    if (o) what = py_repr(o.get());
+  PyRef exc;
+  if (i.arg == 0) {
+    exc = t.handled_exception;
+    if (!exc || exc.get() == Py_None) user_error("a bare `raise` with no exception being handled", t.loc());
+  } else {
+    if (i.arg == 2) f.pop();  // the cause: not kept
+    VarRef e = f.pop();
+    exc = t.to_python(e);
+    if (!exc) user_error("the traced code raises " + e->describe(), t.loc());
+    if (PyExceptionClass_Check(exc.get())) exc = check(PyObject_CallNoArgs(exc.get()), "an exception's class");
   }
-  user_error("the traced code raises " + what + " at compile time", t.loc(),
-             "a failing assert or raise in the entry means the inputs declared in the YAML do "
-             "not satisfy the model's checks");
+  t.raise_python(exc, "the traced code raises " + py_repr(exc.get()) + " at compile time",
+                 "a failing assert or raise in the entry means the inputs declared in the YAML do "
+                 "not satisfy the model's checks",
+                 /*user_error_if_uncaught=*/true);
+}
+
+// An `except` block's entry: the exception handled before it is kept under it on the stack.
+void push_exc_info(Translator& t, Frame& f, const Instruction&) {
+  VarRef exc = f.pop();
+  f.push(t.constant(t.handled_exception ? t.handled_exception.get() : Py_None));
+  t.handled_exception = t.to_python(exc);
+  f.push(exc);
+}
+
+void pop_except(Translator& t, Frame& f, const Instruction&) {
+  PyRef previous = t.to_python(f.pop());
+  t.handled_exception = previous && previous.get() != Py_None ? previous : PyRef();
+}
+
+// `except T:`: whether the exception under T matches it.
+void check_exc_match(Translator& t, Frame& f, const Instruction&) {
+  PyRef type = t.to_python(f.pop());
+  PyRef exc = t.to_python(f.top());
+  if (!type || !exc) t.graph_break("unsupported Python", "an except clause matched against a traced value", "");
+  const int r = PyErr_GivenExceptionMatches(exc.get(), type.get());
+  f.push(t.constant(r ? Py_True : Py_False));
+}
+
+void reraise(Translator& t, Frame& f, const Instruction&) {
+  PyRef exc = t.to_python(f.pop());
+  if (!exc) internal_error("RERAISE of a traced value");
+  t.raise_python(exc, "the traced code raises " + py_repr(exc.get()) + " at compile time",
+                 "an exception raised in the traced code and not handled there", /*user_error_if_uncaught=*/true);
 }
 
 }  // namespace
@@ -190,6 +241,10 @@ HandlerList control_flow_handlers() {
       {"UNARY_POSITIVE", unary_positive},
       {"UNARY_INVERT", unary_invert},
       {"RAISE_VARARGS", raise_varargs},
+      {"PUSH_EXC_INFO", push_exc_info},
+      {"POP_EXCEPT", pop_except},
+      {"CHECK_EXC_MATCH", check_exc_match},
+      {"RERAISE", reraise},
   };
 }
 

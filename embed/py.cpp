@@ -128,8 +128,13 @@ ir::HostTensor host_from_tensor(PyObject* t) {
   for (Py_ssize_t i = 0; i < PyTuple_Size(shape.get()); ++i)
     h.shape.push_back(PyLong_AsLongLong(PyTuple_GetItem(shape.get(), i)));
   PyRef c = check(PyObject_CallMethod(t, "detach", nullptr), "detach");
-  c = check(PyObject_CallMethod(c.get(), "contiguous", nullptr), "contiguous");
   c = check(PyObject_CallMethod(c.get(), "reshape", "(i)", -1), "reshape");
+  // A copy with unit stride: contiguous() keeps an empty or one-element view's odd stride
+  // (x.diagonal(offset=...)), which view(uint8) refuses.
+  PyRef kwargs = PyRef::steal(PyDict_New());
+  PyDict_SetItemString(kwargs.get(), "memory_format", getattr(import("torch").get(), "contiguous_format").get());
+  PyRef none = PyRef::steal(PyTuple_New(0));
+  c = check(PyObject_Call(getattr(c.get(), "clone").get(), none.get(), kwargs.get()), "clone");
   c = check(PyObject_CallMethod(c.get(), "view", "O", getattr(import("torch").get(), "uint8").get()), "view");
   PyRef np = check(PyObject_CallMethod(c.get(), "numpy", nullptr), "numpy");
   PyRef raw = check(PyObject_CallMethod(np.get(), "tobytes", nullptr), "tobytes");

@@ -285,6 +285,14 @@ VarRef inplace(Translator& t, const VarRef& target, const VarRef& result, const 
   auto* rv = as<TensorVar>(result);
   if (!tv || !rv) return result;
   refuse_inplace_on_outside(t, target, what, "");
+  tv->value = as<TensorVar>(inplace_value(t, target, result, what))->value;
+  return target;
+}
+
+VarRef inplace_value(Translator& t, const VarRef& target, const VarRef& result, const char* what) {
+  auto* tv = as<TensorVar>(target);
+  auto* rv = as<TensorVar>(result);
+  AOT_CHECK(tv && rv, "inplace_value of a non-tensor");
   // torch writes the result into the target: it keeps the target's dtype and shape. A float
   // result cannot go into an integer or bool tensor, nor a non-bool one into a bool tensor.
   const ir::TensorType& to = type_of(t, tv->value);
@@ -300,8 +308,7 @@ VarRef inplace(Translator& t, const VarRef& target, const VarRef& result, const 
                    " can't be cast to the target's dtype " + std::string(ir::dtype_torch_name(to.dtype)) +
                    " (torch raises here too)",
                t.loc(), "cast the target first, or use the out-of-place form");
-  tv->value = cast(t, rv->value, to.dtype);
-  return target;
+  return wrap_value(cast(t, rv->value, to.dtype));
 }
 
 void value_read(Translator& t, const char* what) {

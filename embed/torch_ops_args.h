@@ -75,6 +75,9 @@ ir::Attrs axes_attrs(std::vector<int64_t> axes, bool keepdim);
 // as in torch), so its aliases see it; a tensor from outside the traced function (an input or
 // a weight) is a graph break.
 VarRef inplace(Translator& t, const VarRef& target, const VarRef& result, const char* what);
+// The value an in-place update would write into `target` (`result` in its dtype, shape checked),
+// as a new variable, leaving `target` alone.
+VarRef inplace_value(Translator& t, const VarRef& target, const VarRef& result, const char* what);
 // Records that `view` shares `base`'s memory (a torch view, or the same tensor returned).
 void share_memory(const VarRef& base, const VarRef& view);
 // The graph break for an in-place `what` on an input or weight, or on a tensor that shares its

@@ -67,6 +67,19 @@ VarRef select(Translator&, const CallArgs&);
 VarRef getitem(Translator&, const CallArgs&);
 VarRef setitem(Translator&, const CallArgs&);  // x[index] = value
 VarRef clone(Translator&, const CallArgs&);
+// torch_ops_index.cpp: indexing by integer tensors over several dims, and assignment through them.
+struct AdvancedIndex {
+  ValueId flat = -1;      // x with the indexed dims first, flattened into one: [N, rest...]
+  ValueId linear = -1;    // i64 [numel(B)]: the linear index into the N positions
+  ir::Shape batch, rest;  // B, the broadcast shape of the index tensors; the other dims of x
+  ir::SymExpr positions;  // N
+  std::vector<int> dims;  // the indexed dims of x, in order
+  bool adjacent = true;   // consecutive: B replaces them in place (else B goes first)
+};
+AdvancedIndex advanced_index(Translator&, ValueId x, const std::vector<std::pair<int, ValueId>>& indices);
+ValueId advanced_result(Translator&, const AdvancedIndex& ix, ValueId gathered);
+ValueId advanced_getitem(Translator&, ValueId x, const std::vector<std::pair<int, ValueId>>& indices);
+ValueId advanced_setitem(Translator&, ValueId x, const std::vector<std::pair<int, ValueId>>& indices, ValueId value);
 VarRef gather(Translator&, const CallArgs&);
 VarRef index_select(Translator&, const CallArgs&);
 VarRef flip(Translator&, const CallArgs&);

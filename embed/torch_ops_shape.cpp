@@ -400,7 +400,7 @@ VarRef getitem(Translator& t, const CallArgs& a) {
   const std::vector<VarRef>& items = ix.items;
   const std::vector<char>& kinds = ix.kinds;
   const int consumed = ix.consumed;
-  if (ix.tensors > 1) unsupported(t, "indexing with more than one index tensor", "index one dim at a time");
+  std::vector<std::pair<int, ValueId>> advanced;  // with more than one index tensor
   int rank = type_of(t, x).rank();
   if (consumed > rank) user_error("too many indices for a tensor of rank " + std::to_string(rank), t.loc());
   int d = 0;
@@ -423,6 +423,10 @@ VarRef getitem(Translator& t, const CallArgs& a) {
           t.graph_break("data-dependent shape", "indexing with a boolean mask gives a data-dependent shape",
                         "use torch.where(mask, x, other) or masked_fill instead");
         if (ir::is_floating(it.dtype)) user_error("tensors used as indices must be integer tensors", t.loc());
+        if (ix.tensors > 1) {  // indexed together after the other items
+          advanced.emplace_back(d++, idx);
+          break;
+        }
         ir::SymExpr n = it.numel();
         ValueId flat = reshape_to(t, idx, {n});
         ValueId r = node(t, OpKind::IndexSelect, {x, flat}, ir::Attrs().set("axis", int64_t{d}));
@@ -435,6 +439,7 @@ VarRef getitem(Translator& t, const CallArgs& a) {
       }
     }
   }
+  if (!advanced.empty()) x = advanced_getitem(t, x, advanced);
   return wrap_value(x);
 }
 
@@ -464,6 +469,34 @@ VarRef setitem(Translator& t, const CallArgs& a) {
   const ir::TensorType type = type_of(t, x);
   const int rank = type.rank();
   if (ix.consumed > rank) user_error("too many indices for a tensor of rank " + std::to_string(rank), t.loc());
+  if (ix.tensors > 0) {
+    // x[i, j] = v through integer index tensors, ints (0-d index tensors) and whole dims (`:`, `...`).
+    std::vector<std::pair<int, ValueId>> indices;
+    int d = 0;
+    for (size_t i = 0; i < ix.items.size(); ++i) {
+      const char kind = ix.kinds[i];
+      const VarRef& v = ix.items[i];
+      if (kind == 'e') {
+        d += rank - ix.consumed;
+      } else if (kind == 's') {
+        Bounds b = slice_item(t, v, type.shape[static_cast<size_t>(d)]);
+        if (b.start != 0 || b.step != 1 || !(b.end == type.shape[static_cast<size_t>(d)]))
+          unsupported(t, "x[index] = value mixing index tensors with partial slices", "index whole dims (`:`) next to index tensors");
+        ++d;
+      } else if (kind == 'i') {
+        indices.emplace_back(d++, constant(t, static_cast<double>(int_arg(t, v, "index assignment")), DType::i64));
+      } else if (kind == 't' || kind == 'l') {
+        ValueId idx = kind == 't' ? tensor(t, v, "index assignment") : tensor(t, tensor_literal(t, CallArgs{{v}, {}}), "index assignment");
+        if (type_of(t, idx).dtype == DType::b8) unsupported(t, "x[index] = value with a bool mask among other indices", "use torch.where");
+        indices.emplace_back(d++, idx);
+      } else {
+        unsupported(t, "x[index] = value with None next to index tensors");
+      }
+    }
+    VarRef value = a.get(2, "value");
+    ValueId v = is_tensor(value) ? tensor(t, value, "index assignment") : constant(t, float_arg(t, value, "index assignment"), type.dtype);
+    return inplace(t, self, wrap_value(advanced_setitem(t, x, indices, v)), "index assignment");
+  }
   std::vector<int64_t> low(static_cast<size_t>(rank), 0), high = low;
   ir::Shape region;  // the indexed region, with 1 for the dims an int removes
   for (int k = 0; k < rank; ++k) region.push_back(type.shape[static_cast<size_t>(k)]);

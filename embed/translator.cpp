@@ -100,6 +100,29 @@ const Bytecode& Translator::bytecode_of(PyObject* code) {
     arg = 0;
     i = ins.next_offset;
   }
+  // co_exceptiontable: entries of varints (6 bits a byte, 0x40 = more), in code units.
+  PyRef table = getattr(code, "co_exceptiontable");
+  const auto* tb = reinterpret_cast<const uint8_t*>(PyBytes_AsString(table.get()));
+  const Py_ssize_t tn = PyBytes_Size(table.get());
+  Py_ssize_t at = 0;
+  auto varint = [&]() {
+    int b = tb[at++], v = b & 63;
+    while ((b & 64) && at < tn) {
+      b = tb[at++];
+      v = (v << 6) | (b & 63);
+    }
+    return v;
+  };
+  while (at < tn) {
+    ExceptionEntry e;
+    e.start = varint() * 2;
+    e.end = e.start + varint() * 2;
+    e.target = varint() * 2;
+    const int depth_lasti = varint();
+    e.depth = depth_lasti >> 1;
+    e.lasti = depth_lasti & 1;
+    bc->exception_table.push_back(e);
+  }
   // Jumps may target an EXTENDED_ARG prefix: map those offsets to the instruction they prefix.
   for (Py_ssize_t i = 0; i + 1 < n; i += 2)
     if (bytes[i] == extended_arg && !bc->index_of_offset.count(static_cast<int>(i))) {
@@ -108,6 +131,12 @@ const Bytecode& Translator::bytecode_of(PyObject* code) {
     }
   slot = std::move(bc);
   return *slot;
+}
+
+const ExceptionEntry* Bytecode::handler_at(int offset) const {
+  for (const ExceptionEntry& e : exception_table)
+    if (e.start <= offset && offset < e.end) return &e;
+  return nullptr;
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -141,9 +170,57 @@ void Translator::graph_break(std::string category, std::string reason, std::stri
                          out_.breaks.back().hint};
 }
 
+void Translator::raise_python(PyRef exc, std::string reason, std::string hint, bool user_error_if_uncaught) {
+  for (auto it = frames_.rbegin(); it != frames_.rend(); ++it) {
+    Frame* f = *it;
+    if (f->pc == 0) continue;
+    const int offset = f->bytecode->instructions[f->pc - 1].offset;
+    if (const ExceptionEntry* h = f->bytecode->handler_at(offset)) throw PythonRaise{exc, f, *h, offset};
+  }
+  if (user_error_if_uncaught) user_error(reason, loc(), hint);
+  graph_break("python exception", std::move(reason), std::move(hint));
+}
+
+void Translator::raise_pending(const std::string& what, std::string hint) {
+  PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  if (tb && value) PyException_SetTraceback(value, tb);
+  PyRef exc = PyRef::steal(value);
+  Py_XDECREF(type);
+  Py_XDECREF(tb);
+  std::string text = exc ? type_name(exc.get()) : "an exception";
+  if (exc) {
+    PyRef s = PyRef::steal(PyObject_Str(exc.get()));
+    if (s && PyUnicode_GetLength(s.get()) > 0) text += ": " + py_str(s.get());
+    else PyErr_Clear();
+  }
+  if (!exc) exc = PyRef::steal(PyObject_CallNoArgs(PyExc_RuntimeError));
+  raise_python(exc, what + " raised " + text, std::move(hint));
+}
+
 VarRef Translator::run(Frame& frame) {
   frames_.push_back(&frame);
-  while (!frame.returned) step(frame);
+  while (!frame.returned) {
+    try {
+      step(frame);
+    } catch (const PythonRaise& e) {
+      if (e.frame != &frame) {  // handled further out: this frame unwinds
+        frames_.pop_back();
+        throw;
+      }
+      // CPython's exception unwinding: the stack down to the handler's depth, the raising
+      // offset (when asked), the exception; then the handler.
+      frame.stack.resize(static_cast<size_t>(e.handler.depth));
+      if (e.handler.lasti) {
+        PyRef lasti = PyRef::steal(PyLong_FromLong(e.offset / 2));
+        frame.push(constant(lasti.get()));
+      }
+      frame.push(constant(e.exc.get()));
+      frame.pc = frame.bytecode->index_at(e.handler.target);
+      frame.kw_names = PyRef();
+    }
+  }
   frames_.pop_back();
   return frame.return_value;
 }
@@ -188,7 +265,11 @@ VarRef Translator::inline_function(PyObject* fn, std::vector<VarRef> args,
     ~DepthGuard() { --d; }
   } guard{inline_depth_};
   VarRef r = run(f);
-  if (generator) return std::make_shared<IteratorVar>(std::move(yielded));
+  if (generator) {
+    auto it = std::make_shared<IteratorVar>(std::move(yielded));
+    it->returned = r;
+    return it;
+  }
   return r;
 }
 
@@ -309,6 +390,33 @@ VarRef Translator::call_python_object(PyObject* obj, const std::vector<VarRef>& 
       out.push_back(v);
     }
     return out.size() == 1 ? out[0] : std::make_shared<SequenceVar>(SequenceVar::Kind::Tuple, std::move(out));
+  }
+  // A dataclass with its generated __init__ and no __post_init__: its fields, by name.
+  if (PyType_Check(obj) && PyObject_HasAttrString(obj, "__dataclass_fields__") &&
+      !PyObject_HasAttrString(obj, "__post_init__")) {
+    PyRef fields = check(PyObject_CallOneArg(getattr(import("dataclasses").get(), "fields").get(), obj), "dataclasses.fields");
+    PyRef missing = getattr(import("dataclasses").get(), "MISSING");
+    auto d = std::make_shared<DictVar>();
+    d->dataclass = PyRef::borrow(obj);
+    size_t positional = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_Size(fields.get()); ++i) {
+      PyObject* field = PyTuple_GetItem(fields.get(), i);
+      if (PyObject_IsTrue(getattr(field, "init").get()) != 1) return nullptr;
+      const std::string name = py_str(getattr(field, "name").get());
+      VarRef value;
+      if (positional < args.size()) value = args[positional++];
+      for (const auto& [k, v] : kwargs)
+        if (k == name) value = v;
+      if (!value) {
+        PyRef def = getattr(field, "default"), factory = getattr(field, "default_factory");
+        if (def.get() != missing.get()) value = constant(def.get());
+        else if (factory.get() != missing.get()) value = wrap(check(PyObject_CallNoArgs(factory.get()), "default_factory").get(), Source());
+        else user_error(type_name(obj) + "() missing required argument '" + name + "'", loc());
+      }
+      d->set(PyRef::steal(PyUnicode_FromString(name.c_str())), value);
+    }
+    if (positional < args.size()) user_error(type_name(obj) + "() takes more positional arguments than it has fields", loc());
+    return d;
   }
   // A namedtuple class (collections.namedtuple, typing.NamedTuple) built of traced values.
   if (PyType_Check(obj) && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(obj), &PyTuple_Type)) {
@@ -476,9 +584,7 @@ VarRef Translator::call(const VarRef& fn, std::vector<VarRef> args,
     }
     PyObject* r = PyObject_Call(c->obj.get(), pargs.get(), pkw.get());
     if (!r)
-      graph_break("python exception",
-                  "calling " + callable_name(c->obj.get()) + " raised " + fetch_python_error(),
-                  "the traced code raised at compile time; fix the call");
+      raise_pending("calling " + callable_name(c->obj.get()), "the traced code raised at compile time; fix the call");
     PyRef result = PyRef::steal(r);
     return wrap(result.get(), Source());
   }
@@ -527,7 +633,7 @@ VarRef Translator::call_eager(const VarRef& fn, std::vector<VarRef> args,
   }
   PyObject* r = PyObject_Call(callable.get(), pargs.get(), pkw.get());
   if (!r)
-    graph_break("python exception", "running " + callable_name(callable.get()) + " raised " + fetch_python_error(), "");
+    raise_pending("running " + callable_name(callable.get()));
   PyRef result = PyRef::steal(r);
   return wrap(result.get(), Source());
 }

@@ -20,6 +20,24 @@ struct GraphBreakSignal {
   std::string category, reason, hint;
 };
 
+// One entry of a code object's exception table (co_exceptiontable, CPython 3.11): an exception
+// raised by an instruction in [start, end) (byte offsets) unwinds the stack to `depth`, pushes
+// the raising offset when `lasti`, then the exception, and continues at `target`.
+struct ExceptionEntry {
+  int start = 0, end = 0, target = 0, depth = 0;
+  bool lasti = false;
+};
+
+struct Frame;
+// A Python exception raised in traced code on its way to the handler of `frame` (a try block
+// covering the frame's current instruction); caught by that frame's run loop.
+struct PythonRaise {
+  PyRef exc;
+  Frame* frame;
+  ExceptionEntry handler;
+  int offset;  // of the instruction that raised (or called what raised), in `frame`
+};
+
 struct Instruction {
   int opcode = 0;
   int arg = 0;
@@ -29,6 +47,8 @@ struct Instruction {
 
 // The decoded bytecode of one code object, shared by every frame running it.
 struct Bytecode {
+  std::vector<ExceptionEntry> exception_table;
+  const ExceptionEntry* handler_at(int offset) const;  // null: no try block covers it
   PyRef code;
   std::vector<Instruction> instructions;
   std::map<int, size_t> index_of_offset;  // byte offset -> instruction index
@@ -79,6 +99,14 @@ class Translator {
   SourceLoc loc() const;  // the user's current file:line (innermost frame)
 
   [[noreturn]] void graph_break(std::string category, std::string reason, std::string hint = {});
+  // Raises the Python exception `exc` in the traced code: to the innermost frame whose try
+  // block covers its current instruction; with none, it is a graph break (category "python
+  // exception") or, for `raise` statements, a user error, with `reason` and `hint`.
+  [[noreturn]] void raise_python(PyRef exc, std::string reason, std::string hint, bool user_error_if_uncaught = false);
+  // The pending Python error (PyErr) raised in the traced code, with `what` raised it.
+  [[noreturn]] void raise_pending(const std::string& what, std::string hint = {});
+  // The exception being handled (`except` blocks: PUSH_EXC_INFO / POP_EXCEPT), for bare `raise`.
+  PyRef handled_exception;
 
   // Calls a variable: torch ops add nodes, user functions and modules are inlined, builtins are
   // evaluated symbolically, and constant callables on constant arguments run for real.

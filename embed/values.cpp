@@ -20,6 +20,11 @@ std::string SequenceVar::describe() const {
   return std::string(k) + " of " + std::to_string(items.size());
 }
 
+std::string DictVar::describe() const {
+  if (dataclass) return type_name(dataclass.get()) + " instance";
+  return "dict of " + std::to_string(keys.size()) + " items";
+}
+
 std::string ModuleVar::describe() const { return "module " + type_name(module.get()); }
 
 std::string FunctionVar::describe() const {
@@ -309,6 +314,10 @@ PyRef Translator::to_python(const VarRef& v) {
       if (!item) return {};
       PyDict_SetItem(out.get(), d->keys[i].get(), item.get());
     }
+    if (d->dataclass) {
+      PyRef none = PyRef::steal(PyTuple_New(0));
+      return check(PyObject_Call(d->dataclass.get(), none.get(), out.get()), "a dataclass");
+    }
     return out;
   }
   if (auto* it = as<IteratorVar>(v)) {
@@ -377,7 +386,7 @@ bool Translator::truth(const VarRef& v) {
   if (!o) return true;  // modules, functions, …
   int r = PyObject_IsTrue(o.get());
   if (r < 0)
-    graph_break("python exception", "truth value raised " + fetch_python_error(), "");
+    raise_pending("truth value");
   return r == 1;
 }
 
@@ -407,7 +416,7 @@ VarRef Translator::attribute(const VarRef& obj, const std::string& name) {
                                                          self.get(), nullptr),
                             "super()");
     PyObject* r = PyObject_GetAttrString(super_obj.get(), name.c_str());
-    if (!r) graph_break("python exception", "super()." + name + " raised " + fetch_python_error(), "");
+    if (!r) raise_pending("super()." + name);
     PyRef value = PyRef::steal(r);
     if (PyMethod_Check(value.get()) && PyMethod_GET_SELF(value.get()) == self.get() &&
         PyFunction_Check(PyMethod_GET_FUNCTION(value.get())))
@@ -451,9 +460,7 @@ VarRef Translator::attribute(const VarRef& obj, const std::string& name) {
     }
     PyObject* r = PyObject_GetAttrString(mod, name.c_str());
     if (!r)
-      graph_break("python exception",
-                  "reading " + obj->source.str() + "." + name + " raised " + fetch_python_error(),
-                  "");
+      raise_pending("reading " + obj->source.str() + "." + name);
     PyRef value = PyRef::steal(r);
     if (name == "training")
       add_assumption(obj->source.attr(name).str() + " == " + py_str(value.get()));
@@ -466,6 +473,15 @@ VarRef Translator::attribute(const VarRef& obj, const std::string& name) {
                                            obj->source.attr(name));
     return wrap(value.get(), obj->source.attr(name));
   }
+  if (auto* d = as<DictVar>(obj); d && d->dataclass) {  // a dataclass instance's field
+    PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));
+    if (const int k = d->find(key.get()); k >= 0) return d->values[static_cast<size_t>(k)];
+    PyRef cls_attr = attribute_or_null(d->dataclass.get(), name.c_str());
+    if (cls_attr && PyFunction_Check(cls_attr.get())) return std::make_shared<FunctionVar>(cls_attr, obj, Source());
+    if (cls_attr) return wrap(cls_attr.get(), Source());
+    raise_python(PyRef::steal(PyObject_CallFunction(PyExc_AttributeError, "s", name.c_str())),
+                 obj->describe() + " has no attribute '" + name + "'", "");
+  }
   // A list or dict of the trace converts to a new Python object: a method run on that copy
   // (list.sort, dict.popitem) would change nothing the trace sees, so it is not run.
   if ((as<SequenceVar>(obj) && as<SequenceVar>(obj)->kind == SequenceVar::Kind::List) || as<DictVar>(obj))
@@ -473,9 +489,16 @@ VarRef Translator::attribute(const VarRef& obj, const std::string& name) {
                 "use the list and dict methods aotrace models (append, extend, insert, pop, remove, clear, reverse, "
                 "sort, copy, index, count; get, pop, update, clear, setdefault, copy, items, keys, values), or build a "
                 "new value");
-  if (auto* seq = as<SequenceVar>(obj))  // a named tuple's field: max(dim).values
+  if (auto* seq = as<SequenceVar>(obj)) {  // a named tuple's field: max(dim).values
     for (size_t i = 0; i < seq->fields.size() && i < seq->items.size(); ++i)
       if (seq->fields[i] == name) return seq->items[i];
+    if (name == "_fields" && !seq->fields.empty()) {
+      PyRef names = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(seq->fields.size())));
+      for (size_t i = 0; i < seq->fields.size(); ++i)
+        PyTuple_SetItem(names.get(), static_cast<Py_ssize_t>(i), PyUnicode_FromString(seq->fields[i].c_str()));
+      return constant(names.get());
+    }
+  }
   PyRef o = to_python(obj);
   if (!o)
     graph_break("unsupported Python", "attribute '" + name + "' of " + obj->describe(),
@@ -483,10 +506,7 @@ VarRef Translator::attribute(const VarRef& obj, const std::string& name) {
 
   PyObject* r = PyObject_GetAttrString(o.get(), name.c_str());
   if (!r)
-    graph_break("python exception",
-                "reading attribute '" + name + "' of " + obj->describe() + " raised " +
-                    fetch_python_error(),
-                "");
+    raise_pending("reading attribute '" + name + "' of " + obj->describe());
   PyRef value = PyRef::steal(r);
   return wrap(value.get(), obj->source.attr(name));
 }
@@ -520,9 +540,8 @@ int64_t normalise_index(Translator& t, int64_t i, size_t size) {
   int64_t n = static_cast<int64_t>(size);
   if (i < 0) i += n;
   if (i < 0 || i >= n)
-    t.graph_break("python exception", "index " + std::to_string(i) + " out of range for a sequence of " +
-                                          std::to_string(n),
-                  "");
+    t.raise_python(PyRef::steal(PyObject_CallFunction(PyExc_IndexError, "s", "index out of range")),
+                   "index " + std::to_string(i) + " out of range for a sequence of " + std::to_string(n), "");
   return i;
 }
 }  // namespace
@@ -568,14 +587,15 @@ VarRef Translator::subscript(const VarRef& obj, const VarRef& index) {
     PyRef idx = to_python(index);
     const int k = idx ? d->find(idx.get()) : -1;
     if (k < 0)
-      graph_break("python exception", "KeyError: " + (idx ? py_repr(idx.get()) : index->describe()), "");
+      raise_python(PyRef::steal(PyObject_CallFunctionObjArgs(PyExc_KeyError, idx ? idx.get() : Py_None, nullptr)),
+                   "KeyError: " + (idx ? py_repr(idx.get()) : index->describe()), "");
     return d->values[static_cast<size_t>(k)];
   }
   if (auto* m = as<ModuleVar>(obj)) {
     PyRef idx = to_python(index);
     if (!idx) graph_break("unsupported Python", "indexing a module with " + index->describe(), "");
     PyObject* r = PyObject_GetItem(m->module.get(), idx.get());
-    if (!r) graph_break("python exception", "indexing " + obj->describe() + " raised " + fetch_python_error(), "");
+    if (!r) raise_pending("indexing " + obj->describe());
     PyRef item = PyRef::steal(r);
     Source s = PyLong_Check(idx.get()) ? obj->source.item(PyLong_AsLongLong(idx.get()))
                : PySlice_Check(idx.get())  ? obj->source.sliced(slice_text(idx.get()))
@@ -587,7 +607,7 @@ VarRef Translator::subscript(const VarRef& obj, const VarRef& index) {
     graph_break("unsupported Python", "indexing " + obj->describe() + " with " + index->describe(), "");
   PyObject* r = PyObject_GetItem(o.get(), idx.get());
   if (!r)
-    graph_break("python exception", "indexing " + obj->describe() + " raised " + fetch_python_error(), "");
+    raise_pending("indexing " + obj->describe());
   PyRef item = PyRef::steal(r);
   Source s = PyLong_Check(idx.get()) ? obj->source.item(PyLong_AsLongLong(idx.get()))
              : PyUnicode_Check(idx.get()) ? obj->source.item(py_str(idx.get()))
@@ -686,7 +706,7 @@ VarRef Translator::binary_op(const std::string& op, const VarRef& a, const VarRe
   else if (op == "!=") r = PyObject_RichCompare(x, y, Py_NE);
   else internal_error("binary_op: unknown operator " + op);
   if (!r)
-    graph_break("python exception", "operator " + op + " raised " + fetch_python_error(), "");
+    raise_pending("operator " + op);
   PyRef result = PyRef::steal(r);
   return constant(result.get());
 }
@@ -712,7 +732,7 @@ VarRef Translator::iterate(const VarRef& v) {
     // class what it defines; a module without __iter__ raises TypeError as in Python.
     PyObject* list = PySequence_List(m->module.get());
     if (!list)
-      graph_break("python exception", "iterating over " + v->describe() + " raised " + fetch_python_error(), "");
+      raise_pending("iterating over " + v->describe());
     PyRef l = PyRef::steal(list);
     const bool positional = indexed_container(m->module.get());
     std::vector<VarRef> items;
@@ -723,7 +743,8 @@ VarRef Translator::iterate(const VarRef& v) {
   if (as<TensorVar>(v)) {  // over its first dim, as x.unbind(0) (a 0-dim tensor: TypeError)
     const ir::TensorType& type = graph().type(as<TensorVar>(v)->value);
     if (type.rank() == 0)
-      graph_break("python exception", "iteration over a 0-d tensor", "index the tensor's dims instead");
+      raise_python(PyRef::steal(PyObject_CallFunction(PyExc_TypeError, "s", "iteration over a 0-d tensor")),
+                   "iteration over a 0-d tensor", "index the tensor's dims instead");
     if (!type.shape[0].as_constant())
       graph_break("dynamic shape", "iterating over a tensor whose first dim is dynamic",
                   "declare the dim static, or use whole-tensor operations");
@@ -733,7 +754,7 @@ VarRef Translator::iterate(const VarRef& v) {
   if (!o) graph_break("unsupported Python", "iterating over " + v->describe(), "");
   PyObject* list = PySequence_List(o.get());
   if (!list)
-    graph_break("python exception", "iterating over " + v->describe() + " raised " + fetch_python_error(), "");
+    raise_pending("iterating over " + v->describe());
   PyRef l = PyRef::steal(list);
   std::vector<VarRef> items;
   for (Py_ssize_t i = 0; i < PyList_Size(l.get()); ++i)

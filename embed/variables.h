@@ -93,6 +93,7 @@ struct IteratorVar : Var {
   std::string describe() const override { return "iterator"; }
   std::vector<VarRef> items;
   size_t next = 0;
+  VarRef returned;  // a generator's return value (`r = yield from gen`); null: None
 };
 
 struct SliceVar : Var {
@@ -133,9 +134,12 @@ struct TorchFnVar : Var {
 // A dict whose values may be tensors: keys are compile-time Python objects, in insertion order.
 struct DictVar : Var {
   explicit DictVar(Source s = {}) : Var(std::move(s)) {}
-  std::string describe() const override { return "dict of " + std::to_string(keys.size()) + " items"; }
+  std::string describe() const override;
   std::vector<PyRef> keys;
   std::vector<VarRef> values;
+  // Set for an instance of a dataclass built in traced code: its fields by name, in order
+  // (read as attributes; output as a dict of them).
+  PyRef dataclass;
   int find(PyObject* key) const;  // index, or -1
   void set(PyRef key, VarRef value);
 };

@@ -65,20 +65,25 @@ struct Fuser {
     for (const auto& w : g.weights) materialised[static_cast<size_t>(w.value)] = true;
   }
 
-  // The contexts `v` inherits from its consumers.
+  // The contexts `v` inherits from its consumers: from every result of a consumer (topk's
+  // indices may be used while its values are not).
   std::set<Context> derived_contexts(ir::ValueId v) const {
     std::set<Context> out;
     for (auto [node_index, pos] : uses[static_cast<size_t>(v)]) {
       const ir::Node& c = g.nodes[node_index];
       ir::OpCategory cat = ir::op_info(c.op).category;
-      for (Context ctx : contexts[static_cast<size_t>(c.results[0])]) {
-        if (!ir::is_elementwise(cat)) ctx.identity = false;
-        if (g.type(v).shape != g.type(c.results[0]).shape) ctx.identity = false;
-        if (cat == ir::OpCategory::Reduce) ctx.in_reduction = true;
-        if (cat == ir::OpCategory::Matmul || cat == ir::OpCategory::Conv || cat == ir::OpCategory::Pool)
-          ctx.reread = true;
-        out.insert(ctx);
-      }
+      for (ir::ValueId r : c.results)
+        for (Context ctx : contexts[static_cast<size_t>(r)]) {
+          if (!ir::is_elementwise(cat)) ctx.identity = false;
+          if (g.type(v).shape != g.type(r).shape) ctx.identity = false;
+          if (cat == ir::OpCategory::Reduce) ctx.in_reduction = true;
+          // Their operands are read many times per result (topk compares each element k
+          // times): computing a fused producer once is cheaper than at every read.
+          if (cat == ir::OpCategory::Matmul || cat == ir::OpCategory::Conv ||
+              cat == ir::OpCategory::Pool || cat == ir::OpCategory::Sort)
+            ctx.reread = true;
+          out.insert(ctx);
+        }
     }
     return out;
   }
@@ -129,6 +134,10 @@ struct Fuser {
       reads.push_back(v);
       return;
     }
+    // Inlined values were given a context; one without was judged unused, and reaching it here
+    // would pull its whole producer graph into this kernel, unchecked by the rules above.
+    AOT_CHECK(!contexts[static_cast<size_t>(v)].empty(),
+              "fusion inlines %" + std::to_string(v) + ", which it judged unused");
     for (ir::ValueId o : g.nodes[static_cast<size_t>(producer[static_cast<size_t>(v)])].operands)
       collect_reads(o, producer, seen, reads);
   }

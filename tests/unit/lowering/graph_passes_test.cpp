@@ -179,5 +179,24 @@ TEST(Fusion, ReduceWithPrologueAndEpilogue) {
   EXPECT_EQ(f.kernels[0].reads, (std::vector<ir::ValueId>{x}));
 }
 
+// Only topk's indices used (torch.topk(...)[1], greedy decoding): its operand's producers still
+// follow the rules, so the matmul (with exp as its epilogue) is a kernel of its own, computed
+// once, and not inlined into topk's loops, which read each element k times.
+TEST(Fusion, TopKIndicesOnlyKeepsItsOperandsKernels) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({4, 8}), "L['x']");
+  ir::ValueId w = g.add_input("w", f32({8, 10}), "L['w']");
+  ir::ValueId m = g.add(OpKind::Matmul, {x, w});
+  ir::ValueId e = g.add(OpKind::Exp, {m});
+  std::vector<ir::ValueId> t = g.add_node(
+      OpKind::TopK, {e}, attrs({{"k", int64_t{2}}, {"axis", int64_t{1}}, {"largest", int64_t{1}}, {"sorted", int64_t{1}}}));
+  set_outputs(g, {t[1]});
+  FusedGraph f = fused(g);
+  ASSERT_EQ(f.kernels.size(), 2u);
+  EXPECT_EQ(f.kernels[0].root, e);
+  EXPECT_EQ(f.kernels[1].root, t[1]);
+  EXPECT_EQ(f.kernels[1].reads, (std::vector<ir::ValueId>{e}));
+}
+
 }  // namespace
 }  // namespace aotrace::lowering

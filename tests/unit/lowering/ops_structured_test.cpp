@@ -142,5 +142,21 @@ TEST(Ops, TopKLargestAndSmallestWithTiesAndNaN) {
   expect_outputs_match(g, in);
 }
 
+// topk whose values are unused, over a layer-normed matmul (GPT greedy decoding): the kernels
+// compile (the operand's chain is not inlined into topk's loops) and match the reference.
+TEST(Ops, TopKIndicesOnlyOverComputedOperand) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({3, 8}), "L['x']");
+  ir::ValueId w = g.add_input("w", f32({8, 10}), "L['w']");
+  ir::ValueId h = g.add(OpKind::Matmul, {x, w});
+  ir::ValueId mean = g.add(OpKind::ReduceSum, {h}, reduce_attrs({1}, true));
+  ir::ValueId c = g.add(OpKind::Sub, {h, mean});
+  ir::ValueId y = g.add(OpKind::Matmul, {g.add(OpKind::Tanh, {c}), transpose(g, w)});
+  std::vector<ir::ValueId> t = g.add_node(
+      OpKind::TopK, {slice(g, y, 0, 2, 3)}, attrs({{"k", int64_t{1}}, {"axis", int64_t{1}}, {"largest", int64_t{1}}, {"sorted", int64_t{1}}}));
+  set_outputs(g, {t[1]});
+  expect_outputs_match(g, random_inputs(g, 11, -2, 2));
+}
+
 }  // namespace
 }  // namespace aotrace::lowering
