@@ -145,6 +145,17 @@ std::vector<int64_t> dims_arg(Translator& t, const VarRef& v, int rank, const ch
   return axes;
 }
 
+VarRef int_var(Translator& t, int64_t v) {
+  PyRef o = PyRef::steal(PyLong_FromLongLong(v));
+  return t.constant(o.get());
+}
+
+int64_t static_dim(Translator& t, ValueId x, int axis, const char* what) {
+  auto v = type_of(t, x).shape[static_cast<size_t>(axis)].as_constant();
+  if (!v) unsupported(t, std::string(what) + " on a dynamic dim", "declare the dim static");
+  return *v;
+}
+
 const ir::TensorType& type_of(Translator& t, ValueId v) { return t.graph().type(v); }
 
 VarRef wrap_value(ValueId v) { return std::make_shared<TensorVar>(v); }

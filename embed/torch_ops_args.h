@@ -53,6 +53,9 @@ VarRef sequence(std::vector<VarRef> items);
 VarRef named_tuple(std::vector<VarRef> items, std::vector<std::string> fields);
 
 const ir::TensorType& type_of(Translator& t, ValueId v);
+VarRef int_var(Translator& t, int64_t v);  // a Python int as a constant variable
+// A static dim of `x`, or a graph break naming `what`.
+int64_t static_dim(Translator& t, ValueId x, int axis, const char* what);
 VarRef wrap_value(ValueId v);
 ValueId node(Translator& t, OpKind op, std::vector<ValueId> operands, ir::Attrs attrs = {});
 VarRef add(Translator& t, OpKind op, std::vector<ValueId> operands, ir::Attrs attrs = {});

@@ -179,12 +179,53 @@ VarRef bitwise_xor(Translator&, const CallArgs&);
 VarRef add_matmul(Translator&, const CallArgs&, bool batched);  // addmm, baddbmm
 VarRef glu(Translator&, const CallArgs&);
 VarRef pixel_shuffle(Translator&, const CallArgs&, bool unshuffle);
-VarRef nll_loss(Translator&, const CallArgs&);
-VarRef cross_entropy(Translator&, const CallArgs&);
 VarRef fill_inplace(Translator&, const CallArgs&);
 VarRef copy_inplace(Translator&, const CallArgs&);
 VarRef requires_grad_(Translator&, const CallArgs&);
 VarRef upsample(Translator&, const CallArgs&, bool bilinear);  // F.upsample_nearest/_bilinear
 VarRef slice_scatter(Translator&, const CallArgs&);
+
+// torch_ops_losses.cpp
+VarRef nll_loss(Translator&, const CallArgs&);
+VarRef cross_entropy(Translator&, const CallArgs&);
+VarRef mse_loss(Translator&, const CallArgs&);
+VarRef l1_loss(Translator&, const CallArgs&);
+VarRef smooth_l1_loss(Translator&, const CallArgs&, bool huber);  // smooth_l1_loss, huber_loss
+VarRef binary_cross_entropy(Translator&, const CallArgs&);
+VarRef binary_cross_entropy_with_logits(Translator&, const CallArgs&);
+VarRef kl_div(Translator&, const CallArgs&);
+VarRef margin_ranking_loss(Translator&, const CallArgs&);
+VarRef cosine_embedding_loss(Translator&, const CallArgs&);
+// torch_ops_linalg.cpp
+VarRef broadcast_tensors(Translator&, const CallArgs&);
+VarRef outer(Translator&, const CallArgs&);
+VarRef mv(Translator&, const CallArgs&);
+VarRef dot(Translator&, const CallArgs&);  // dot, vdot (real dtypes)
+VarRef trace(Translator&, const CallArgs&);
+// The diagonal of dims dim1, dim2 of x (normalised), appended as its last dim (torch.diagonal).
+ValueId diagonal_of(Translator&, ValueId x, int64_t offset, int dim1, int dim2);
+VarRef diagonal(Translator&, const CallArgs&);
+VarRef diag(Translator&, const CallArgs&);
+VarRef diag_embed(Translator&, const CallArgs&);
+VarRef rot90(Translator&, const CallArgs&);
+VarRef prelu(Translator&, const CallArgs&);
+VarRef nan_to_num(Translator&, const CallArgs&);
+VarRef frac(Translator&, const CallArgs&);
+VarRef cdist(Translator&, const CallArgs&);
+VarRef pairwise_distance(Translator&, const CallArgs&);
+VarRef bilinear(Translator&, const CallArgs&);
+// torch_ops_scatter.cpp
+VarRef scatter(Translator&, const CallArgs&, bool add);  // scatter, scatter_add
+VarRef index_add(Translator&, const CallArgs&);
+VarRef take_along_dim(Translator&, const CallArgs&);
+VarRef var_mean(Translator&, const CallArgs&, bool take_sqrt);  // var_mean, std_mean
+VarRef median(Translator&, const CallArgs&);
+VarRef prod(Translator&, const CallArgs&);
+VarRef cumprod(Translator&, const CallArgs&);
+// torch_ops_spatial.cpp
+VarRef conv3d(Translator&, const CallArgs&);
+VarRef pool3d(Translator&, const CallArgs&, bool max);  // F.max_pool3d, F.avg_pool3d
+VarRef im2col(Translator&, const CallArgs&);  // F.unfold
+VarRef col2im(Translator&, const CallArgs&);  // F.fold
 
 }  // namespace aotrace::embed::ops

@@ -1,7 +1,6 @@
 // Builders of torch ops that real model code uses and that are compositions of other graph ops:
 // isnan/isinf/isfinite, log2, trunc, bitwise_xor, addmm/baddbmm, glu, pixel_(un)shuffle,
-// nll_loss/cross_entropy (the `targets` path of nanoGPT and minGPT), fill_/copy_, and
-// requires_grad_ (a no-op at inference).
+// fill_/copy_, and requires_grad_ (a no-op at inference).
 #include <cmath>
 
 #include "embed/torch_ops_builders.h"
@@ -10,22 +9,10 @@ namespace aotrace::embed::ops {
 
 namespace {
 
-VarRef int_var(Translator& t, int64_t v) {
-  PyRef o = PyRef::steal(PyLong_FromLongLong(v));
-  return t.constant(o.get());
-}
-
 // The argument at `position` or under one of two keyword names (addmm's mat1, baddbmm's batch1).
 VarRef get_either(const CallArgs& a, size_t position, const char* name, const char* other) {
   VarRef v = a.get(position, name);
   return v ? v : a.kw(other);
-}
-
-// A static dim of `x`, or a graph break naming `what`.
-int64_t static_dim(Translator& t, ValueId x, int axis, const char* what) {
-  auto v = type_of(t, x).shape[static_cast<size_t>(axis)].as_constant();
-  if (!v) unsupported(t, std::string(what) + " on a dynamic dim", "declare the dim static");
-  return *v;
 }
 
 }  // namespace
@@ -195,73 +182,6 @@ VarRef pixel_shuffle(Translator& t, const CallArgs& a, bool unshuffle) {
   ValueId y = reshape_to(t, x, {S(n), S(c), S(h / r), S(r), S(w / r), S(r)});
   y = permute_to(t, y, {0, 1, 3, 5, 2, 4});
   return wrap_value(reshape_to(t, y, {S(n), S(c * r * r), S(h / r), S(w / r)}));
-}
-
-namespace {
-
-// -log_probs[i, target[i]], masked where target == ignore_index, then reduced.
-VarRef nll(Translator& t, ValueId log_probs, const VarRef& target_var, int64_t ignore_index,
-           const std::string& reduction, const char* what) {
-  ValueId target = tensor(t, target_var, what);
-  const DType dt = type_of(t, log_probs).dtype;
-  const DType it = type_of(t, target).dtype;
-  const int rank = type_of(t, log_probs).rank();
-  if (rank < 2 || type_of(t, target).rank() != rank - 1 || ir::is_floating(it))
-    unsupported(t, std::string(what) + " other than (N, C, ...) scores with (N, ...) class indices",
-                "pass class indices, one per score vector (class probabilities are not supported)");
-  // (N, C, d1, ...) scores: the class dim goes last and everything else is one batch dim; a
-  // 'none' reduction gets its (N, d1, ...) shape back at the end.
-  ir::Shape per_item = type_of(t, target).shape;
-  if (rank > 2) {
-    std::vector<int64_t> perm{0};
-    for (int d = 2; d < rank; ++d) perm.push_back(d);
-    perm.push_back(1);
-    ValueId moved = permute_to(t, log_probs, perm);
-    ir::SymExpr items = type_of(t, target).numel();
-    log_probs = reshape_to(t, moved, {items, type_of(t, log_probs).shape[1]});
-    target = reshape_to(t, target, {items});
-  }
-  ValueId valid = node(t, OpKind::Ne, {target, constant(t, static_cast<double>(ignore_index), it)});
-  ValueId safe = node(t, OpKind::Where, {valid, target, constant(t, 0, it)});
-  ValueId picked = node(t, OpKind::Gather, {log_probs, unsqueeze_at(t, safe, 1)}, ir::Attrs().set("axis", int64_t{1}));
-  picked = reshape_to(t, picked, {type_of(t, target).shape[0]});
-  ValueId weight = cast(t, valid, dt);
-  ValueId loss = node(t, OpKind::Mul, {node(t, OpKind::Neg, {picked}), weight});
-  if (reduction == "none") return wrap_value(reshape_to(t, loss, per_item));
-  ValueId total = node(t, OpKind::ReduceSum, {loss}, axes_attrs({0}, false));
-  if (reduction == "sum") return wrap_value(total);
-  if (reduction != "mean") user_error(std::string(what) + ": reduction must be 'none', 'mean' or 'sum'", t.loc());
-  return add(t, OpKind::Div, {total, node(t, OpKind::ReduceSum, {weight}, axes_attrs({0}, false))});
-}
-
-// The options nll_loss and cross_entropy share; a class weight or a legacy size_average/reduce
-// is a graph break rather than a silently different loss.
-struct LossOptions {
-  int64_t ignore_index;
-  std::string reduction;
-};
-
-LossOptions loss_options(Translator& t, const CallArgs& a, const char* what) {
-  for (auto [position, name] : {std::pair<size_t, const char*>{2, "weight"}, {3, "size_average"}, {5, "reduce"}})
-    if (!is_none(a.get(position, name))) unsupported(t, std::string(what) + " with " + name + "=");
-  return {int_or(t, a, 4, "ignore_index", -100), str_arg(t, a.get(6, "reduction"), what, "mean")};
-}
-
-}  // namespace
-
-VarRef nll_loss(Translator& t, const CallArgs& a) {
-  LossOptions o = loss_options(t, a, "nll_loss");
-  return nll(t, tensor(t, a.get(0, "input"), "nll_loss"), a.get(1, "target"), o.ignore_index, o.reduction, "nll_loss");
-}
-
-VarRef cross_entropy(Translator& t, const CallArgs& a) {
-  LossOptions o = loss_options(t, a, "cross_entropy");
-  if (float_or(t, a, 7, "label_smoothing", 0.0) != 0.0) unsupported(t, "cross_entropy with label_smoothing=");
-  VarRef input = a.get(0, "input");
-  if (type_of(t, tensor(t, input, "cross_entropy")).rank() < 2)
-    unsupported(t, "cross_entropy of unbatched (C,) scores", "add a batch dim: input[None], target[None]");
-  VarRef log_probs = log_softmax(t, CallArgs{{input, int_var(t, 1)}, {}});
-  return nll(t, tensor(t, log_probs, "cross_entropy"), a.get(1, "target"), o.ignore_index, o.reduction, "cross_entropy");
 }
 
 // x.fill_(v) / x.copy_(src): the value, broadcast to x, written into x (ops::inplace: dtype kept,

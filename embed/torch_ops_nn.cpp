@@ -20,7 +20,8 @@ VarRef linear(Translator& t, const CallArgs& a) {
 // ---------------------------------------------------------------------------------------------
 // einsum with one or two operands: indices are classified as batch (both operands and the
 // output), contracted (both, not the output), left/right-only (one operand and the output) and
-// summed (one operand only: reduced first). Then permute + reshape + one batched matmul.
+// summed (one operand only: reduced first). Then permute + reshape + one batched matmul. An
+// index repeated within one operand takes its diagonal first.
 
 namespace {
 
@@ -84,14 +85,23 @@ VarRef einsum(Translator& t, const CallArgs& a) {
   if (ins.size() != args.size()) user_error("einsum: the equation does not match the operand count", t.loc());
   std::string ell;
   std::vector<Operand> ops;
+  std::string written;  // every operand's indices as written (implicit output: the ones seen once)
   for (size_t i = 0; i < args.size(); ++i) {
     ValueId v = tensor(t, args[i], "einsum");
     ops.push_back({v, expand_ellipsis(t, ins[i], type_of(t, v).rank(), ell)});
     if (static_cast<int>(ops.back().idx.size()) != type_of(t, v).rank())
       user_error("einsum: '" + ins[i] + "' does not match operand " + type_of(t, v).str(), t.loc());
-    for (char c : ops.back().idx)
-      if (std::count(ops.back().idx.begin(), ops.back().idx.end(), c) > 1)
-        unsupported(t, "einsum with a repeated index in one operand (diagonals)");
+    written += ops.back().idx;
+    // A repeated index takes that diagonal first ("ii->i", "bii->b"): it moves to the end.
+    for (Operand& o = ops.back();;) {
+      size_t p1 = 0, p2 = std::string::npos;
+      for (; p1 < o.idx.size() && p2 == std::string::npos; ++p1) p2 = o.idx.find(o.idx[p1], p1 + 1);
+      if (p2 == std::string::npos) break;
+      --p1;
+      const char c = o.idx[p1];
+      o.v = diagonal_of(t, o.v, 0, static_cast<int>(p1), static_cast<int>(p2));
+      o.idx = o.idx.substr(0, p1) + o.idx.substr(p1 + 1, p2 - p1 - 1) + o.idx.substr(p2 + 1) + c;
+    }
   }
   std::string out;
   if (arrow != std::string::npos) {
@@ -99,7 +109,7 @@ VarRef einsum(Translator& t, const CallArgs& a) {
     if (auto p = out.find("..."); p != std::string::npos) out = out.substr(0, p) + ell + out.substr(p + 3);
   } else {  // implicit output: ellipsis dims, then indices appearing once, sorted
     std::map<char, int> count;
-    for (auto& o : ops) for (char c : o.idx) ++count[c];
+    for (char c : written) ++count[c];
     out = ell;
     for (auto [c, n] : count) if (n == 1 && !(c >= 'A' && c <= 'Z')) out += c;
   }

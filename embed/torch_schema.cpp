@@ -100,7 +100,10 @@ std::optional<CallArgs> try_bind(Translator& t, const Overload& o, const CallArg
       if (!arg.has_default && arg.type.rfind("Optional[", 0) != 0) return std::nullopt;
       continue;
     }
-    if (!accepts(t, arg.type, value)) return std::nullopt;
+    // The JIT spells ScalarType as int: a `dtype` argument takes a torch.dtype.
+    auto* c = as<ConstVar>(value);
+    const bool dtype = arg.name == "dtype" && c && is_instance_of(c->obj.get(), "torch", "dtype");
+    if (!dtype && !accepts(t, arg.type, value)) return std::nullopt;
     bound.kwargs.emplace_back(arg.name, value);
   }
   for (bool u : used)

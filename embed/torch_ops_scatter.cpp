@@ -1,0 +1,257 @@
+// Builders of the torch op table for scatters and the reductions that need more than one
+// reduce op: scatter/scatter_add (and their in-place forms) and index_add as one-hot comparisons
+// of the index with an arange, then where / reduce_sum; take_along_dim (gather); var_mean and
+// std_mean; median (through topk); prod and cumprod over a static dim (products of slices).
+#include <cmath>
+
+#include "embed/torch_ops_builders.h"
+
+namespace aotrace::embed::ops {
+
+namespace {
+
+ValueId arange_of(Translator& t, ir::SymExpr n) {
+  return node(t, OpKind::Arange, {}, ir::Attrs().set("shape", ir::Shape{n}).set("start", 0.0).set("step", 1.0).set("dtype", DType::i64));
+}
+
+ValueId slice_of(Translator& t, ValueId x, int axis, int64_t start, int64_t end, int64_t step = 1) {
+  return node(t, OpKind::Slice, {x}, ir::Attrs().set("axis", int64_t{axis}).set("start", start).set("end", end).set("step", step));
+}
+
+// `v` ([..] of rank r + 1, size 1 at `dim`, the target positions last) with the last axis moved
+// to `dim`: the layout of the scattered-into tensor.
+ValueId to_target_layout(Translator& t, ValueId v, int dim) {
+  const int r = type_of(t, v).rank() - 1;
+  std::vector<int64_t> perm;
+  for (int d = 0; d < r; ++d) perm.push_back(d == dim ? r : d);
+  perm.push_back(dim);
+  ValueId p = permute_to(t, v, perm);
+  ir::Shape s = type_of(t, p).shape;
+  s.pop_back();
+  return reshape_to(t, p, s);
+}
+
+// `v` (the index's extent) zero-padded at the high end of every dim but `dim` to `shape`.
+ValueId pad_to(Translator& t, ValueId v, const ir::Shape& shape, int dim, const char* what) {
+  const ir::Shape& s = type_of(t, v).shape;
+  std::vector<int64_t> low(s.size(), 0), high = low;
+  bool any = false;
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (static_cast<int>(d) == dim || s[d] == shape[d]) continue;
+    auto a = s[d].as_constant(), b = shape[d].as_constant();
+    if (!a || !b) unsupported(t, std::string(what) + " with an index smaller than self in a dynamic dim", "declare the dim static");
+    if (*a > *b) user_error(std::string(what) + ": the index is larger than self outside dim (torch raises here too)", t.loc());
+    high[d] = *b - *a;
+    any = true;
+  }
+  return any ? node(t, OpKind::Pad, {v}, ir::Attrs().set("low", low).set("high", high).set("value", 0.0)) : v;
+}
+
+// self with src (the index's extent of it) written (or added) at index along dim. Where an
+// index repeats, scatter keeps the last write, as torch's CPU loop does.
+ValueId scatter_into(Translator& t, ValueId self, int dim, ValueId index, ValueId src, bool accumulate, const char* what) {
+  const ir::TensorType st = type_of(t, self), it = type_of(t, index);
+  const int r = st.rank();
+  if (it.rank() != r || type_of(t, src).rank() != r)
+    user_error(std::string(what) + ": self, index and src must have the same number of dims (torch raises here too)", t.loc());
+  if (ir::is_floating(it.dtype)) user_error(std::string(what) + ": index must be an integer tensor", t.loc());
+  src = cast(t, src, st.dtype);
+  for (int d = 0; d < r; ++d)  // the index's extent of src
+    if (!(type_of(t, src).shape[static_cast<size_t>(d)] == it.shape[static_cast<size_t>(d)]))
+      src = slice_of(t, src, d, 0, static_dim(t, index, d, what));
+  ValueId eq = node(t, OpKind::Eq, {unsqueeze_at(t, index, r), arange_of(t, st.shape[static_cast<size_t>(dim)])});
+  if (accumulate) {
+    ValueId picked = node(t, OpKind::Where, {eq, unsqueeze_at(t, src, r), constant(t, 0, st.dtype)});
+    ValueId sum = cast(t, node(t, OpKind::ReduceSum, {picked}, axes_attrs({dim}, true)), st.dtype);
+    return node(t, OpKind::Add, {self, pad_to(t, to_target_layout(t, sum, dim), st.shape, dim, what)});
+  }
+  ir::Shape along(static_cast<size_t>(r + 1), ir::SymExpr(1));
+  along[static_cast<size_t>(dim)] = it.shape[static_cast<size_t>(dim)];
+  ValueId pos = reshape_to(t, arange_of(t, it.shape[static_cast<size_t>(dim)]), along);
+  ValueId last = node(t, OpKind::ReduceMax, {node(t, OpKind::Where, {eq, pos, constant(t, -1, DType::i64)})}, axes_attrs({dim}, true));
+  last = to_target_layout(t, last, dim);
+  ValueId hit = pad_to(t, node(t, OpKind::Ge, {last, constant(t, 0, DType::i64)}), st.shape, dim, what);
+  ValueId safe = node(t, OpKind::Maximum, {last, constant(t, 0, DType::i64)});
+  ValueId value = pad_to(t, node(t, OpKind::Gather, {src, safe}, ir::Attrs().set("axis", int64_t{dim})), st.shape, dim, what);
+  return node(t, OpKind::Where, {hit, value, self});
+}
+
+}  // namespace
+
+// torch.scatter / Tensor.scatter(dim, index, src | value) and scatter_add(dim, index, src);
+// the in-place forms (scatter_, scatter_add_) go through the table's IN_PLACE.
+VarRef scatter(Translator& t, const CallArgs& call, bool accumulate) {
+  const char* what = accumulate ? "scatter_add" : "scatter";
+  CallArgs a = bind_schema(t, accumulate ? "aten::scatter_add" : "aten::scatter", call);
+  if (VarRef reduce = a.kw("reduce"); reduce && !is_none(reduce))
+    unsupported(t, "scatter(reduce=...)", "use scatter_add, or compose the reduction");
+  ValueId self = tensor(t, a.kw("self"), what);
+  const int dim = normalise_dim(t, int_arg(t, a.kw("dim"), what), type_of(t, self).rank(), what);
+  ValueId index = tensor(t, a.kw("index"), what);
+  if (type_of(t, self).rank() == 0) unsupported(t, std::string(what) + " into a 0-D tensor");
+  ValueId src;
+  if (VarRef s = a.kw("src")) {
+    src = tensor(t, s, what);
+  } else {
+    ValueId v = scalar(t, a.kw("value"), type_of(t, self).dtype);
+    src = node(t, OpKind::Expand, {cast(t, v, type_of(t, self).dtype)}, ir::Attrs().set("shape", type_of(t, index).shape));
+  }
+  return wrap_value(scatter_into(t, self, dim, index, src, accumulate, what));
+}
+
+// index_add(self, dim, index [m], source, *, alpha=1): self[.., index[i], ..] += alpha ·
+// source[.., i, ..], through the [n, m] one-hot of index, summed over i.
+VarRef index_add(Translator& t, const CallArgs& call) {
+  CallArgs a = bind_schema(t, "aten::index_add", call);
+  ValueId self = tensor(t, a.kw("self"), "index_add");
+  const ir::TensorType st = type_of(t, self);
+  const int r = std::max(st.rank(), 1);
+  const int dim = normalise_dim(t, int_arg(t, a.kw("dim"), "index_add"), st.rank(), "index_add");
+  ValueId index = tensor(t, a.kw("index"), "index_add");
+  ValueId source = tensor(t, a.kw("source"), "index_add");
+  if (type_of(t, index).rank() != 1 || st.rank() == 0) unsupported(t, "index_add other than a 1-D index into a tensor of rank >= 1");
+  if (type_of(t, source).rank() != r) user_error("index_add: source must have self's number of dims (torch raises here too)", t.loc());
+  if (VarRef alpha = a.kw("alpha"); alpha && !is_none(alpha)) source = tensor(t, binary(t, OpKind::Mul, wrap_value(source), alpha), "index_add");
+  source = cast(t, source, st.dtype);
+  ir::Shape s(static_cast<size_t>(r + 1), ir::SymExpr(1));
+  s[static_cast<size_t>(dim)] = st.shape[static_cast<size_t>(dim)];
+  s[static_cast<size_t>(dim + 1)] = type_of(t, index).shape[0];
+  ValueId rows = unsqueeze_at(t, arange_of(t, st.shape[static_cast<size_t>(dim)]), 1);
+  ValueId one_hot = reshape_to(t, node(t, OpKind::Eq, {rows, unsqueeze_at(t, index, 0)}), s);
+  ValueId picked = node(t, OpKind::Where, {one_hot, unsqueeze_at(t, source, dim), constant(t, 0, st.dtype)});
+  ValueId sum = cast(t, node(t, OpKind::ReduceSum, {picked}, axes_attrs({dim + 1}, false)), st.dtype);
+  return add(t, OpKind::Add, {self, sum});
+}
+
+// torch.take_along_dim(input, indices, dim=None): gather, the two broadcast outside dim (dim
+// None: over the flattened input).
+VarRef take_along_dim(Translator& t, const CallArgs& call) {
+  CallArgs a = bind_schema(t, "aten::take_along_dim", call);
+  ValueId x = tensor(t, a.kw("self"), "take_along_dim"), idx = tensor(t, a.kw("indices"), "take_along_dim");
+  VarRef dim_v = a.kw("dim");
+  if (!dim_v || is_none(dim_v)) {
+    ValueId flat = reshape_to(t, x, {type_of(t, x).numel()});
+    return add(t, OpKind::Gather, {flat, reshape_to(t, idx, {type_of(t, idx).numel()})}, ir::Attrs().set("axis", int64_t{0}));
+  }
+  const int rank = type_of(t, x).rank();
+  if (type_of(t, idx).rank() != rank) user_error("take_along_dim: input and indices must have the same number of dims", t.loc());
+  const int dim = normalise_dim(t, int_arg(t, dim_v, "take_along_dim"), rank, "take_along_dim");
+  ir::Shape xs = type_of(t, x).shape, is = type_of(t, idx).shape;
+  for (int d = 0; d < rank; ++d) {
+    const size_t i = static_cast<size_t>(d);
+    if (d == dim || xs[i] == is[i]) continue;
+    if (xs[i].as_constant() == 1) xs[i] = is[i];
+    else if (is[i].as_constant() == 1) is[i] = xs[i];
+    else user_error("take_along_dim: input and indices do not broadcast outside dim (torch raises here too)", t.loc());
+  }
+  if (!(xs == type_of(t, x).shape)) x = node(t, OpKind::Expand, {x}, ir::Attrs().set("shape", xs));
+  if (!(is == type_of(t, idx).shape)) idx = node(t, OpKind::Expand, {idx}, ir::Attrs().set("shape", is));
+  return add(t, OpKind::Gather, {x, idx}, ir::Attrs().set("axis", int64_t{dim}));
+}
+
+// torch.var_mean / std_mean: (var or std, mean), bound as torch.var binds (var's builder), the
+// mean over the same dims.
+VarRef var_mean(Translator& t, const CallArgs& call, bool take_sqrt) {
+  CallArgs a = bind_schema(t, take_sqrt ? "aten::std_mean" : "aten::var_mean", call);
+  VarRef spread = take_sqrt ? std_(t, call) : var(t, call);
+  VarRef dim = a.kw("dim"), keepdim = a.kw("keepdim");
+  VarRef m = mean(t, CallArgs{{a.kw("self"), dim ? dim : t.constant(Py_None), keepdim ? keepdim : t.constant(Py_False)}, {}});
+  return sequence({spread, m});
+}
+
+// torch.median(input) (the lower median of all elements) / median(input, dim, keepdim) ->
+// (values, indices): the ((n - 1) // 2)-th smallest by topk; a NaN along dim gives NaN (and
+// its first index), as torch.
+VarRef median(Translator& t, const CallArgs& call) {
+  CallArgs a = bind_schema(t, "aten::median", call);
+  ValueId x = tensor(t, a.kw("self"), "median");
+  VarRef dim_v = a.kw("dim");
+  const bool global = !dim_v;
+  if (global) x = reshape_to(t, x, {type_of(t, x).numel()});
+  const int rank = type_of(t, x).rank();
+  if (rank == 0) return global ? wrap_value(x) : named_tuple({wrap_value(x), wrap_value(constant(t, 0, DType::i64))}, {"values", "indices"});
+  const int axis = global ? 0 : normalise_dim(t, int_arg(t, dim_v, "median"), rank, "median");
+  const bool keepdim = !global && bool_arg(t, a.kw("keepdim"), false);
+  const int64_t n = static_dim(t, x, axis, "median");
+  if (n == 0) user_error("median of an empty dim (torch raises here too)", t.loc());
+  const int64_t k = (n - 1) / 2;
+  ir::Attrs attrs;
+  attrs.set("k", k + 1).set("axis", int64_t{axis}).set("largest", int64_t{0}).set("sorted", int64_t{1});
+  auto r = t.graph().add_node(OpKind::TopK, {x}, attrs, t.loc());
+  ValueId values = slice_of(t, r[0], axis, k, k + 1), indices = slice_of(t, r[1], axis, k, k + 1);
+  if (ir::is_floating(type_of(t, x).dtype)) {
+    ValueId nan = node(t, OpKind::Ne, {x, x});
+    ValueId any = node(t, OpKind::ReduceMax, {nan}, axes_attrs({axis}, true));
+    values = node(t, OpKind::Where, {any, constant(t, NAN, type_of(t, x).dtype), values});
+    ValueId first = node(t, OpKind::ArgMax, {cast(t, nan, DType::i32)}, axes_attrs({axis}, true));
+    indices = node(t, OpKind::Where, {any, first, indices});
+  }
+  if (!keepdim) {
+    ir::Shape s = type_of(t, values).shape;
+    s.erase(s.begin() + axis);
+    values = reshape_to(t, values, s), indices = reshape_to(t, indices, s);
+  }
+  if (global) return wrap_value(values);
+  return named_tuple({wrap_value(values), wrap_value(indices)}, {"values", "indices"});
+}
+
+namespace {
+
+// The product along `axis` (kept, size 1) of a static dim: a tree of products of strided halves.
+ValueId product_along(Translator& t, ValueId x, int axis, const char* what) {
+  int64_t n = static_dim(t, x, axis, what);
+  if (n == 0) {
+    ir::Shape s = type_of(t, x).shape;
+    s[static_cast<size_t>(axis)] = ir::SymExpr(1);
+    return node(t, OpKind::Full, {}, ir::Attrs().set("shape", s).set("value", 1.0).set("dtype", type_of(t, x).dtype));
+  }
+  while (n > 1) {
+    const int64_t half = n / 2;
+    ValueId p = node(t, OpKind::Mul, {slice_of(t, x, axis, 0, 2 * half, 2), slice_of(t, x, axis, 1, 2 * half, 2)});
+    if (n % 2) p = node(t, OpKind::Concat, {p, slice_of(t, x, axis, n - 1, n)}, ir::Attrs().set("axis", int64_t{axis}));
+    x = p;
+    n = half + n % 2;
+  }
+  return x;
+}
+
+// prod/cumprod's dtype: the dtype= argument, else integers and bools in int64.
+ValueId product_operand(Translator& t, ValueId x, const VarRef& dtype) {
+  if (auto d = dtype_arg(t, dtype)) return cast(t, x, *d);
+  return ir::is_floating(type_of(t, x).dtype) ? x : cast(t, x, DType::i64);
+}
+
+}  // namespace
+
+// torch.prod(input, *, dtype) / prod(input, dim, keepdim=False, *, dtype), Tensor.prod.
+VarRef prod(Translator& t, const CallArgs& call) {
+  CallArgs a = bind_schema(t, "aten::prod", call);
+  ValueId x = product_operand(t, tensor(t, a.kw("self"), "prod"), a.kw("dtype"));
+  VarRef dim_v = a.kw("dim");
+  if (!dim_v) return wrap_value(reshape_to(t, product_along(t, reshape_to(t, x, {type_of(t, x).numel()}), 0, "prod"), {}));
+  const int rank = type_of(t, x).rank();
+  if (rank == 0) return wrap_value(x);
+  const int axis = normalise_dim(t, int_arg(t, dim_v, "prod"), rank, "prod");
+  ValueId p = product_along(t, x, axis, "prod");
+  if (bool_arg(t, a.kw("keepdim"), false)) return wrap_value(p);
+  ir::Shape s = type_of(t, p).shape;
+  s.erase(s.begin() + axis);
+  return wrap_value(reshape_to(t, p, s));
+}
+
+// torch.cumprod(input, dim, *, dtype): the running products of a static dim's slices, concatenated.
+VarRef cumprod(Translator& t, const CallArgs& call) {
+  CallArgs a = bind_schema(t, "aten::cumprod", call);
+  ValueId x = product_operand(t, tensor(t, a.kw("self"), "cumprod"), a.kw("dtype"));
+  const int rank = type_of(t, x).rank();
+  const int axis = normalise_dim(t, int_arg(t, a.kw("dim"), "cumprod"), rank, "cumprod");
+  if (rank == 0) return wrap_value(x);
+  const int64_t n = static_dim(t, x, axis, "cumprod");
+  if (n > 1024) unsupported(t, "cumprod over more than 1024 elements", "use exp(cumsum(log(x))) for positive x");
+  if (n <= 1) return wrap_value(x);
+  std::vector<ValueId> parts{slice_of(t, x, axis, 0, 1)};
+  for (int64_t i = 1; i < n; ++i) parts.push_back(node(t, OpKind::Mul, {parts.back(), slice_of(t, x, axis, i, i + 1)}));
+  return add(t, OpKind::Concat, parts, ir::Attrs().set("axis", int64_t{axis}));
+}
+
+}  // namespace aotrace::embed::ops
