@@ -163,6 +163,9 @@ VarRef call_container_method(Translator& t, const ContainerMethodVar& m, std::ve
     return ops::inplace(t, m.self, op->call(t, ca), what.c_str());
   }
   if (auto* seq = as<SequenceVar>(m.self)) {
+    static const char* const mutating[] = {"append", "clear", "reverse", "extend", "insert", "pop", "sort", "remove"};
+    for (const char* mname : mutating)
+      if (name == mname) t.note_mutation(m.self);
     if (name == "append") {
       seq->items.push_back(arg(0));
       return t.constant(Py_None);

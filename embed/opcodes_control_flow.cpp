@@ -85,6 +85,7 @@ void binary_op(Translator& t, Frame& f, const Instruction& i) {
     return;
   }
   if (auto* list = as<SequenceVar>(a); i.arg >= 13 && list && list->kind == SequenceVar::Kind::List && op == "+") {
+    t.note_mutation(a);
     VarRef items = t.iterate(b);  // a list's += extends it (by any iterable), seen by its other names
     for (const VarRef& v : as<IteratorVar>(items)->items) list->items.push_back(v);
     f.push(a);

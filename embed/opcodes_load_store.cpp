@@ -100,6 +100,7 @@ void store_subscr(Translator& t, Frame& f, const Instruction&) {
       int64_t k = PyLong_AsLongLong(idx.get());
       if (k < 0) k += static_cast<int64_t>(seq->items.size());
       if (k >= 0 && k < static_cast<int64_t>(seq->items.size())) {
+        t.note_mutation(obj);
         seq->items[static_cast<size_t>(k)] = value;
         return;
       }

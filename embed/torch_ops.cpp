@@ -231,6 +231,15 @@ const std::vector<Entry>& table() {
       {{}, {"zero_"}, zero_inplace},
       {{}, {"element_size"}, element_size},
       {{"torch._weight_norm"}, {}, weight_norm},
+      {{"torch.log10"}, {"log10"}, log10},
+      {{"torch.bitwise_left_shift"}, {"bitwise_left_shift", "__lshift__"}, [](Translator& t, const CallArgs& a) { return shift(t, a, true); }},
+      {{"torch.bitwise_right_shift"}, {"bitwise_right_shift", "__rshift__"}, [](Translator& t, const CallArgs& a) { return shift(t, a, false); }},
+      {{"torch.meshgrid", "torch.functional.meshgrid"}, {}, meshgrid},
+      {{"torch.index_fill"}, {"index_fill"}, index_fill},
+      {{}, {"index_fill_"}, index_fill_inplace},
+      {{"torch.ops.aten.slice"}, {}, aten_slice},
+      {{}, {"unfold"}, tensor_unfold, kView},
+      {{"torch.ops.aten.native_layer_norm"}, {}, native_layer_norm},
       {{"torch.lstm_cell"}, {}, [](Translator& t, const CallArgs& a) { return recurrent_cell(t, a, "LSTM"); }},
       {{"torch.gru_cell"}, {}, [](Translator& t, const CallArgs& a) { return recurrent_cell(t, a, "GRU"); }},
       {{"torch.rnn_tanh_cell"}, {}, [](Translator& t, const CallArgs& a) { return recurrent_cell(t, a, "RNN_TANH"); }},
@@ -446,10 +455,14 @@ void init_torch_ops() {
   if (!r.by_method.empty() || !r.by_object.empty()) return;
   PyRef tensor_type = getattr(import("torch").get(), "Tensor");
   // aten names in order of preference: torch.NAME, then Tensor.NAME, then F.NAME.
-  std::vector<std::pair<std::string, const Entry*>> torch_names, method_names, functional_names;
+  // An entry named torch.ops.aten.NAME (an aten op with no torch.* form) comes first.
+  static const std::string kAten = "torch.ops.aten.";
+  std::vector<std::pair<std::string, const Entry*>> aten_only, torch_names, method_names, functional_names;
   for (const Entry& e : table()) {
     for (const char* f : e.functions) {
       const std::string path = f;
+      if (path.rfind(kAten, 0) == 0 && path.find('.', kAten.size()) == std::string::npos)
+        aten_only.emplace_back(path.substr(kAten.size()), &e);
       if (path.rfind("torch.", 0) == 0 && path.find('.', 6) == std::string::npos)
         torch_names.emplace_back(path.substr(6), &e);
       else if (path.rfind(kFunctional, 0) == 0)
@@ -471,7 +484,8 @@ void init_torch_ops() {
       r.keep.push_back(PyRef::steal(obj));
     }
   }
-  std::vector<std::pair<std::string, const Entry*>> aten_names = torch_names;
+  std::vector<std::pair<std::string, const Entry*>> aten_names = aten_only;
+  aten_names.insert(aten_names.end(), torch_names.begin(), torch_names.end());
   aten_names.insert(aten_names.end(), method_names.begin(), method_names.end());
   aten_names.insert(aten_names.end(), functional_names.begin(), functional_names.end());
   add_aten_aliases(r, aten_names);
@@ -570,6 +584,7 @@ VarRef tensor_operator(Translator& t, const std::string& op, const VarRef& a, co
   if (op == "neg") return add(t, OpKind::Neg, {tensor(t, a, "-")});
   if (op == "invert" || op == "~") return add(t, OpKind::Not, {tensor(t, a, "~")});
   if (op == "^") return bitwise_xor(t, CallArgs{{a, b}, {}});
+  if (op == "<<" || op == ">>") return shift(t, CallArgs{{a, b}, {}}, op == "<<");
   if (op == "@") return add(t, OpKind::Matmul, {tensor(t, a, "@"), tensor(t, b, "@")});
   auto it = ops.find(op);
   if (it == ops.end())

@@ -170,6 +170,14 @@ VarRef lerp(Translator&, const CallArgs&);
 VarRef zero_inplace(Translator&, const CallArgs&);
 VarRef element_size(Translator&, const CallArgs&);
 VarRef weight_norm(Translator&, const CallArgs&);
+VarRef log10(Translator&, const CallArgs&);
+VarRef shift(Translator&, const CallArgs&, bool left);  // << and >>
+VarRef meshgrid(Translator&, const CallArgs&);
+VarRef index_fill(Translator&, const CallArgs&);
+VarRef index_fill_inplace(Translator&, const CallArgs&);
+VarRef aten_slice(Translator&, const CallArgs&);
+VarRef tensor_unfold(Translator&, const CallArgs&);  // Tensor.unfold (sliding windows)
+VarRef native_layer_norm(Translator&, const CallArgs&);
 // torch_ops_random.cpp
 VarRef random_factory(Translator&, const CallArgs&, bool normal);
 VarRef random_like(Translator&, const CallArgs&, bool normal);

@@ -336,3 +336,106 @@ VarRef weight_norm(Translator& t, const CallArgs& a) {
 }
 
 }  // namespace aotrace::embed::ops
+
+namespace aotrace::embed::ops {
+
+VarRef log10(Translator& t, const CallArgs& a) {
+  ValueId x = to_floating(t, input_of(t, a, "log10"));
+  return add(t, OpKind::Mul, {node(t, OpKind::Log, {x}), c(t, 1.0 / std::log(10.0), x)});
+}
+
+// a << b and a >> b on integers: a * 2^b and floor(a / 2^b) (an arithmetic shift), as torch.
+VarRef shift(Translator& t, const CallArgs& a, bool left) {
+  VarRef lhs = a.get(0, "input"), rhs = a.get(1, "other");
+  ValueId x = tensor_or_scalar(t, lhs, is_tensor(rhs) ? type_of(t, tensor(t, rhs, "shift")).dtype : DType::i64, "shift");
+  if (ir::is_floating(type_of(t, x).dtype)) user_error("shift operators need integer tensors", t.loc());
+  ValueId k = tensor_or_scalar(t, rhs, type_of(t, x).dtype, "shift");
+  ValueId power = node(t, OpKind::Pow, {constant(t, 2, type_of(t, k).dtype), k});
+  return add(t, left ? OpKind::Mul : OpKind::FloorDiv, {x, cast(t, power, type_of(t, x).dtype)});
+}
+
+// torch.meshgrid(*tensors, indexing='ij'): each 1-D input spread along its own dim; with
+// 'xy' the first two outputs' dims are swapped (Cartesian indexing).
+VarRef meshgrid(Translator& t, const CallArgs& a) {
+  std::vector<VarRef> inputs = a.args;
+  if (inputs.size() == 1)
+    if (auto items = sequence_items(t, inputs[0])) inputs = *items;
+  const std::string indexing = str_arg(t, a.kw("indexing"), "meshgrid indexing", "ij");
+  if (indexing != "ij" && indexing != "xy") user_error("meshgrid: indexing must be 'ij' or 'xy'", t.loc());
+  const bool xy = indexing == "xy" && inputs.size() >= 2;
+  std::vector<ValueId> xs;
+  for (const VarRef& v : inputs) {
+    ValueId x = tensor(t, v, "meshgrid");
+    if (type_of(t, x).rank() > 1) user_error("meshgrid expects 0-D or 1-D tensors", t.loc());
+    xs.push_back(reshape_to(t, x, {type_of(t, x).numel()}));
+  }
+  auto dim_of = [&](size_t i) { return xy && i < 2 ? 1 - i : i; };
+  ir::Shape full(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) full[dim_of(i)] = type_of(t, xs[i]).shape[0];
+  std::vector<VarRef> out;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    ir::Shape s(xs.size(), ir::SymExpr(1));
+    s[dim_of(i)] = full[dim_of(i)];
+    out.push_back(add(t, OpKind::Expand, {reshape_to(t, xs[i], s)}, ir::Attrs().set("shape", full)));
+  }
+  return sequence(std::move(out));
+}
+
+// x.index_fill(dim, index, value): value where a position along `dim` is in `index`.
+VarRef index_fill(Translator& t, const CallArgs& a) {
+  ValueId x = input_of(t, a, "index_fill");
+  const ir::TensorType type = type_of(t, x);
+  const int dim = normalise_dim(t, int_arg(t, a.get(1, "dim"), "index_fill"), std::max(type.rank(), 1), "index_fill");
+  ValueId index = cast(t, tensor(t, a.get(2, "index"), "index_fill"), DType::i64);
+  index = reshape_to(t, index, {type_of(t, index).numel()});
+  const ir::SymExpr n = type.rank() ? type.shape[static_cast<size_t>(dim)] : ir::SymExpr(1);
+  ValueId wrapped = node(t, OpKind::Where, {node(t, OpKind::Lt, {index, constant(t, 0, DType::i64)}),
+                                            node(t, OpKind::Add, {index, constant(t, static_cast<double>(n.constant()), DType::i64)}), index});
+  ValueId positions = node(t, OpKind::Arange, {}, ir::Attrs().set("shape", ir::Shape{n}).set("start", 0.0).set("step", 1.0).set("dtype", DType::i64));
+  ValueId hit = node(t, OpKind::Eq, {reshape_to(t, positions, {n, ir::SymExpr(1)}), reshape_to(t, wrapped, {ir::SymExpr(1), type_of(t, wrapped).shape[0]})});
+  ValueId selected = node(t, OpKind::ReduceMax, {cast(t, hit, DType::i32)}, axes_attrs({1}, false));
+  ir::Shape mshape(static_cast<size_t>(type.rank()), ir::SymExpr(1));
+  if (type.rank()) mshape[static_cast<size_t>(dim)] = n;
+  ValueId mask = reshape_to(t, node(t, OpKind::Gt, {selected, constant(t, 0, DType::i32)}), mshape);
+  VarRef value = a.get(3, "value");
+  ValueId v = cast(t, is_tensor(value) ? tensor(t, value, "index_fill") : constant(t, float_arg(t, value, "index_fill"), type.dtype), type.dtype);
+  return add(t, OpKind::Where, {mask, v, x});
+}
+
+VarRef index_fill_inplace(Translator& t, const CallArgs& a) {
+  refuse_inplace_on_outside(t, a.get(0, "self"), "Tensor.index_fill_", "x = x.index_fill(dim, index, value)");
+  return inplace(t, a.get(0, "self"), index_fill(t, a), "Tensor.index_fill_");
+}
+
+// torch.ops.aten.slice(self, dim=0, start=None, end=None, step=1).
+VarRef aten_slice(Translator& t, const CallArgs& a) {
+  VarRef x = a.get(0, "self");
+  const int rank = type_of(t, tensor(t, x, "aten.slice")).rank();
+  const int dim = normalise_dim(t, int_or(t, a, 1, "dim", 0), rank, "aten.slice");
+  auto or_none = [&](size_t pos, const char* name) { VarRef v = a.get(pos, name); return v ? v : t.constant(Py_None); };
+  VarRef sl = std::make_shared<SliceVar>(or_none(2, "start"), or_none(3, "end"), or_none(4, "step"));
+  std::vector<VarRef> items;
+  for (int d = 0; d < dim; ++d) items.push_back(std::make_shared<SliceVar>(t.constant(Py_None), t.constant(Py_None), t.constant(Py_None)));
+  items.push_back(sl);
+  return getitem(t, CallArgs{{x, sequence(std::move(items))}, {}});
+}
+
+// torch.ops.aten.native_layer_norm(x, normalized_shape, weight, bias, eps): (out, mean, rstd),
+// the statistics over the normalised dims with those dims kept as 1.
+VarRef native_layer_norm(Translator& t, const CallArgs& a) {
+  ValueId x = tensor(t, a.get(0, "input"), "native_layer_norm");
+  const int rank = type_of(t, x).rank();
+  auto items = sequence_items(t, a.get(1, "normalized_shape"));
+  const int k = items ? static_cast<int>(items->size()) : 1;
+  std::vector<int64_t> axes;
+  for (int d = rank - k; d < rank; ++d) axes.push_back(d);
+  const double eps = float_arg(t, a.get(4, "eps"), "native_layer_norm eps");
+  VarRef out = layer_norm(t, CallArgs{{a.get(0, "input"), a.get(1, "normalized_shape"), a.get(2, "weight"), a.get(3, "bias"), a.get(4, "eps")}, {}});
+  ValueId mean = node(t, OpKind::Mean, {x}, axes_attrs(axes, true));
+  ValueId d = node(t, OpKind::Sub, {x, mean});
+  ValueId var = node(t, OpKind::Mean, {node(t, OpKind::Mul, {d, d})}, axes_attrs(axes, true));
+  ValueId rstd = node(t, OpKind::Rsqrt, {node(t, OpKind::Add, {var, c(t, eps, var)})});
+  return sequence({out, wrap_value(mean), wrap_value(rstd)});
+}
+
+}  // namespace aotrace::embed::ops

@@ -376,10 +376,27 @@ VarRef batch_norm(Translator& t, const CallArgs& a) {
   ValueId x = tensor(t, a.get(0, "input"), "batch_norm");
   VarRef mean = a.get(1, "running_mean"), var = a.get(2, "running_var");
   VarRef weight = a.get(3, "weight"), bias = a.get(4, "bias");
-  if (bool_arg(t, a.get(5, "training"), false) || is_none(mean) || is_none(var))
-    t.graph_break("unsupported Python", "batch_norm in training mode (batch statistics)",
-                  "aotrace traces models in eval mode; call model.eval() and keep running stats");
   double eps = float_or(t, a, 7, "eps", 1e-5);
+  if (is_none(mean) && is_none(var)) {
+    // Batch statistics with no running stats to update (track_running_stats=False, timm's
+    // weight standardisation): over every dim but the channels, biased variance.
+    const ir::TensorType type = type_of(t, x);
+    std::vector<int64_t> axes;
+    for (int d = 0; d < type.rank(); ++d)
+      if (d != 1) axes.push_back(d);
+    ValueId m = node(t, OpKind::Mean, {x}, axes_attrs(axes, true));
+    ValueId centred = node(t, OpKind::Sub, {x, m});
+    ValueId v = node(t, OpKind::Mean, {node(t, OpKind::Mul, {centred, centred})}, axes_attrs(axes, true));
+    ValueId y = node(t, OpKind::Mul, {centred, node(t, OpKind::Rsqrt, {node(t, OpKind::Add, {v, constant(t, eps, type.dtype)})})});
+    ir::Shape per_channel(static_cast<size_t>(type.rank()), ir::SymExpr(1));
+    per_channel[1] = type.shape[1];
+    if (!is_none(weight)) y = node(t, OpKind::Mul, {y, reshape_to(t, tensor(t, weight, "batch_norm"), per_channel)});
+    if (!is_none(bias)) y = node(t, OpKind::Add, {y, reshape_to(t, tensor(t, bias, "batch_norm"), per_channel)});
+    return wrap_value(y);
+  }
+  if (bool_arg(t, a.get(5, "training"), false) || is_none(mean) || is_none(var))
+    t.graph_break("unsupported Python", "batch_norm in training mode (it updates the running statistics)",
+                  "aotrace traces models in eval mode; call model.eval()");
   std::vector<ValueId> ops{x, tensor(t, mean, "batch_norm"), tensor(t, var, "batch_norm")};
   if (!is_none(weight) || !is_none(bias)) {
     const ir::SymExpr c = type_of(t, x).shape[1];
@@ -470,8 +487,11 @@ VarRef interpolate(Translator& t, const CallArgs& a) {
   if (mode == "bilinear" || mode == "linear") {
     if ((mode == "bilinear") != (n == 2)) user_error("interpolate: mode '" + mode + "' does not match a rank-" + std::to_string(type.rank()) + " input", t.loc());
     mode = "linear";
+  } else if (mode == "bicubic") {
+    if (n != 2) user_error("interpolate: mode 'bicubic' needs a rank-4 input, got rank " + std::to_string(type.rank()), t.loc());
+    mode = "cubic";
   } else if (mode != "nearest") {
-    unsupported(t, "interpolate(mode='" + mode + "')", "use 'nearest', 'linear' or 'bilinear'");
+    unsupported(t, "interpolate(mode='" + mode + "')", "use 'nearest', 'linear', 'bilinear' or 'bicubic'");
   }
   VarRef size = a.get(1, "size"), scale = a.get(2, "scale_factor");
   bool recompute = bool_arg(t, a.get(5, "recompute_scale_factor"), false);

@@ -469,8 +469,17 @@ VarRef setitem(Translator& t, const CallArgs& a) {
   const ir::TensorType type = type_of(t, x);
   const int rank = type.rank();
   if (ix.consumed > rank) user_error("too many indices for a tensor of rank " + std::to_string(rank), t.loc());
-  if (ix.tensors > 0) {
-    // x[i, j] = v through integer index tensors, ints (0-d index tensors) and whole dims (`:`, `...`).
+  // One slice with a step (x[:, ::2] = v) is an index tensor of its positions.
+  int stepped = 0;
+  for (size_t i = 0, d = 0; i < ix.items.size(); ++i) {
+    const char kind = ix.kinds[i];
+    if (kind == 'e') d += static_cast<size_t>(rank - ix.consumed);
+    if (kind == 's' && d < type.shape.size() && slice_item(t, ix.items[i], type.shape[d]).step != 1) ++stepped;
+    if (kind != 'e' && kind != 'n') ++d;
+  }
+  if (ix.tensors > 0 || stepped == 1) {
+    // x[i, j] = v through integer index tensors, ints (0-d index tensors), a stepped slice and
+    // whole dims (`:`, `...`).
     std::vector<std::pair<int, ValueId>> indices;
     int d = 0;
     for (size_t i = 0; i < ix.items.size(); ++i) {
@@ -480,8 +489,16 @@ VarRef setitem(Translator& t, const CallArgs& a) {
         d += rank - ix.consumed;
       } else if (kind == 's') {
         Bounds b = slice_item(t, v, type.shape[static_cast<size_t>(d)]);
-        if (b.start != 0 || b.step != 1 || !(b.end == type.shape[static_cast<size_t>(d)]))
-          unsupported(t, "x[index] = value mixing index tensors with partial slices", "index whole dims (`:`) next to index tensors");
+        const bool whole = b.start == 0 && b.step == 1 && b.end == type.shape[static_cast<size_t>(d)];
+        if (!whole && (ix.tensors > 0 || b.step == 1 || !b.end.as_constant()))
+          unsupported(t, "x[index] = value mixing index tensors or a stepped slice with partial slices",
+                      "index whole dims (`:`) next to index tensors");
+        if (!whole) {
+          const int64_t count = std::max<int64_t>(0, (b.end.constant() - b.start + b.step - 1) / b.step);
+          indices.emplace_back(d, node(t, OpKind::Arange, {}, ir::Attrs().set("shape", ir::Shape{ir::SymExpr(count)})
+                                                                 .set("start", static_cast<double>(b.start))
+                                                                 .set("step", static_cast<double>(b.step)).set("dtype", DType::i64)));
+        }
         ++d;
       } else if (kind == 'i') {
         indices.emplace_back(d++, constant(t, static_cast<double>(int_arg(t, v, "index assignment")), DType::i64));
@@ -493,6 +510,10 @@ VarRef setitem(Translator& t, const CallArgs& a) {
         unsupported(t, "x[index] = value with None next to index tensors");
       }
     }
+    // Ints next to a stepped slice index as it does only when they are adjacent to it.
+    for (size_t k = 1; ix.tensors == 0 && k < indices.size(); ++k)
+      if (indices[k].first != indices[k - 1].first + 1)
+        unsupported(t, "x[index] = value with a stepped slice apart from its int indices", "assign through a view-free form, e.g. torch.where");
     VarRef value = a.get(2, "value");
     ValueId v = is_tensor(value) ? tensor(t, value, "index assignment") : constant(t, float_arg(t, value, "index assignment"), type.dtype);
     return inplace(t, self, wrap_value(advanced_setitem(t, x, indices, v)), "index assignment");
@@ -662,6 +683,46 @@ VarRef embedding(Translator& t, const CallArgs& a) {
   ir::Shape s = it.shape;
   s.push_back(type_of(t, w).shape[1]);
   return wrap_value(reshape_to(t, rows, s));
+}
+
+}  // namespace aotrace::embed::ops
+
+namespace aotrace::embed::ops {
+
+// Tensor.unfold(dim, size, step): the windows [i * step, i * step + size) along `dim`, as a new
+// last dim of length `size`; `dim` becomes the window count. One index_select of every
+// window's positions, then the window dim moved last.
+VarRef tensor_unfold(Translator& t, const CallArgs& a) {
+  ValueId x = tensor(t, a.get(0, "self"), "unfold");
+  const ir::TensorType type = type_of(t, x);
+  const int rank = std::max(type.rank(), 1);
+  const int dim = normalise_dim(t, int_arg(t, a.get(1, "dimension"), "unfold"), rank, "unfold");
+  const int64_t size = int_arg(t, a.get(2, "size"), "unfold"), step = int_arg(t, a.get(3, "step"), "unfold");
+  if (type.rank() == 0) x = reshape_to(t, x, {ir::SymExpr(1)});
+  auto length = type_of(t, x).shape[static_cast<size_t>(dim)].as_constant();
+  if (!length) unsupported(t, "Tensor.unfold along a dynamic dim", "declare the dim static");
+  if (step <= 0 || size < 0 || size > *length)
+    user_error("unfold: size " + std::to_string(size) + " and step " + std::to_string(step) +
+                   " do not fit a dim of " + std::to_string(*length),
+               t.loc());
+  const int64_t windows = (*length - size) / step + 1;
+  auto range = [&](int64_t n, double start, double stride) {
+    return node(t, OpKind::Arange, {}, ir::Attrs().set("shape", ir::Shape{ir::SymExpr(n)}).set("start", start)
+                                           .set("step", stride).set("dtype", DType::i64));
+  };
+  ValueId starts = reshape_to(t, range(windows, 0, static_cast<double>(step)), {ir::SymExpr(windows), ir::SymExpr(1)});
+  ValueId offsets = reshape_to(t, range(size, 0, 1), {ir::SymExpr(1), ir::SymExpr(size)});
+  ValueId index = reshape_to(t, node(t, OpKind::Add, {starts, offsets}), {ir::SymExpr(windows * size)});
+  ValueId picked = node(t, OpKind::IndexSelect, {x, index}, ir::Attrs().set("axis", int64_t{dim}));
+  ir::Shape s = type_of(t, x).shape;
+  s[static_cast<size_t>(dim)] = ir::SymExpr(windows);
+  s.insert(s.begin() + dim + 1, ir::SymExpr(size));
+  picked = reshape_to(t, picked, s);
+  std::vector<int64_t> perm;
+  for (int d = 0; d <= static_cast<int>(s.size()) - 1; ++d)
+    if (d != dim + 1) perm.push_back(d);
+  perm.push_back(dim + 1);
+  return wrap_value(permute_to(t, picked, perm));
 }
 
 }  // namespace aotrace::embed::ops

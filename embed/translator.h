@@ -144,6 +144,9 @@ class Translator {
   // Shape specialisation: marks the guard of an input dim as created here (user file:line).
   void note_specialisation(const SymIntVar& v);
   void add_assumption(const std::string& text);
+  // Before a change to a container: one from outside the traced code (a global list, a module's
+  // list attribute) is changed only in the capture, which an assumption records.
+  void note_mutation(const VarRef& container);
   // The entry's module: its named parameters and buffers name the weights.
   void set_root_module(PyObject* module);
 
@@ -195,6 +198,7 @@ class Translator {
   std::vector<Frame*> frames_;
   std::map<PyObject*, std::unique_ptr<Bytecode>> bytecode_cache_;
   std::map<PyObject*, ir::ValueId> weights_by_tensor_;  // tied parameters are stored once
+  std::map<PyObject*, VarRef> external_lists_;  // lists from outside, each one variable (kept alive by it)
   // The entry module's parameter and buffer names by tensor ("layers.2.weight"): a weight's
   // name, however the code reached it (self.layers[1:][1].weight).
   std::map<PyObject*, std::string> parameter_names_;

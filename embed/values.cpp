@@ -152,16 +152,31 @@ VarRef Translator::wrap(PyObject* obj, const Source& source) {
   if (is_symbolic_builtin(obj))
     return std::make_shared<BuiltinVar>(PyRef::borrow(obj), symbolic_builtin_name(obj), source);
   if (PyTuple_Check(obj) || PyList_Check(obj)) {
-    // Containers are wrapped item by item, so tensors and modules inside them are tracked.
+    // Containers are wrapped item by item, so tensors and modules inside them are tracked. A
+    // list is one variable however often it is read, so that what the traced code stores into
+    // it is what it reads back (YOLO's self.grid[i] = ...).
+    if (auto it = external_lists_.find(obj); PyList_Check(obj) && it != external_lists_.end()) return it->second;
     std::vector<VarRef> items;
     PyRef seq = check(PySequence_Fast(obj, "sequence"), "sequence");
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq.get()); ++i)
       items.push_back(wrap(PySequence_Fast_GET_ITEM(seq.get(), i), source.item(i)));
-    return std::make_shared<SequenceVar>(
-        PyList_Check(obj) ? SequenceVar::Kind::List : SequenceVar::Kind::Tuple, std::move(items),
-        source);
+    auto var = std::make_shared<SequenceVar>(
+        PyList_Check(obj) ? SequenceVar::Kind::List : SequenceVar::Kind::Tuple, std::move(items), source);
+    if (PyList_Check(obj)) {
+      var->external = PyRef::borrow(obj);
+      external_lists_[obj] = var;
+    }
+    return var;
   }
   return constant(obj, source);
+}
+
+void Translator::note_mutation(const VarRef& container) {
+  auto* seq = as<SequenceVar>(container);
+  if (!seq || !seq->external) return;
+  const std::string what = seq->source.empty() ? "a list from outside the traced code" : seq->source.str();
+  add_assumption(what + " is modified by the traced code; every call runs as the capture did, from its "
+                 "contents at compile time");
 }
 
 void Translator::add_assumption(const std::string& text) {

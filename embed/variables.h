@@ -86,6 +86,7 @@ struct SequenceVar : Var {
   Kind kind;
   std::vector<VarRef> items;
   std::vector<std::string> fields;  // a named tuple's (torch.return_types): item i is attribute fields[i]
+  PyRef external;  // the list from outside the traced code that this one stands for (one variable each)
 };
 
 struct IteratorVar : Var {

@@ -1,4 +1,4 @@
-// Decompositions of F.interpolate (resize: nearest, linear/bilinear) and adaptive_avg_pool into
+// Decompositions of F.interpolate (resize: nearest, linear/bilinear, bicubic) and adaptive_avg_pool into
 // primitives: index tensors and weights are computed in the graph from arange, then applied
 // with index_select (resize) or matmul by an averaging matrix (adaptive_avg_pool). Shapes are
 // static, so lowering's constant folding can turn the index arithmetic into constants.
@@ -52,6 +52,47 @@ ValueId resize_linear(Emit& e, ValueId x, int64_t axis, int64_t in, int64_t out,
   return e.op(OpKind::Add, {a, b});
 }
 
+// Cubic along one axis (torch's upsample_bicubic2d, A = -0.75, separable): four taps at
+// floor(src) - 1 .. + 2, clamped to the input, weighted by the cubic convolution kernel.
+ValueId resize_cubic(Emit& e, ValueId x, int64_t axis, int64_t in, int64_t out, double scale, bool align_corners) {
+  const TensorType t = e.g.type(x);
+  DType dt = t.dtype;
+  ValueId dst = e.cast(e.arange(out, DType::i64), dt);
+  ValueId src;
+  if (align_corners) {
+    double s = out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
+    src = e.op(OpKind::Mul, {dst, e.c(s, dt)});
+  } else {  // no clamp at 0 for cubic, as torch
+    src = e.op(OpKind::Sub, {e.op(OpKind::Mul, {e.op(OpKind::Add, {dst, e.c(0.5, dt)}), e.c(scale, dt)}), e.c(0.5, dt)});
+  }
+  ValueId floor = e.op(OpKind::Floor, {src});
+  ValueId frac = e.op(OpKind::Sub, {src, floor});
+  ValueId base = e.cast(floor, DType::i64);
+  const double A = -0.75;
+  // cubic1(v) = ((A + 2) v - (A + 3)) v² + 1 for |v| <= 1; cubic2(v) = ((A v - 5A) v + 8A) v - 4A for 1 < |v| < 2.
+  auto cubic1 = [&](ValueId v) {
+    ValueId p = e.op(OpKind::Sub, {e.op(OpKind::Mul, {e.c(A + 2, dt), v}), e.c(A + 3, dt)});
+    return e.op(OpKind::Add, {e.op(OpKind::Mul, {e.op(OpKind::Mul, {p, v}), v}), e.c(1, dt)});
+  };
+  auto cubic2 = [&](ValueId v) {
+    ValueId p = e.op(OpKind::Sub, {e.op(OpKind::Mul, {e.c(A, dt), v}), e.c(5 * A, dt)});
+    p = e.op(OpKind::Add, {e.op(OpKind::Mul, {p, v}), e.c(8 * A, dt)});
+    return e.op(OpKind::Sub, {e.op(OpKind::Mul, {p, v}), e.c(4 * A, dt)});
+  };
+  ValueId rest = e.op(OpKind::Sub, {e.c(1, dt), frac});
+  const ValueId weights[4] = {cubic2(e.op(OpKind::Add, {frac, e.c(1, dt)})), cubic1(frac), cubic1(rest),
+                              cubic2(e.op(OpKind::Add, {rest, e.c(1, dt)}))};
+  const int rank = t.rank();
+  ValueId sum = -1;
+  for (int k = 0; k < 4; ++k) {
+    ValueId i = e.op(OpKind::Add, {base, e.c(static_cast<double>(k - 1), DType::i64)});
+    i = e.op(OpKind::Minimum, {e.op(OpKind::Maximum, {i, e.c(0, DType::i64)}), e.c(static_cast<double>(in - 1), DType::i64)});
+    ValueId term = e.op(OpKind::Mul, {e.select(x, i, axis), along(e, weights[k], out, axis, rank)});
+    sum = sum < 0 ? term : e.op(OpKind::Add, {sum, term});
+  }
+  return sum;
+}
+
 // P [out, in]: P[i, j] = 1 / (end_i - start_i) for start_i <= j < end_i, start_i =
 // floor(i * in / out), end_i = ceil((i + 1) * in / out) (torch's adaptive windows).
 ValueId averaging_matrix(Emit& e, int64_t in, int64_t out, DType dt) {
@@ -83,8 +124,9 @@ DecomposeFn decompose_resize() {
       if (*in_size == size[d] && (nearest || align || attrs.f("scale" + std::to_string(d)) == 1.0))
         continue;  // identity along this axis
       double scale = attrs.f("scale" + std::to_string(d));
-      y = nearest ? resize_nearest(e, y, axis, *in_size, size[d], scale)
-                  : resize_linear(e, y, axis, *in_size, size[d], scale, align);
+      y = nearest                    ? resize_nearest(e, y, axis, *in_size, size[d], scale)
+          : attrs.s("mode") == "cubic" ? resize_cubic(e, y, axis, *in_size, size[d], scale, align)
+                                       : resize_linear(e, y, axis, *in_size, size[d], scale, align);
     }
     if (y == in[0]) y = e.reshape(y, t.shape);  // a result distinct from the operand
     return std::vector<ValueId>{y};

@@ -234,9 +234,9 @@ InferFn infer_resize() {
     const TensorType& x = t[0];
     int n = spatial_rank("interpolate", x);
     const std::string& mode = attrs.s("mode");
-    if (mode != "nearest" && mode != "linear")
-      internal_error("resize: mode must be nearest or linear");
-    if (mode == "linear") check_floating("interpolate", x);
+    if (mode != "nearest" && mode != "linear" && mode != "cubic")
+      internal_error("resize: mode must be nearest, linear or cubic");
+    if (mode != "nearest") check_floating("interpolate", x);
     const auto& size = per_dim("resize", attrs, "size", n);
     TensorType r = x;
     for (int d = 0; d < n; ++d) {
