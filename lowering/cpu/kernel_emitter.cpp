@@ -308,8 +308,13 @@ llvm::Value* KernelEmitter::emit(ir::ValueId v, const Index& idx) {
   for (const auto& scope : memo_)
     if (auto it = scope.find(key); it != scope.end()) return it->second;
   llvm::Value* x;
-  if (auto it = read_arg_.find(v); it != read_arg_.end()) x = load(v, it->second, idx);
-  else x = emit_node(producer(v), v, idx);
+  if (auto it = read_arg_.find(v); it != read_arg_.end()) {
+    x = load(v, it->second, idx);
+  } else {
+    // An f16/bf16 result is computed in f32 and rounded to its type after every op, as eager
+    // rounds it: a fused chain (x * 3 + 1) gives eager's numbers, not more precise ones.
+    x = round_to_storage_precision(b_, emit_node(producer(v), v, idx), dtype(v));
+  }
   memo_.back()[key] = x;
   return x;
 }
