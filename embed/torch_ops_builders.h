@@ -178,6 +178,10 @@ VarRef index_fill_inplace(Translator&, const CallArgs&);
 VarRef aten_slice(Translator&, const CallArgs&);
 VarRef tensor_unfold(Translator&, const CallArgs&);  // Tensor.unfold (sliding windows)
 VarRef native_layer_norm(Translator&, const CallArgs&);
+VarRef nansum(Translator&, const CallArgs&);
+VarRef count_nonzero(Translator&, const CallArgs&);
+VarRef msort(Translator&, const CallArgs&);
+VarRef tensordot(Translator&, const CallArgs&);
 // torch_ops_random.cpp
 VarRef random_factory(Translator&, const CallArgs&, bool normal);
 VarRef random_like(Translator&, const CallArgs&, bool normal);

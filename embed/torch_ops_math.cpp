@@ -439,3 +439,79 @@ VarRef native_layer_norm(Translator& t, const CallArgs& a) {
 }
 
 }  // namespace aotrace::embed::ops
+
+namespace aotrace::embed::ops {
+
+// torch.nansum(x, dim=None, keepdim=False): the sum with NaNs counted as 0.
+VarRef nansum(Translator& t, const CallArgs& a) {
+  ValueId x = input_of(t, a, "nansum");
+  if (ir::is_floating(type_of(t, x).dtype)) x = node(t, OpKind::Where, {node(t, OpKind::Ne, {x, x}), c(t, 0, x), x});
+  return sum(t, CallArgs{{wrap_value(x), a.get(1, "dim"), a.get(2, "keepdim")}, {}});
+}
+
+// torch.count_nonzero(x, dim=None): int64 counts.
+VarRef count_nonzero(Translator& t, const CallArgs& a) {
+  ValueId x = input_of(t, a, "count_nonzero");
+  VarRef dim = a.get(1, "dim");
+  std::vector<int64_t> axes = dims_arg(t, is_none(dim) ? nullptr : dim, type_of(t, x).rank(), "count_nonzero");
+  ValueId nz = cast(t, node(t, OpKind::Ne, {x, c(t, 0, x)}), DType::i64);
+  return add(t, OpKind::ReduceSum, {nz}, axes_attrs(axes, false));
+}
+
+// torch.msort(x): sorted along dim 0.
+VarRef msort(Translator& t, const CallArgs& a) {
+  PyRef zero = PyRef::steal(PyLong_FromLong(0));
+  VarRef r = sort(t, CallArgs{{a.get(0, "input"), t.constant(zero.get())}, {}}, false);
+  return as<SequenceVar>(r)->items[0];
+}
+
+// torch.tensordot(a, b, dims=2 | ([a dims], [b dims])): the contracted dims of a moved last
+// and of b first, then one matmul of the flattened operands.
+VarRef tensordot(Translator& t, const CallArgs& a) {
+  ValueId x = tensor(t, a.get(0, "a"), "tensordot"), y = tensor(t, a.get(1, "b"), "tensordot");
+  const int rx = type_of(t, x).rank(), ry = type_of(t, y).rank();
+  std::vector<int64_t> dx, dy;
+  VarRef dims = a.get(2, "dims");
+  auto pair = is_none(dims) ? std::nullopt : sequence_items(t, dims);
+  if (pair && pair->size() == 2 && sequence_items(t, (*pair)[0])) {
+    // The pairing order matters: the dims as given, not sorted.
+    const std::vector<VarRef> ax = *sequence_items(t, (*pair)[0]);
+    const std::vector<VarRef> by = sequence_items(t, (*pair)[1]).value_or(std::vector<VarRef>{(*pair)[1]});
+    for (const VarRef& v : ax) dx.push_back(normalise_dim(t, int_arg(t, v, "tensordot"), rx, "tensordot"));
+    for (const VarRef& v : by) dy.push_back(normalise_dim(t, int_arg(t, v, "tensordot"), ry, "tensordot"));
+  } else {
+    const int64_t k = is_none(dims) ? 2 : int_arg(t, dims, "tensordot dims");
+    for (int64_t i = 0; i < k; ++i) {
+      dx.push_back(rx - k + i);
+      dy.push_back(i);
+    }
+  }
+  if (dx.size() != dy.size()) user_error("tensordot: both operands need as many contracted dims", t.loc());
+  std::vector<int64_t> px, py;
+  ir::Shape keep_x, keep_y;
+  ir::SymExpr kx(1), ky(1), k(1);
+  for (int d = 0; d < rx; ++d)
+    if (std::find(dx.begin(), dx.end(), d) == dx.end()) {
+      px.push_back(d);
+      keep_x.push_back(type_of(t, x).shape[static_cast<size_t>(d)]);
+      kx = kx * keep_x.back();
+    }
+  for (int64_t d : dx) {
+    px.push_back(d);
+    k = k * type_of(t, x).shape[static_cast<size_t>(d)];
+  }
+  for (int64_t d : dy) py.push_back(d);
+  for (int d = 0; d < ry; ++d)
+    if (std::find(dy.begin(), dy.end(), d) == dy.end()) {
+      py.push_back(d);
+      keep_y.push_back(type_of(t, y).shape[static_cast<size_t>(d)]);
+      ky = ky * keep_y.back();
+    }
+  ValueId mx = reshape_to(t, permute_to(t, x, px), {kx, k});
+  ValueId my = reshape_to(t, permute_to(t, y, py), {k, ky});
+  ir::Shape out = keep_x;
+  out.insert(out.end(), keep_y.begin(), keep_y.end());
+  return wrap_value(reshape_to(t, node(t, OpKind::Matmul, {mx, my}), out));
+}
+
+}  // namespace aotrace::embed::ops

@@ -487,6 +487,23 @@ VarRef interpolate(Translator& t, const CallArgs& a) {
   if (mode == "bilinear" || mode == "linear") {
     if ((mode == "bilinear") != (n == 2)) user_error("interpolate: mode '" + mode + "' does not match a rank-" + std::to_string(type.rank()) + " input", t.loc());
     mode = "linear";
+  } else if (mode == "area") {  // adaptive average pooling to the output size
+    VarRef size = a.get(1, "size"), scale = a.get(2, "scale_factor");
+    std::vector<VarRef> out;
+    for (int d = 0; d < n; ++d) {
+      const int64_t in = type.shape[static_cast<size_t>(d + 2)].constant();
+      int64_t o;
+      if (!is_none(size)) {
+        auto items = sequence_items(t, size);
+        o = int_arg(t, items ? (*items)[static_cast<size_t>(items->size() == 1 ? 0 : d)] : size, "interpolate size");
+      } else {
+        auto items = sequence_items(t, scale);
+        o = static_cast<int64_t>(std::floor(static_cast<double>(in) * float_arg(t, items ? (*items)[static_cast<size_t>(items->size() == 1 ? 0 : d)] : scale, "interpolate scale_factor")));
+      }
+      PyRef v = PyRef::steal(PyLong_FromLongLong(o));
+      out.push_back(t.constant(v.get()));
+    }
+    return adaptive_avg_pool(t, CallArgs{{a.get(0, "input"), sequence(out)}, {}}, n);
   } else if (mode == "bicubic") {
     if (n != 2) user_error("interpolate: mode 'bicubic' needs a rank-4 input, got rank " + std::to_string(type.rank()), t.loc());
     mode = "cubic";

@@ -25,21 +25,24 @@ ValueId resize_nearest(Emit& e, ValueId x, int64_t axis, int64_t in, int64_t out
   return e.select(x, src, axis);
 }
 
+// torch's area_pixel_compute_source_index: the source position of each of `out` positions,
+// clamped at 0 for linear (not for cubic).
+ValueId source_index(Emit& e, int64_t in, int64_t out, double scale, bool align_corners, DType dt, bool clamp) {
+  ValueId dst = e.cast(e.arange(out, DType::i64), dt);
+  if (align_corners) {
+    double s = out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
+    return e.op(OpKind::Mul, {dst, e.c(s, dt)});
+  }
+  ValueId src = e.op(OpKind::Sub, {e.op(OpKind::Mul, {e.op(OpKind::Add, {dst, e.c(0.5, dt)}), e.c(scale, dt)}), e.c(0.5, dt)});
+  return clamp ? e.op(OpKind::Maximum, {src, e.c(0, dt)}) : src;
+}
+
 // Linear along one axis (torch's upsample_linear/bilinear source index and lambdas).
 ValueId resize_linear(Emit& e, ValueId x, int64_t axis, int64_t in, int64_t out, double scale,
                       bool align_corners) {
   const TensorType t = e.g.type(x);
   DType dt = t.dtype;
-  ValueId dst = e.cast(e.arange(out, DType::i64), dt);
-  ValueId src;
-  if (align_corners) {
-    double s = out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
-    src = e.op(OpKind::Mul, {dst, e.c(s, dt)});
-  } else {
-    src = e.op(OpKind::Sub, {e.op(OpKind::Mul, {e.op(OpKind::Add, {dst, e.c(0.5, dt)}), e.c(scale, dt)}),
-                             e.c(0.5, dt)});
-    src = e.op(OpKind::Maximum, {src, e.c(0, dt)});
-  }
+  ValueId src = source_index(e, in, out, scale, align_corners, dt, true);
   ValueId i0 = e.cast(e.op(OpKind::Floor, {src}), DType::i64);
   i0 = e.op(OpKind::Minimum, {i0, e.c(static_cast<double>(in - 1), DType::i64)});
   ValueId i1 = e.op(OpKind::Minimum, {e.op(OpKind::Add, {i0, e.c(1, DType::i64)}),
@@ -57,14 +60,7 @@ ValueId resize_linear(Emit& e, ValueId x, int64_t axis, int64_t in, int64_t out,
 ValueId resize_cubic(Emit& e, ValueId x, int64_t axis, int64_t in, int64_t out, double scale, bool align_corners) {
   const TensorType t = e.g.type(x);
   DType dt = t.dtype;
-  ValueId dst = e.cast(e.arange(out, DType::i64), dt);
-  ValueId src;
-  if (align_corners) {
-    double s = out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
-    src = e.op(OpKind::Mul, {dst, e.c(s, dt)});
-  } else {  // no clamp at 0 for cubic, as torch
-    src = e.op(OpKind::Sub, {e.op(OpKind::Mul, {e.op(OpKind::Add, {dst, e.c(0.5, dt)}), e.c(scale, dt)}), e.c(0.5, dt)});
-  }
+  ValueId src = source_index(e, in, out, scale, align_corners, dt, false);
   ValueId floor = e.op(OpKind::Floor, {src});
   ValueId frac = e.op(OpKind::Sub, {src, floor});
   ValueId base = e.cast(floor, DType::i64);
