@@ -272,6 +272,15 @@ void refuse_inplace_on_outside(Translator& t, const VarRef& target, const std::s
                                const std::string& out_of_place) {
   auto* tv = as<TensorVar>(target);
   // An input of the entry may change: the runtime writes its new value back to the caller.
+  const bool carried = tv && t.resumed() &&
+                       std::any_of(t.graph().inputs.begin(), t.graph().inputs.end(),
+                                   [&](const auto& in) { return in.value == tv->value; });
+  if (tv && !tv->source.empty() && !t.is_entry_input(target) && carried)
+    t.graph_break("in-place mutation",
+                  "in-place " + what + " on " + tv->source.str() +
+                      ", a tensor carried over from before a graph break (explain resumes after "
+                      "breaks; its update would not reach the code before the break)",
+                  "fix the earlier graph break first");
   if (tv && !tv->source.empty() && !t.is_entry_input(target))
     t.graph_break("in-place mutation",
                   "in-place " + what + " on " + tv->source.str() +

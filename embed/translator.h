@@ -164,6 +164,8 @@ class Translator {
   // Whether `v` is the variable of a tensor input of the entry (add_input) in the first graph:
   // an in-place update of it is written back to the caller (Graph::input_updates).
   bool is_entry_input(const VarRef& v) const;
+  // Whether tracing resumed after a graph break (explain): the current graph is not the first.
+  bool resumed() const { return !out_.graphs.empty(); }
 
   // True while an instruction is run for real after a graph break: calls run in Python and
   // tensors are plain values (ConstVar).
