@@ -369,6 +369,23 @@ VarRef adaptive_avg_pool(Translator& t, const CallArgs& a, int n) {
   return unbatched(t, node(t, OpKind::AdaptiveAvgPool, {x}, ir::Attrs().set("size", out)), added);
 }
 
+// F.adaptive_avg_pool3d(input, output_size): to (1, 1, 1) (video classifiers' global pool) a
+// mean over the spatial dims; other sizes are not supported yet.
+VarRef adaptive_avg_pool3d(Translator& t, const CallArgs& a) {
+  bool added = false;
+  ValueId x = batched(t, tensor(t, a.get(0, "input"), "adaptive_avg_pool3d"), 3, added);
+  VarRef size = a.get(1, "output_size");
+  std::vector<VarRef> items = sequence_items(t, size).value_or(std::vector<VarRef>(3, size));
+  if (items.size() == 1) items.assign(3, items[0]);
+  for (int d = 0; d < 3; ++d) {
+    const VarRef& v = items[static_cast<size_t>(d)];
+    const int64_t in = type_of(t, x).shape[static_cast<size_t>(d + 2)].constant();
+    if ((is_none(v) ? in : int_arg(t, v, "adaptive_avg_pool3d output_size")) != 1)
+      unsupported(t, "adaptive_avg_pool3d to an output size other than 1", "use output_size=1 or avg_pool3d");
+  }
+  return unbatched(t, node(t, OpKind::Mean, {x}, axes_attrs({2, 3, 4}, true)), added);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Normalisation
 

@@ -367,7 +367,7 @@ IndexItems index_items(Translator& t, const VarRef& index) {
     if (o.get() == Py_Ellipsis) return 'e';
     if (PySlice_Check(o.get())) return 's';
     if (PyLong_Check(o.get()) && !PyBool_Check(o.get())) return 'i';
-    if (PyList_Check(o.get())) return 'l';
+    if (PyList_Check(o.get()) || PyRange_Check(o.get())) return 'l';  // x[range(n), y]: an index tensor
     user_error("cannot index a tensor with " + v->describe(), t.loc());
   };
   for (auto& v : r.items) {
