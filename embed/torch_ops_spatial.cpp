@@ -137,6 +137,20 @@ VarRef pool3d(Translator& t, const CallArgs& a, bool max) {
   return wrap_value(unbatch(t, y, added));
 }
 
+namespace {
+
+// The sliding window of im2col / col2im, bound by their schemas' names (two ints each).
+struct Window {
+  std::vector<int64_t> kernel, dilation, padding, stride;
+};
+
+Window window_args(Translator& t, const CallArgs& a, const char* what) {
+  return {int_tuple(t, a.kw("kernel_size"), 2, what), int_tuple(t, a.kw("dilation"), 2, what),
+          int_tuple(t, a.kw("padding"), 2, what), int_tuple(t, a.kw("stride"), 2, what)};
+}
+
+}  // namespace
+
 // torch._C._nn.im2col(self, kernel_size, dilation, padding, stride) (F.unfold) of x [N, C, H, W]:
 // [N, C * kh * kw, Ho * Wo], channel c * kh * kw + i * kw + j holding tap (i, j).
 VarRef im2col(Translator& t, const CallArgs& call) {
@@ -145,8 +159,8 @@ VarRef im2col(Translator& t, const CallArgs& call) {
   const bool added = type_of(t, x).rank() == 3;
   if (added) x = unsqueeze_at(t, x, 0);
   if (type_of(t, x).rank() != 4) user_error("unfold: expects a 3-D or 4-D input (torch raises here too)", t.loc());
-  const auto k = int_tuple(t, a.kw("kernel_size"), 2, "unfold"), dil = int_tuple(t, a.kw("dilation"), 2, "unfold");
-  const auto pad = int_tuple(t, a.kw("padding"), 2, "unfold"), stride = int_tuple(t, a.kw("stride"), 2, "unfold");
+  const Window w = window_args(t, a, "unfold");
+  const auto &k = w.kernel, &dil = w.dilation, &pad = w.padding, &stride = w.stride;
   std::vector<int64_t> out(2);
   for (int d = 0; d < 2; ++d) {
     const size_t i = static_cast<size_t>(d);
@@ -175,9 +189,9 @@ VarRef col2im(Translator& t, const CallArgs& call) {
   const bool added = type_of(t, x).rank() == 2;
   if (added) x = unsqueeze_at(t, x, 0);
   if (type_of(t, x).rank() != 3) user_error("fold: expects a 2-D or 3-D input (torch raises here too)", t.loc());
-  const auto size = int_tuple(t, a.kw("output_size"), 2, "fold"), k = int_tuple(t, a.kw("kernel_size"), 2, "fold");
-  const auto dil = int_tuple(t, a.kw("dilation"), 2, "fold"), pad = int_tuple(t, a.kw("padding"), 2, "fold");
-  const auto stride = int_tuple(t, a.kw("stride"), 2, "fold");
+  const auto size = int_tuple(t, a.kw("output_size"), 2, "fold");
+  const Window w = window_args(t, a, "fold");
+  const auto &k = w.kernel, &dil = w.dilation, &pad = w.padding, &stride = w.stride;
   const int64_t taps = k[0] * k[1], channels = static_dim(t, x, 1, "fold");
   std::vector<int64_t> out(2);
   for (size_t i = 0; i < 2; ++i) out[i] = out_size(size[i], k[i], stride[i], dil[i], 2 * pad[i]);
