@@ -285,14 +285,7 @@ VarRef dict_(Translator& t, const std::string&, const std::vector<VarRef>& args,
 // sorted(iterable, key=None, reverse=False) over traced items, by Python keys.
 VarRef sorted_(Translator& t, const std::string&, const std::vector<VarRef>& args, const Kwargs& kwargs) {
   if (args.size() != 1 || all_python(t, args)) return nullptr;
-  VarRef key;
-  bool reverse = false;
-  for (const auto& [k, v] : kwargs) {
-    if (k == "key") key = as<ConstVar>(v) && as<ConstVar>(v)->obj.get() == Py_None ? nullptr : v;
-    else if (k == "reverse") reverse = t.truth(v);
-    else return nullptr;
-  }
-  return tuple_of(sorted_items(t, remaining(t, args[0]), key, reverse), SequenceVar::Kind::List);
+  return tuple_of(sorted_items(t, remaining(t, args[0]), kwargs), SequenceVar::Kind::List);
 }
 
 // operator.neg / pos / abs / not_ / truth / getitem / contains on traced values.

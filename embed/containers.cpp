@@ -62,7 +62,15 @@ std::vector<VarRef> dict_items(Translator& t, const DictVar& d, const std::strin
   return out;
 }
 
-std::vector<VarRef> sorted_items(Translator& t, std::vector<VarRef> items, const VarRef& key, bool reverse) {
+std::vector<VarRef> sorted_items(Translator& t, std::vector<VarRef> items,
+                                 const std::vector<std::pair<std::string, VarRef>>& kwargs) {
+  VarRef key;
+  bool reverse = false;
+  for (const auto& [k, v] : kwargs) {
+    if (k == "key") key = as<ConstVar>(v) && as<ConstVar>(v)->obj.get() == Py_None ? nullptr : v;
+    else if (k == "reverse") reverse = t.truth(v);
+    else user_error("sort() got an unexpected keyword argument '" + k + "'", t.loc());
+  }
   std::vector<PyRef> keys;
   for (const VarRef& item : items) {
     VarRef k = key ? t.call(key, {item}, {}) : item;
@@ -224,14 +232,7 @@ VarRef call_container_method(Translator& t, const ContainerMethodVar& m, std::ve
       return copy;
     }
     if (name == "sort") {
-      VarRef key;
-      bool reverse = false;
-      for (auto& [k, v] : kwargs) {
-        if (k == "key") key = as<ConstVar>(v) && as<ConstVar>(v)->obj.get() == Py_None ? nullptr : v;
-        else if (k == "reverse") reverse = t.truth(v);
-        else user_error("sort() got an unexpected keyword argument '" + k + "'", t.loc());
-      }
-      seq->items = sorted_items(t, seq->items, key, reverse);
+      seq->items = sorted_items(t, seq->items, kwargs);
       return t.constant(Py_None);
     }
     if (name == "copy") return std::make_shared<SequenceVar>(seq->kind, seq->items);

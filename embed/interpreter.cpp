@@ -323,14 +323,7 @@ namespace {
 // Whether nn.Module.__call__ does more for `module` than call its class's forward: forward
 // hooks (its own or global ones) or an instance attribute `forward`.
 bool runs_more_than_forward(PyObject* module) {
-  PyRef globals = import("torch.nn.modules.module");
-  for (const char* name : {"_forward_pre_hooks", "_forward_hooks"}) {
-    const std::string global = std::string("_global") + name;
-    if (PyObject_Length(getattr(module, name).get()) > 0 || PyObject_Length(getattr(globals.get(), global.c_str()).get()) > 0)
-      return true;
-  }
-  PyObject** dict = _PyObject_GetDictPtr(module);
-  return dict && *dict && PyDict_GetItemString(*dict, "forward");
+  return !forward_hooks(module, true).empty() || !forward_hooks(module, false).empty() || instance_forward(module);
 }
 
 }  // namespace

@@ -461,30 +461,37 @@ VarRef Translator::call_python_object(PyObject* obj, const std::vector<VarRef>& 
 // (global ones first) may replace the arguments, then the forward (an instance attribute
 // `forward` wins over the class's), then the forward hooks may replace the result. Hooks are
 // traced like any Python (weight_norm's pre-hook recomputes the weight from g and v).
+std::vector<PyRef> forward_hooks(PyObject* module, bool pre) {
+  const char* own = pre ? "_forward_pre_hooks" : "_forward_hooks";
+  const std::string global = std::string("_global") + own;
+  std::vector<PyRef> out;
+  PyRef g = getattr(import("torch.nn.modules.module").get(), global.c_str()), m = getattr(module, own);
+  for (PyObject* d : {g.get(), m.get()}) {
+    PyObject *key, *value;
+    for (Py_ssize_t pos = 0; PyDict_Check(d) && PyDict_Next(d, &pos, &key, &value);) out.push_back(PyRef::borrow(value));
+  }
+  return out;
+}
+
+PyObject* instance_forward(PyObject* module) {
+  PyObject** dict = _PyObject_GetDictPtr(module);
+  return dict && *dict ? PyDict_GetItemString(*dict, "forward") : nullptr;
+}
+
 VarRef Translator::call_module(const VarRef& fn, std::vector<VarRef> args,
                                std::vector<std::pair<std::string, VarRef>> kwargs) {
   PyObject* mod = as<ModuleVar>(fn)->module.get();
-  auto hooks = [&](const char* global, const char* own) {
-    std::vector<PyRef> out;
-    PyRef g = getattr(import("torch.nn.modules.module").get(), global), m = getattr(mod, own);
-    for (PyObject* d : {g.get(), m.get()}) {
-      PyObject *key, *value;
-      for (Py_ssize_t pos = 0; PyDict_Check(d) && PyDict_Next(d, &pos, &key, &value);) out.push_back(PyRef::borrow(value));
-    }
-    return out;
-  };
   auto as_tuple = [](std::vector<VarRef> items) {
     return std::make_shared<SequenceVar>(SequenceVar::Kind::Tuple, std::move(items));
   };
-  for (const PyRef& hook : hooks("_global_forward_pre_hooks", "_forward_pre_hooks")) {
+  for (const PyRef& hook : forward_hooks(mod, true)) {
     VarRef r = call(wrap(hook.get(), Source()), {fn, as_tuple(args)}, {});
     if (auto* c = as<ConstVar>(r); c && c->obj.get() == Py_None) continue;
     auto* seq = as<SequenceVar>(r);
     args = seq && seq->kind == SequenceVar::Kind::Tuple ? seq->items : std::vector<VarRef>{r};
   }
   VarRef result;
-  PyObject** dict = _PyObject_GetDictPtr(mod);
-  if (PyObject* own = dict && *dict ? PyDict_GetItemString(*dict, "forward") : nullptr) {
+  if (PyObject* own = instance_forward(mod)) {
     result = call(wrap(own, fn->source.attr("forward")), args, kwargs);
   } else {
     PyRef forward = getattr(reinterpret_cast<PyObject*>(Py_TYPE(mod)), "forward");
@@ -493,7 +500,7 @@ VarRef Translator::call_module(const VarRef& fn, std::vector<VarRef> args,
     if (const TorchOp* op = torch_function(forward.get())) result = op->call(*this, CallArgs{std::move(all), kwargs});
     else result = inline_function(forward.get(), std::move(all), kwargs);
   }
-  for (const PyRef& hook : hooks("_global_forward_hooks", "_forward_hooks")) {
+  for (const PyRef& hook : forward_hooks(mod, false)) {
     VarRef r = call(wrap(hook.get(), Source()), {fn, as_tuple(args), result}, {});
     if (auto* c = as<ConstVar>(r); c && c->obj.get() == Py_None) continue;
     result = r;

@@ -241,13 +241,18 @@ VarRef call_container_method(Translator&, const ContainerMethodVar& m, std::vect
                              std::vector<std::pair<std::string, VarRef>> kwargs);
 // A DictVar's items as (key, value) tuples, its keys or its values.
 std::vector<VarRef> dict_items(Translator&, const DictVar& d, const std::string& which);
-// `items` in the order of sorted(items, key=key, reverse=reverse): stable, keys compared as
+// `items` in the order of sorted(items, **kwargs) (key=, reverse=): stable, keys compared as
 // Python compares them (a key that is a tensor is a graph break).
-std::vector<VarRef> sorted_items(Translator&, std::vector<VarRef> items, const VarRef& key, bool reverse);
+std::vector<VarRef> sorted_items(Translator&, std::vector<VarRef> items,
+                                 const std::vector<std::pair<std::string, VarRef>>& kwargs);
 // The index of the first item equal to `x` (a tensor: the same tensor), or -1.
 int find_item(Translator&, const std::vector<VarRef>& items, const VarRef& x);
 // True when `o` is an instance of module.cls (e.g. "torch.nn", "ModuleDict").
 bool is_instance_of(PyObject* o, const char* module, const char* cls);
+// The forward pre-hooks (`pre`) or forward hooks nn.Module.__call__ runs for `module`, global
+// ones first, in registration order; and its instance attribute `forward` (borrowed; null: none).
+std::vector<PyRef> forward_hooks(PyObject* module, bool pre);
+PyObject* instance_forward(PyObject* module);
 // Whether a module iterates as torch's Sequential/ModuleList/ParameterList (items by position).
 bool indexed_container(PyObject* module);
 PyRef builtin_object(const char* name);
