@@ -30,7 +30,8 @@ build-cli: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target aotrace
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	# Builders must read torch call arguments by their schema names (embed/torch_schema.cpp).
+	cd $(BUILD) && AOTRACE_STRICT_BINDING=1 ctest --output-on-failure -j $(JOBS)
 
 run: build-cli
 	$(PY) examples/run_examples.py --aotrace $(BUILD)/cli/aotrace

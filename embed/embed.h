@@ -103,6 +103,11 @@ class Interpreter {
                                         const std::vector<ir::InputUpdate>& updates = {},
                                         const std::vector<CaptureArg>& arguments = {});
 
+  // The callables of the torch op table that bind no signature from torch, because torch
+  // parses their arguments by hand too (Tensor.to, indexing): their builders do the same. Every
+  // other torch call binds through torch's schemas or Python signature (embed/torch_schema.cpp).
+  std::vector<std::string> torch_callables_parsed_by_hand();
+
   Interpreter(const Interpreter&) = delete;
   Interpreter& operator=(const Interpreter&) = delete;
 

@@ -6,24 +6,15 @@
 
 #include <map>
 #include <optional>
+#include <set>
 
+#include "embed/embed.h"
 #include "embed/torch_ops_builders.h"
 #include "embed/translator.h"
 
 namespace aotrace::embed {
 
 using ir::OpKind;
-
-VarRef CallArgs::get(size_t position, const char* name) const {
-  if (position < args.size()) return args[position];
-  return kw(name);
-}
-
-VarRef CallArgs::kw(const char* name) const {
-  for (const auto& [k, v] : kwargs)
-    if (k == name) return v;
-  return nullptr;
-}
 
 namespace {
 
@@ -434,7 +425,11 @@ void add_aten_aliases(Resolved& r, const std::vector<std::pair<std::string, cons
   PyRef ops = getattr(getattr(import("torch").get(), "ops").get(), "aten");
   PyRef nn = getattr(import("torch._C").get(), "_nn");
   auto add = [&](PyRef obj, const std::string& name, const Entry* e) {
-    if (obj && r.by_object.emplace(obj.get(), TorchOp{name, e->build, e->aliasing}).second) r.keep.push_back(obj);
+    if (!obj) return;
+    const OpSignatures* signature = signature_for(name, obj.get());
+    if (!signature) return;  // an out= overload (div.out_mode): writes into a given tensor, not traced
+    if (r.by_object.emplace(obj.get(), TorchOp{name, e->build, e->aliasing, signature, obj.get()}).second)
+      r.keep.push_back(obj);
   };
   for (const auto& [name, build] : names) {
     add(attribute_or_null(nn.get(), name.c_str()), "torch._C._nn." + name, build);
@@ -474,19 +469,17 @@ void init_torch_ops() {
         functional_names.emplace_back(path.substr(kFunctional.size()), &e);
       PyRef obj = resolve_path(f);
       if (!obj) continue;  // not in this torch version
-      r.by_object.emplace(obj.get(), TorchOp{f, e.build, e.aliasing});
+      r.by_object.emplace(obj.get(), TorchOp{f, e.build, e.aliasing, signature_for(f, obj.get()), obj.get()});
       r.keep.push_back(obj);
     }
     for (const char* m : e.methods) {
       if (m[0] != '_') method_names.emplace_back(m, &e);
-      r.by_method.emplace(m, TorchOp{std::string("Tensor.") + m, e.build, e.aliasing});
-      PyObject* obj = PyObject_GetAttrString(tensor_type.get(), m);
-      if (!obj) {
-        PyErr_Clear();
-        continue;
-      }
-      r.by_object.emplace(obj, TorchOp{std::string("torch.Tensor.") + m, e.build, e.aliasing});
-      r.keep.push_back(PyRef::steal(obj));
+      PyRef obj = attribute_or_null(tensor_type.get(), m);
+      const OpSignatures* signature = signature_for(m, obj.get());
+      r.by_method.emplace(m, TorchOp{std::string("Tensor.") + m, e.build, e.aliasing, signature, obj.get()});
+      if (!obj) continue;
+      r.by_object.emplace(obj.get(), TorchOp{std::string("torch.Tensor.") + m, e.build, e.aliasing, signature, obj.get()});
+      r.keep.push_back(obj);
     }
   }
   std::vector<std::pair<std::string, const Entry*>> aten_names = aten_only;
@@ -494,6 +487,16 @@ void init_torch_ops() {
   aten_names.insert(aten_names.end(), method_names.begin(), method_names.end());
   aten_names.insert(aten_names.end(), functional_names.begin(), functional_names.end());
   add_aten_aliases(r, aten_names);
+}
+
+std::vector<std::string> Interpreter::torch_callables_parsed_by_hand() {
+  init_torch_ops();
+  std::set<std::string> names;
+  for (const auto& [obj, op] : resolved().by_object)
+    if (!op.signature) names.insert(op.name);
+  for (const auto& [name, op] : resolved().by_method)
+    if (!op.signature) names.insert(op.name);
+  return {names.begin(), names.end()};
 }
 
 const TorchOp* torch_function(PyObject* callable) {
@@ -563,7 +566,8 @@ VarRef tensor_attribute(Translator& t, const VarRef& v, const std::string& name)
   return nullptr;
 }
 
-VarRef TorchOp::call(Translator& t, const CallArgs& a) const {
+VarRef TorchOp::call(Translator& t, const CallArgs& call) const {
+  const CallArgs a = bind_call(t, *this, call);
   VarRef result = build(t, a);
   if (aliasing == Aliasing::None || a.args.empty() || !as<TensorVar>(a.args[0])) return result;
   if (aliasing == Aliasing::IfUnchanged) {  // torch returns `self` itself

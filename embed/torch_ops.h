@@ -12,13 +12,44 @@ namespace aotrace::embed {
 
 class Translator;
 
-// The arguments of a call as written: positional, then keyword.
+// One signature of a torch callable: an overload of its aten schema (`aten::var.dim(Tensor self,
+// int[1]? dim, bool unbiased=True, bool keepdim=False)`), or a Python function's signature
+// (F.softmax). torch_schema.cpp reads them from torch itself.
+struct Signature {
+  enum class Kind : uint8_t { Positional, PositionalOrKeyword, VarPositional, KeywordOnly, VarKeyword };
+  struct Param {
+    std::string name;
+    std::string type;  // the schema's type as torch prints it ("Optional[List[int]]"); "" untyped
+    Kind kind = Kind::PositionalOrKeyword;
+    bool required = false;
+  };
+  std::string text;  // for messages
+  std::vector<Param> params;
+  // The index of the parameter `name` (`input` and `self` name the same one); -1 when absent.
+  int find(const std::string& name) const;
+};
+
+// Every signature of one torch callable, in the order torch tries them.
+struct OpSignatures {
+  std::string name;  // "aten::var", "torch.nn.functional.softmax"
+  bool aten = false;  // typed schemas, bound as torch's Python argument parser binds them
+  std::vector<Signature> overloads;
+  bool knows(const std::string& name) const;  // whether any overload has this parameter
+};
+
+// The arguments of a call. As written by the caller: positional, then keyword. Once bound to
+// the callable's signature (TorchOp::call does that), `args` holds the positional parameters in
+// signature order, null where not given, and `kwargs` the keyword-only ones; `get` then finds an
+// argument by its parameter name in the overload that matched, so a builder cannot take torch's
+// `unbiased` for its `keepdim`.
 struct CallArgs {
   std::vector<VarRef> args;
   std::vector<std::pair<std::string, VarRef>> kwargs;
-  // The argument at `position` or named `name`; null when absent.
+  const OpSignatures* op = nullptr;  // set by binding
+  const Signature* bound = nullptr;  // the overload that accepted the call
+  // The argument named `name` (at `position` when the call is not bound); null when absent.
   VarRef get(size_t position, const char* name) const;
-  VarRef kw(const char* name) const;  // keyword-only
+  VarRef kw(const char* name) const;  // by name only
 };
 
 using OpBuilder = VarRef (*)(Translator&, const CallArgs&);
@@ -35,7 +66,12 @@ struct TorchOp {
   std::string name;     // "torch.nn.functional.linear", shown in messages
   OpBuilder build;
   Aliasing aliasing = Aliasing::None;
-  // Builds the op and records which results alias the first argument.
+  // torch's signatures of this callable; null for the few that parse their arguments by hand
+  // in torch too (Tensor.to, indexing), whose builders do the same.
+  const OpSignatures* signature = nullptr;
+  PyObject* callable = nullptr;  // the Python callable (kept alive by the table)
+  // Binds the arguments to the signature, builds the op and records which results alias the
+  // first argument.
   VarRef call(Translator&, const CallArgs&) const;
 };
 

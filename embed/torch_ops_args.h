@@ -43,6 +43,13 @@ std::vector<VarRef> shape_items(Translator& t, const CallArgs& a, size_t first, 
 // it, as torch's Python argument parser binds it: every argument given, by its schema name
 // (kw("self"), kw("dim"), ...); absent ones take their defaults. torch_schema.cpp.
 CallArgs bind_schema(Translator& t, const std::string& aten_name, const CallArgs& a);
+// torch's signatures of the callable `name` of the op table (a Python path, or a Tensor method
+// name), read from torch: aten schemas, or the Python signature. Null for the few callables
+// torch parses by hand (Tensor.to, indexing), whose builders parse them the same way.
+const OpSignatures* signature_for(const std::string& name, PyObject* callable);
+// `a` bound to `op`'s signatures (see CallArgs). A call no overload accepts is the user's error,
+// with torch's own message when torch rejects it too.
+CallArgs bind_call(Translator& t, const TorchOp& op, const CallArgs& a);
 
 int normalise_dim(Translator& t, int64_t dim, int rank, const char* what);
 std::vector<int64_t> dims_arg(Translator& t, const VarRef& v, int rank, const char* what);

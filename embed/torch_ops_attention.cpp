@@ -111,8 +111,11 @@ VarRef transformer_encoder_layer_fwd(Translator& t, const CallArgs& a) {
   double eps = float_arg(t, a.get(9, "eps"), what);
   std::optional<ValueId> mask = optional_tensor(t, a.get(18, "mask"), what);
   int64_t mask_type = int_or(t, a, 19, "mask_type", 0);
-  auto norm = [&](ValueId x, size_t w_pos) {
-    return node(t, OpKind::LayerNorm, {x, T(w_pos, "norm_weight"), T(w_pos + 1, "norm_bias")},
+  auto norm = [&](ValueId x, int which) {  // norm_weight_1/norm_bias_1 or norm_weight_2/norm_bias_2
+    const bool first = which == 1;
+    return node(t, OpKind::LayerNorm,
+                {x, T(first ? 10 : 12, first ? "norm_weight_1" : "norm_weight_2"),
+                 T(first ? 11 : 13, first ? "norm_bias_1" : "norm_bias_2")},
                 ir::Attrs().set("normalized_ndim", int64_t{1}).set("eps", eps));
   };
   auto self_attention = [&](ValueId x) {
@@ -127,11 +130,11 @@ VarRef transformer_encoder_layer_fwd(Translator& t, const CallArgs& a) {
   };
   ValueId x = src;
   if (norm_first) {
-    x = node(t, OpKind::Add, {x, self_attention(norm(x, 10))});
-    x = node(t, OpKind::Add, {x, feed_forward(norm(x, 12))});
+    x = node(t, OpKind::Add, {x, self_attention(norm(x, 1))});
+    x = node(t, OpKind::Add, {x, feed_forward(norm(x, 2))});
   } else {
-    x = norm(node(t, OpKind::Add, {x, self_attention(x)}), 10);
-    x = norm(node(t, OpKind::Add, {x, feed_forward(x)}), 12);
+    x = norm(node(t, OpKind::Add, {x, self_attention(x)}), 1);
+    x = norm(node(t, OpKind::Add, {x, feed_forward(x)}), 2);
   }
   return wrap_value(x);
 }

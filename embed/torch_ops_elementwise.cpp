@@ -42,9 +42,8 @@ VarRef bitwise_not(Translator& t, const CallArgs& a) {
 }
 
 VarRef binary_op(Translator& t, const CallArgs& a, OpKind k) {
-  VarRef x = a.get(0, "input"), y = a.get(1, "other");
+  VarRef x = a.get(0, "input"), y = a.get(1, "other|exponent");
   if (!x || !y) user_error(std::string(op_text(k)) + " expects two operands", t.loc());
-  if (k == OpKind::Pow && !y) y = a.kw("exponent");
   if (VarRef alpha = a.kw("alpha"); alpha && !is_none(alpha)) {
     if (!is_tensor(y)) {
       y = t.binary_op("*", y, alpha);

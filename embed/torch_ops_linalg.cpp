@@ -75,7 +75,7 @@ VarRef mv(Translator& t, const CallArgs& call) {
 
 // torch.dot / torch.vdot of two 1-D tensors of one dtype (vdot conjugates: nothing on reals).
 VarRef dot(Translator& t, const CallArgs& a) {
-  ValueId x = tensor(t, a.get(0, "input"), "dot"), y = tensor(t, a.get(1, "tensor") ? a.get(1, "tensor") : a.kw("other"), "dot");
+  ValueId x = tensor(t, a.get(0, "input"), "dot"), y = tensor(t, a.get(1, "tensor|other"), "dot");
   if (type_of(t, x).rank() != 1 || type_of(t, y).rank() != 1) user_error("dot: expects two 1-D tensors (torch raises here too)", t.loc());
   if (type_of(t, x).dtype != type_of(t, y).dtype) user_error("dot: the two tensors must have the same dtype (torch raises here too)", t.loc());
   if (!ir::is_floating(type_of(t, x).dtype))

@@ -102,8 +102,7 @@ VarRef logsigmoid(Translator& t, const CallArgs& a) {
 VarRef norm(Translator& t, const CallArgs& a) {
   ValueId x = to_floating(t, input_of(t, a, "norm"));
   const int rank = type_of(t, x).rank();
-  VarRef pv = a.get(1, "p");
-  if (!pv) pv = a.kw("ord");
+  VarRef pv = a.get(1, "p|ord");
   double p = 2;
   if (!is_none(pv)) {
     PyRef o = t.to_python(pv);

@@ -8,7 +8,7 @@
 namespace aotrace::embed::ops {
 
 VarRef matmul(Translator& t, const CallArgs& a) {
-  return add(t, OpKind::Matmul, {tensor(t, a.get(0, "input"), "matmul"), tensor(t, a.get(1, "other"), "matmul")});
+  return add(t, OpKind::Matmul, {tensor(t, a.get(0, "input"), "matmul"), tensor(t, a.get(1, "other|mat2|vec"), "matmul")});
 }
 
 VarRef linear(Translator& t, const CallArgs& a) {

@@ -113,7 +113,7 @@ VarRef clone(Translator& t, const CallArgs& a) { return wrap_value(tensor(t, a.g
 
 VarRef reshape(Translator& t, const CallArgs& a) {
   ValueId x = tensor(t, a.get(0, "input"), "reshape");
-  ir::Shape shape = shape_arg(t, shape_items(t, a, 1, "shape"), "reshape");
+  ir::Shape shape = shape_arg(t, shape_items(t, a, 1, "shape|size"), "reshape");
   return wrap_value(reshape_to(t, x, infer_minus_one(t, x, shape, "reshape")));
 }
 
@@ -278,9 +278,8 @@ VarRef stack(Translator& t, const CallArgs& a) {
 }
 
 VarRef split(Translator& t, const CallArgs& a) {
-  ValueId x = tensor(t, a.get(0, "tensor"), "split");
-  VarRef sizes = a.get(1, "split_size_or_sections");
-  if (!sizes) sizes = a.kw("split_size");
+  ValueId x = tensor(t, a.get(0, "tensor|self"), "split");
+  VarRef sizes = a.get(1, "split_size_or_sections|split_size");
   int dim = normalise_dim(t, int_or(t, a, 2, "dim", 0), type_of(t, x).rank(), "split");
   auto total = shape_of(t, x)[static_cast<size_t>(dim)].as_constant();
   if (!total) unsupported(t, "split along a dynamic dim");

@@ -66,6 +66,17 @@ TEST_P(CaptureCase, MatchesGolden) {
   EXPECT_EQ(test::read_file(golden), got) << "capture of " << script << " changed";
 }
 
+// Every torch call binds its arguments through torch's own signatures, except the few that
+// torch parses by hand too; a new op-table entry without a signature shows up here.
+TEST(TorchSignatures, EveryTableCallableBindsThroughTorchExceptTheHandParsedOnes) {
+  const std::vector<std::string> expected = {
+      "Tensor.__getitem__", "Tensor.__setitem__", "Tensor.to", "Tensor.type",
+      "torch.Tensor.__getitem__", "torch.Tensor.__setitem__", "torch.Tensor.to", "torch.Tensor.type",
+      "torch.overrides.has_torch_function", "torch.overrides.has_torch_function_unary",
+      "torch.overrides.has_torch_function_variadic"};
+  EXPECT_EQ(embed::Interpreter::instance().torch_callables_parsed_by_hand(), expected);
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, CaptureCase, ::testing::ValuesIn(test::case_names(kCases)),
                          [](const auto& info) { return info.param; });
 
