@@ -46,22 +46,13 @@ const VarRef& arg(Translator& t, const std::string& name, const std::vector<VarR
 }
 
 VarRef len_(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
-  const VarRef& x = arg(t, name, args, 0);
-  if (auto* seq = as<SequenceVar>(x)) return py_int(t, static_cast<long long>(seq->items.size()));
-  if (as<TensorVar>(x)) return t.subscript(t.attribute(x, "shape"), py_int(t, 0));
-  if (auto* d = as<DictVar>(x)) return py_int(t, static_cast<long long>(d->keys.size()));
-  if (auto* m = as<ModuleVar>(x)) {  // the module's own __len__, as Python calls it
-    const Py_ssize_t n = PyObject_Length(m->module.get());
-    if (n < 0) t.raise_pending("len() of " + x->describe());
-    return py_int(t, static_cast<long long>(n));
-  }
-  if (as<IteratorVar>(x)) return py_int(t, static_cast<long long>(remaining(t, x).size()));
-  return nullptr;
+  return arg(t, name, args, 0)->len(t);
 }
 
 VarRef type_(Translator& t, const std::string&, const std::vector<VarRef>& args, const Kwargs&) {
-  if (args.size() == 1 && as<TensorVar>(args[0])) return t.constant(getattr(import("torch").get(), "Tensor").get());
-  return nullptr;
+  if (args.size() != 1) return nullptr;
+  PyRef type = args[0]->python_type(t);
+  return type ? t.constant(type.get()) : nullptr;
 }
 
 VarRef any_all(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
@@ -81,17 +72,9 @@ bool is_subclass(PyObject* type, PyObject* cls) {
 VarRef isinstance_(Translator& t, const std::string&, const std::vector<VarRef>& args, const Kwargs&) {
   if (args.size() != 2) return nullptr;
   PyRef cls = t.to_python(args[1]);
-  if (!cls) return nullptr;
-  if (as<TensorVar>(args[0])) return py_bool(t, is_subclass(getattr(import("torch").get(), "Tensor").get(), cls.get()));
-  if (as<DictVar>(args[0])) return py_bool(t, is_subclass(reinterpret_cast<PyObject*>(&PyDict_Type), cls.get()));
-  if (as<IteratorVar>(args[0])) return py_bool(t, false);
-  if (auto* seq = as<SequenceVar>(args[0])) {
-    PyRef type = seq->kind == SequenceVar::Kind::Size ? getattr(import("torch").get(), "Size")
-                 : PyRef::borrow(seq->kind == SequenceVar::Kind::List ? reinterpret_cast<PyObject*>(&PyList_Type)
-                                                                      : reinterpret_cast<PyObject*>(&PyTuple_Type));
-    return py_bool(t, is_subclass(type.get(), cls.get()));
-  }
-  return nullptr;
+  PyRef type = args[0]->python_type(t);
+  if (!cls || !type) return nullptr;  // isinstance of the Python object, run for real
+  return py_bool(t, is_subclass(type.get(), cls.get()));
 }
 
 VarRef getattr_hasattr(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {

@@ -511,119 +511,116 @@ VarRef Translator::call_module(const VarRef& fn, std::vector<VarRef> args,
 VarRef Translator::call(const VarRef& fn, std::vector<VarRef> args,
                         std::vector<std::pair<std::string, VarRef>> kwargs) {
   if (eager_) return call_eager(fn, std::move(args), std::move(kwargs));
-  if (auto* op = as<TorchFnVar>(fn)) {
-    CallArgs ca{std::move(args), std::move(kwargs)};
-    if (op->self) ca.args.insert(ca.args.begin(), op->self);
-    return op->op->call(*this, ca);
+  return fn->call(*this, std::move(args), std::move(kwargs));
+}
+
+VarRef Var::call(Translator& t, std::vector<VarRef>, Kwargs) {
+  t.graph_break("unsupported Python", "calling " + describe() + " is not supported",
+                "call a function, a module or a torch operation");
+}
+
+VarRef TorchFnVar::call(Translator& t, std::vector<VarRef> args, Kwargs kwargs) {
+  CallArgs ca{std::move(args), std::move(kwargs)};
+  if (self) ca.args.insert(ca.args.begin(), self);
+  return op->call(t, ca);
+}
+
+VarRef ModuleVar::call(Translator& t, std::vector<VarRef> args, Kwargs kwargs) {
+  return t.call_module(Var::self(), std::move(args), std::move(kwargs));
+}
+
+VarRef FunctionVar::call(Translator& t, std::vector<VarRef> args, Kwargs kwargs) {
+  if (self) args.insert(args.begin(), self);
+  if (const TorchOp* op = torch_function(fn.get())) return op->call(t, CallArgs{std::move(args), std::move(kwargs)});
+  return t.inline_function(fn.get(), std::move(args), std::move(kwargs), traced_closure ? &closure : nullptr);
+}
+
+VarRef BuiltinVar::call(Translator& t, std::vector<VarRef> args, Kwargs kwargs) {
+  return call_builtin(t, self(), std::move(args), std::move(kwargs));
+}
+
+VarRef ContainerMethodVar::call(Translator& t, std::vector<VarRef> args, Kwargs kwargs) {
+  return call_container_method(t, *this, std::move(args), std::move(kwargs));
+}
+
+VarRef PartialVar::call(Translator& t, std::vector<VarRef> call_args, Kwargs call_kwargs) {
+  std::vector<VarRef> all = args;
+  all.insert(all.end(), call_args.begin(), call_args.end());
+  auto kw = kwargs;
+  for (auto& [k, v] : call_kwargs) {
+    auto it = std::find_if(kw.begin(), kw.end(), [&](const auto& e) { return e.first == k; });
+    if (it != kw.end()) it->second = v;
+    else kw.emplace_back(k, v);
   }
-  if (as<ModuleVar>(fn)) return call_module(fn, std::move(args), std::move(kwargs));
-  if (auto* f = as<FunctionVar>(fn)) {
-    if (f->self) args.insert(args.begin(), f->self);
-    if (const TorchOp* op = torch_function(f->fn.get()))
-      return op->call(*this, CallArgs{std::move(args), std::move(kwargs)});
-    return inline_function(f->fn.get(), std::move(args), std::move(kwargs),
-                           f->traced_closure ? &f->closure : nullptr);
+  return t.call(fn, std::move(all), std::move(kw));
+}
+
+// super(): the class from the frame's __class__ cell, self from its first argument.
+VarRef Translator::zero_argument_super() {
+  const Frame* f = frames_.back();
+  VarRef cls_var;
+  for (size_t i = 0; i < f->bytecode->localsplus_names.size(); ++i)
+    if (f->bytecode->localsplus_names[i] == "__class__")
+      if (auto* cell = as<CellVar>(f->locals[i])) cls_var = cell->contents;
+  if (!cls_var || f->locals.empty() || !f->locals[0]) user_error("super(): no arguments and no __class__ cell", loc());
+  VarRef self = f->locals[0];
+  if (auto* cell = as<CellVar>(self)) self = cell->contents;
+  PyRef cls = to_python(cls_var);
+  if (!cls) graph_break("unsupported Python", "super() with these arguments", "");
+  return std::make_shared<SuperVar>(cls, self);
+}
+
+VarRef ConstVar::call(Translator& t, std::vector<VarRef> args, Kwargs kwargs) {
+  PyObject* o = obj.get();
+  if (o == builtin_object("super").get()) {
+    if (args.empty()) return t.zero_argument_super();
+    PyRef cls = t.to_python(args[0]);
+    if (!cls || args.size() != 2) t.graph_break("unsupported Python", "super() with these arguments", "");
+    return std::make_shared<SuperVar>(cls, args[1]);
   }
-  if (as<BuiltinVar>(fn)) return call_builtin(*this, fn, std::move(args), std::move(kwargs));
-  if (auto* m = as<ContainerMethodVar>(fn)) return call_container_method(*this, *m, std::move(args), std::move(kwargs));
-  if (auto* p = as<PartialVar>(fn)) {
-    std::vector<VarRef> all = p->args;
-    all.insert(all.end(), args.begin(), args.end());
-    auto kw = p->kwargs;
-    for (auto& [k, v] : kwargs) {
-      auto it = std::find_if(kw.begin(), kw.end(), [&](const auto& e) { return e.first == k; });
-      if (it != kw.end()) it->second = v;
-      else kw.emplace_back(k, v);
-    }
-    return call(p->fn, std::move(all), std::move(kw));
-  }
-  if (auto* c = as<ConstVar>(fn)) {
-    PyObject* obj = c->obj.get();
-    if (obj == builtin_object("super").get()) {
-      // super(): the class from the frame's __class__ cell, self from its first argument.
-      if (args.empty()) {
-        const Frame* f = frames_.back();
-        VarRef cls_var;
-        for (size_t i = 0; i < f->bytecode->localsplus_names.size(); ++i)
-          if (f->bytecode->localsplus_names[i] == "__class__")
-            if (auto* cell = as<CellVar>(f->locals[i])) cls_var = cell->contents;
-        if (!cls_var || f->locals.empty() || !f->locals[0])
-          user_error("super(): no arguments and no __class__ cell", loc());
-        VarRef self = f->locals[0];
-        if (auto* cell = as<CellVar>(self)) self = cell->contents;
-        args = {cls_var, self};
-      }
-      PyRef cls = to_python(args.at(0));
-      if (!cls || args.size() != 2) graph_break("unsupported Python", "super() with these arguments", "");
-      return std::make_shared<SuperVar>(cls, args[1]);
-    }
-    if (obj == getattr(import("functools").get(), "partial").get() && !args.empty())
-      return std::make_shared<PartialVar>(args[0], std::vector<VarRef>(args.begin() + 1, args.end()),
-                                          std::move(kwargs));
-    if (PyObject* self = PyMethod_Check(obj) ? PyMethod_GET_SELF(obj) : PyCFunction_Check(obj) ? PyCFunction_GET_SELF(obj) : nullptr;
-        self && is_autograd_function(self))
-      graph_break("torch.autograd.Function",
-                  "calling " + callable_name(self) + ".apply: a custom torch.autograd.Function "
+  if (o == ::aotrace::embed::getattr(import("functools").get(), "partial").get() && !args.empty())
+    return std::make_shared<PartialVar>(args[0], std::vector<VarRef>(args.begin() + 1, args.end()), std::move(kwargs));
+  if (PyObject* bound = PyMethod_Check(o) ? PyMethod_GET_SELF(o) : PyCFunction_Check(o) ? PyCFunction_GET_SELF(o) : nullptr;
+      bound && is_autograd_function(bound))
+    t.graph_break("torch.autograd.Function",
+                  "calling " + callable_name(bound) + ".apply: a custom torch.autograd.Function "
                   "runs arbitrary Python in its forward",
                   "write the forward with torch operations directly, or move it out of the "
                   "traced function");
-    if (VarRef r = call_python_object(obj, args, kwargs)) return r;
-    // A compile-time callable: run it for real on compile-time arguments.
-    PyRef pargs = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
-    for (size_t i = 0; i < args.size(); ++i) {
-      PyRef a = to_python(args[i]);
-      if (!a)
-        graph_break("torch callable with no op mapping",
-                    callable_name(c->obj.get()) + " has no mapping to graph ops (called with " +
-                        args[i]->describe() + " argument)",
+  if (VarRef r = t.call_python_object(o, args, kwargs)) return r;
+  // A compile-time callable: run it for real on compile-time arguments.
+  PyRef pargs = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
+  for (size_t i = 0; i < args.size(); ++i) {
+    PyRef a = t.to_python(args[i]);
+    if (!a)
+      t.graph_break("torch callable with no op mapping",
+                    callable_name(o) + " has no mapping to graph ops (called with " + args[i]->describe() + " argument)",
                     "use a torch operation that aotrace supports (see `aotrace explain`)");
-      PyTuple_SetItem(pargs.get(), static_cast<Py_ssize_t>(i), a.release());
-    }
-    PyRef pkw = PyRef::steal(PyDict_New());
-    for (auto& [k, v] : kwargs) {
-      PyRef a = to_python(v);
-      if (!a)
-        graph_break("torch callable with no op mapping",
-                    callable_name(c->obj.get()) + " has no mapping to graph ops (called with " +
-                        v->describe() + " keyword argument '" + k + "')",
-                    "use a torch operation that aotrace supports");
-      PyDict_SetItemString(pkw.get(), k.c_str(), a.get());
-    }
-    PyObject* r = PyObject_Call(c->obj.get(), pargs.get(), pkw.get());
-    if (!r)
-      raise_pending("calling " + callable_name(c->obj.get()), "the traced code raised at compile time; fix the call");
-    PyRef result = PyRef::steal(r);
-    return wrap(result.get(), Source());
+    PyTuple_SetItem(pargs.get(), static_cast<Py_ssize_t>(i), a.release());
   }
-  graph_break("unsupported Python", "calling " + fn->describe() + " is not supported",
-              "call a function, a module or a torch operation");
+  PyRef pkw = PyRef::steal(PyDict_New());
+  for (auto& [k, v] : kwargs) {
+    PyRef a = t.to_python(v);
+    if (!a)
+      t.graph_break("torch callable with no op mapping",
+                    callable_name(o) + " has no mapping to graph ops (called with " + v->describe() +
+                        " keyword argument '" + k + "')",
+                    "use a torch operation that aotrace supports");
+    PyDict_SetItemString(pkw.get(), k.c_str(), a.get());
+  }
+  PyObject* r = PyObject_Call(o, pargs.get(), pkw.get());
+  if (!r) t.raise_pending("calling " + callable_name(o), "the traced code raised at compile time; fix the call");
+  PyRef result = PyRef::steal(r);
+  return t.wrap(result.get(), Source());
 }
 
 // After a graph break: every value is real, so the call runs in Python.
 VarRef Translator::call_eager(const VarRef& fn, std::vector<VarRef> args,
                               std::vector<std::pair<std::string, VarRef>> kwargs) {
-  PyRef callable;
-  if (auto* op = as<TorchFnVar>(fn)) {
-    callable = op->self ? to_python(fn) : op->obj;  // a Tensor method: bound to the real tensor
-  } else if (auto* f = as<FunctionVar>(fn)) {
-    callable = real_function(*f);
-    if (f->self) args.insert(args.begin(), f->self);
-  } else if (auto* p = as<PartialVar>(fn)) {
-    std::vector<VarRef> all = p->args;
-    all.insert(all.end(), args.begin(), args.end());
-    auto kw = p->kwargs;
-    kw.insert(kw.end(), kwargs.begin(), kwargs.end());
-    return call_eager(p->fn, std::move(all), std::move(kw));
-  } else if (auto* m = as<ContainerMethodVar>(fn)) {
-    if (!as<ConstVar>(m->self) && !as<ModuleVar>(m->self))
-      return call_container_method(*this, *m, std::move(args), std::move(kwargs));
-    PyRef self = to_python(m->self);  // a real tensor or module: its method runs for real
-    PyObject* method = self ? PyObject_GetAttrString(self.get(), m->name.c_str()) : nullptr;
-    if (!method) PyErr_Clear();
-    callable = PyRef::steal(method);
-  } else {
-    callable = to_python(fn);
-  }
+  // A method of a list or dict of the trace changes the trace's container.
+  if (auto* m = as<ContainerMethodVar>(fn); m && !m->as_python(*this))
+    return call_container_method(*this, *m, std::move(args), std::move(kwargs));
+  PyRef callable = to_python(fn);  // a Tensor method: bound to the real tensor
   if (!callable)
     graph_break("unsupported Python", "running " + fn->describe() + " after a graph break", "");
   PyRef pargs = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(args.size())));

@@ -112,6 +112,8 @@ class Translator {
   // evaluated symbolically, and constant callables on constant arguments run for real.
   VarRef call(const VarRef& fn, std::vector<VarRef> args,
               std::vector<std::pair<std::string, VarRef>> kwargs);
+  // super() without arguments in the current frame.
+  VarRef zero_argument_super();
   // `closure`: cells of a function made by MAKE_FUNCTION in traced code (else fn.__closure__).
   VarRef call_module(const VarRef& fn, std::vector<VarRef> args, std::vector<std::pair<std::string, VarRef>> kwargs);
   VarRef call_python_object(PyObject* obj, const std::vector<VarRef>& args,
@@ -128,6 +130,8 @@ class Translator {
   // in this capture see `value`; the module itself is left as it is, and an assumption says that
   // every call of the bundle runs as this one did, from the attribute's value at compile time.
   void store_module_attribute(const VarRef& module, const std::string& name, VarRef value);
+  // The value traced code assigned to `module`.`name`; null when it assigned none.
+  VarRef module_attribute_written(PyObject* module, const std::string& name) const;
   VarRef subscript(const VarRef& obj, const VarRef& index);
   VarRef binary_op(const std::string& op, const VarRef& a, const VarRef& b);
   // Python truth of a variable (branches); graph break on tensors.

@@ -28,7 +28,7 @@ std::string DictVar::describe() const {
 std::string ModuleVar::describe() const { return "module " + type_name(module.get()); }
 
 std::string FunctionVar::describe() const {
-  return "function " + py_str(getattr(fn.get(), "__qualname__").get());
+  return "function " + py_str(::aotrace::embed::getattr(fn.get(), "__qualname__").get());
 }
 
 bool is_instance_of(PyObject* obj, const char* module, const char* cls) {
@@ -284,95 +284,105 @@ PyRef Translator::real_function(const FunctionVar& f) {
   return fn;
 }
 
-PyRef Translator::to_python(const VarRef& v) {
-  if (auto* c = as<ConstVar>(v)) return c->obj;
-  if (auto* s = as<SymIntVar>(v)) {
-    auto value = s->expr.as_constant();
-    if (!value)
-      graph_break("dynamic shape", "shape value " + s->expr.str() + " used as a Python int",
+PyRef Translator::to_python(const VarRef& v) { return v->as_python(*this); }
+
+PyRef Var::as_python(Translator&) { return {}; }
+
+PyRef SymIntVar::as_python(Translator& t) {
+  auto value = expr.as_constant();
+  if (!value)
+    t.graph_break("dynamic shape", "shape value " + expr.str() + " used as a Python int",
                   "declare this dim static in the profile YAML");
-    note_specialisation(*s);
-    return PyRef::steal(PyLong_FromLongLong(*value));
+  t.note_specialisation(*this);
+  return PyRef::steal(PyLong_FromLongLong(*value));
+}
+
+PyRef SequenceVar::as_python(Translator& t) {
+  PyRef out = PyRef::steal(PyList_New(static_cast<Py_ssize_t>(items.size())));
+  for (size_t i = 0; i < items.size(); ++i) {
+    PyRef item = t.to_python(items[i]);
+    if (!item) return {};
+    PyList_SetItem(out.get(), static_cast<Py_ssize_t>(i), item.release());
   }
-  if (auto* seq = as<SequenceVar>(v)) {
-    PyRef out = PyRef::steal(PyList_New(static_cast<Py_ssize_t>(seq->items.size())));
-    for (size_t i = 0; i < seq->items.size(); ++i) {
-      PyRef item = to_python(seq->items[i]);
-      if (!item) return {};
-      PyList_SetItem(out.get(), static_cast<Py_ssize_t>(i), item.release());
-    }
-    if (seq->kind == SequenceVar::Kind::List) return out;
-    PyRef tuple = PyRef::steal(PyList_AsTuple(out.get()));
-    if (seq->kind == SequenceVar::Kind::Size)
-      return check(PyObject_CallOneArg(getattr(import("torch").get(), "Size").get(), tuple.get()),
-                   "torch.Size");
-    return tuple;
+  if (kind == Kind::List) return out;
+  PyRef tuple = PyRef::steal(PyList_AsTuple(out.get()));
+  if (kind == Kind::Size)
+    return check(PyObject_CallOneArg(::aotrace::embed::getattr(import("torch").get(), "Size").get(), tuple.get()), "torch.Size");
+  return tuple;
+}
+
+PyRef SliceVar::as_python(Translator& t) {
+  PyRef a = t.to_python(start), b = t.to_python(stop), c = t.to_python(step);
+  if (!a || !b || !c) return {};
+  return PyRef::steal(PySlice_New(a.get(), b.get(), c.get()));
+}
+
+PyRef FunctionVar::as_python(Translator& t) {
+  PyRef f = t.real_function(*this);
+  if (!f || !self) return f;
+  PyRef bound_to = t.to_python(self);
+  if (!bound_to) return {};
+  return check(PyMethod_New(f.get(), bound_to.get()), "bound method");
+}
+
+PyRef DictVar::as_python(Translator& t) {
+  PyRef out = PyRef::steal(PyDict_New());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    PyRef item = t.to_python(values[i]);
+    if (!item) return {};
+    PyDict_SetItem(out.get(), keys[i].get(), item.get());
   }
-  if (auto* sl = as<SliceVar>(v)) {
-    PyRef a = to_python(sl->start), b = to_python(sl->stop), c = to_python(sl->step);
-    if (!a || !b || !c) return {};
-    return PyRef::steal(PySlice_New(a.get(), b.get(), c.get()));
+  if (dataclass) {
+    PyRef none = PyRef::steal(PyTuple_New(0));
+    return check(PyObject_Call(dataclass.get(), none.get(), out.get()), "a dataclass");
   }
-  if (auto* m = as<ModuleVar>(v)) return m->module;
-  if (auto* f = as<FunctionVar>(v)) {
-    PyRef fn = real_function(*f);
-    if (!fn || !f->self) return fn;
-    PyRef self = to_python(f->self);
-    if (!self) return {};
-    return check(PyMethod_New(fn.get(), self.get()), "bound method");
+  return out;
+}
+
+PyRef IteratorVar::as_python(Translator& t) {
+  PyRef list = PyRef::steal(PyList_New(0));
+  for (size_t i = next; i < items.size(); ++i) {
+    PyRef item = t.to_python(items[i]);
+    if (!item) return {};
+    PyList_Append(list.get(), item.get());
   }
-  if (auto* b = as<BuiltinVar>(v)) return b->fn;
-  if (auto* d = as<DictVar>(v)) {
-    PyRef out = PyRef::steal(PyDict_New());
-    for (size_t i = 0; i < d->keys.size(); ++i) {
-      PyRef item = to_python(d->values[i]);
-      if (!item) return {};
-      PyDict_SetItem(out.get(), d->keys[i].get(), item.get());
-    }
-    if (d->dataclass) {
-      PyRef none = PyRef::steal(PyTuple_New(0));
-      return check(PyObject_Call(d->dataclass.get(), none.get(), out.get()), "a dataclass");
-    }
-    return out;
+  return check(PyObject_GetIter(list.get()), "iter");
+}
+
+PyRef TorchFnVar::as_python(Translator& t) {
+  if (!self) return obj;
+  PyRef tensor = t.to_python(self);
+  if (!tensor) return {};
+  const std::string method = name.rfind("Tensor.", 0) == 0 ? name.substr(7) : name;
+  PyObject* r = PyObject_GetAttrString(tensor.get(), method.c_str());
+  if (!r) PyErr_Clear();
+  return PyRef::steal(r);
+}
+
+PyRef ContainerMethodVar::as_python(Translator& t) {
+  if (!as<ConstVar>(self) && !as<ModuleVar>(self)) return {};
+  PyRef real = t.to_python(self);
+  return real ? attribute_or_null(real.get(), name.c_str()) : PyRef();
+}
+
+PyRef PartialVar::as_python(Translator& t) {
+  PyRef f = t.to_python(fn);
+  if (!f) return {};
+  PyRef pargs = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(args.size() + 1)));
+  PyTuple_SetItem(pargs.get(), 0, f.release());
+  for (size_t i = 0; i < args.size(); ++i) {
+    PyRef a = t.to_python(args[i]);
+    if (!a) return {};
+    PyTuple_SetItem(pargs.get(), static_cast<Py_ssize_t>(i + 1), a.release());
   }
-  if (auto* it = as<IteratorVar>(v)) {
-    PyRef list = PyRef::steal(PyList_New(0));
-    for (size_t i = it->next; i < it->items.size(); ++i) {
-      PyRef item = to_python(it->items[i]);
-      if (!item) return {};
-      PyList_Append(list.get(), item.get());
-    }
-    return check(PyObject_GetIter(list.get()), "iter");
+  PyRef kw = PyRef::steal(PyDict_New());
+  for (auto& [k, val] : kwargs) {
+    PyRef a = t.to_python(val);
+    if (!a) return {};
+    PyDict_SetItemString(kw.get(), k.c_str(), a.get());
   }
-  if (auto* op = as<TorchFnVar>(v)) {
-    if (!op->self) return op->obj;
-    PyRef self = to_python(op->self);
-    if (!self) return {};
-    const std::string method = op->name.rfind("Tensor.", 0) == 0 ? op->name.substr(7) : op->name;
-    PyObject* r = PyObject_GetAttrString(self.get(), method.c_str());
-    if (!r) PyErr_Clear();
-    return PyRef::steal(r);
-  }
-  if (auto* p = as<PartialVar>(v)) {
-    PyRef fn = to_python(p->fn);
-    if (!fn) return {};
-    PyRef args = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(p->args.size() + 1)));
-    PyTuple_SetItem(args.get(), 0, fn.release());
-    for (size_t i = 0; i < p->args.size(); ++i) {
-      PyRef a = to_python(p->args[i]);
-      if (!a) return {};
-      PyTuple_SetItem(args.get(), static_cast<Py_ssize_t>(i + 1), a.release());
-    }
-    PyRef kw = PyRef::steal(PyDict_New());
-    for (auto& [k, val] : p->kwargs) {
-      PyRef a = to_python(val);
-      if (!a) return {};
-      PyDict_SetItemString(kw.get(), k.c_str(), a.get());
-    }
-    return check(PyObject_Call(getattr(import("functools").get(), "partial").get(), args.get(), kw.get()),
-                 "functools.partial");
-  }
-  return {};
+  return check(PyObject_Call(::aotrace::embed::getattr(import("functools").get(), "partial").get(), pargs.get(), kw.get()),
+               "functools.partial");
 }
 
 void Translator::note_constant_use(const VarRef& v) {
@@ -388,21 +398,58 @@ void Translator::note_float_use(const VarRef& v) {
   if (c && !c->source.empty() && PyFloat_Check(c->obj.get())) note_constant_use(v);
 }
 
-bool Translator::truth(const VarRef& v) {
-  if (as<TensorVar>(v))
-    graph_break("data-dependent control flow",
+bool Translator::truth(const VarRef& v) { return v->truth(*this); }
+
+bool Var::truth(Translator& t) {
+  t.note_constant_use(self());
+  PyRef o = t.to_python(self());
+  if (!o) return true;  // modules, functions, …
+  int r = PyObject_IsTrue(o.get());
+  if (r < 0) t.raise_pending("truth value");
+  return r == 1;
+}
+
+bool TensorVar::truth(Translator& t) {
+  t.graph_break("data-dependent control flow",
                 "a branch depends on the value of a tensor, which is unknown at compile time",
                 "use torch.where(cond, a, b) to select values, or decide the branch outside the "
                 "traced function");
-  if (auto* seq = as<SequenceVar>(v)) return !seq->items.empty();
-  if (auto* d = as<DictVar>(v)) return !d->keys.empty();
-  note_constant_use(v);
-  PyRef o = to_python(v);
-  if (!o) return true;  // modules, functions, …
-  int r = PyObject_IsTrue(o.get());
-  if (r < 0)
-    raise_pending("truth value");
-  return r == 1;
+}
+
+namespace {
+VarRef py_int(Translator& t, long long v) {
+  PyRef o = PyRef::steal(PyLong_FromLongLong(v));
+  return t.constant(o.get());
+}
+}  // namespace
+
+VarRef Var::len(Translator&) { return nullptr; }
+VarRef SequenceVar::len(Translator& t) { return py_int(t, static_cast<long long>(items.size())); }
+VarRef DictVar::len(Translator& t) { return py_int(t, static_cast<long long>(keys.size())); }
+VarRef TensorVar::len(Translator& t) { return t.subscript(t.attribute(self(), "shape"), py_int(t, 0)); }
+
+VarRef ModuleVar::len(Translator& t) {  // the module's own __len__, as Python calls it
+  const Py_ssize_t n = PyObject_Length(module.get());
+  if (n < 0) t.raise_pending("len() of " + describe());
+  return py_int(t, static_cast<long long>(n));
+}
+
+PyRef TensorVar::python_type(Translator&) { return ::aotrace::embed::getattr(import("torch").get(), "Tensor"); }
+
+PyRef SequenceVar::python_type(Translator&) {
+  if (kind == Kind::Size) return ::aotrace::embed::getattr(import("torch").get(), "Size");
+  return PyRef::borrow(kind == Kind::List ? reinterpret_cast<PyObject*>(&PyList_Type)
+                                          : reinterpret_cast<PyObject*>(&PyTuple_Type));
+}
+
+PyRef DictVar::python_type(Translator&) {
+  return dataclass ? dataclass : PyRef::borrow(reinterpret_cast<PyObject*>(&PyDict_Type));
+}
+
+PyRef IteratorVar::python_type(Translator&) {
+  PyRef empty = PyRef::steal(PyList_New(0));
+  PyRef it = check(PyObject_GetIter(empty.get()), "iter");
+  return PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(it.get())));
 }
 
 namespace {
@@ -424,106 +471,118 @@ bool is_autograd_function(PyObject* cls) {
 
 VarRef Translator::attribute(const VarRef& obj, const std::string& name) {
   if (VarRef m = container_method(*this, obj, name)) return m;
-  if (auto* sup = as<SuperVar>(obj)) {
-    PyRef self = to_python(sup->self);
-    if (!self) graph_break("unsupported Python", "super() of " + sup->self->describe(), "");
-    PyRef super_obj = check(PyObject_CallFunctionObjArgs(builtin_object("super").get(), sup->cls.get(),
-                                                         self.get(), nullptr),
-                            "super()");
-    PyObject* r = PyObject_GetAttrString(super_obj.get(), name.c_str());
-    if (!r) raise_pending("super()." + name);
-    PyRef value = PyRef::steal(r);
-    if (PyMethod_Check(value.get()) && PyMethod_GET_SELF(value.get()) == self.get() &&
-        PyFunction_Check(PyMethod_GET_FUNCTION(value.get())))
-      return std::make_shared<FunctionVar>(PyRef::borrow(PyMethod_GET_FUNCTION(value.get())), sup->self,
-                                           Source());
-    return wrap(value.get(), Source());
-  }
-  if (as<TensorVar>(obj)) {
-    if (VarRef r = tensor_attribute(*this, obj, name)) return r;
-    if (const TorchOp* op = tensor_method(name))
-      return std::make_shared<TorchFnVar>(op, obj, "Tensor." + name);
-    graph_break("torch callable with no op mapping",
-                "Tensor attribute '" + name + "' is not supported",
+  return obj->getattr(*this, name);
+}
+
+// A plain Python object's attribute, read for real.
+VarRef Var::getattr(Translator& t, const std::string& name) {
+  PyRef o = t.to_python(self());
+  if (!o)
+    t.graph_break("unsupported Python", "attribute '" + name + "' of " + describe(),
+                  "read attributes of modules, tensors and plain Python objects only");
+  PyObject* r = PyObject_GetAttrString(o.get(), name.c_str());
+  if (!r) t.raise_pending("reading attribute '" + name + "' of " + describe());
+  PyRef value = PyRef::steal(r);
+  return t.wrap(value.get(), source.attr(name));
+}
+
+VarRef SuperVar::getattr(Translator& t, const std::string& name) {
+  PyRef instance = t.to_python(self);
+  if (!instance) t.graph_break("unsupported Python", "super() of " + self->describe(), "");
+  PyRef super_obj = check(PyObject_CallFunctionObjArgs(builtin_object("super").get(), cls.get(), instance.get(), nullptr),
+                          "super()");
+  PyObject* r = PyObject_GetAttrString(super_obj.get(), name.c_str());
+  if (!r) t.raise_pending("super()." + name);
+  PyRef value = PyRef::steal(r);
+  if (PyMethod_Check(value.get()) && PyMethod_GET_SELF(value.get()) == instance.get() &&
+      PyFunction_Check(PyMethod_GET_FUNCTION(value.get())))
+    return std::make_shared<FunctionVar>(PyRef::borrow(PyMethod_GET_FUNCTION(value.get())), self, Source());
+  return t.wrap(value.get(), Source());
+}
+
+VarRef TensorVar::getattr(Translator& t, const std::string& name) {
+  if (VarRef r = tensor_attribute(t, Var::self(), name)) return r;
+  if (const TorchOp* op = tensor_method(name)) return std::make_shared<TorchFnVar>(op, Var::self(), "Tensor." + name);
+  t.graph_break("torch callable with no op mapping", "Tensor attribute '" + name + "' is not supported",
                 "use an attribute or method aotrace supports (shape, dtype, view, sum, …)");
+}
+
+VarRef ModuleVar::getattr(Translator& t, const std::string& name) {
+  PyObject* mod = module.get();
+  if (VarRef written = t.module_attribute_written(mod, name)) return written;
+  // CPython's order (object.__getattribute__, then nn.Module.__getattr__): a data descriptor
+  // of the class, the instance dict, any other class attribute (a method named like a
+  // submodule wins over it), and only then parameters, buffers and submodules.
+  PyObject* descr = class_attribute(mod, name);
+  if (descr && PyObject_TypeCheck(descr, &PyProperty_Type)) {
+    // A property runs as traced code (it may compute tensors).
+    PyRef fget = ::aotrace::embed::getattr(descr, "fget");
+    if (PyFunction_Check(fget.get())) return t.inline_function(fget.get(), {self()}, {});
   }
-  if (auto* m = as<ModuleVar>(obj)) {
-    PyObject* mod = m->module.get();
-    if (auto it = module_attribute_writes_.find({mod, name}); it != module_attribute_writes_.end())
-      return it->second;
-    // CPython's order (object.__getattribute__, then nn.Module.__getattr__): a data descriptor
-    // of the class, the instance dict, any other class attribute (a method named like a
-    // submodule wins over it), and only then parameters, buffers and submodules.
-    PyObject* descr = class_attribute(mod, name);
-    if (descr && PyObject_TypeCheck(descr, &PyProperty_Type)) {
-      // A property runs as traced code (it may compute tensors).
-      PyRef fget = getattr(descr, "fget");
-      if (PyFunction_Check(fget.get())) return inline_function(fget.get(), {obj}, {});
-    }
-    const bool data_descriptor = descr && Py_TYPE(descr)->tp_descr_set;
-    PyObject** dict = _PyObject_GetDictPtr(mod);
-    const bool in_instance_dict =
-        !data_descriptor && dict && *dict && PyDict_GetItemString(*dict, name.c_str());
-    if (!descr && !in_instance_dict) {
-      for (const char* held : {"_parameters", "_buffers", "_modules"}) {
-        PyRef d = getattr(mod, held);
-        if (PyObject* item = PyDict_GetItemString(d.get(), name.c_str())) {
-          if (item == Py_None) return constant(Py_None, obj->source.attr(name));
-          return wrap(item, obj->source.attr(name));
-        }
+  const bool data_descriptor = descr && Py_TYPE(descr)->tp_descr_set;
+  PyObject** dict = _PyObject_GetDictPtr(mod);
+  const bool in_instance_dict = !data_descriptor && dict && *dict && PyDict_GetItemString(*dict, name.c_str());
+  if (!descr && !in_instance_dict) {
+    for (const char* held : {"_parameters", "_buffers", "_modules"}) {
+      PyRef d = ::aotrace::embed::getattr(mod, held);
+      if (PyObject* item = PyDict_GetItemString(d.get(), name.c_str())) {
+        if (item == Py_None) return t.constant(Py_None, source.attr(name));
+        return t.wrap(item, source.attr(name));
       }
     }
-    PyObject* r = PyObject_GetAttrString(mod, name.c_str());
-    if (!r)
-      raise_pending("reading " + obj->source.str() + "." + name);
-    PyRef value = PyRef::steal(r);
-    if (name == "training")
-      add_assumption(obj->source.attr(name).str() + " == " + py_str(value.get()));
-    // A method bound to this module keeps the module variable as `self`, so the weights it
-    // reads keep their sources (ResNet's forward calls self._forward_impl).
-    if (PyMethod_Check(value.get()) && PyMethod_GET_SELF(value.get()) == mod &&
-        PyFunction_Check(PyMethod_GET_FUNCTION(value.get())) &&
-        !torch_function(PyMethod_GET_FUNCTION(value.get())))
-      return std::make_shared<FunctionVar>(PyRef::borrow(PyMethod_GET_FUNCTION(value.get())), obj,
-                                           obj->source.attr(name));
-    return wrap(value.get(), obj->source.attr(name));
   }
-  if (auto* d = as<DictVar>(obj); d && d->dataclass) {  // a dataclass instance's field
-    PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));
-    if (const int k = d->find(key.get()); k >= 0) return d->values[static_cast<size_t>(k)];
-    PyRef cls_attr = attribute_or_null(d->dataclass.get(), name.c_str());
-    if (cls_attr && PyFunction_Check(cls_attr.get())) return std::make_shared<FunctionVar>(cls_attr, obj, Source());
-    if (cls_attr) return wrap(cls_attr.get(), Source());
-    raise_python(PyRef::steal(PyObject_CallFunction(PyExc_AttributeError, "s", name.c_str())),
-                 obj->describe() + " has no attribute '" + name + "'", "");
-  }
-  // A list or dict of the trace converts to a new Python object: a method run on that copy
-  // (list.sort, dict.popitem) would change nothing the trace sees, so it is not run.
-  if ((as<SequenceVar>(obj) && as<SequenceVar>(obj)->kind == SequenceVar::Kind::List) || as<DictVar>(obj))
-    graph_break("unsupported Python", "method '" + name + "' of " + obj->describe() + " in traced code",
+  PyObject* r = PyObject_GetAttrString(mod, name.c_str());
+  if (!r) t.raise_pending("reading " + source.str() + "." + name);
+  PyRef value = PyRef::steal(r);
+  if (name == "training") t.add_assumption(source.attr(name).str() + " == " + py_str(value.get()));
+  // A method bound to this module keeps the module variable as `self`, so the weights it
+  // reads keep their sources (ResNet's forward calls self._forward_impl).
+  if (PyMethod_Check(value.get()) && PyMethod_GET_SELF(value.get()) == mod &&
+      PyFunction_Check(PyMethod_GET_FUNCTION(value.get())) && !torch_function(PyMethod_GET_FUNCTION(value.get())))
+    return std::make_shared<FunctionVar>(PyRef::borrow(PyMethod_GET_FUNCTION(value.get())), self(), source.attr(name));
+  return t.wrap(value.get(), source.attr(name));
+}
+
+namespace {
+
+// A list or dict of the trace converts to a new Python object: a method run on that copy
+// (list.sort, dict.popitem) would change nothing the trace sees, so it is not run.
+[[noreturn]] void unmodelled_method(Translator& t, const Var& container, const std::string& name) {
+  t.graph_break("unsupported Python", "method '" + name + "' of " + container.describe() + " in traced code",
                 "use the list and dict methods aotrace models (append, extend, insert, pop, remove, clear, reverse, "
                 "sort, copy, index, count; get, pop, update, clear, setdefault, copy, items, keys, values), or build a "
                 "new value");
-  if (auto* seq = as<SequenceVar>(obj)) {  // a named tuple's field: max(dim).values
-    for (size_t i = 0; i < seq->fields.size() && i < seq->items.size(); ++i)
-      if (seq->fields[i] == name) return seq->items[i];
-    if (name == "_fields" && !seq->fields.empty()) {
-      PyRef names = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(seq->fields.size())));
-      for (size_t i = 0; i < seq->fields.size(); ++i)
-        PyTuple_SetItem(names.get(), static_cast<Py_ssize_t>(i), PyUnicode_FromString(seq->fields[i].c_str()));
-      return constant(names.get());
-    }
-  }
-  PyRef o = to_python(obj);
-  if (!o)
-    graph_break("unsupported Python", "attribute '" + name + "' of " + obj->describe(),
-                "read attributes of modules, tensors and plain Python objects only");
+}
 
-  PyObject* r = PyObject_GetAttrString(o.get(), name.c_str());
-  if (!r)
-    raise_pending("reading attribute '" + name + "' of " + obj->describe());
-  PyRef value = PyRef::steal(r);
-  return wrap(value.get(), obj->source.attr(name));
+}  // namespace
+
+VarRef DictVar::getattr(Translator& t, const std::string& name) {
+  if (!dataclass) unmodelled_method(t, *this, name);
+  PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));  // a dataclass instance's field
+  if (const int k = find(key.get()); k >= 0) return values[static_cast<size_t>(k)];
+  PyRef cls_attr = attribute_or_null(dataclass.get(), name.c_str());
+  if (cls_attr && PyFunction_Check(cls_attr.get())) return std::make_shared<FunctionVar>(cls_attr, self(), Source());
+  if (cls_attr) return t.wrap(cls_attr.get(), Source());
+  t.raise_python(PyRef::steal(PyObject_CallFunction(PyExc_AttributeError, "s", name.c_str())),
+                 describe() + " has no attribute '" + name + "'", "");
+}
+
+VarRef SequenceVar::getattr(Translator& t, const std::string& name) {
+  if (kind == Kind::List) unmodelled_method(t, *this, name);
+  for (size_t i = 0; i < fields.size() && i < items.size(); ++i)  // a named tuple's field: max(dim).values
+    if (fields[i] == name) return items[i];
+  if (name == "_fields" && !fields.empty()) {
+    PyRef names = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(fields.size())));
+    for (size_t i = 0; i < fields.size(); ++i)
+      PyTuple_SetItem(names.get(), static_cast<Py_ssize_t>(i), PyUnicode_FromString(fields[i].c_str()));
+    return t.constant(names.get());
+  }
+  return Var::getattr(t, name);
+}
+
+VarRef Translator::module_attribute_written(PyObject* module, const std::string& name) const {
+  auto it = module_attribute_writes_.find({module, name});
+  return it == module_attribute_writes_.end() ? nullptr : it->second;
 }
 
 void Translator::store_module_attribute(const VarRef& module, const std::string& name, VarRef value) {
@@ -576,58 +635,61 @@ std::string slice_text(PyObject* slice) {
 
 }  // namespace
 
-VarRef Translator::subscript(const VarRef& obj, const VarRef& index) {
-  if (as<TensorVar>(obj)) {
-    if (const TorchOp* op = tensor_method("__getitem__"))
-      return op->call(*this, CallArgs{{obj, index}, {}});
-    graph_break("torch callable with no op mapping", "tensor indexing is not supported yet",
-                "use reshape/permute, or index outside the traced function");
-  }
-  if (auto* seq = as<SequenceVar>(obj)) {
-    PyRef idx = to_python(index);
-    if (idx && PyLong_Check(idx.get()))
-      return seq->items[static_cast<size_t>(
-          normalise_index(*this, PyLong_AsLongLong(idx.get()), seq->items.size()))];
-    if (idx && PySlice_Check(idx.get())) {
-      Py_ssize_t start, stop, step;
-      PySlice_Unpack(idx.get(), &start, &stop, &step);
-      Py_ssize_t n = PySlice_AdjustIndices(static_cast<Py_ssize_t>(seq->items.size()), &start, &stop, step);
-      std::vector<VarRef> items;
-      for (Py_ssize_t i = 0; i < n; ++i) items.push_back(seq->items[static_cast<size_t>(start + i * step)]);
-      return std::make_shared<SequenceVar>(seq->kind, std::move(items));
-    }
-    graph_break("unsupported Python", "indexing a sequence with " + index->describe(), "");
-  }
-  if (auto* d = as<DictVar>(obj)) {
-    PyRef idx = to_python(index);
-    const int k = idx ? d->find(idx.get()) : -1;
-    if (k < 0)
-      raise_python(PyRef::steal(PyObject_CallFunctionObjArgs(PyExc_KeyError, idx ? idx.get() : Py_None, nullptr)),
-                   "KeyError: " + (idx ? py_repr(idx.get()) : index->describe()), "");
-    return d->values[static_cast<size_t>(k)];
-  }
-  if (auto* m = as<ModuleVar>(obj)) {
-    PyRef idx = to_python(index);
-    if (!idx) graph_break("unsupported Python", "indexing a module with " + index->describe(), "");
-    PyObject* r = PyObject_GetItem(m->module.get(), idx.get());
-    if (!r) raise_pending("indexing " + obj->describe());
-    PyRef item = PyRef::steal(r);
-    Source s = PyLong_Check(idx.get()) ? obj->source.item(PyLong_AsLongLong(idx.get()))
-               : PySlice_Check(idx.get())  ? obj->source.sliced(slice_text(idx.get()))
-                                           : obj->source.item(py_str(idx.get()));
-    return wrap(item.get(), s);
-  }
-  PyRef o = to_python(obj), idx = to_python(index);
-  if (!o || !idx)
-    graph_break("unsupported Python", "indexing " + obj->describe() + " with " + index->describe(), "");
+VarRef Translator::subscript(const VarRef& obj, const VarRef& index) { return obj->getitem(*this, index); }
+
+// A plain Python object's item, read for real.
+VarRef Var::getitem(Translator& t, const VarRef& index) {
+  PyRef o = t.to_python(self()), idx = t.to_python(index);
+  if (!o || !idx) t.graph_break("unsupported Python", "indexing " + describe() + " with " + index->describe(), "");
   PyObject* r = PyObject_GetItem(o.get(), idx.get());
-  if (!r)
-    raise_pending("indexing " + obj->describe());
+  if (!r) t.raise_pending("indexing " + describe());
   PyRef item = PyRef::steal(r);
-  Source s = PyLong_Check(idx.get()) ? obj->source.item(PyLong_AsLongLong(idx.get()))
-             : PyUnicode_Check(idx.get()) ? obj->source.item(py_str(idx.get()))
+  Source s = PyLong_Check(idx.get())      ? source.item(PyLong_AsLongLong(idx.get()))
+             : PyUnicode_Check(idx.get()) ? source.item(py_str(idx.get()))
                                           : Source();
-  return wrap(item.get(), s);
+  return t.wrap(item.get(), s);
+}
+
+VarRef TensorVar::getitem(Translator& t, const VarRef& index) {
+  const TorchOp* op = tensor_method("__getitem__");
+  AOT_CHECK(op, "the op table has no Tensor.__getitem__");
+  return op->call(t, CallArgs{{self(), index}, {}});
+}
+
+VarRef SequenceVar::getitem(Translator& t, const VarRef& index) {
+  PyRef idx = t.to_python(index);
+  if (idx && PyLong_Check(idx.get()))
+    return items[static_cast<size_t>(normalise_index(t, PyLong_AsLongLong(idx.get()), items.size()))];
+  if (idx && PySlice_Check(idx.get())) {
+    Py_ssize_t start, stop, step;
+    PySlice_Unpack(idx.get(), &start, &stop, &step);
+    Py_ssize_t n = PySlice_AdjustIndices(static_cast<Py_ssize_t>(items.size()), &start, &stop, step);
+    std::vector<VarRef> sliced;
+    for (Py_ssize_t i = 0; i < n; ++i) sliced.push_back(items[static_cast<size_t>(start + i * step)]);
+    return std::make_shared<SequenceVar>(kind, std::move(sliced));
+  }
+  t.graph_break("unsupported Python", "indexing a sequence with " + index->describe(), "");
+}
+
+VarRef DictVar::getitem(Translator& t, const VarRef& index) {
+  PyRef idx = t.to_python(index);
+  const int k = idx ? find(idx.get()) : -1;
+  if (k < 0)
+    t.raise_python(PyRef::steal(PyObject_CallFunctionObjArgs(PyExc_KeyError, idx ? idx.get() : Py_None, nullptr)),
+                   "KeyError: " + (idx ? py_repr(idx.get()) : index->describe()), "");
+  return values[static_cast<size_t>(k)];
+}
+
+VarRef ModuleVar::getitem(Translator& t, const VarRef& index) {
+  PyRef idx = t.to_python(index);
+  if (!idx) t.graph_break("unsupported Python", "indexing a module with " + index->describe(), "");
+  PyObject* r = PyObject_GetItem(module.get(), idx.get());
+  if (!r) t.raise_pending("indexing " + describe());
+  PyRef item = PyRef::steal(r);
+  Source s = PyLong_Check(idx.get())    ? source.item(PyLong_AsLongLong(idx.get()))
+             : PySlice_Check(idx.get()) ? source.sliced(slice_text(idx.get()))
+                                        : source.item(py_str(idx.get()));
+  return t.wrap(item.get(), s);
 }
 
 namespace {
@@ -736,45 +798,51 @@ bool indexed_container(PyObject* module) {
   return false;
 }
 
-VarRef Translator::iterate(const VarRef& v) {
-  if (auto* seq = as<SequenceVar>(v)) return std::make_shared<IteratorVar>(seq->items);
-  if (auto* d = as<DictVar>(v)) return std::make_shared<IteratorVar>(dict_items(*this, *d, "keys"));
-  if (auto* it = as<IteratorVar>(v))
-    return std::make_shared<IteratorVar>(std::vector<VarRef>(it->items.begin() + static_cast<long>(it->next), it->items.end()));
-  if (auto* m = as<ModuleVar>(v)) {
-    // The module's own __iter__, run for real: Sequential, ModuleList and ParameterList give
-    // their items (sourced by position), ModuleDict and ParameterDict their keys, a user's
-    // class what it defines; a module without __iter__ raises TypeError as in Python.
-    PyObject* list = PySequence_List(m->module.get());
-    if (!list)
-      raise_pending("iterating over " + v->describe());
-    PyRef l = PyRef::steal(list);
-    const bool positional = indexed_container(m->module.get());
-    std::vector<VarRef> items;
-    for (Py_ssize_t i = 0; i < PyList_Size(l.get()); ++i)
-      items.push_back(wrap(PyList_GetItem(l.get(), i), positional ? v->source.item(i) : Source()));
-    return std::make_shared<IteratorVar>(std::move(items));
-  }
-  if (as<TensorVar>(v)) {  // over its first dim, as x.unbind(0) (a 0-dim tensor: TypeError)
-    const ir::TensorType& type = graph().type(as<TensorVar>(v)->value);
-    if (type.rank() == 0)
-      raise_python(PyRef::steal(PyObject_CallFunction(PyExc_TypeError, "s", "iteration over a 0-d tensor")),
-                   "iteration over a 0-d tensor", "index the tensor's dims instead");
-    if (!type.shape[0].as_constant())
-      graph_break("dynamic shape", "iterating over a tensor whose first dim is dynamic",
-                  "declare the dim static, or use whole-tensor operations");
-    return iterate(call(attribute(v, "unbind"), {}, {}));
-  }
-  PyRef o = to_python(v);
-  if (!o) graph_break("unsupported Python", "iterating over " + v->describe(), "");
+VarRef Translator::iterate(const VarRef& v) { return v->iterate(*this); }
+
+// A plain Python object's items, read for real.
+VarRef Var::iterate(Translator& t) {
+  PyRef o = t.to_python(self());
+  if (!o) t.graph_break("unsupported Python", "iterating over " + describe(), "");
   PyObject* list = PySequence_List(o.get());
-  if (!list)
-    raise_pending("iterating over " + v->describe());
+  if (!list) t.raise_pending("iterating over " + describe());
   PyRef l = PyRef::steal(list);
   std::vector<VarRef> items;
-  for (Py_ssize_t i = 0; i < PyList_Size(l.get()); ++i)
-    items.push_back(wrap(PyList_GetItem(l.get(), i), Source()));
+  for (Py_ssize_t i = 0; i < PyList_Size(l.get()); ++i) items.push_back(t.wrap(PyList_GetItem(l.get(), i), Source()));
   return std::make_shared<IteratorVar>(std::move(items));
+}
+
+VarRef SequenceVar::iterate(Translator&) { return std::make_shared<IteratorVar>(items); }
+
+VarRef DictVar::iterate(Translator& t) { return std::make_shared<IteratorVar>(dict_items(t, *this, "keys")); }
+
+VarRef IteratorVar::iterate(Translator&) {
+  return std::make_shared<IteratorVar>(std::vector<VarRef>(items.begin() + static_cast<long>(next), items.end()));
+}
+
+VarRef ModuleVar::iterate(Translator& t) {
+  // The module's own __iter__, run for real: Sequential, ModuleList and ParameterList give
+  // their items (sourced by position), ModuleDict and ParameterDict their keys, a user's
+  // class what it defines; a module without __iter__ raises TypeError as in Python.
+  PyObject* list = PySequence_List(module.get());
+  if (!list) t.raise_pending("iterating over " + describe());
+  PyRef l = PyRef::steal(list);
+  const bool positional = indexed_container(module.get());
+  std::vector<VarRef> items;
+  for (Py_ssize_t i = 0; i < PyList_Size(l.get()); ++i)
+    items.push_back(t.wrap(PyList_GetItem(l.get(), i), positional ? source.item(i) : Source()));
+  return std::make_shared<IteratorVar>(std::move(items));
+}
+
+VarRef TensorVar::iterate(Translator& t) {  // over its first dim, as x.unbind(0) (a 0-dim tensor: TypeError)
+  const ir::TensorType& type = t.graph().type(value);
+  if (type.rank() == 0)
+    t.raise_python(PyRef::steal(PyObject_CallFunction(PyExc_TypeError, "s", "iteration over a 0-d tensor")),
+                   "iteration over a 0-d tensor", "index the tensor's dims instead");
+  if (!type.shape[0].as_constant())
+    t.graph_break("dynamic shape", "iterating over a tensor whose first dim is dynamic",
+                  "declare the dim static, or use whole-tensor operations");
+  return t.iterate(t.call(t.attribute(self(), "unbind"), {}, {}));
 }
 
 }  // namespace aotrace::embed

@@ -33,12 +33,29 @@ class Source {
 
 struct Var;
 using VarRef = std::shared_ptr<Var>;
+using Kwargs = std::vector<std::pair<std::string, VarRef>>;
 struct TorchOp;
+class Translator;
 
-struct Var {
+// A value of the traced program. Each kind of value has its own Python behaviour, as Dynamo's
+// VariableTrackers do: the Translator asks the value (`x.name` is x->getattr(t, "name")) rather
+// than testing what it is. The defaults treat a value as its Python object (as_python), run for
+// real at compile time; values.cpp defines them and each kind's own, translator.cpp the calls.
+struct Var : std::enable_shared_from_this<Var> {
   explicit Var(Source s = {}) : source(std::move(s)) {}
   virtual ~Var() = default;
   virtual std::string describe() const = 0;  // for messages: "tensor f32[8, 784]", "int 3"
+  // The Python object of a compile-time value; null when there is none (a tensor of the graph).
+  virtual PyRef as_python(Translator&);
+  virtual VarRef getattr(Translator&, const std::string& name);   // self.name
+  virtual VarRef getitem(Translator&, const VarRef& index);       // self[index]
+  virtual VarRef iterate(Translator&);                            // iter(self): an IteratorVar
+  virtual VarRef call(Translator&, std::vector<VarRef> args, Kwargs kwargs);  // self(...)
+  virtual bool truth(Translator&);  // bool(self)
+  virtual VarRef len(Translator&);  // len(self); null: Python's len of the Python object
+  // type(self) as Python sees it; null: the type of the Python object.
+  virtual PyRef python_type(Translator&) { return {}; }
+  VarRef self() { return shared_from_this(); }
   Source source;
 };
 
@@ -51,6 +68,8 @@ struct NullVar : Var {
 struct ConstVar : Var {
   ConstVar(PyRef o, Source s) : Var(std::move(s)), obj(std::move(o)) {}
   std::string describe() const override;
+  PyRef as_python(Translator&) override { return obj; }
+  VarRef call(Translator&, std::vector<VarRef> args, Kwargs kwargs) override;  // run for real
   PyRef obj;
 };
 
@@ -63,6 +82,13 @@ struct AliasSet {
 struct TensorVar : Var {
   TensorVar(ir::ValueId v, Source s = {}) : Var(std::move(s)), value(v) {}
   std::string describe() const override { return "tensor"; }
+  PyRef as_python(Translator&) override { return {}; }
+  VarRef getattr(Translator&, const std::string& name) override;  // x.shape, x.view
+  VarRef getitem(Translator&, const VarRef& index) override;      // Tensor.__getitem__
+  VarRef iterate(Translator&) override;                           // over the first dim
+  bool truth(Translator&) override;  // a graph break: the value is unknown
+  VarRef len(Translator&) override;  // its first dim
+  PyRef python_type(Translator&) override;
   ir::ValueId value;
   std::shared_ptr<AliasSet> aliases;  // null: no known view shares its memory
 };
@@ -73,6 +99,7 @@ struct SymIntVar : Var {
   SymIntVar(ir::SymExpr e, Source s = {}, int input = -1, int dim = -1)
       : Var(std::move(s)), expr(std::move(e)), input(input), dim(dim) {}
   std::string describe() const override { return "shape value " + expr.str(); }
+  PyRef as_python(Translator&) override;  // the int it is (specialises it)
   ir::SymExpr expr;
   int input, dim;
 };
@@ -83,6 +110,13 @@ struct SequenceVar : Var {
   SequenceVar(Kind k, std::vector<VarRef> i, Source s = {})
       : Var(std::move(s)), kind(k), items(std::move(i)) {}
   std::string describe() const override;
+  PyRef as_python(Translator&) override;
+  VarRef getattr(Translator&, const std::string& name) override;  // a named tuple's fields
+  VarRef getitem(Translator&, const VarRef& index) override;
+  VarRef iterate(Translator&) override;
+  bool truth(Translator&) override { return !items.empty(); }
+  VarRef len(Translator&) override;
+  PyRef python_type(Translator&) override;
   Kind kind;
   std::vector<VarRef> items;
   std::vector<std::string> fields;  // a named tuple's (torch.return_types): item i is attribute fields[i]
@@ -92,6 +126,9 @@ struct SequenceVar : Var {
 struct IteratorVar : Var {
   explicit IteratorVar(std::vector<VarRef> i = {}) : items(std::move(i)) {}
   std::string describe() const override { return "iterator"; }
+  PyRef as_python(Translator&) override;
+  VarRef iterate(Translator&) override;  // itself, from where it is
+  PyRef python_type(Translator&) override;
   std::vector<VarRef> items;
   size_t next = 0;
   VarRef returned;  // a generator's return value (`r = yield from gen`); null: None
@@ -101,6 +138,7 @@ struct SliceVar : Var {
   SliceVar(VarRef a, VarRef b, VarRef c)
       : start(std::move(a)), stop(std::move(b)), step(std::move(c)) {}
   std::string describe() const override { return "slice"; }
+  PyRef as_python(Translator&) override;
   VarRef start, stop, step;  // ConstVar None when absent
 };
 
@@ -108,6 +146,12 @@ struct SliceVar : Var {
 struct ModuleVar : Var {
   ModuleVar(PyRef m, Source s) : Var(std::move(s)), module(std::move(m)) {}
   std::string describe() const override;
+  PyRef as_python(Translator&) override { return module; }
+  VarRef getattr(Translator&, const std::string& name) override;  // CPython's lookup order
+  VarRef getitem(Translator&, const VarRef& index) override;      // Sequential[i], ModuleDict[k]
+  VarRef iterate(Translator&) override;                           // its own __iter__
+  VarRef call(Translator&, std::vector<VarRef> args, Kwargs kwargs) override;  // hooks and forward
+  VarRef len(Translator&) override;  // its own __len__
   PyRef module;
 };
 
@@ -115,6 +159,8 @@ struct ModuleVar : Var {
 struct FunctionVar : Var {
   FunctionVar(PyRef f, VarRef self_, Source s) : Var(std::move(s)), fn(std::move(f)), self(std::move(self_)) {}
   std::string describe() const override;
+  PyRef as_python(Translator&) override;
+  VarRef call(Translator&, std::vector<VarRef> args, Kwargs kwargs) override;  // inlined
   PyRef fn;
   VarRef self;                  // null for plain functions
   std::vector<VarRef> closure;  // CellVars, for functions made in traced code (MAKE_FUNCTION)
@@ -126,6 +172,8 @@ struct TorchFnVar : Var {
   TorchFnVar(const TorchOp* o, VarRef self_, std::string n, PyRef py = {})
       : op(o), self(std::move(self_)), name(std::move(n)), obj(std::move(py)) {}
   std::string describe() const override { return "torch callable " + name; }
+  PyRef as_python(Translator&) override;
+  VarRef call(Translator&, std::vector<VarRef> args, Kwargs kwargs) override;  // graph nodes
   const TorchOp* op;
   VarRef self;
   std::string name;
@@ -136,6 +184,13 @@ struct TorchFnVar : Var {
 struct DictVar : Var {
   explicit DictVar(Source s = {}) : Var(std::move(s)) {}
   std::string describe() const override;
+  PyRef as_python(Translator&) override;
+  VarRef getattr(Translator&, const std::string& name) override;  // a dataclass's fields
+  VarRef getitem(Translator&, const VarRef& index) override;
+  VarRef iterate(Translator&) override;                           // its keys
+  bool truth(Translator&) override { return !keys.empty(); }
+  VarRef len(Translator&) override;
+  PyRef python_type(Translator&) override;  // dict, or the dataclass
   std::vector<PyRef> keys;
   std::vector<VarRef> values;
   // Set for an instance of a dataclass built in traced code: its fields by name, in order
@@ -150,6 +205,10 @@ struct DictVar : Var {
 struct ContainerMethodVar : Var {
   ContainerMethodVar(VarRef s, std::string n) : self(std::move(s)), name(std::move(n)) {}
   std::string describe() const override { return "method " + name; }
+  // The real method when `self` is a real object (a module, a tensor after a break); null for
+  // the trace's own lists and dicts, whose copies a real method would change in vain.
+  PyRef as_python(Translator&) override;
+  VarRef call(Translator&, std::vector<VarRef> args, Kwargs kwargs) override;
   VarRef self;
   std::string name;
 };
@@ -158,6 +217,7 @@ struct ContainerMethodVar : Var {
 struct SuperVar : Var {
   SuperVar(PyRef c, VarRef s) : cls(std::move(c)), self(std::move(s)) {}
   std::string describe() const override { return "super()"; }
+  VarRef getattr(Translator&, const std::string& name) override;  // after cls in the MRO
   PyRef cls;
   VarRef self;
 };
@@ -167,6 +227,8 @@ struct PartialVar : Var {
   PartialVar(VarRef f, std::vector<VarRef> a, std::vector<std::pair<std::string, VarRef>> k)
       : fn(std::move(f)), args(std::move(a)), kwargs(std::move(k)) {}
   std::string describe() const override { return "functools.partial"; }
+  PyRef as_python(Translator&) override;
+  VarRef call(Translator&, std::vector<VarRef> args, Kwargs kwargs) override;
   VarRef fn;
   std::vector<VarRef> args;
   std::vector<std::pair<std::string, VarRef>> kwargs;
@@ -176,6 +238,8 @@ struct PartialVar : Var {
 struct BuiltinVar : Var {
   BuiltinVar(PyRef f, std::string n, Source s) : Var(std::move(s)), fn(std::move(f)), name(std::move(n)) {}
   std::string describe() const override { return "builtin " + name; }
+  PyRef as_python(Translator&) override { return fn; }
+  VarRef call(Translator&, std::vector<VarRef> args, Kwargs kwargs) override;  // builtins.cpp
   PyRef fn;
   std::string name;
 };
