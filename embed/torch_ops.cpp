@@ -311,6 +311,9 @@ const std::vector<Entry>& table() {
       {{"torch.var_mean"}, {}, WITH(var_mean, false)},
       {{"torch.std_mean"}, {}, WITH(var_mean, true)},
       {{"torch.median"}, {"median"}, median},
+      {{"torch.kthvalue"}, {"kthvalue"}, kthvalue},
+      {{"torch.cummax"}, {"cummax"}, WITH(cumulative_extreme, true)},
+      {{"torch.cummin"}, {"cummin"}, WITH(cumulative_extreme, false)},
       {{"torch.prod"}, {"prod"}, prod},
       {{"torch.cumprod"}, {"cumprod"}, cumprod},
       // 3-D convolution and pooling, unfold/fold (torch_ops_spatial.cpp)

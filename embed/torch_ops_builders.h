@@ -233,6 +233,8 @@ VarRef index_add(Translator&, const CallArgs&);
 VarRef take_along_dim(Translator&, const CallArgs&);
 VarRef var_mean(Translator&, const CallArgs&, bool take_sqrt);  // var_mean, std_mean
 VarRef median(Translator&, const CallArgs&);
+VarRef kthvalue(Translator&, const CallArgs&);
+VarRef cumulative_extreme(Translator&, const CallArgs&, bool is_max);  // cummax, cummin
 VarRef prod(Translator&, const CallArgs&);
 VarRef cumprod(Translator&, const CallArgs&);
 // torch_ops_spatial.cpp
