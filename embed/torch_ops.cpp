@@ -354,7 +354,7 @@ const std::vector<Entry>& table() {
       {{F "avg_pool2d"}, {}, WITH(avg_pool, 2)},
       {{F "adaptive_avg_pool1d", "torch.adaptive_avg_pool1d"}, {}, WITH(adaptive_avg_pool, 1)},
       {{F "adaptive_avg_pool2d"}, {}, WITH(adaptive_avg_pool, 2)},
-      {{F "adaptive_avg_pool3d"}, {}, adaptive_avg_pool3d},
+      {{F "adaptive_avg_pool3d"}, {}, WITH(adaptive_avg_pool, 3)},
       {{F "batch_norm"}, {}, batch_norm},
       {{F "layer_norm"}, {}, layer_norm},
       {{F "group_norm"}, {}, group_norm},

@@ -116,7 +116,6 @@ VarRef conv(Translator&, const CallArgs&, int spatial);
 VarRef conv_transpose(Translator&, const CallArgs&, int spatial);
 VarRef max_pool(Translator&, const CallArgs&, int spatial, bool with_indices);
 VarRef adaptive_max_pool(Translator&, const CallArgs&, int spatial);
-VarRef adaptive_avg_pool3d(Translator&, const CallArgs&);
 VarRef avg_pool(Translator&, const CallArgs&, int spatial);
 VarRef adaptive_avg_pool(Translator&, const CallArgs&, int spatial);
 VarRef batch_norm(Translator&, const CallArgs&);
