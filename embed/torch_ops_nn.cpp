@@ -507,13 +507,41 @@ VarRef instance_norm(Translator& t, const CallArgs& a) {
 
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+
+// F.interpolate(mode='nearest-exact'): an index_select along each spatial dim of
+// src = min(floor((dst + 0.5) * scale), in - 1), computed as torch's kernel does (the product in
+// double, floored in float); scale = float(1 / scale_factor) as given, else float(in) / out.
+ValueId nearest_exact(Translator& t, ValueId x, const std::vector<int64_t>& out, const std::vector<double>& given) {
+  for (size_t d = 0; d < out.size(); ++d) {
+    const int axis = static_cast<int>(d + 2);
+    const int64_t in = static_dim(t, x, axis, "interpolate");
+    const float scale = given[d] > 0 ? static_cast<float>(1.0 / given[d])
+                                     : static_cast<float>(in) / static_cast<float>(out[d]);
+    if (in == out[d] && scale == 1.0f) continue;
+    ValueId dst = node(t, OpKind::Arange, {}, ir::Attrs().set("shape", ir::Shape{ir::SymExpr(out[d])})
+                                                  .set("start", 0.0).set("step", 1.0).set("dtype", DType::f64));
+    ValueId half = node(t, OpKind::Add, {dst, constant(t, 0.5, DType::f64)});
+    ValueId src = node(t, OpKind::Mul, {half, constant(t, scale, DType::f64)});
+    src = cast(t, node(t, OpKind::Floor, {cast(t, src, DType::f32)}), DType::i64);
+    src = node(t, OpKind::Minimum, {src, constant(t, static_cast<double>(in - 1), DType::i64)});
+    x = node(t, OpKind::IndexSelect, {x, src}, ir::Attrs().set("axis", int64_t{axis}));
+  }
+  return x;
+}
+
+}  // namespace
+
 // F.interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
 VarRef interpolate(Translator& t, const CallArgs& a) {
   ValueId x = tensor(t, a.get(0, "input"), "interpolate");
   const ir::TensorType type = type_of(t, x);
   const int n = type.rank() - 2;
-  if (n < 1 || n > 2) unsupported(t, "interpolate of a rank-" + std::to_string(type.rank()) + " tensor");
   std::string mode = str_arg(t, a.get(3, "mode"), "interpolate", "nearest");
+  // Modes composed here (not by the resize op) take 3 spatial dims too.
+  const int max_spatial = mode == "nearest-exact" || mode == "area" ? 3 : 2;
+  if (n < 1 || n > max_spatial)
+    unsupported(t, "interpolate(mode='" + mode + "') of a rank-" + std::to_string(type.rank()) + " tensor");
   bool align = bool_arg(t, a.get(4, "align_corners"), false);
   if (bool_arg(t, a.get(6, "antialias"), false)) unsupported(t, "interpolate(antialias=True)");
   if (mode == "bilinear" || mode == "linear") {
@@ -539,12 +567,13 @@ VarRef interpolate(Translator& t, const CallArgs& a) {
   } else if (mode == "bicubic") {
     if (n != 2) user_error("interpolate: mode 'bicubic' needs a rank-4 input, got rank " + std::to_string(type.rank()), t.loc());
     mode = "cubic";
-  } else if (mode != "nearest") {
-    unsupported(t, "interpolate(mode='" + mode + "')", "use 'nearest', 'linear', 'bilinear' or 'bicubic'");
+  } else if (mode != "nearest" && mode != "nearest-exact") {
+    unsupported(t, "interpolate(mode='" + mode + "')", "use 'nearest', 'nearest-exact', 'linear', 'bilinear' or 'bicubic'");
   }
   VarRef size = a.get(1, "size"), scale = a.get(2, "scale_factor");
   bool recompute = bool_arg(t, a.get(5, "recompute_scale_factor"), false);
   std::vector<int64_t> out;
+  std::vector<double> given;  // the scale_factor the kernel sees (0: none, it uses in / out)
   ir::Attrs attrs;
   for (int d = 0; d < n; ++d) {
     auto in = type.shape[static_cast<size_t>(d + 2)].as_constant();
@@ -558,12 +587,14 @@ VarRef interpolate(Translator& t, const CallArgs& a) {
       s = float_arg(t, items ? (*items)[static_cast<size_t>(items->size() == 1 ? 0 : d)] : scale, "interpolate scale_factor");
       out.push_back(static_cast<int64_t>(std::floor(static_cast<double>(*in) * s)));
     }
-    double src_scale = (s > 0 && !recompute) ? 1.0 / s : static_cast<double>(*in) / static_cast<double>(out.back());
-    attrs.set("scale" + std::to_string(d), src_scale);
+    if (out.back() < 1) user_error("interpolate: output sizes must be positive (torch raises here too)", t.loc());
+    given.push_back(s > 0 && !recompute ? s : 0.0);
+    attrs.set("scale" + std::to_string(d),
+              given.back() > 0 ? 1.0 / given.back() : static_cast<double>(*in) / static_cast<double>(out.back()));
   }
+  if (mode == "nearest-exact") return wrap_value(nearest_exact(t, x, out, given));
   attrs.set("mode", mode).set("size", out).set("align_corners", int64_t{align});
   return add(t, OpKind::Resize, {x}, attrs);
 }
-
 
 }  // namespace aotrace::embed::ops
