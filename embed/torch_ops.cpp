@@ -311,6 +311,9 @@ const std::vector<Entry>& table() {
       {{"torch.var_mean"}, {}, WITH(var_mean, false)},
       {{"torch.std_mean"}, {}, WITH(var_mean, true)},
       {{"torch.median"}, {"median"}, median},
+      {{"torch.kthvalue"}, {"kthvalue"}, kthvalue},
+      {{"torch.cummax"}, {"cummax"}, WITH(cumulative_extreme, true)},
+      {{"torch.cummin"}, {"cummin"}, WITH(cumulative_extreme, false)},
       {{"torch.prod"}, {"prod"}, prod},
       {{"torch.cumprod"}, {"cumprod"}, cumprod},
       // 3-D convolution and pooling, unfold/fold (torch_ops_spatial.cpp)
@@ -351,7 +354,7 @@ const std::vector<Entry>& table() {
       {{F "avg_pool2d"}, {}, WITH(avg_pool, 2)},
       {{F "adaptive_avg_pool1d", "torch.adaptive_avg_pool1d"}, {}, WITH(adaptive_avg_pool, 1)},
       {{F "adaptive_avg_pool2d"}, {}, WITH(adaptive_avg_pool, 2)},
-      {{F "adaptive_avg_pool3d"}, {}, adaptive_avg_pool3d},
+      {{F "adaptive_avg_pool3d"}, {}, WITH(adaptive_avg_pool, 3)},
       {{F "batch_norm"}, {}, batch_norm},
       {{F "layer_norm"}, {}, layer_norm},
       {{F "group_norm"}, {}, group_norm},

@@ -116,7 +116,6 @@ VarRef conv(Translator&, const CallArgs&, int spatial);
 VarRef conv_transpose(Translator&, const CallArgs&, int spatial);
 VarRef max_pool(Translator&, const CallArgs&, int spatial, bool with_indices);
 VarRef adaptive_max_pool(Translator&, const CallArgs&, int spatial);
-VarRef adaptive_avg_pool3d(Translator&, const CallArgs&);
 VarRef avg_pool(Translator&, const CallArgs&, int spatial);
 VarRef adaptive_avg_pool(Translator&, const CallArgs&, int spatial);
 VarRef batch_norm(Translator&, const CallArgs&);
@@ -233,6 +232,8 @@ VarRef index_add(Translator&, const CallArgs&);
 VarRef take_along_dim(Translator&, const CallArgs&);
 VarRef var_mean(Translator&, const CallArgs&, bool take_sqrt);  // var_mean, std_mean
 VarRef median(Translator&, const CallArgs&);
+VarRef kthvalue(Translator&, const CallArgs&);
+VarRef cumulative_extreme(Translator&, const CallArgs&, bool is_max);  // cummax, cummin
 VarRef prod(Translator&, const CallArgs&);
 VarRef cumprod(Translator&, const CallArgs&);
 // torch_ops_spatial.cpp

@@ -353,37 +353,52 @@ VarRef avg_pool(Translator& t, const CallArgs& a, int n) {
   return unbatched(t, node(t, OpKind::Pool, {x}, attrs), added);
 }
 
+namespace {
+
+// Adaptive average pooling of x [N, C, D, H, W] to `out` (d, h, w). The average over a box is an
+// average over each of its sides in turn (torch's windows are products of per-dim ones), so
+// (H, W) pool as the 2-D op on [N, C * D, H, W], then D as the 1-D op with it moved last.
+ValueId adaptive_avg_pool3d_of(Translator& t, ValueId x, const std::vector<int64_t>& out) {
+  const ir::Shape s = type_of(t, x).shape;
+  const ir::SymExpr n = s[0], c = s[1], hw(out[1] * out[2]);
+  if (!(s[3] == ir::SymExpr(out[1])) || !(s[4] == ir::SymExpr(out[2])))
+    x = node(t, OpKind::AdaptiveAvgPool, {reshape_to(t, x, {n, c * s[2], s[3], s[4]})},
+             ir::Attrs().set("size", std::vector<int64_t>{out[1], out[2]}));
+  if (!(s[2] == ir::SymExpr(out[0]))) {
+    ValueId last = permute_to(t, reshape_to(t, x, {n, c, s[2], hw}), {0, 1, 3, 2});
+    x = node(t, OpKind::AdaptiveAvgPool, {reshape_to(t, last, {n, c * hw, s[2]})},
+             ir::Attrs().set("size", std::vector<int64_t>{out[0]}));
+    x = permute_to(t, reshape_to(t, x, {n, c, hw, ir::SymExpr(out[0])}), {0, 1, 3, 2});
+  }
+  return reshape_to(t, x, {n, c, ir::SymExpr(out[0]), ir::SymExpr(out[1]), ir::SymExpr(out[2])});
+}
+
+}  // namespace
+
+// F.adaptive_avg_poolNd(input, output_size) for 1 to 3 spatial dims, to any output size
+// (torch's windows [floor(i * in / out), ceil((i + 1) * in / out))); None keeps a dim's size.
+// 3-D to (1, 1, 1) (video classifiers' global pool) is a mean.
 VarRef adaptive_avg_pool(Translator& t, const CallArgs& a, int n) {
   bool added = false;
   ValueId x = batched(t, tensor(t, a.get(0, "input"), "adaptive_avg_pool"), n, added);
-  const ir::TensorType type = type_of(t, x);
   VarRef size = a.get(1, "output_size");
   std::vector<VarRef> items = sequence_items(t, size).value_or(std::vector<VarRef>(static_cast<size_t>(n), size));
   if (items.size() == 1 && n > 1) items.assign(static_cast<size_t>(n), items[0]);
+  if (items.size() != static_cast<size_t>(n))
+    user_error("adaptive_avg_pool" + std::to_string(n) + "d: output_size must have " + std::to_string(n) +
+                   " elements (torch raises here too)", t.loc());
   std::vector<int64_t> out;
+  bool all_one = true;
   for (int d = 0; d < n; ++d) {
     const VarRef& v = items[static_cast<size_t>(d)];
-    if (is_none(v)) out.push_back(type.shape[static_cast<size_t>(d + 2)].constant());
-    else out.push_back(int_arg(t, v, "adaptive_avg_pool output_size"));
+    const int64_t in = static_dim(t, x, d + 2, "adaptive_avg_pool");
+    out.push_back(is_none(v) ? in : int_arg(t, v, "adaptive_avg_pool output_size"));
+    if (out.back() < 1) user_error("adaptive_avg_pool: output_size must be positive (torch raises here too)", t.loc());
+    all_one = all_one && out.back() == 1;
   }
-  return unbatched(t, node(t, OpKind::AdaptiveAvgPool, {x}, ir::Attrs().set("size", out)), added);
-}
-
-// F.adaptive_avg_pool3d(input, output_size): to (1, 1, 1) (video classifiers' global pool) a
-// mean over the spatial dims; other sizes are not supported yet.
-VarRef adaptive_avg_pool3d(Translator& t, const CallArgs& a) {
-  bool added = false;
-  ValueId x = batched(t, tensor(t, a.get(0, "input"), "adaptive_avg_pool3d"), 3, added);
-  VarRef size = a.get(1, "output_size");
-  std::vector<VarRef> items = sequence_items(t, size).value_or(std::vector<VarRef>(3, size));
-  if (items.size() == 1) items.assign(3, items[0]);
-  for (int d = 0; d < 3; ++d) {
-    const VarRef& v = items[static_cast<size_t>(d)];
-    const int64_t in = type_of(t, x).shape[static_cast<size_t>(d + 2)].constant();
-    if ((is_none(v) ? in : int_arg(t, v, "adaptive_avg_pool3d output_size")) != 1)
-      unsupported(t, "adaptive_avg_pool3d to an output size other than 1", "use output_size=1 or avg_pool3d");
-  }
-  return unbatched(t, node(t, OpKind::Mean, {x}, axes_attrs({2, 3, 4}, true)), added);
+  if (n < 3) return unbatched(t, node(t, OpKind::AdaptiveAvgPool, {x}, ir::Attrs().set("size", out)), added);
+  if (all_one) return unbatched(t, node(t, OpKind::Mean, {x}, axes_attrs({2, 3, 4}, true)), added);
+  return unbatched(t, adaptive_avg_pool3d_of(t, x, out), added);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -492,13 +507,41 @@ VarRef instance_norm(Translator& t, const CallArgs& a) {
 
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+
+// F.interpolate(mode='nearest-exact'): an index_select along each spatial dim of
+// src = min(floor((dst + 0.5) * scale), in - 1), computed as torch's kernel does (the product in
+// double, floored in float); scale = float(1 / scale_factor) as given, else float(in) / out.
+ValueId nearest_exact(Translator& t, ValueId x, const std::vector<int64_t>& out, const std::vector<double>& given) {
+  for (size_t d = 0; d < out.size(); ++d) {
+    const int axis = static_cast<int>(d + 2);
+    const int64_t in = static_dim(t, x, axis, "interpolate");
+    const float scale = given[d] > 0 ? static_cast<float>(1.0 / given[d])
+                                     : static_cast<float>(in) / static_cast<float>(out[d]);
+    if (in == out[d] && scale == 1.0f) continue;
+    ValueId dst = node(t, OpKind::Arange, {}, ir::Attrs().set("shape", ir::Shape{ir::SymExpr(out[d])})
+                                                  .set("start", 0.0).set("step", 1.0).set("dtype", DType::f64));
+    ValueId half = node(t, OpKind::Add, {dst, constant(t, 0.5, DType::f64)});
+    ValueId src = node(t, OpKind::Mul, {half, constant(t, scale, DType::f64)});
+    src = cast(t, node(t, OpKind::Floor, {cast(t, src, DType::f32)}), DType::i64);
+    src = node(t, OpKind::Minimum, {src, constant(t, static_cast<double>(in - 1), DType::i64)});
+    x = node(t, OpKind::IndexSelect, {x, src}, ir::Attrs().set("axis", int64_t{axis}));
+  }
+  return x;
+}
+
+}  // namespace
+
 // F.interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
 VarRef interpolate(Translator& t, const CallArgs& a) {
   ValueId x = tensor(t, a.get(0, "input"), "interpolate");
   const ir::TensorType type = type_of(t, x);
   const int n = type.rank() - 2;
-  if (n < 1 || n > 2) unsupported(t, "interpolate of a rank-" + std::to_string(type.rank()) + " tensor");
   std::string mode = str_arg(t, a.get(3, "mode"), "interpolate", "nearest");
+  // Modes composed here (not by the resize op) take 3 spatial dims too.
+  const int max_spatial = mode == "nearest-exact" || mode == "area" ? 3 : 2;
+  if (n < 1 || n > max_spatial)
+    unsupported(t, "interpolate(mode='" + mode + "') of a rank-" + std::to_string(type.rank()) + " tensor");
   bool align = bool_arg(t, a.get(4, "align_corners"), false);
   if (bool_arg(t, a.get(6, "antialias"), false)) unsupported(t, "interpolate(antialias=True)");
   if (mode == "bilinear" || mode == "linear") {
@@ -524,12 +567,13 @@ VarRef interpolate(Translator& t, const CallArgs& a) {
   } else if (mode == "bicubic") {
     if (n != 2) user_error("interpolate: mode 'bicubic' needs a rank-4 input, got rank " + std::to_string(type.rank()), t.loc());
     mode = "cubic";
-  } else if (mode != "nearest") {
-    unsupported(t, "interpolate(mode='" + mode + "')", "use 'nearest', 'linear', 'bilinear' or 'bicubic'");
+  } else if (mode != "nearest" && mode != "nearest-exact") {
+    unsupported(t, "interpolate(mode='" + mode + "')", "use 'nearest', 'nearest-exact', 'linear', 'bilinear' or 'bicubic'");
   }
   VarRef size = a.get(1, "size"), scale = a.get(2, "scale_factor");
   bool recompute = bool_arg(t, a.get(5, "recompute_scale_factor"), false);
   std::vector<int64_t> out;
+  std::vector<double> given;  // the scale_factor the kernel sees (0: none, it uses in / out)
   ir::Attrs attrs;
   for (int d = 0; d < n; ++d) {
     auto in = type.shape[static_cast<size_t>(d + 2)].as_constant();
@@ -543,12 +587,14 @@ VarRef interpolate(Translator& t, const CallArgs& a) {
       s = float_arg(t, items ? (*items)[static_cast<size_t>(items->size() == 1 ? 0 : d)] : scale, "interpolate scale_factor");
       out.push_back(static_cast<int64_t>(std::floor(static_cast<double>(*in) * s)));
     }
-    double src_scale = (s > 0 && !recompute) ? 1.0 / s : static_cast<double>(*in) / static_cast<double>(out.back());
-    attrs.set("scale" + std::to_string(d), src_scale);
+    if (out.back() < 1) user_error("interpolate: output sizes must be positive (torch raises here too)", t.loc());
+    given.push_back(s > 0 && !recompute ? s : 0.0);
+    attrs.set("scale" + std::to_string(d),
+              given.back() > 0 ? 1.0 / given.back() : static_cast<double>(*in) / static_cast<double>(out.back()));
   }
+  if (mode == "nearest-exact") return wrap_value(nearest_exact(t, x, out, given));
   attrs.set("mode", mode).set("size", out).set("align_corners", int64_t{align});
   return add(t, OpKind::Resize, {x}, attrs);
 }
-
 
 }  // namespace aotrace::embed::ops

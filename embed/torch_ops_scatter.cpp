@@ -1,7 +1,8 @@
 // Builders of the torch op table for scatters and the reductions that need more than one
 // reduce op: scatter/scatter_add (and their in-place forms) and index_add as one-hot comparisons
 // of the index with an arange, then where / reduce_sum; take_along_dim (gather); var_mean and
-// std_mean; median (through topk); prod and cumprod over a static dim (products of slices).
+// std_mean; median and kthvalue (through topk); cummax/cummin (a scan of value-index pairs); prod
+// and cumprod over a static dim (products of slices).
 #include <cmath>
 
 #include "embed/torch_ops_builders.h"
@@ -159,9 +160,32 @@ VarRef var_mean(Translator& t, const CallArgs& call, bool take_sqrt) {
   return sequence({spread, m});
 }
 
+namespace {
+
+// The (k + 1)-th smallest along `axis` (kept, size 1) as (values, indices), by topk: NaN counts
+// as larger than everything, as torch's selection does; of equal values, the lower index.
+std::pair<ValueId, ValueId> kth_smallest(Translator& t, ValueId x, int axis, int64_t k) {
+  ir::Attrs attrs;
+  attrs.set("k", k + 1).set("axis", int64_t{axis}).set("largest", int64_t{0}).set("sorted", int64_t{1});
+  auto r = t.graph().add_node(OpKind::TopK, {x}, attrs, t.loc());
+  return {slice_of(t, r[0], axis, k, k + 1), slice_of(t, r[1], axis, k, k + 1)};
+}
+
+ValueId drop_axis(Translator& t, ValueId v, int axis) {
+  ir::Shape s = type_of(t, v).shape;
+  s.erase(s.begin() + axis);
+  return reshape_to(t, v, s);
+}
+
+VarRef values_indices(ValueId values, ValueId indices) {
+  return named_tuple({wrap_value(values), wrap_value(indices)}, {"values", "indices"});
+}
+
+}  // namespace
+
 // torch.median(input) (the lower median of all elements) / median(input, dim, keepdim) ->
-// (values, indices): the ((n - 1) // 2)-th smallest by topk; a NaN along dim gives NaN (and
-// its first index), as torch.
+// (values, indices): the ((n - 1) // 2)-th smallest; a NaN along dim gives NaN (and its first
+// index), as torch.
 VarRef median(Translator& t, const CallArgs& call) {
   CallArgs a = bind_schema(t, "aten::median", call);
   ValueId x = tensor(t, a.kw("self"), "median");
@@ -169,16 +193,12 @@ VarRef median(Translator& t, const CallArgs& call) {
   const bool global = !dim_v;
   if (global) x = reshape_to(t, x, {type_of(t, x).numel()});
   const int rank = type_of(t, x).rank();
-  if (rank == 0) return global ? wrap_value(x) : named_tuple({wrap_value(x), wrap_value(constant(t, 0, DType::i64))}, {"values", "indices"});
+  if (rank == 0) return global ? wrap_value(x) : values_indices(x, constant(t, 0, DType::i64));
   const int axis = global ? 0 : normalise_dim(t, int_arg(t, dim_v, "median"), rank, "median");
   const bool keepdim = !global && bool_arg(t, a.kw("keepdim"), false);
   const int64_t n = static_dim(t, x, axis, "median");
   if (n == 0) user_error("median of an empty dim (torch raises here too)", t.loc());
-  const int64_t k = (n - 1) / 2;
-  ir::Attrs attrs;
-  attrs.set("k", k + 1).set("axis", int64_t{axis}).set("largest", int64_t{0}).set("sorted", int64_t{1});
-  auto r = t.graph().add_node(OpKind::TopK, {x}, attrs, t.loc());
-  ValueId values = slice_of(t, r[0], axis, k, k + 1), indices = slice_of(t, r[1], axis, k, k + 1);
+  auto [values, indices] = kth_smallest(t, x, axis, (n - 1) / 2);
   if (ir::is_floating(type_of(t, x).dtype)) {
     ValueId nan = node(t, OpKind::Ne, {x, x});
     ValueId any = node(t, OpKind::ReduceMax, {nan}, axes_attrs({axis}, true));
@@ -186,13 +206,62 @@ VarRef median(Translator& t, const CallArgs& call) {
     ValueId first = node(t, OpKind::ArgMax, {cast(t, nan, DType::i32)}, axes_attrs({axis}, true));
     indices = node(t, OpKind::Where, {any, first, indices});
   }
-  if (!keepdim) {
-    ir::Shape s = type_of(t, values).shape;
-    s.erase(s.begin() + axis);
-    values = reshape_to(t, values, s), indices = reshape_to(t, indices, s);
-  }
+  if (!keepdim) values = drop_axis(t, values, axis), indices = drop_axis(t, indices, axis);
   if (global) return wrap_value(values);
-  return named_tuple({wrap_value(values), wrap_value(indices)}, {"values", "indices"});
+  return values_indices(values, indices);
+}
+
+// torch.kthvalue(input, k, dim=-1, keepdim=False) -> (values, indices): the k-th smallest (from
+// 1), NaN the largest. Where the k-th value occurs more than once, torch's index is whichever
+// its quickselect's swaps leave there; this gives the lowest.
+VarRef kthvalue(Translator& t, const CallArgs& a) {
+  ValueId x = tensor(t, a.get(0, "self"), "kthvalue");
+  const int64_t k = int_arg(t, a.get(1, "k"), "kthvalue k");
+  const int rank = type_of(t, x).rank();
+  const int axis = normalise_dim(t, int_or(t, a, 2, "dim", -1), rank, "kthvalue");
+  const int64_t n = rank == 0 ? 1 : static_dim(t, x, axis, "kthvalue");
+  if (k < 1 || k > n)
+    user_error("kthvalue: k = " + std::to_string(k) + " is out of range for a dim of size " + std::to_string(n) +
+                   " (torch raises here too)", t.loc(), "k counts from 1 to the size of dim");
+  if (rank == 0) return values_indices(x, constant(t, 0, DType::i64));
+  auto [values, indices] = kth_smallest(t, x, axis, k - 1);
+  if (!bool_arg(t, a.get(3, "keepdim"), false))
+    values = drop_axis(t, values, axis), indices = drop_axis(t, indices, axis);
+  return values_indices(values, indices);
+}
+
+// torch.cummax / cummin(input, dim) -> (values, indices): an inclusive scan of (value, index)
+// pairs over a static dim in log2(n) steps (Hillis-Steele). At step s a position keeps its own
+// pair when its value is at least as large as the one s back (cummax; as small: cummin), or NaN,
+// or nothing lies s back; else it takes that pair. So ties and NaNs keep the latest index and
+// values stay NaN after the first NaN, as torch's loop (`isnan(x) || x >= best`) does.
+VarRef cumulative_extreme(Translator& t, const CallArgs& a, bool is_max) {
+  const char* what = is_max ? "cummax" : "cummin";
+  ValueId x = tensor(t, a.get(0, "self"), what);
+  const int rank = type_of(t, x).rank();
+  const int axis = normalise_dim(t, int_arg(t, a.get(1, "dim"), what), rank, what);
+  if (rank == 0) return values_indices(x, constant(t, 0, DType::i64));
+  const int64_t n = static_dim(t, x, axis, what);
+  ir::Shape along(static_cast<size_t>(rank), ir::SymExpr(1));
+  along[static_cast<size_t>(axis)] = ir::SymExpr(n);
+  ValueId pos = reshape_to(t, arange_of(t, ir::SymExpr(n)), along);
+  ValueId values = x;
+  ValueId indices = node(t, OpKind::Expand, {pos}, ir::Attrs().set("shape", type_of(t, x).shape));
+  const bool floating = ir::is_floating(type_of(t, x).dtype);
+  for (int64_t s = 1; s < n; s *= 2) {
+    std::vector<int64_t> low(static_cast<size_t>(rank), 0), high = low;
+    low[static_cast<size_t>(axis)] = s, high[static_cast<size_t>(axis)] = -s;
+    auto shifted = [&](ValueId v) {  // v[i - s] at i >= s
+      return node(t, OpKind::Pad, {v}, ir::Attrs().set("low", low).set("high", high).set("value", 0.0));
+    };
+    ValueId earlier = shifted(values);
+    ValueId own = node(t, OpKind::Or, {node(t, is_max ? OpKind::Ge : OpKind::Le, {values, earlier}),
+                                       node(t, OpKind::Lt, {pos, constant(t, static_cast<double>(s), DType::i64)})});
+    if (floating) own = node(t, OpKind::Or, {own, node(t, OpKind::Ne, {values, values})});
+    values = node(t, OpKind::Where, {own, values, earlier});
+    indices = node(t, OpKind::Where, {own, indices, shifted(indices)});
+  }
+  return values_indices(values, indices);
 }
 
 namespace {
