@@ -124,7 +124,8 @@ VarRef container_method(Translator& t, const VarRef& obj, const std::string& nam
   }
   if (as<DictVar>(obj)) {
     if (name == "items" || name == "keys" || name == "values" || name == "get" || name == "update" ||
-        name == "pop" || name == "clear" || name == "setdefault" || name == "copy")
+        name == "pop" || name == "clear" || name == "setdefault" || name == "copy" || name == "popitem" ||
+        name == "move_to_end")
       return method(obj);
     return nullptr;
   }
@@ -273,6 +274,33 @@ VarRef call_container_method(Translator& t, const ContainerMethodVar& m, std::ve
   if (name == "clear") {
     d->keys.clear();
     d->values.clear();
+    return t.constant(Py_None);
+  }
+  if (name == "move_to_end" || name == "popitem") {  // OrderedDict's (last=True); popitem: dict's too
+    VarRef last_arg = args.size() > (name == "popitem" ? 0u : 1u) ? args.back() : nullptr;
+    for (auto& [k, v] : kwargs)
+      if (k == "last") last_arg = v;
+    const bool last = !last_arg || t.truth(last_arg);
+    int k = static_cast<int>(d->keys.size()) - 1;
+    if (name == "move_to_end") {
+      PyRef key = t.to_python(arg(0));
+      k = key ? d->find(key.get()) : -1;
+      if (k < 0)
+        t.raise_python(PyRef::steal(PyObject_CallFunctionObjArgs(PyExc_KeyError, key ? key.get() : Py_None, nullptr)),
+                       "KeyError in move_to_end", "");
+    } else if (k < 0) {
+      t.raise_python(PyRef::steal(PyObject_CallFunction(PyExc_KeyError, "s", "popitem(): dictionary is empty")),
+                     "KeyError in popitem", "");
+    } else if (!last) {
+      k = 0;
+    }
+    PyRef key = d->keys[static_cast<size_t>(k)];
+    VarRef value = d->values[static_cast<size_t>(k)];
+    d->keys.erase(d->keys.begin() + k);
+    d->values.erase(d->values.begin() + k);
+    if (name == "popitem") return std::make_shared<SequenceVar>(SequenceVar::Kind::Tuple, std::vector<VarRef>{t.constant(key.get()), value});
+    d->keys.insert(last ? d->keys.end() : d->keys.begin(), key);
+    d->values.insert(last ? d->values.end() : d->values.begin(), value);
     return t.constant(Py_None);
   }
   if (name == "setdefault") {

@@ -65,6 +65,7 @@ struct Entry {
   Aliasing aliasing = Aliasing::None;
 };
 constexpr Aliasing kView = Aliasing::View;
+constexpr Aliasing kMaybeView = Aliasing::MaybeView;
 constexpr Aliasing kIfUnchanged = Aliasing::IfUnchanged;
 
 #define F "torch.nn.functional."
@@ -161,17 +162,19 @@ const std::vector<Entry>& table() {
       {{"torch.tensor", "torch.as_tensor"}, {}, tensor_literal},
       {{}, {"new_tensor"}, new_tensor},
       // Shapes and indexing
-      {{"torch.reshape"}, {"reshape", "view"}, reshape, kView},
-      {{}, {"view_as", "reshape_as"}, view_as, kView},
-      {{"torch.flatten"}, {"flatten"}, flatten, kView},
+      {{}, {"view"}, reshape, kView},
+      {{"torch.reshape"}, {"reshape"}, reshape, kMaybeView},
+      {{}, {"view_as"}, view_as, kView},
+      {{}, {"reshape_as"}, view_as, kMaybeView},
+      {{"torch.flatten"}, {"flatten"}, flatten, kMaybeView},
       {{"torch.unflatten"}, {"unflatten"}, unflatten, kView},
       {{"torch.permute"}, {"permute"}, permute, kView},
       {{"torch.transpose", "torch.swapaxes"}, {"transpose", "swapaxes"}, transpose, kView},
       {{"torch.t"}, {"t"}, transpose_2d, kView},
       {{"torch.squeeze"}, {"squeeze"}, squeeze, kView},
       {{"torch.unsqueeze"}, {"unsqueeze"}, unsqueeze, kView},
-      {{}, {"expand"}, expand, kView},
-      {{}, {"expand_as"}, expand_as, kView},
+      {{}, {"expand"}, expand, kMaybeView},
+      {{}, {"expand_as"}, expand_as, kMaybeView},
       {{}, {"repeat"}, repeat},
       {{"torch.cat", "torch.concat"}, {}, cat},
       {{"torch.stack"}, {}, stack},
@@ -180,7 +183,7 @@ const std::vector<Entry>& table() {
       {{"torch.unbind"}, {"unbind"}, unbind, kView},
       {{"torch.narrow"}, {"narrow"}, narrow, kView},
       {{"torch.select"}, {"select"}, select, kView},
-      {{}, {"__getitem__"}, getitem, kView},
+      {{}, {"__getitem__"}, getitem, Aliasing::IndexView},
       {{}, {"__setitem__"}, setitem},
       {{"torch.gather"}, {"gather"}, gather},
       {{"torch.index_select"}, {"index_select"}, index_select},
@@ -233,7 +236,7 @@ const std::vector<Entry>& table() {
       {{"torch.count_nonzero"}, {"count_nonzero"}, count_nonzero},
       {{"torch.msort"}, {"msort"}, msort},
       {{"torch.tensordot", "torch.functional.tensordot"}, {}, tensordot},
-      {{}, {"unfold"}, tensor_unfold, kView},
+      {{}, {"unfold"}, tensor_unfold, kMaybeView},
       {{"torch.ops.aten.native_layer_norm"}, {}, native_layer_norm},
       {{"torch.lstm_cell"}, {}, [](Translator& t, const CallArgs& a) { return recurrent_cell(t, a, "LSTM"); }},
       {{"torch.gru_cell"}, {}, [](Translator& t, const CallArgs& a) { return recurrent_cell(t, a, "GRU"); }},
@@ -563,11 +566,35 @@ VarRef tensor_attribute(Translator& t, const VarRef& v, const std::string& name)
       std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
     }
     VarRef r = add(t, OpKind::Permute, {tv->value}, ir::Attrs().set("perm", perm));
-    share_memory(v, r);
+    share_memory(
+        v, r, [name](Translator& t, const VarRef& base) { return tensor_attribute(t, base, name); },
+        [name](Translator&, PyObject* base) { return attribute_or_null(base, name.c_str()); });
     return r;
   }
   return nullptr;
 }
+
+namespace {
+
+// Whether x[index] is a view (ints, slices, None, ...), a copy (tensor or list indices) or, for
+// bool indices, either.
+Aliasing index_aliasing(Translator& t, const VarRef& index) {
+  std::vector<VarRef> items{index};
+  if (auto* seq = as<SequenceVar>(index); seq && seq->kind == SequenceVar::Kind::Tuple) items = seq->items;
+  else if (auto* c = as<ConstVar>(index); c && PyTuple_Check(c->obj.get())) items = *sequence_items(t, index);
+  Aliasing kind = Aliasing::View;
+  for (const VarRef& i : items) {
+    if (as<SliceVar>(i) || as<SymIntVar>(i)) continue;
+    auto* c = as<ConstVar>(i);
+    PyObject* o = c ? c->obj.get() : nullptr;
+    if (o && PyBool_Check(o)) return Aliasing::MaybeView;
+    if (o && (PyLong_Check(o) || PySlice_Check(o) || o == Py_None || o == Py_Ellipsis)) continue;
+    kind = Aliasing::None;  // advanced indexing copies
+  }
+  return kind;
+}
+
+}  // namespace
 
 VarRef TorchOp::call(Translator& t, const CallArgs& call) const {
   const CallArgs a = bind_call(t, *this, call);
@@ -577,13 +604,51 @@ VarRef TorchOp::call(Translator& t, const CallArgs& call) const {
     auto* tv = as<TensorVar>(result);
     return tv && tv->value == as<TensorVar>(a.args[0])->value ? a.args[0] : result;
   }
-  auto link = [&](const VarRef& r) {
-    if (as<TensorVar>(r) && r != a.args[0]) share_memory(a.args[0], r);
+  Aliasing kind = aliasing;
+  if (kind == Aliasing::IndexView) kind = index_aliasing(t, a.get(1, "indices"));
+  if (kind == Aliasing::None) return result;
+  auto link = [&](const VarRef& r, int item) {
+    if (!as<TensorVar>(r) || r == a.args[0]) return;
+    std::function<VarRef(Translator&, const VarRef&)> of;
+    std::function<PyRef(Translator&, PyObject*)> of_real;
+    if (kind == Aliasing::View && callable && !call.args.empty() && call.args[0] == a.args[0]) {
+      CallArgs written = call;  // as the caller wrote it, for torch's own parser
+      written.args[0] = nullptr;
+      of_real = [fn = callable, written, item](Translator& t, PyObject* base) -> PyRef {
+        PyRef args = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(written.args.size())));
+        PyTuple_SetItem(args.get(), 0, PyRef::borrow(base).release());
+        for (size_t i = 1; i < written.args.size(); ++i) {
+          PyRef v = t.to_python(written.args[i]);
+          if (!v) return {};
+          PyTuple_SetItem(args.get(), static_cast<Py_ssize_t>(i), v.release());
+        }
+        PyRef kwargs = PyRef::steal(PyDict_New());
+        for (const auto& [k, v] : written.kwargs) {
+          PyRef p = t.to_python(v);
+          if (!p) return {};
+          PyDict_SetItemString(kwargs.get(), k.c_str(), p.get());
+        }
+        PyRef r = PyRef::steal(PyObject_Call(fn, args.get(), kwargs.get()));
+        if (r && item >= 0) r = PyRef::steal(PySequence_GetItem(r.get(), item));
+        if (!r) PyErr_Clear();
+        return r;
+      };
+      CallArgs rest = a;
+      rest.args[0] = nullptr;  // the base is held by the view record
+      of = [op = this, rest, item](Translator& t, const VarRef& base) {
+        CallArgs c = rest;
+        c.args[0] = base;
+        VarRef r = op->build(t, c);
+        return item < 0 ? r : as<SequenceVar>(r)->items.at(static_cast<size_t>(item));
+      };
+    }
+    share_memory(a.args[0], r, std::move(of), std::move(of_real));
   };
-  if (auto* seq = as<SequenceVar>(result))  // split, chunk, unbind
-    for (const VarRef& item : seq->items) link(item);
-  else
-    link(result);
+  if (auto* seq = as<SequenceVar>(result)) {  // split, chunk, unbind
+    for (size_t i = 0; i < seq->items.size(); ++i) link(seq->items[i], static_cast<int>(i));
+  } else {
+    link(result, -1);
+  }
   return result;
 }
 

@@ -58,7 +58,11 @@ using OpBuilder = VarRef (*)(Translator&, const CallArgs&);
 // in-place update through one is seen by the others (see ops::share_memory).
 enum class Aliasing : uint8_t {
   None,         // new tensors
-  View,         // views: x.view, x[1:3], x.T, x.split(…)
+  View,         // always views: x.view, x.permute, x.split(…), x.select: in-place updates
+                // through one reach the others (replayed on the new values)
+  MaybeView,    // a view or a copy, by strides capture does not track (reshape, flatten) or
+                // overlapping (expand, unfold): in-place updates while both live are refused
+  IndexView,    // x[index]: a view for ints, slices, None and ..., a copy for tensor indices
   IfUnchanged,  // the input variable itself when nothing changes: x.to(x.dtype), x.float()
 };
 

@@ -1,7 +1,10 @@
 // Argument helpers of the torch op table (see torch_ops_args.h).
 #include "embed/torch_ops_args.h"
+#include "embed/torch_ops_builders.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
 
 namespace aotrace::embed::ops {
 
@@ -239,10 +242,24 @@ VarRef named_tuple(std::vector<VarRef> items, std::vector<std::string> fields) {
   return t;
 }
 
-void share_memory(const VarRef& base, const VarRef& view) {
+void share_memory(const VarRef& base, const VarRef& view, std::function<VarRef(Translator&, const VarRef&)> of,
+                  std::function<PyRef(Translator&, PyObject*)> of_real) {
   auto* b = as<TensorVar>(base);
   auto* v = as<TensorVar>(view);
   AOT_CHECK(b && v, "share_memory of a non-tensor");
+  if (of && of_real && !v->view) {
+    VarRef root = base;
+    if (VarRef inner = b->view ? b->view->base.lock() : nullptr) {  // a view of a view: of the root
+      root = inner;
+      auto first = b->view;
+      of = [first, then = std::move(of)](Translator& t, const VarRef& r) { return then(t, first->of(t, r)); };
+      of_real = [first, then = std::move(of_real)](Translator& t, PyObject* r) -> PyRef {
+        PyRef mid = first->of_real(t, r);
+        return mid ? then(t, mid.get()) : PyRef();
+      };
+    }
+    v->view = std::make_shared<TensorVar::View>(TensorVar::View{root, std::move(of), std::move(of_real)});
+  }
   if (v->aliases == b->aliases && v->aliases) return;
   if (!b->aliases) {
     b->aliases = std::make_shared<AliasSet>();
@@ -254,22 +271,38 @@ void share_memory(const VarRef& base, const VarRef& view) {
 
 namespace {
 
-// How many variables other than `target` still alive share its memory.
-size_t live_aliases(const VarRef& target) {
+// The live variables other than `target` that share its memory.
+std::vector<VarRef> live_aliases(const VarRef& target) {
+  std::vector<VarRef> out;
   auto* tv = as<TensorVar>(target);
-  if (!tv || !tv->aliases) return 0;
-  size_t n = 0;
-  for (const auto& m : tv->aliases->members) {
-    VarRef other = m.lock();
-    if (other && other != target) ++n;
-  }
-  return n;
+  if (!tv || !tv->aliases) return out;
+  for (const auto& m : tv->aliases->members)
+    if (VarRef other = m.lock(); other && other != target) out.push_back(other);
+  return out;
 }
 
-}  // namespace
+VarRef view_base(const VarRef& v) {
+  auto* tv = as<TensorVar>(v);
+  return tv && tv->view ? tv->view->base.lock() : nullptr;
+}
 
-void refuse_inplace_on_outside(Translator& t, const VarRef& target, const std::string& what,
-                               const std::string& out_of_place) {
+// The tensor `v` is a view of, through views all the way (v itself when it is no view).
+VarRef view_root(const VarRef& v) {
+  VarRef r = v;
+  while (VarRef b = view_base(r)) r = b;
+  return r;
+}
+
+// Whether an in-place update of `target` can be carried to every live tensor sharing its
+// memory: all are views, taken by replayable view ops, of one root.
+bool updates_reach_aliases(const VarRef& target) {
+  const VarRef root = view_root(target);
+  for (const VarRef& o : live_aliases(target))
+    if (view_root(o) != root) return false;
+  return true;
+}
+
+void refuse_outside(Translator& t, const VarRef& target, const std::string& what, const std::string& out_of_place) {
   auto* tv = as<TensorVar>(target);
   // An input of the entry may change: the runtime writes its new value back to the caller.
   const bool carried = tv && t.resumed() &&
@@ -289,15 +322,98 @@ void refuse_inplace_on_outside(Translator& t, const VarRef& target, const std::s
                   "use the out-of-place form (" +
                       (out_of_place.empty() ? "x = x.relu() for x.relu_()" : out_of_place) +
                       ") and return the new value instead of keeping it in the model");
-  // A view and its base share memory: the update must reach every one of them. Capture does
-  // not replay updates through views, so it refuses rather than let another alias go stale.
-  if (live_aliases(target) > 0)
+}
+
+ir::SymExpr numel(const ir::Shape& shape) {
+  ir::SymExpr n = 1;
+  for (const auto& d : shape) n = n * d;
+  return n;
+}
+
+// `base` with the elements its view `v` shows replaced by `updated` (the view's new value). The
+// view taken for real of base's element positions says which element of the view each base
+// element is, if any: a gather from the view, O(size of base), with that map as a constant.
+ValueId write_through(Translator& t, const VarRef& base, const TensorVar::View& v, ValueId updated) {
+  const ir::TensorType type = type_of(t, as<TensorVar>(base)->value);
+  const auto n = numel(type.shape).as_constant(), m = numel(type_of(t, updated).shape).as_constant();
+  if (!n || !m)
+    t.graph_break("in-place mutation", "an in-place update through a view of a tensor with dynamic dims",
+                  "clone the view before changing it (v = x[1:3].clone())");
+  if (*m == 0) return as<TensorVar>(base)->value;
+  PyRef torch = import("torch");
+  PyRef shape = PyRef::steal(PyTuple_New(type.rank()));
+  for (int d = 0; d < type.rank(); ++d)
+    PyTuple_SetItem(shape.get(), d, PyLong_FromLongLong(type.shape[static_cast<size_t>(d)].constant()));
+  PyRef positions = check(PyObject_CallFunction(getattr(torch.get(), "arange").get(), "L", static_cast<long long>(*n)),
+                          "torch.arange");
+  positions = check(PyObject_CallMethod(positions.get(), "reshape", "O", shape.get()), "reshape");
+  PyRef seen = v.of_real(t, positions.get());
+  if (!seen)
+    t.graph_break("in-place mutation", "an in-place update through a view capture cannot take of the base's positions",
+                  "clone the view before changing it (v = x[1:3].clone())");
+  // inverse[p] = the view element that shows base element p; m where none does.
+  PyRef mapping = check(PyRun_String(
+                            "lambda seen, n, m: __import__('torch').full((n,), m, dtype=__import__('torch').int64)"
+                            ".index_put_((seen.reshape(-1),), __import__('torch').arange(m))",
+                            Py_eval_input, PyEval_GetBuiltins(), nullptr),
+                        "inverse map");
+  PyRef inverse = check(PyObject_CallFunction(mapping.get(), "OLL", seen.get(), static_cast<long long>(*n),
+                                              static_cast<long long>(*m)),
+                        "inverse map");
+  PyRef covered = check(PyObject_CallMethod(inverse.get(), "lt", "L", static_cast<long long>(*m)), "lt");
+  PyRef index = check(PyObject_CallMethod(inverse.get(), "clamp", "OL", Py_None, static_cast<long long>(*m - 1)), "clamp");
+  ValueId flat = reshape_to(t, as<TensorVar>(base)->value, ir::Shape{*n});
+  ValueId gathered = node(t, OpKind::IndexSelect,
+                          {reshape_to(t, updated, ir::Shape{*m}), as<TensorVar>(t.wrap(index.get(), Source()))->value},
+                          ir::Attrs().set("axis", int64_t{0}));
+  flat = node(t, OpKind::Where, {as<TensorVar>(t.wrap(covered.get(), Source()))->value, gathered, flat});
+  return reshape_to(t, flat, type.shape);
+}
+
+// The update of `target` to `updated`, carried to the tensors that share its memory: written
+// through each view into its base up to the root, then every other live alias taken again of
+// the root's new value.
+void update_in_place(Translator& t, const VarRef& target, ValueId updated) {
+  const std::vector<VarRef> others = live_aliases(target);
+  std::map<Var*, ValueId> now;  // the new value of each alias computed so far
+  VarRef v = target;
+  now[v.get()] = updated;
+  if (!others.empty()) {
+    while (VarRef base = view_base(v)) {
+      updated = write_through(t, base, *as<TensorVar>(v)->view, updated);
+      v = base;
+      now[v.get()] = updated;
+    }
+  }
+  std::function<ValueId(const VarRef&)> value_of = [&](const VarRef& a) -> ValueId {
+    if (auto it = now.find(a.get()); it != now.end()) return it->second;
+    VarRef base = view_base(a);
+    AOT_CHECK(base, "an alias outside the view tree of an in-place update");
+    const ValueId b = value_of(base);
+    VarRef again = as<TensorVar>(a)->view->of(t, wrap_value(b));
+    return now[a.get()] = as<TensorVar>(again)->value;
+  };
+  for (const VarRef& a : others) value_of(a);
+  for (const VarRef& a : others) as<TensorVar>(a)->value = now.at(a.get());
+  as<TensorVar>(target)->value = now.at(target.get());
+}
+
+}  // namespace
+
+void refuse_inplace_on_outside(Translator& t, const VarRef& target, const std::string& what,
+                               const std::string& out_of_place) {
+  refuse_outside(t, target, what, out_of_place);
+  // A view and its base share memory: the update must reach every one of them. Views taken by
+  // view ops that always give views are replayed (update_in_place); the others are refused
+  // rather than let an alias go stale.
+  if (!updates_reach_aliases(target))
     t.graph_break("in-place mutation",
-                  "in-place " + what + " on a tensor that shares memory with another live tensor (a view "
-                  "such as x[1:3], x.view(...), x.T or a split of x, or the tensor it views): capture does "
-                  "not carry updates through views",
-                  "clone the view before changing it (v = x[1:3].clone()), or assign into the base "
+                  "in-place " + what + " on a tensor that shares memory with another live tensor that capture "
+                  "cannot update with it (a reshape or flatten that may have copied, or an expand)",
+                  "clone the view before changing it (v = x.reshape(-1).clone()), or assign into the base "
                   "(x[1:3] = v) instead of updating a view of it");
+  const VarRef root = view_root(target);
+  if (root != target && !live_aliases(target).empty()) refuse_outside(t, root, what + " through a view", out_of_place);
 }
 
 VarRef inplace(Translator& t, const VarRef& target, const VarRef& result, const char* what) {
@@ -305,7 +421,7 @@ VarRef inplace(Translator& t, const VarRef& target, const VarRef& result, const 
   auto* rv = as<TensorVar>(result);
   if (!tv || !rv) return result;
   refuse_inplace_on_outside(t, target, what, "");
-  tv->value = as<TensorVar>(inplace_value(t, target, result, what))->value;
+  update_in_place(t, target, as<TensorVar>(inplace_value(t, target, result, what))->value);
   return target;
 }
 

@@ -88,8 +88,11 @@ VarRef inplace(Translator& t, const VarRef& target, const VarRef& result, const 
 // The value an in-place update would write into `target` (`result` in its dtype, shape checked),
 // as a new variable, leaving `target` alone.
 VarRef inplace_value(Translator& t, const VarRef& target, const VarRef& result, const char* what);
-// Records that `view` shares `base`'s memory (a torch view, or the same tensor returned).
-void share_memory(const VarRef& base, const VarRef& view);
+// Records that `view` shares `base`'s memory (a torch view, or the same tensor returned);
+// `of` takes the same view of another tensor of base's shape (null: not replayable).
+void share_memory(const VarRef& base, const VarRef& view,
+                  std::function<VarRef(Translator&, const VarRef&)> of = {},
+                  std::function<PyRef(Translator&, PyObject*)> of_real = {});
 // The graph break for an in-place `what` on an input or weight, or on a tensor that shares its
 // memory with another live variable (before building anything);
 // `out_of_place` shows the fix ("x = x.add(…)").

@@ -2,6 +2,7 @@
 // the traced frame carries a Source, printed in Dynamo's notation (L['x'], L['self'].fc1.weight).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -91,6 +92,18 @@ struct TensorVar : Var {
   PyRef python_type(Translator&) override;
   ir::ValueId value;
   std::shared_ptr<AliasSet> aliases;  // null: no known view shares its memory
+  // Set for a view that is always one (x[0], x.view(...), x.T, a split of x): its base, and
+  // the same view taken of another tensor of the base's shape, so that an in-place update
+  // through the view or its base can be carried to the other (ops::inplace).
+  struct View {
+    // The tensor it is a view of, never itself a view: a view of a view records the view
+    // composed of both (x.t()[0] is a view of x). Expired: this view is its own root.
+    std::weak_ptr<Var> base;
+    std::function<VarRef(Translator&, const VarRef& base)> of;
+    // The same view taken for real (torch) of a real tensor; null when it cannot be.
+    std::function<PyRef(Translator&, PyObject* base)> of_real;
+  };
+  std::shared_ptr<const View> view;
 };
 
 // A shape value: x.shape[i] and arithmetic on it. `input`/`dim` say which input dim it is,
