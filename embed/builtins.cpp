@@ -350,11 +350,13 @@ VarRef call_builtin(Translator& t, const VarRef& fn, std::vector<VarRef> args, K
   const std::string& name = as<BuiltinVar>(fn)->name;
   if (auto it = handlers().find(name); it != handlers().end())
     if (VarRef r = it->second(t, name, args, kwargs)) return r;
-  // Everything else runs for real on compile-time values.
+  // Everything else runs for real on compile-time values (int(w), float(w) of a one-element
+  // weight: its value).
   PyRef pargs = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
   for (size_t i = 0; i < args.size(); ++i) {
-    PyRef a = t.to_python(args[i]);
-    if (!a || as<TensorVar>(args[i]))
+    const bool scalar = name == "int" || name == "float" || name == "bool";
+    PyRef a = !as<TensorVar>(args[i]) ? t.to_python(args[i]) : scalar ? t.weight_item(args[i]) : PyRef();
+    if (!a)
       t.graph_break("unsupported Python", name + "() of " + args[i]->describe(),
                     "call " + name + "() on plain Python values only");
     PyTuple_SetItem(pargs.get(), static_cast<Py_ssize_t>(i), a.release());

@@ -263,6 +263,9 @@ VarRef call_container_method(Translator& t, const ContainerMethodVar& m, std::ve
   }
   auto* d = as<DictVar>(m.self);
   AOT_CHECK(d, "container method " + name + " on " + m.self->describe());
+  static const char* const mutating[] = {"clear", "setdefault", "pop", "popitem", "move_to_end", "update"};
+  for (const char* mname : mutating)
+    if (name == mname) t.note_mutation(m.self);
   if (name == "items" || name == "keys" || name == "values")
     return std::make_shared<IteratorVar>(dict_items(t, *d, name));
   if (name == "copy") {

@@ -109,6 +109,7 @@ void store_subscr(Translator& t, Frame& f, const Instruction&) {
   if (auto* d = as<DictVar>(obj)) {
     PyRef key = t.to_python(index);
     if (!key) t.graph_break("unsupported Python", "a dict keyed by " + index->describe(), "");
+    t.note_mutation(obj);
     d->set(key, value);
     return;
   }
@@ -134,6 +135,7 @@ void delete_subscr(Translator& t, Frame& f, const Instruction&) {
   if (auto* d = as<DictVar>(obj); d && key) {
     const int k = d->find(key.get());
     if (k >= 0) {
+      t.note_mutation(obj);
       d->keys.erase(d->keys.begin() + k);
       d->values.erase(d->values.begin() + k);
       return;

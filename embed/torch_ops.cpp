@@ -43,7 +43,10 @@ VarRef shape_as_tensor(Translator& t, const CallArgs& a) {
   return tensor_literal(t, CallArgs{{as_tuple}, {{"dtype", t.constant(getattr(import("torch").get(), "int64").get())}}});
 }
 
-VarRef item(Translator& t, const CallArgs&) { value_read(t, ".item()"); }
+VarRef item(Translator& t, const CallArgs& a) {
+  if (PyRef v = t.weight_item(a.get(0, "self"))) return t.constant(v.get());
+  value_read(t, ".item()");
+}
 VarRef tolist(Translator& t, const CallArgs&) { value_read(t, ".tolist()"); }
 VarRef numpy(Translator& t, const CallArgs&) { value_read(t, ".numpy()"); }
 

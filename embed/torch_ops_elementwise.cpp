@@ -98,8 +98,15 @@ VarRef where(Translator& t, const CallArgs& a) {
   VarRef cond = a.get(0, "condition"), x = a.get(1, "input"), y = a.get(2, "other");
   if (!x || !y) unsupported(t, "torch.where(condition) with one argument (it is data-dependent)");
   ValueId c = cast(t, tensor(t, cond, "where"), DType::b8);
+  // Two Python scalars promote as torch.result_type does: bools give bool, ints int64, a
+  // float the default float32.
+  auto scalar_kind = [&](const VarRef& v) {
+    PyRef o = t.to_python(v);
+    return !o ? DType::f32 : PyBool_Check(o.get()) ? DType::b8 : PyLong_Check(o.get()) ? DType::i64 : DType::f32;
+  };
   DType like = is_tensor(x) ? type_of(t, tensor(t, x, "where")).dtype
-               : is_tensor(y) ? type_of(t, tensor(t, y, "where")).dtype : DType::f32;
+               : is_tensor(y) ? type_of(t, tensor(t, y, "where")).dtype
+                              : ir::promote(scalar_kind(x), scalar_kind(y));
   return add(t, OpKind::Where, {c, tensor_or_scalar(t, x, like, "where"), tensor_or_scalar(t, y, like, "where")});
 }
 

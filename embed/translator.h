@@ -145,6 +145,10 @@ class Translator {
   // tensor of the graph).
   PyRef real_function(const FunctionVar& f);
 
+  // The Python value of a one-element weight (a parameter, buffer or global tensor, unchanged
+  // by the trace) read as x.item(), int(x), float(x) or bool(x): weights are constant in a
+  // bundle, so it is read at compile time, as an assumption on its source. Null otherwise.
+  PyRef weight_item(const VarRef& v);
   // Shape specialisation: marks the guard of an input dim as created here (user file:line).
   void note_specialisation(const SymIntVar& v);
   void add_assumption(const std::string& text);
@@ -204,7 +208,7 @@ class Translator {
   std::vector<Frame*> frames_;
   std::map<PyObject*, std::unique_ptr<Bytecode>> bytecode_cache_;
   std::map<PyObject*, ir::ValueId> weights_by_tensor_;  // tied parameters are stored once
-  std::map<PyObject*, VarRef> external_lists_;  // lists from outside, each one variable (kept alive by it)
+  std::map<PyObject*, VarRef> external_lists_;  // lists and dicts from outside, each one variable (kept alive by it)
   // The entry module's parameter and buffer names by tensor ("layers.2.weight"): a weight's
   // name, however the code reached it (self.layers[1:][1].weight).
   std::map<PyObject*, std::string> parameter_names_;

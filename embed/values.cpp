@@ -121,6 +121,24 @@ VarRef Translator::weight_for(PyObject* tensor, const Source& source) {
   return std::make_shared<TensorVar>(v, source);
 }
 
+PyRef Translator::weight_item(const VarRef& v) {
+  auto* tv = as<TensorVar>(v);
+  if (!tv || tv->source.empty() || eager_) return {};
+  for (const auto& [tensor, value] : weights_by_tensor_) {
+    if (value != tv->value) continue;
+    PyRef n = PyRef::steal(PyObject_CallMethod(tensor, "numel", nullptr));
+    if (!n || PyLong_AsLongLong(n.get()) != 1) {
+      PyErr_Clear();
+      return {};
+    }
+    PyRef item = check(PyObject_CallMethod(tensor, "item", nullptr), "Tensor.item");
+    add_assumption(tv->source.str() + ".item() == " + py_repr(item.get()) +
+                   " (a weight's value, read at compile time)");
+    return item;
+  }
+  return {};
+}
+
 VarRef Translator::wrap(PyObject* obj, const Source& source) {
   if (is_instance_of(obj, "torch", "Tensor"))
     return eager_ ? constant(obj, source) : weight_for(obj, source);
@@ -168,13 +186,32 @@ VarRef Translator::wrap(PyObject* obj, const Source& source) {
     }
     return var;
   }
+  // A plain dict (or OrderedDict) from outside, as one variable too, so that what the traced
+  // code or a forward hook stores into it (features[name] = out) is what it reads back.
+  if (PyDict_CheckExact(obj) || Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(
+                                                    getattr(import("collections").get(), "OrderedDict").get())) {
+    if (auto it = external_lists_.find(obj); it != external_lists_.end()) return it->second;
+    auto var = std::make_shared<DictVar>(source);
+    var->external = PyRef::borrow(obj);
+    external_lists_[obj] = var;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(obj, &pos, &k, &v)) {
+      const Source item = PyUnicode_Check(k) ? source.item(py_str(k)) : PyLong_Check(k) ? source.item(PyLong_AsLongLong(k)) : Source();
+      var->set(PyRef::borrow(k), wrap(v, item));
+    }
+    return var;
+  }
   return constant(obj, source);
 }
 
 void Translator::note_mutation(const VarRef& container) {
   auto* seq = as<SequenceVar>(container);
-  if (!seq || !seq->external) return;
-  const std::string what = seq->source.empty() ? "a list from outside the traced code" : seq->source.str();
+  auto* dict = as<DictVar>(container);
+  if (!(seq && seq->external) && !(dict && dict->external)) return;
+  const std::string what = !container->source.empty() ? container->source.str()
+                           : seq                      ? "a list from outside the traced code"
+                                                      : "a dict from outside the traced code";
   add_assumption(what + " is modified by the traced code; every call runs as the capture did, from its "
                  "contents at compile time");
 }
@@ -410,6 +447,7 @@ bool Var::truth(Translator& t) {
 }
 
 bool TensorVar::truth(Translator& t) {
+  if (PyRef v = t.weight_item(self())) return PyObject_IsTrue(v.get()) == 1;
   t.graph_break("data-dependent control flow",
                 "a branch depends on the value of a tensor, which is unknown at compile time",
                 "use torch.where(cond, a, b) to select values, or decide the branch outside the "

@@ -209,6 +209,7 @@ struct DictVar : Var {
   // Set for an instance of a dataclass built in traced code: its fields by name, in order
   // (read as attributes; output as a dict of them).
   PyRef dataclass;
+  PyRef external;  // the dict from outside the traced code that this one stands for (one variable each)
   int find(PyObject* key) const;  // index, or -1
   void set(PyRef key, VarRef value);
 };
