@@ -168,12 +168,30 @@ VarRef print_(Translator& t, const std::string&, const std::vector<VarRef>& args
   return nullptr;
 }
 
-VarRef min_max(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs&) {
-  bool sym = false;
-  for (auto& a : args) sym |= as<SymIntVar>(a) != nullptr;
-  if (!sym || args.size() != 2) return nullptr;
-  const bool first = t.truth(t.binary_op("<", args[0], args[1])) == (name == "min");
-  return first ? args[0] : args[1];
+// max/min of several arguments or of one iterable, by key= when given: the first extreme item,
+// as Python returns it; keys compared as Python compares them (tensor keys: a graph break).
+VarRef min_max(Translator& t, const std::string& name, const std::vector<VarRef>& args, const Kwargs& kwargs) {
+  VarRef key, fallback;
+  for (const auto& [k, v] : kwargs) {
+    if (k == "key" && !(as<ConstVar>(v) && as<ConstVar>(v)->obj.get() == Py_None)) key = v;
+    else if (k == "default") fallback = v;
+    else if (k != "key") return nullptr;  // Python's own TypeError
+  }
+  if (args.empty()) return nullptr;
+  std::vector<VarRef> items = args.size() == 1 ? remaining(t, args[0]) : args;
+  if (!key && all_python(t, items)) return nullptr;  // plain values: run for real
+  if (items.empty()) {
+    if (fallback) return fallback;
+    t.raise_python(PyRef::steal(PyObject_CallFunction(PyExc_ValueError, "s", (name + "() arg is an empty sequence").c_str())),
+                   name + "() of an empty sequence", "");
+  }
+  const char* better = name == "min" ? "<" : ">";
+  VarRef best = items[0], best_key = key ? t.call(key, {items[0]}, {}) : items[0];
+  for (size_t i = 1; i < items.size(); ++i) {
+    VarRef k = key ? t.call(key, {items[i]}, {}) : items[i];
+    if (t.truth(t.binary_op(better, k, best_key))) best = items[i], best_key = k;
+  }
+  return best;
 }
 
 // map(fn, *iterables) and filter(fn, iterable), evaluated at once (the traced code is pure).

@@ -187,6 +187,8 @@ const std::vector<Entry>& table() {
       {{"torch.narrow"}, {"narrow"}, narrow, kView},
       {{"torch.select"}, {"select"}, select, kView},
       {{}, {"__getitem__"}, getitem, Aliasing::IndexView},
+      {{"torch.index_put"}, {"index_put"}, index_put},
+      {{}, {"index_put_"}, IN_PLACE(index_put)},
       {{}, {"__setitem__"}, setitem},
       {{"torch.gather"}, {"gather"}, gather},
       {{"torch.index_select"}, {"index_select"}, index_select},
@@ -601,7 +603,17 @@ Aliasing index_aliasing(Translator& t, const VarRef& index) {
 
 VarRef TorchOp::call(Translator& t, const CallArgs& call) const {
   const CallArgs a = bind_call(t, *this, call);
-  VarRef result = build(t, a);
+  VarRef result;
+  try {
+    result = build(t, a);
+  } catch (const UserError& e) {
+    // An op torch would raise on (x.view(3, -1) of 8 elements, x[5] of 2 rows), inside a try
+    // block: torch's own exception, asked of torch on meta tensors, raised in the traced code.
+    if (!t.in_try_block()) throw;
+    PyRef exc = torch_exception(t, callable, call);
+    if (!exc) throw;
+    t.raise_python(exc, e.what(), e.hint(), true);
+  }
   if (aliasing == Aliasing::None || a.args.empty() || !as<TensorVar>(a.args[0])) return result;
   if (aliasing == Aliasing::IfUnchanged) {  // torch returns `self` itself
     auto* tv = as<TensorVar>(result);

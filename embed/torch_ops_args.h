@@ -50,6 +50,9 @@ const OpSignatures* signature_for(const std::string& name, PyObject* callable);
 // `a` bound to `op`'s signatures (see CallArgs). A call no overload accepts is the user's error,
 // with torch's own message when torch rejects it too.
 CallArgs bind_call(Translator& t, const TorchOp& op, const CallArgs& a);
+// The exception torch raises for `callable`(a) (as written), asked on meta tensors of the
+// arguments' dtypes and shapes; null when torch accepts the call or cannot be asked.
+PyRef torch_exception(Translator& t, PyObject* callable, const CallArgs& a);
 
 int normalise_dim(Translator& t, int64_t dim, int rank, const char* what);
 std::vector<int64_t> dims_arg(Translator& t, const VarRef& v, int rank, const char* what);

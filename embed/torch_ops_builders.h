@@ -79,7 +79,10 @@ struct AdvancedIndex {
 AdvancedIndex advanced_index(Translator&, ValueId x, const std::vector<std::pair<int, ValueId>>& indices);
 ValueId advanced_result(Translator&, const AdvancedIndex& ix, ValueId gathered);
 ValueId advanced_getitem(Translator&, ValueId x, const std::vector<std::pair<int, ValueId>>& indices);
-ValueId advanced_setitem(Translator&, ValueId x, const std::vector<std::pair<int, ValueId>>& indices, ValueId value);
+// x with x[indices] = value (accumulate: x[indices] += value, duplicates summed, as index_put_).
+ValueId advanced_setitem(Translator&, ValueId x, const std::vector<std::pair<int, ValueId>>& indices, ValueId value,
+                         bool accumulate = false);
+VarRef index_put(Translator&, const CallArgs&);  // torch.index_put / Tensor.index_put(_)
 VarRef gather(Translator&, const CallArgs&);
 VarRef index_select(Translator&, const CallArgs&);
 VarRef flip(Translator&, const CallArgs&);

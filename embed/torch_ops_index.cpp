@@ -102,7 +102,7 @@ ValueId advanced_getitem(Translator& t, ValueId x, const std::vector<std::pair<i
 }
 
 ValueId advanced_setitem(Translator& t, ValueId x, const std::vector<std::pair<int, ValueId>>& indices,
-                         ValueId value) {
+                         ValueId value, bool accumulate) {
   const ir::TensorType type = type_of(t, x);
   AdvancedIndex ix = advanced_index(t, x, indices);
   // The value as x[indices] has it, then as [B..., rest...], then [numel(B), rest...].
@@ -127,13 +127,24 @@ ValueId advanced_setitem(Translator& t, ValueId x, const std::vector<std::pair<i
   ValueId positions = node(t, OpKind::Arange, {}, ir::Attrs().set("shape", ir::Shape{ix.positions}).set("start", 0.0)
                                                    .set("step", 1.0).set("dtype", DType::i64));
   ValueId hit = node(t, OpKind::Eq, {reshape_to(t, ix.linear, {count, ir::SymExpr(1)}), reshape_to(t, positions, {ir::SymExpr(1), ix.positions})});
-  ValueId hit_i = cast(t, hit, DType::i32);
-  ValueId first = node(t, OpKind::ArgMax, {hit_i}, axes_attrs({0}, false));
-  ValueId any = node(t, OpKind::Gt, {node(t, OpKind::ReduceMax, {hit_i}, axes_attrs({0}, false)), constant(t, 0, DType::i32)});
-  ValueId written = node(t, OpKind::IndexSelect, {value, first}, ir::Attrs().set("axis", int64_t{0}));
-  ir::Shape mask_shape{ix.positions};
-  mask_shape.resize(ix.rest.size() + 1, ir::SymExpr(1));
-  ValueId merged = node(t, OpKind::Where, {reshape_to(t, any, mask_shape), written, ix.flat});
+  ValueId merged;
+  if (accumulate) {  // index_put_(..., accumulate=True): every value named p is added to p
+    ir::Shape hit_shape{count, ix.positions}, value_shape{count, ir::SymExpr(1)};
+    hit_shape.resize(ix.rest.size() + 2, ir::SymExpr(1));
+    value_shape.insert(value_shape.end(), ix.rest.begin(), ix.rest.end());
+    ValueId picked = node(t, OpKind::Where, {reshape_to(t, hit, hit_shape), reshape_to(t, value, value_shape),
+                                             constant(t, 0, type.dtype)});
+    ValueId sum = cast(t, node(t, OpKind::ReduceSum, {picked}, axes_attrs({0}, false)), type.dtype);
+    merged = node(t, OpKind::Add, {ix.flat, sum});
+  } else {  // the first value named p is written to p
+    ValueId hit_i = cast(t, hit, DType::i32);
+    ValueId first = node(t, OpKind::ArgMax, {hit_i}, axes_attrs({0}, false));
+    ValueId any = node(t, OpKind::Gt, {node(t, OpKind::ReduceMax, {hit_i}, axes_attrs({0}, false)), constant(t, 0, DType::i32)});
+    ValueId written = node(t, OpKind::IndexSelect, {value, first}, ir::Attrs().set("axis", int64_t{0}));
+    ir::Shape mask_shape{ix.positions};
+    mask_shape.resize(ix.rest.size() + 1, ir::SymExpr(1));
+    merged = node(t, OpKind::Where, {reshape_to(t, any, mask_shape), written, ix.flat});
+  }
   // Back to x's layout: unflatten the indexed dims, then undo the permutation.
   ir::Shape unflat;
   for (int d : ix.dims) unflat.push_back(type.shape[static_cast<size_t>(d)]);
@@ -145,6 +156,23 @@ ValueId advanced_setitem(Translator& t, ValueId x, const std::vector<std::pair<i
   std::vector<int64_t> inverse(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
   return permute_to(t, merged, inverse);
+}
+
+// torch.index_put(self, indices, values, accumulate=False): a tuple of index tensors, one per
+// leading dim (None entries: not yet), as x[i0, i1, ...] = values.
+VarRef index_put(Translator& t, const CallArgs& a) {
+  ValueId x = tensor(t, a.get(0, "self"), "index_put");
+  auto items = sequence_items(t, a.get(1, "indices"));
+  if (!items || items->empty()) user_error("index_put: indices must be a tuple of tensors (torch raises here too)", t.loc());
+  std::vector<std::pair<int, ValueId>> indices;
+  for (size_t d = 0; d < items->size(); ++d) {
+    if (is_none((*items)[d])) unsupported(t, "index_put with a None index", "index with x[:, i] = v instead");
+    ValueId i = tensor(t, (*items)[d], "index_put");
+    if (type_of(t, i).dtype == DType::b8) unsupported(t, "index_put with a bool mask", "use torch.where(mask, v, x)");
+    indices.emplace_back(static_cast<int>(d), i);
+  }
+  ValueId values = tensor_or_scalar(t, a.get(2, "values"), type_of(t, x).dtype, "index_put");
+  return wrap_value(advanced_setitem(t, x, indices, values, bool_arg(t, a.get(3, "accumulate"), false)));
 }
 
 }  // namespace aotrace::embed::ops

@@ -514,9 +514,9 @@ PyRef stand_in(Translator& t, const VarRef& v) {
   return {};
 }
 
-// torch's own verdict on the call: its TypeError message when it rejects the arguments; empty
-// when it accepts them or cannot be asked.
-std::string torch_rejects(Translator& t, PyObject* callable, const CallArgs& a) {
+}  // namespace
+
+PyRef torch_exception(Translator& t, PyObject* callable, const CallArgs& a) {
   if (!callable) return {};
   PyRef args = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(a.args.size())));
   for (size_t i = 0; i < a.args.size(); ++i) {
@@ -532,18 +532,24 @@ std::string torch_rejects(Translator& t, PyObject* callable, const CallArgs& a) 
   }
   PyRef r = PyRef::steal(PyObject_Call(callable, args.get(), kwargs.get()));
   if (r) return {};
-  std::string message;
-  if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyRef text = PyRef::steal(PyObject_Str(value));
-    message = text ? py_str(text.get()) : "TypeError";
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(tb);
-  }
-  PyErr_Clear();
-  return message;
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  Py_XDECREF(type);
+  Py_XDECREF(tb);
+  return PyRef::steal(value);
+}
+
+namespace {
+
+// torch's own verdict on the call: its TypeError message when it rejects the arguments; empty
+// when it accepts them or cannot be asked.
+std::string torch_rejects(Translator& t, PyObject* callable, const CallArgs& a) {
+  PyRef exc = torch_exception(t, callable, a);
+  if (!exc || !PyErr_GivenExceptionMatches(exc.get(), PyExc_TypeError)) return {};
+  PyRef text = PyRef::steal(PyObject_Str(exc.get()));
+  if (!text) PyErr_Clear();
+  return text ? py_str(text.get()) : "TypeError";
 }
 
 std::string describe_call(const CallArgs& a) {

@@ -181,6 +181,14 @@ void Translator::raise_python(PyRef exc, std::string reason, std::string hint, b
   graph_break("python exception", std::move(reason), std::move(hint));
 }
 
+bool Translator::in_try_block() const {
+  for (const Frame* f : frames_) {
+    if (f->pc == 0) continue;
+    if (f->bytecode->handler_at(f->bytecode->instructions[f->pc - 1].offset)) return true;
+  }
+  return false;
+}
+
 void Translator::raise_pending(const std::string& what, std::string hint) {
   PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
   PyErr_Fetch(&type, &value, &tb);
@@ -235,8 +243,10 @@ void Translator::step(Frame& frame) {
     if (can_resume()) save_entry_containers(frame);  // only resuming needs them
   }
   const Instruction& i = ins[frame.pc++];
-  frame.line = PyCode_Addr2Line(reinterpret_cast<PyCodeObject*>(frame.bytecode->code.get()),
-                                i.offset);
+  // Exception cleanup code has no line (-1): it keeps the line of the code it handles.
+  if (const int line = PyCode_Addr2Line(reinterpret_cast<PyCodeObject*>(frame.bytecode->code.get()), i.offset);
+      line >= 0)
+    frame.line = line;
   OpcodeHandler h = opcode_handler(i.opcode);
   if (!h)
     graph_break("unsupported bytecode",

@@ -105,6 +105,8 @@ class Translator {
   [[noreturn]] void raise_python(PyRef exc, std::string reason, std::string hint, bool user_error_if_uncaught = false);
   // The pending Python error (PyErr) raised in the traced code, with `what` raised it.
   [[noreturn]] void raise_pending(const std::string& what, std::string hint = {});
+  // Whether the current instruction of some frame is covered by a try block.
+  bool in_try_block() const;
   // The exception being handled (`except` blocks: PUSH_EXC_INFO / POP_EXCEPT), for bare `raise`.
   PyRef handled_exception;
 
