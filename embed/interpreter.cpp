@@ -3,6 +3,7 @@
 #include <chrono>
 #include <functional>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "embed/embed.h"
@@ -53,14 +54,22 @@ bool is_module(PyObject* obj) {
   return PyObject_IsInstance(obj, cls.get()) == 1;
 }
 
+// The entries `call:` expressions evaluated to, once per script run: `call: Net().eval()` builds
+// one module, whose weights the capture, the golden vectors and every eager run share.
+std::map<std::string, PyRef>& evaluated_calls() {
+  static std::map<std::string, PyRef> calls;
+  return calls;
+}
+
 PyRef evaluate_call(const std::string& expr) {
   AOT_CHECK(main_namespace, "capture before run_script");
+  if (auto it = evaluated_calls().find(expr); it != evaluated_calls().end()) return it->second;
   PyObject* r = PyRun_String(expr.c_str(), Py_eval_input, main_namespace, main_namespace);
   if (!r)
     raise_python_error("evaluating `" + expr + "` in " + script_path + " failed",
                        "`call:` in the YAML must name an nn.Module or a function defined by the "
                        "script");
-  return PyRef::steal(r);
+  return evaluated_calls()[expr] = PyRef::steal(r);
 }
 
 bool is_tensor(PyObject* obj) {
@@ -303,6 +312,7 @@ void Interpreter::run_script(const std::filesystem::path& script) {
   if (!result) raise_python_error("running the script " + abs + " raised", "the script must run with plain python3.11");
   Py_XDECREF(main_namespace);
   main_namespace = ns;
+  evaluated_calls().clear();
   Py_INCREF(main_namespace);
 }
 
