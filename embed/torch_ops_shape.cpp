@@ -111,10 +111,11 @@ VarRef identity(Translator& t, const CallArgs& a) {
 // y[0] = 1) leaves x, and its source, alone.
 VarRef clone(Translator& t, const CallArgs& a) { return wrap_value(tensor(t, a.get(0, "input"), "clone")); }
 
-VarRef reshape(Translator& t, const CallArgs& a) {
-  ValueId x = tensor(t, a.get(0, "input"), "reshape");
-  ir::Shape shape = shape_arg(t, shape_items(t, a, 1, "shape|size"), "reshape");
-  return wrap_value(reshape_to(t, x, infer_minus_one(t, x, shape, "reshape")));
+VarRef reshape(Translator& t, const CallArgs& a) {  // reshape and view
+  const char* what = a.op && a.op->name == "aten::view" ? "view" : "reshape";
+  ValueId x = tensor(t, a.get(0, "input"), what);
+  ir::Shape shape = shape_arg(t, shape_items(t, a, 1, "shape|size"), what);
+  return wrap_value(reshape_to(t, x, infer_minus_one(t, x, shape, what)));
 }
 
 VarRef view_as(Translator& t, const CallArgs& a) {
