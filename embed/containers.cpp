@@ -122,7 +122,8 @@ VarRef container_method(Translator& t, const VarRef& obj, const std::string& nam
     if ((name == "_asdict" || name == "_replace") && !seq->fields.empty()) return method(obj);
     return nullptr;
   }
-  if (as<DictVar>(obj)) {
+  if (auto* d = as<DictVar>(obj)) {
+    if (d->dataclass) return nullptr;  // an object's attributes, not a dict's methods
     if (name == "items" || name == "keys" || name == "values" || name == "get" || name == "update" ||
         name == "pop" || name == "clear" || name == "setdefault" || name == "copy" || name == "popitem" ||
         name == "move_to_end")

@@ -83,6 +83,10 @@ void store_attr(Translator& t, Frame& f, const Instruction& i) {
                      ? attribute_or_null(as<DictVar>(obj)->dataclass.get(), "__dataclass_fields__")
                      : PyRef();
   PyRef field_name = PyRef::steal(PyUnicode_FromString(name_of(f, i.arg).c_str()));
+  if (auto* d = as<DictVar>(obj); d && d->instance) {  // an attribute of a plain object of the trace
+    d->set(field_name, value);
+    return;
+  }
   if (auto* d = as<DictVar>(obj); d && fields && PyDict_Contains(fields.get(), field_name.get()) == 1) {
     // A field of a dataclass instance of the trace (o.pooler_output = ...).
     PyRef params = attribute_or_null(d->dataclass.get(), "__dataclass_params__");

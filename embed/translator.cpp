@@ -369,8 +369,49 @@ void Translator::bind_frame(Frame& f, PyObject* fn, std::vector<VarRef> args,
 
 // Python objects whose call the Translator follows when an argument is traced (a tensor, or a
 // container holding one); null when `obj` runs for real.
+namespace {
+
+// A class of the user's whose instances are plain attribute bags: a Python class from a user
+// file with a Python __init__, object's __new__/__setattr__/__getattribute__ and no __slots__,
+// and none of the kinds capture models otherwise (modules, tuples, dataclasses, exceptions).
+bool plain_user_class(PyObject* cls) {
+  if (!PyType_Check(cls)) return false;
+  auto* type = reinterpret_cast<PyTypeObject*>(cls);
+  if (!(type->tp_flags & Py_TPFLAGS_HEAPTYPE) || PyType_IsSubtype(type, &PyTuple_Type) ||
+      PyType_IsSubtype(type, reinterpret_cast<PyTypeObject*>(PyExc_BaseException)) ||
+      PyObject_HasAttrString(cls, "__dataclass_fields__") || PyObject_HasAttrString(cls, "__slots__"))
+    return false;
+  if (PyObject_IsSubclass(cls, getattr(import("torch.nn").get(), "Module").get()) != 0 ||
+      PyObject_IsSubclass(cls, getattr(import("torch").get(), "Tensor").get()) != 0) {
+    PyErr_Clear();
+    return false;
+  }
+  PyTypeObject* base = &PyBaseObject_Type;
+  if (type->tp_new != base->tp_new || type->tp_setattro != base->tp_setattro ||
+      type->tp_getattro != base->tp_getattro)
+    return false;
+  PyRef key = PyRef::steal(PyUnicode_FromString("__init__"));
+  PyObject* init = _PyType_Lookup(type, key.get());
+  if (!init || !PyFunction_Check(init)) return false;
+  PyObject* code = PyFunction_GET_CODE(init);
+  return !is_library_file(py_str(reinterpret_cast<PyCodeObject*>(code)->co_filename));
+}
+
+}  // namespace
+
 VarRef Translator::call_python_object(PyObject* obj, const std::vector<VarRef>& args,
                                       const std::vector<std::pair<std::string, VarRef>>& kwargs) {
+  if (plain_user_class(obj)) {  // Box(x): an instance of the trace, built by its own __init__
+    auto d = std::make_shared<DictVar>();
+    d->dataclass = PyRef::borrow(obj);
+    d->instance = true;
+    PyRef key = PyRef::steal(PyUnicode_FromString("__init__"));
+    PyObject* init = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(obj), key.get());
+    std::vector<VarRef> all = args;
+    all.insert(all.begin(), d);
+    inline_function(init, std::move(all), kwargs);
+    return d;
+  }
   bool traced = false;
   for (const VarRef& a : args) traced = traced || as<TensorVar>(a) || !to_python(a);
   for (const auto& [k, v] : kwargs) traced = traced || as<TensorVar>(v) || !to_python(v);

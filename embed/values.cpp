@@ -369,6 +369,12 @@ PyRef DictVar::as_python(Translator& t) {
     if (!item) return {};
     PyDict_SetItem(out.get(), keys[i].get(), item.get());
   }
+  if (dataclass && instance) {  // object.__new__(cls), its __dict__ filled
+    PyRef obj = check(PyObject_CallMethod(dataclass.get(), "__new__", "O", dataclass.get()), "__new__");
+    PyRef dict = ::aotrace::embed::getattr(obj.get(), "__dict__");
+    if (PyDict_Update(dict.get(), out.get()) != 0) check(nullptr, "__dict__.update");
+    return obj;
+  }
   if (dataclass) {
     PyRef none = PyRef::steal(PyTuple_New(0));
     return check(PyObject_Call(dataclass.get(), none.get(), out.get()), "a dataclass");
@@ -598,8 +604,15 @@ VarRef DictVar::getattr(Translator& t, const std::string& name) {
   if (!dataclass) unmodelled_method(t, *this, name);
   PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));  // a dataclass instance's field
   if (const int k = find(key.get()); k >= 0) return values[static_cast<size_t>(k)];
+  // The class attribute as its __dict__ holds it: a function is a method of this instance, a
+  // property runs as traced code, a staticmethod or classmethod is what the class gives.
+  PyObject* raw = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(dataclass.get()), key.get());
+  if (raw && PyFunction_Check(raw)) return std::make_shared<FunctionVar>(PyRef::borrow(raw), self(), Source());
+  if (raw && PyObject_TypeCheck(raw, &PyProperty_Type)) {
+    PyRef fget = ::aotrace::embed::getattr(raw, "fget");
+    if (PyFunction_Check(fget.get())) return t.inline_function(fget.get(), {self()}, {});
+  }
   PyRef cls_attr = attribute_or_null(dataclass.get(), name.c_str());
-  if (cls_attr && PyFunction_Check(cls_attr.get())) return std::make_shared<FunctionVar>(cls_attr, self(), Source());
   if (cls_attr) return t.wrap(cls_attr.get(), Source());
   t.raise_python(PyRef::steal(PyObject_CallFunction(PyExc_AttributeError, "s", name.c_str())),
                  describe() + " has no attribute '" + name + "'", "");

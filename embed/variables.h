@@ -209,6 +209,9 @@ struct DictVar : Var {
   // Set for an instance of a dataclass built in traced code: its fields by name, in order
   // (read as attributes; output as a dict of them).
   PyRef dataclass;
+  // With `dataclass` set: an instance of a plain Python class of the user's, built in traced
+  // code (its __init__ inlined); the dict is its __dict__, and any attribute can be stored.
+  bool instance = false;
   PyRef external;  // the dict from outside the traced code that this one stands for (one variable each)
   int find(PyObject* key) const;  // index, or -1
   void set(PyRef key, VarRef value);
