@@ -66,7 +66,8 @@ VarRef keyword(const CallArgs& a, const std::string& names) {  // "dim", or "ten
   size_t start = 0;
   while (true) {
     const size_t bar = names.find('|', start);
-    const std::string name = names.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
+    const std::string name =
+        names.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
     for (const auto& [k, v] : a.kwargs)
       if (same_parameter(k, name)) return v;
     if (bar == std::string::npos) return nullptr;
@@ -90,7 +91,8 @@ int find_any(const Signature& s, const std::string& name) {
   size_t start = 0;
   while (true) {
     const size_t bar = name.find('|', start);
-    const int i = s.find(name.substr(start, bar == std::string::npos ? std::string::npos : bar - start));
+    const int i =
+        s.find(name.substr(start, bar == std::string::npos ? std::string::npos : bar - start));
     if (i >= 0 || bar == std::string::npos) return i;
     start = bar + 1;
   }
@@ -118,8 +120,9 @@ VarRef CallArgs::get(size_t position, const char* name) const {
     // shares with torch.relu): absent, unless the builder would take a value by its position.
     if (position >= args.size() || !args[position]) return nullptr;
     AOT_CHECK(!strict_binding() || has_var(*bound, Kind::VarPositional),
-              "the op table's builder for " + op->name + " reads argument " + std::to_string(position) + " as '" +
-                  name + "', a name no signature of it has (" + bound->text + ")");
+              "the op table's builder for " + op->name + " reads argument " +
+                  std::to_string(position) + " as '" + name + "', a name no signature of it has (" +
+                  bound->text + ")");
     return args[position];
   }
   if (position < args.size()) return args[position];
@@ -159,9 +162,11 @@ Signature from_schema(PyObject* schema) {
     Signature::Param p;
     p.name = py_str(getattr(arg, "name").get());
     p.type = py_str(check(PyObject_Str(getattr(arg, "type").get()), "str(type)").get());
-    p.kind = getattr(arg, "kwarg_only").get() == Py_True ? Kind::KeywordOnly : Kind::PositionalOrKeyword;
+    p.kind =
+        getattr(arg, "kwarg_only").get() == Py_True ? Kind::KeywordOnly : Kind::PositionalOrKeyword;
     const bool has_default =
-        check(PyObject_CallMethod(arg, "has_default_value", nullptr), "has_default_value").get() == Py_True;
+        check(PyObject_CallMethod(arg, "has_default_value", nullptr), "has_default_value").get() ==
+        Py_True;
     p.required = !has_default && p.type.rfind("Optional[", 0) != 0;
     s.params.push_back(std::move(p));
   }
@@ -184,9 +189,10 @@ const OpSignatures* aten_signatures(const std::string& aten_name) {
   static std::map<std::string, const OpSignatures*> cache;
   auto [it, inserted] = cache.try_emplace(aten_name, nullptr);
   if (!inserted) return it->second;
-  PyRef schemas = check(PyObject_CallMethod(import("torch._C").get(), "_jit_get_schemas_for_operator", "s",
-                                            aten_name.c_str()),
-                        "torch._C._jit_get_schemas_for_operator");
+  PyRef schemas =
+      check(PyObject_CallMethod(import("torch._C").get(), "_jit_get_schemas_for_operator", "s",
+                                aten_name.c_str()),
+            "torch._C._jit_get_schemas_for_operator");
   OpSignatures sigs;
   sigs.name = aten_name;
   sigs.aten = true;
@@ -207,7 +213,8 @@ const OpSignatures* python_signature(const std::string& name, PyObject* fn) {
   }
   Signature s;
   s.text = name + py_str(check(PyObject_Str(sig.get()), "str(signature)").get());
-  PyRef params = check(PyObject_CallMethod(getattr(sig.get(), "parameters").get(), "values", nullptr), "values");
+  PyRef params = check(
+      PyObject_CallMethod(getattr(sig.get(), "parameters").get(), "values", nullptr), "values");
   PyRef list = check(PySequence_List(params.get()), "list");
   PyRef empty = getattr(import("inspect").get(), "Parameter");
   empty = getattr(empty.get(), "empty");
@@ -216,8 +223,8 @@ const OpSignatures* python_signature(const std::string& name, PyObject* fn) {
     Signature::Param param;
     param.name = py_str(getattr(p, "name").get());
     param.kind = static_cast<Kind>(PyLong_AsLong(getattr(p, "kind").get()));  // inspect's order
-    param.required = getattr(p, "default").get() == empty.get() && param.kind != Kind::VarPositional &&
-                     param.kind != Kind::VarKeyword;
+    param.required = getattr(p, "default").get() == empty.get() &&
+                     param.kind != Kind::VarPositional && param.kind != Kind::VarKeyword;
     s.params.push_back(std::move(param));
   }
   OpSignatures sigs;
@@ -228,8 +235,8 @@ const OpSignatures* python_signature(const std::string& name, PyObject* fn) {
 
 // The signature written as a Python lambda's: "self, memory_format=None".
 const OpSignatures* written_signature(const std::string& name, const std::string& params) {
-  PyRef fn = PyRef::steal(PyRun_String(("lambda " + params + ": None").c_str(), Py_eval_input,
-                                       PyDict_New(), nullptr));
+  PyRef fn = PyRef::steal(
+      PyRun_String(("lambda " + params + ": None").c_str(), Py_eval_input, PyDict_New(), nullptr));
   AOT_CHECK(fn, "the signature written for " + name + " does not parse: " + params);
   return python_signature(name, fn.get());
 }
@@ -250,12 +257,18 @@ PyObject* dispatched_function(PyObject* fn) {
 // Tensor dunders implemented by an aten op of another name.
 const std::map<std::string, std::string>& dunder_ops() {
   static const std::map<std::string, std::string> m = {
-      {"__add__", "add"},          {"__radd__", "add"},       {"__iadd__", "add_"},      {"__sub__", "sub"},
-      {"__isub__", "sub_"},        {"__mul__", "mul"},        {"__rmul__", "mul"},       {"__imul__", "mul_"},
-      {"__truediv__", "div"},      {"__idiv__", "div_"},      {"__itruediv__", "div_"},  {"__mod__", "remainder"},
-      {"__pow__", "pow"},          {"__eq__", "eq"},          {"__ne__", "ne"},          {"__lt__", "lt"},
-      {"__le__", "le"},            {"__gt__", "gt"},          {"__ge__", "ge"},          {"__invert__", "bitwise_not"},
-      {"__abs__", "abs"},          {"__neg__", "neg"},        {"__matmul__", "matmul"},  {"__round__", "round"},
+      {"__add__", "add"},       {"__radd__", "add"},
+      {"__iadd__", "add_"},     {"__sub__", "sub"},
+      {"__isub__", "sub_"},     {"__mul__", "mul"},
+      {"__rmul__", "mul"},      {"__imul__", "mul_"},
+      {"__truediv__", "div"},   {"__idiv__", "div_"},
+      {"__itruediv__", "div_"}, {"__mod__", "remainder"},
+      {"__pow__", "pow"},       {"__eq__", "eq"},
+      {"__ne__", "ne"},         {"__lt__", "lt"},
+      {"__le__", "le"},         {"__gt__", "gt"},
+      {"__ge__", "ge"},         {"__invert__", "bitwise_not"},
+      {"__abs__", "abs"},       {"__neg__", "neg"},
+      {"__matmul__", "matmul"}, {"__round__", "round"},
   };
   return m;
 }
@@ -267,19 +280,30 @@ const OpSignatures* signature_for(const std::string& name, PyObject* callable) {
   // python_torch_functions_manual.cpp), with no schema of the same shape: their signatures as
   // torch documents them, or none where the builder parses them as torch does.
   static const std::map<std::string, std::string> written = {
-      {"float", "self, memory_format=None"},    {"double", "self, memory_format=None"},
-      {"half", "self, memory_format=None"},     {"bfloat16", "self, memory_format=None"},
-      {"long", "self, memory_format=None"},     {"int", "self, memory_format=None"},
-      {"bool", "self, memory_format=None"},     {"short", "self, memory_format=None"},
-      {"byte", "self, memory_format=None"},     {"char", "self, memory_format=None"},
+      {"float", "self, memory_format=None"},
+      {"double", "self, memory_format=None"},
+      {"half", "self, memory_format=None"},
+      {"bfloat16", "self, memory_format=None"},
+      {"long", "self, memory_format=None"},
+      {"int", "self, memory_format=None"},
+      {"bool", "self, memory_format=None"},
+      {"short", "self, memory_format=None"},
+      {"byte", "self, memory_format=None"},
+      {"char", "self, memory_format=None"},
       {"new_tensor", "self, data, dtype=None, device=None, requires_grad=False"},
-      {"tolist", "self"},                       {"numpy", "self, *, force=False"},
-      {"item", "self"},                         {"ndimension", "self"},
+      {"tolist", "self"},
+      {"numpy", "self, *, force=False"},
+      {"item", "self"},
+      {"ndimension", "self"},
       {"torch.tensor", "data, *, dtype=None, device=None, requires_grad=False, pin_memory=False"},
       {"torch.as_tensor", "data, dtype=None, device=None"},
       {"torch.spmm", "input, mat2"},
   };
-  static const char* const by_hand[] = {"to", "type", "__getitem__", "__setitem__", "torch.overrides.has_torch_function",
+  static const char* const by_hand[] = {"to",
+                                        "type",
+                                        "__getitem__",
+                                        "__setitem__",
+                                        "torch.overrides.has_torch_function",
                                         "torch.overrides.has_torch_function_unary",
                                         "torch.overrides.has_torch_function_variadic"};
   for (const char* h : by_hand)
@@ -331,12 +355,14 @@ bool rank0(Translator& t, const VarRef& v) {
 // python_arg_parser rules: a bool is not an int, an int is a float, a single int is an int list.
 // `lenient` admits what the parser admits only for some ops: Python numbers as tensors, 0-dim
 // tensors as numbers.
-bool accepts(Translator& t, const std::string& name, const std::string& type, const VarRef& v, bool lenient) {
+bool accepts(Translator& t, const std::string& name, const std::string& type, const VarRef& v,
+             bool lenient) {
   if (type.rfind("Optional[", 0) == 0)
     return is_none(v) || accepts(t, name, type.substr(9, type.size() - 10), v, lenient);
   auto* c = as<ConstVar>(v);
   PyObject* o = c ? c->obj.get() : nullptr;
-  const bool is_number = as<SymIntVar>(v) || (o && !is_real_tensor(o) && (PyLong_Check(o) || PyFloat_Check(o)));  // bools too
+  const bool is_number = as<SymIntVar>(v) || (o && !is_real_tensor(o) &&
+                                              (PyLong_Check(o) || PyFloat_Check(o)));  // bools too
   if (type == "Tensor") return as<TensorVar>(v) || (lenient && is_number);
   if (type.rfind("List[", 0) == 0) {
     const std::string item = type.substr(5, type.size() - 6);
@@ -349,9 +375,11 @@ bool accepts(Translator& t, const std::string& name, const std::string& type, co
   }
   if (as<TensorVar>(v)) {
     if (!lenient || !rank0(t, v)) return false;
-    return type == "number" || type == "float" || type == "int" || type == "bool" || type == "complex";
+    return type == "number" || type == "float" || type == "int" || type == "bool" ||
+           type == "complex";
   }
-  if (as<SymIntVar>(v)) return type == "int" || type == "float" || type == "number" || type == "complex";
+  if (as<SymIntVar>(v))
+    return type == "int" || type == "float" || type == "number" || type == "complex";
   if (!o || is_real_tensor(o)) return false;
   const bool is_bool = PyBool_Check(o), is_int = PyLong_Check(o) && !is_bool;
   // The JIT spells ScalarType, Layout and MemoryFormat as int.
@@ -379,7 +407,8 @@ std::string ordinal_name(const Signature::Param& p) { return "'" + p.name + "'";
 
 // Binds `a` to `s` as Python binds a call to a signature (and, for a typed schema, as torch's
 // argument parser also checks types). On success `error` is empty.
-Binding bind_to(Translator& t, const OpSignatures& op, const Signature& s, const CallArgs& a, bool lenient) {
+Binding bind_to(Translator& t, const OpSignatures& op, const Signature& s, const CallArgs& a,
+                bool lenient) {
   Binding b;
   std::vector<VarRef> values(s.params.size());
   std::vector<VarRef> extra_positional;
@@ -405,13 +434,15 @@ Binding bind_to(Translator& t, const OpSignatures& op, const Signature& s, const
       for (const auto& i : items) ints &= accepts(t, s.params[first].name, "int", i, lenient);
       if (ints) {
         positional.resize(first);
-        positional.push_back(std::make_shared<SequenceVar>(SequenceVar::Kind::Tuple, std::move(items)));
+        positional.push_back(
+            std::make_shared<SequenceVar>(SequenceVar::Kind::Tuple, std::move(items)));
       }
     }
   }
   std::vector<size_t> slot_params;  // the parameters positional arguments fill, in order
   for (size_t k = 0; k < s.params.size(); ++k)
-    if (s.params[k].kind == Kind::Positional || s.params[k].kind == Kind::PositionalOrKeyword) slot_params.push_back(k);
+    if (s.params[k].kind == Kind::Positional || s.params[k].kind == Kind::PositionalOrKeyword)
+      slot_params.push_back(k);
   for (size_t i = 0; i < positional.size(); ++i) {
     if (i < slot_params.size()) {
       values[slot_params[i]] = positional[i];
@@ -428,7 +459,8 @@ Binding bind_to(Translator& t, const OpSignatures& op, const Signature& s, const
     int k = -1;
     for (size_t j = 0; j < s.params.size(); ++j)
       if (s.params[j].kind != Kind::Positional && s.params[j].kind != Kind::VarPositional &&
-          s.params[j].kind != Kind::VarKeyword && (op.aten ? keyword_names(s.params[j].name, name) : s.params[j].name == name))
+          s.params[j].kind != Kind::VarKeyword &&
+          (op.aten ? keyword_names(s.params[j].name, name) : s.params[j].name == name))
         k = static_cast<int>(j);
     if (k < 0) {
       // torch's factory functions take requires_grad= beside the tensor options.
@@ -486,18 +518,21 @@ Binding bind_to(Translator& t, const OpSignatures& op, const Signature& s, const
 PyRef stand_in(Translator& t, const VarRef& v) {
   if (!v) return {};
   if (auto* c = as<ConstVar>(v)) return c->obj;
-  if (auto* s = as<SymIntVar>(v)) return PyRef::steal(PyLong_FromLongLong(s->expr.as_constant().value_or(2)));
+  if (auto* s = as<SymIntVar>(v))
+    return PyRef::steal(PyLong_FromLongLong(s->expr.as_constant().value_or(2)));
   if (auto* tv = as<TensorVar>(v)) {
     const ir::TensorType& type = t.graph().type(tv->value);
     PyRef shape = PyRef::steal(PyTuple_New(type.rank()));
     for (int d = 0; d < type.rank(); ++d)
-      PyTuple_SetItem(shape.get(), d,
-                      PyLong_FromLongLong(type.shape[static_cast<size_t>(d)].as_constant().value_or(2)));
+      PyTuple_SetItem(
+          shape.get(), d,
+          PyLong_FromLongLong(type.shape[static_cast<size_t>(d)].as_constant().value_or(2)));
     PyRef torch = import("torch");
     PyRef dtype = getattr(torch.get(), std::string(ir::dtype_torch_name(type.dtype)).c_str());
     PyRef kwargs = PyRef::steal(Py_BuildValue("{s:O,s:s}", "dtype", dtype.get(), "device", "meta"));
     PyRef args = PyRef::steal(PyTuple_Pack(1, shape.get()));
-    PyRef r = PyRef::steal(PyObject_Call(getattr(torch.get(), "empty").get(), args.get(), kwargs.get()));
+    PyRef r =
+        PyRef::steal(PyObject_Call(getattr(torch.get(), "empty").get(), args.get(), kwargs.get()));
     if (!r) PyErr_Clear();
     return r;
   }
@@ -554,7 +589,8 @@ std::string torch_rejects(Translator& t, PyObject* callable, const CallArgs& a) 
 
 std::string describe_call(const CallArgs& a) {
   std::string s;
-  for (const auto& v : a.args) s += (s.empty() ? "" : ", ") + (v ? v->describe() : std::string("…"));
+  for (const auto& v : a.args)
+    s += (s.empty() ? "" : ", ") + (v ? v->describe() : std::string("…"));
   for (const auto& [k, v] : a.kwargs) s += (s.empty() ? "" : ", ") + k + "=" + v->describe();
   return s;
 }
@@ -583,11 +619,13 @@ CallArgs bind_call(Translator& t, const TorchOp& op, const CallArgs& a) {
                "call it as its signature says: " + op.signature->overloads[0].text);
   std::string verdict = torch_rejects(t, op.callable, a);
   if (!verdict.empty())
-    user_error(op.name + "(" + describe_call(a) + ") is not a valid call; torch raises TypeError: " + verdict,
+    user_error(op.name + "(" + describe_call(a) +
+                   ") is not a valid call; torch raises TypeError: " + verdict,
                t.loc(), "call it as one of the signatures above");
   // torch accepts what no schema overload took: a gap in our reading of its parser.
-  AOT_CHECK(!strict_binding(), "binding " + op.name + "(" + describe_call(a) + ") to " + op.signature->name +
-                                   " failed (" + error + "), though torch accepts it");
+  AOT_CHECK(!strict_binding(), "binding " + op.name + "(" + describe_call(a) + ") to " +
+                                   op.signature->name + " failed (" + error +
+                                   "), though torch accepts it");
   return a;
 }
 
@@ -597,8 +635,9 @@ CallArgs bind_schema(Translator& t, const std::string& aten_name, const CallArgs
   std::string error;
   auto bound = try_overloads(t, *op, call, &error);
   if (!bound)
-    user_error(aten_name.substr(6) + "() received an invalid combination of arguments: (" + describe_call(call) +
-                   "), which no overload of " + aten_name + " accepts: " + error,
+    user_error(aten_name.substr(6) + "() received an invalid combination of arguments: (" +
+                   describe_call(call) + "), which no overload of " + aten_name +
+                   " accepts: " + error,
                t.loc(), "call it as the torch documentation shows");
   // Every argument by its schema name (kw("self"), kw("dim"), ...).
   CallArgs named;
