@@ -75,33 +75,7 @@ void store_attr(Translator& t, Frame& f, const Instruction& i) {
     if (o && v && PyObject_SetAttrString(o.get(), name_of(f, i.arg).c_str(), v.get()) == 0) return;
     PyErr_Clear();
   }
-  if (as<ModuleVar>(obj)) {
-    t.store_module_attribute(obj, name_of(f, i.arg), value);
-    return;
-  }
-  PyRef fields = as<DictVar>(obj) && as<DictVar>(obj)->dataclass
-                     ? attribute_or_null(as<DictVar>(obj)->dataclass.get(), "__dataclass_fields__")
-                     : PyRef();
-  PyRef field_name = PyRef::steal(PyUnicode_FromString(name_of(f, i.arg).c_str()));
-  if (auto* d = as<DictVar>(obj); d && d->instance) {  // an attribute of a plain object of the trace
-    d->set(field_name, value);
-    return;
-  }
-  if (auto* d = as<DictVar>(obj); d && fields && PyDict_Contains(fields.get(), field_name.get()) == 1) {
-    // A field of a dataclass instance of the trace (o.pooler_output = ...).
-    PyRef params = attribute_or_null(d->dataclass.get(), "__dataclass_params__");
-    PyRef frozen = params ? attribute_or_null(params.get(), "frozen") : PyRef();
-    if (frozen && frozen.get() == Py_True) {
-      PyRef error = getattr(import("dataclasses").get(), "FrozenInstanceError");
-      t.raise_python(PyRef::steal(PyObject_CallFunction(error.get(), "s", ("cannot assign to field '" + name_of(f, i.arg) + "'").c_str())),
-                     "assignment to field '" + name_of(f, i.arg) + "' of a frozen dataclass", "", true);
-    }
-    d->set(field_name, value);
-    return;
-  }
-  t.graph_break("side effect", "assignment to attribute '" + name_of(f, i.arg) + "' of " +
-                                   obj->describe(),
-                "keep the traced function free of attribute mutation (compute a local instead)");
+  obj->setattr(t, name_of(f, i.arg), std::move(value));
 }
 
 void binary_subscr(Translator& t, Frame& f, const Instruction&) {

@@ -248,7 +248,7 @@ bool Translator::resume_after_break(Frame& entry) {
   out_.graphs.push_back(std::move(out_.graph));
   out_.graph = ir::Graph();
   weights_by_tensor_.clear();
-  external_lists_.clear();  // their tensors are values of the graph before
+  external_containers_.clear();  // their tensors are values of the graph before
   input_values_.clear();
   input_vars_.clear();  // later graphs take the live values as inputs: nothing to write back
 

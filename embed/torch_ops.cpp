@@ -630,20 +630,9 @@ VarRef TorchOp::call(Translator& t, const CallArgs& call) const {
       CallArgs written = call;  // as the caller wrote it, for torch's own parser
       written.args[0] = nullptr;
       of_real = [fn = callable, written, item](Translator& t, PyObject* base) -> PyRef {
-        PyRef args = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(written.args.size())));
-        PyTuple_SetItem(args.get(), 0, PyRef::borrow(base).release());
-        for (size_t i = 1; i < written.args.size(); ++i) {
-          PyRef v = t.to_python(written.args[i]);
-          if (!v) return {};
-          PyTuple_SetItem(args.get(), static_cast<Py_ssize_t>(i), v.release());
-        }
-        PyRef kwargs = PyRef::steal(PyDict_New());
-        for (const auto& [k, v] : written.kwargs) {
-          PyRef p = t.to_python(v);
-          if (!p) return {};
-          PyDict_SetItemString(kwargs.get(), k.c_str(), p.get());
-        }
-        PyRef r = PyRef::steal(PyObject_Call(fn, args.get(), kwargs.get()));
+        PyRef r = call_for_real(fn, written, [&](const VarRef& v) {
+          return v ? t.to_python(v) : PyRef::borrow(base);  // the base in written.args[0]
+        });
         if (r && item >= 0) r = PyRef::steal(PySequence_GetItem(r.get(), item));
         if (!r) PyErr_Clear();
         return r;

@@ -25,7 +25,8 @@ struct Signature {
   };
   std::string text;  // for messages
   std::vector<Param> params;
-  // The index of the parameter `name` (`input` and `self` name the same one); -1 when absent.
+  // The index of the parameter `name` (`input` and `self` name the same one; "tensor|self":
+  // the first of these alternatives it has); -1 when absent.
   int find(const std::string& name) const;
 };
 

@@ -324,18 +324,12 @@ void refuse_outside(Translator& t, const VarRef& target, const std::string& what
                       ") and return the new value instead of keeping it in the model");
 }
 
-ir::SymExpr numel(const ir::Shape& shape) {
-  ir::SymExpr n = 1;
-  for (const auto& d : shape) n = n * d;
-  return n;
-}
-
 // `base` with the elements its view `v` shows replaced by `updated` (the view's new value). The
 // view taken for real of base's element positions says which element of the view each base
 // element is, if any: a gather from the view, O(size of base), with that map as a constant.
 ValueId write_through(Translator& t, const VarRef& base, const TensorVar::View& v, ValueId updated) {
   const ir::TensorType type = type_of(t, as<TensorVar>(base)->value);
-  const auto n = numel(type.shape).as_constant(), m = numel(type_of(t, updated).shape).as_constant();
+  const auto n = type.numel().as_constant(), m = type_of(t, updated).numel().as_constant();
   if (!n || !m)
     t.graph_break("in-place mutation", "an in-place update through a view of a tensor with dynamic dims",
                   "clone the view before changing it (v = x[1:3].clone())");
@@ -352,12 +346,12 @@ ValueId write_through(Translator& t, const VarRef& base, const TensorVar::View& 
     t.graph_break("in-place mutation", "an in-place update through a view capture cannot take of the base's positions",
                   "clone the view before changing it (v = x[1:3].clone())");
   // inverse[p] = the view element that shows base element p; m where none does.
-  PyRef mapping = check(PyRun_String(
-                            "lambda seen, n, m: __import__('torch').full((n,), m, dtype=__import__('torch').int64)"
-                            ".index_put_((seen.reshape(-1),), __import__('torch').arange(m))",
-                            Py_eval_input, PyEval_GetBuiltins(), nullptr),
-                        "inverse map");
-  PyRef inverse = check(PyObject_CallFunction(mapping.get(), "OLL", seen.get(), static_cast<long long>(*n),
+  static PyObject* const mapping = check(  // made once, kept for the process
+      PyRun_String("lambda seen, n, m: __import__('torch').full((n,), m, dtype=__import__('torch').int64)"
+                   ".index_put_((seen.reshape(-1),), __import__('torch').arange(m))",
+                   Py_eval_input, PyEval_GetBuiltins(), nullptr),
+      "inverse map").release();
+  PyRef inverse = check(PyObject_CallFunction(mapping, "OLL", seen.get(), static_cast<long long>(*n),
                                               static_cast<long long>(*m)),
                         "inverse map");
   PyRef covered = check(PyObject_CallMethod(inverse.get(), "lt", "L", static_cast<long long>(*m)), "lt");

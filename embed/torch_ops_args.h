@@ -3,6 +3,7 @@
 // promotion. Builders are declared in torch_ops_builders.h.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +51,10 @@ const OpSignatures* signature_for(const std::string& name, PyObject* callable);
 // `a` bound to `op`'s signatures (see CallArgs). A call no overload accepts is the user's error,
 // with torch's own message when torch rejects it too.
 CallArgs bind_call(Translator& t, const TorchOp& op, const CallArgs& a);
+// Calls `fn` for real with the arguments of `a`, each made a Python value by `convert`. Null
+// when `convert` gives null for one (no Python error then) or when the call raises (its error
+// pending).
+PyRef call_for_real(PyObject* fn, const CallArgs& a, const std::function<PyRef(const VarRef&)>& convert);
 // The exception torch raises for `callable`(a) (as written), asked on meta tensors of the
 // arguments' dtypes and shapes; null when torch accepts the call or cannot be asked.
 PyRef torch_exception(Translator& t, PyObject* callable, const CallArgs& a);

@@ -43,14 +43,27 @@ bool strict_binding() {
   return strict;
 }
 
+// A builder's name for an argument: "dim", or alternatives "tensor|self" for a builder shared by
+// callables whose signatures name it differently.
+std::vector<std::string> alternatives(const std::string& names) {
+  std::vector<std::string> out;
+  for (size_t start = 0;;) {
+    const size_t bar = names.find('|', start);
+    out.push_back(names.substr(start, bar == std::string::npos ? std::string::npos : bar - start));
+    if (bar == std::string::npos) return out;
+    start = bar + 1;
+  }
+}
+
 }  // namespace
 
-int Signature::find(const std::string& name) const {
-  for (bool synonyms : {false, true})  // LSTM.forward(self, input, hx) has both
-    for (size_t i = 0; i < params.size(); ++i)
-      if (params[i].kind != Kind::VarPositional && params[i].kind != Kind::VarKeyword &&
-          (synonyms ? same_parameter(params[i].name, name) : params[i].name == name))
-        return static_cast<int>(i);
+int Signature::find(const std::string& names) const {
+  for (const std::string& name : alternatives(names))
+    for (bool synonyms : {false, true})  // LSTM.forward(self, input, hx) has both
+      for (size_t i = 0; i < params.size(); ++i)
+        if (params[i].kind != Kind::VarPositional && params[i].kind != Kind::VarKeyword &&
+            (synonyms ? same_parameter(params[i].name, name) : params[i].name == name))
+          return static_cast<int>(i);
   return -1;
 }
 
@@ -63,16 +76,10 @@ bool OpSignatures::knows(const std::string& name) const {
 namespace {
 
 VarRef keyword(const CallArgs& a, const std::string& names) {  // "dim", or "tensor|self"
-  size_t start = 0;
-  while (true) {
-    const size_t bar = names.find('|', start);
-    const std::string name =
-        names.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
+  for (const std::string& name : alternatives(names))
     for (const auto& [k, v] : a.kwargs)
       if (same_parameter(k, name)) return v;
-    if (bar == std::string::npos) return nullptr;
-    start = bar + 1;
-  }
+  return nullptr;
 }
 
 bool has_var(const Signature& s, Kind kind) {  // *args / **kwargs
@@ -81,40 +88,20 @@ bool has_var(const Signature& s, Kind kind) {  // *args / **kwargs
   return false;
 }
 
-}  // namespace
-
-namespace {
-
-// The parameter of `s` that a builder's `name` reads: "dim", or alternatives "tensor|self" for
-// a builder shared by callables whose signatures name it differently.
-int find_any(const Signature& s, const std::string& name) {
-  size_t start = 0;
-  while (true) {
-    const size_t bar = name.find('|', start);
-    const int i =
-        s.find(name.substr(start, bar == std::string::npos ? std::string::npos : bar - start));
-    if (i >= 0 || bar == std::string::npos) return i;
-    start = bar + 1;
-  }
-}
-
-bool knows_any(const OpSignatures& op, const std::string& name) {
-  for (const Signature& s : op.overloads)
-    if (find_any(s, name) >= 0) return true;
-  return false;
+// The argument of a bound call that the parameter `i` of its overload holds.
+VarRef bound_argument(const CallArgs& a, int i) {
+  const Signature::Param& p = a.bound->params[static_cast<size_t>(i)];
+  if (p.kind == Kind::KeywordOnly) return keyword(a, p.name);
+  return static_cast<size_t>(i) < a.args.size() ? a.args[static_cast<size_t>(i)] : nullptr;
 }
 
 }  // namespace
 
 VarRef CallArgs::get(size_t position, const char* name) const {
   if (bound) {
-    const int i = find_any(*bound, name);
-    if (i >= 0) {  // by name, wherever the matched overload has it
-      const Signature::Param& p = bound->params[static_cast<size_t>(i)];
-      if (p.kind == Kind::KeywordOnly) return keyword(*this, p.name);
-      return static_cast<size_t>(i) < args.size() ? args[static_cast<size_t>(i)] : nullptr;
-    }
-    if (knows_any(*op, name)) return nullptr;  // a parameter of another overload: not given here
+    // By name, wherever the matched overload has it.
+    if (const int i = bound->find(name); i >= 0) return bound_argument(*this, i);
+    if (op->knows(name)) return nullptr;  // a parameter of another overload: not given here
     if (has_var(*bound, Kind::VarKeyword) && keyword(*this, name)) return keyword(*this, name);
     // A name this callable's signatures do not have (F.relu's `inplace`, read by the builder it
     // shares with torch.relu): absent, unless the builder would take a value by its position.
@@ -130,14 +117,8 @@ VarRef CallArgs::get(size_t position, const char* name) const {
 }
 
 VarRef CallArgs::kw(const char* name) const {
-  if (bound) {
-    const int i = find_any(*bound, name);
-    if (i >= 0) {
-      const Signature::Param& p = bound->params[static_cast<size_t>(i)];
-      if (p.kind == Kind::KeywordOnly) return keyword(*this, p.name);
-      return static_cast<size_t>(i) < args.size() ? args[static_cast<size_t>(i)] : nullptr;
-    }
-  }
+  if (bound)
+    if (const int i = bound->find(name); i >= 0) return bound_argument(*this, i);
   return keyword(*this, name);
 }
 
@@ -235,8 +216,9 @@ const OpSignatures* python_signature(const std::string& name, PyObject* fn) {
 
 // The signature written as a Python lambda's: "self, memory_format=None".
 const OpSignatures* written_signature(const std::string& name, const std::string& params) {
+  PyRef globals = PyRef::steal(PyDict_New());
   PyRef fn = PyRef::steal(
-      PyRun_String(("lambda " + params + ": None").c_str(), Py_eval_input, PyDict_New(), nullptr));
+      PyRun_String(("lambda " + params + ": None").c_str(), Py_eval_input, globals.get(), nullptr));
   AOT_CHECK(fn, "the signature written for " + name + " does not parse: " + params);
   return python_signature(name, fn.get());
 }
@@ -403,8 +385,6 @@ struct Binding {
   std::string error;  // why it does not bind, as Python says it
 };
 
-std::string ordinal_name(const Signature::Param& p) { return "'" + p.name + "'"; }
-
 // Binds `a` to `s` as Python binds a call to a signature (and, for a typed schema, as torch's
 // argument parser also checks types). On success `error` is empty.
 Binding bind_to(Translator& t, const OpSignatures& op, const Signature& s, const CallArgs& a,
@@ -413,17 +393,17 @@ Binding bind_to(Translator& t, const OpSignatures& op, const Signature& s, const
   std::vector<VarRef> values(s.params.size());
   std::vector<VarRef> extra_positional;
   std::vector<std::pair<std::string, VarRef>> extra_keywords;
-  std::vector<VarRef> positional;
-  for (const VarRef& v : a.args) positional.push_back(v);  // a bound call's gaps: not given
+  std::vector<VarRef> positional = a.args;  // a bound call's gaps: not given
   while (!positional.empty() && !positional.back()) positional.pop_back();
-  size_t slots = 0;
+  std::vector<size_t> slot_params;  // the parameters positional arguments fill, in order
   int var_positional = -1, var_keyword = -1;
   for (size_t k = 0; k < s.params.size(); ++k) {
     const Kind kind = s.params[k].kind;
-    if (kind == Kind::Positional || kind == Kind::PositionalOrKeyword) ++slots;
+    if (kind == Kind::Positional || kind == Kind::PositionalOrKeyword) slot_params.push_back(k);
     if (kind == Kind::VarPositional) var_positional = static_cast<int>(k);
     if (kind == Kind::VarKeyword) var_keyword = static_cast<int>(k);
   }
+  const size_t slots = slot_params.size();
   // torch's varargs int lists: x.view(2, 3), torch.zeros(2, 3), x.permute(0, 2, 1) (a single
   // int-list parameter after self).
   if (op.aten && positional.size() > slots) {
@@ -439,10 +419,6 @@ Binding bind_to(Translator& t, const OpSignatures& op, const Signature& s, const
       }
     }
   }
-  std::vector<size_t> slot_params;  // the parameters positional arguments fill, in order
-  for (size_t k = 0; k < s.params.size(); ++k)
-    if (s.params[k].kind == Kind::Positional || s.params[k].kind == Kind::PositionalOrKeyword)
-      slot_params.push_back(k);
   for (size_t i = 0; i < positional.size(); ++i) {
     if (i < slot_params.size()) {
       values[slot_params[i]] = positional[i];
@@ -482,7 +458,7 @@ Binding bind_to(Translator& t, const OpSignatures& op, const Signature& s, const
     const Signature::Param& p = s.params[k];
     if (!values[k]) {
       if (p.required) {
-        b.error = "missing a required argument: " + ordinal_name(p);
+        b.error = "missing a required argument: '" + p.name + "'";
         return b;
       }
       continue;
@@ -551,22 +527,26 @@ PyRef stand_in(Translator& t, const VarRef& v) {
 
 }  // namespace
 
-PyRef torch_exception(Translator& t, PyObject* callable, const CallArgs& a) {
-  if (!callable) return {};
+PyRef call_for_real(PyObject* fn, const CallArgs& a, const std::function<PyRef(const VarRef&)>& convert) {
   PyRef args = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(a.args.size())));
   for (size_t i = 0; i < a.args.size(); ++i) {
-    PyRef v = stand_in(t, a.args[i]);
+    PyRef v = convert(a.args[i]);
     if (!v) return {};
     PyTuple_SetItem(args.get(), static_cast<Py_ssize_t>(i), v.release());
   }
   PyRef kwargs = PyRef::steal(PyDict_New());
   for (const auto& [k, v] : a.kwargs) {
-    PyRef p = stand_in(t, v);
+    PyRef p = convert(v);
     if (!p) return {};
     PyDict_SetItemString(kwargs.get(), k.c_str(), p.get());
   }
-  PyRef r = PyRef::steal(PyObject_Call(callable, args.get(), kwargs.get()));
-  if (r) return {};
+  return PyRef::steal(PyObject_Call(fn, args.get(), kwargs.get()));
+}
+
+PyRef torch_exception(Translator& t, PyObject* callable, const CallArgs& a) {
+  if (!callable) return {};
+  if (call_for_real(callable, a, [&](const VarRef& v) { return stand_in(t, v); }) || !PyErr_Occurred())
+    return {};
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
   PyErr_NormalizeException(&type, &value, &tb);

@@ -210,7 +210,7 @@ class Translator {
   std::vector<Frame*> frames_;
   std::map<PyObject*, std::unique_ptr<Bytecode>> bytecode_cache_;
   std::map<PyObject*, ir::ValueId> weights_by_tensor_;  // tied parameters are stored once
-  std::map<PyObject*, VarRef> external_lists_;  // lists and dicts from outside, each one variable (kept alive by it)
+  std::map<PyObject*, VarRef> external_containers_;  // lists and dicts from outside, each one variable (kept alive by it)
   // The entry module's parameter and buffer names by tensor ("layers.2.weight"): a weight's
   // name, however the code reached it (self.layers[1:][1].weight).
   std::map<PyObject*, std::string> parameter_names_;

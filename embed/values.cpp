@@ -173,7 +173,7 @@ VarRef Translator::wrap(PyObject* obj, const Source& source) {
     // Containers are wrapped item by item, so tensors and modules inside them are tracked. A
     // list is one variable however often it is read, so that what the traced code stores into
     // it is what it reads back (YOLO's self.grid[i] = ...).
-    if (auto it = external_lists_.find(obj); PyList_Check(obj) && it != external_lists_.end()) return it->second;
+    if (auto it = external_containers_.find(obj); PyList_Check(obj) && it != external_containers_.end()) return it->second;
     std::vector<VarRef> items;
     PyRef seq = check(PySequence_Fast(obj, "sequence"), "sequence");
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq.get()); ++i)
@@ -182,7 +182,7 @@ VarRef Translator::wrap(PyObject* obj, const Source& source) {
         PyList_Check(obj) ? SequenceVar::Kind::List : SequenceVar::Kind::Tuple, std::move(items), source);
     if (PyList_Check(obj)) {
       var->external = PyRef::borrow(obj);
-      external_lists_[obj] = var;
+      external_containers_[obj] = var;
     }
     return var;
   }
@@ -190,10 +190,10 @@ VarRef Translator::wrap(PyObject* obj, const Source& source) {
   // code or a forward hook stores into it (features[name] = out) is what it reads back.
   if (PyDict_CheckExact(obj) || Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(
                                                     getattr(import("collections").get(), "OrderedDict").get())) {
-    if (auto it = external_lists_.find(obj); it != external_lists_.end()) return it->second;
+    if (auto it = external_containers_.find(obj); it != external_containers_.end()) return it->second;
     auto var = std::make_shared<DictVar>(source);
     var->external = PyRef::borrow(obj);
-    external_lists_[obj] = var;
+    external_containers_[obj] = var;
     PyObject *k, *v;
     Py_ssize_t pos = 0;
     while (PyDict_Next(obj, &pos, &k, &v)) {
@@ -629,6 +629,32 @@ VarRef SequenceVar::getattr(Translator& t, const std::string& name) {
     return t.constant(names.get());
   }
   return Var::getattr(t, name);
+}
+
+void Var::setattr(Translator& t, const std::string& name, VarRef) {
+  t.graph_break("side effect", "assignment to attribute '" + name + "' of " + describe(),
+                "keep the traced function free of attribute mutation (compute a local instead)");
+}
+
+void ModuleVar::setattr(Translator& t, const std::string& name, VarRef value) {
+  t.store_module_attribute(self(), name, std::move(value));
+}
+
+void DictVar::setattr(Translator& t, const std::string& name, VarRef value) {
+  PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));
+  if (instance) return set(key, std::move(value));  // an attribute of a plain object of the trace
+  PyRef fields = dataclass ? attribute_or_null(dataclass.get(), "__dataclass_fields__") : PyRef();
+  if (!fields || PyDict_Contains(fields.get(), key.get()) != 1) return Var::setattr(t, name, value);
+  // A field of a dataclass instance of the trace (o.pooler_output = ...).
+  PyRef params = attribute_or_null(dataclass.get(), "__dataclass_params__");
+  PyRef frozen = params ? attribute_or_null(params.get(), "frozen") : PyRef();
+  if (frozen && frozen.get() == Py_True) {
+    PyRef error = ::aotrace::embed::getattr(import("dataclasses").get(), "FrozenInstanceError");
+    t.raise_python(
+        PyRef::steal(PyObject_CallFunction(error.get(), "s", ("cannot assign to field '" + name + "'").c_str())),
+        "assignment to field '" + name + "' of a frozen dataclass", "", true);
+  }
+  set(key, std::move(value));
 }
 
 VarRef Translator::module_attribute_written(PyObject* module, const std::string& name) const {

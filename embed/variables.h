@@ -49,6 +49,7 @@ struct Var : std::enable_shared_from_this<Var> {
   // The Python object of a compile-time value; null when there is none (a tensor of the graph).
   virtual PyRef as_python(Translator&);
   virtual VarRef getattr(Translator&, const std::string& name);   // self.name
+  virtual void setattr(Translator&, const std::string& name, VarRef value);  // self.name = value
   virtual VarRef getitem(Translator&, const VarRef& index);       // self[index]
   virtual VarRef iterate(Translator&);                            // iter(self): an IteratorVar
   virtual VarRef call(Translator&, std::vector<VarRef> args, Kwargs kwargs);  // self(...)
@@ -161,6 +162,7 @@ struct ModuleVar : Var {
   std::string describe() const override;
   PyRef as_python(Translator&) override { return module; }
   VarRef getattr(Translator&, const std::string& name) override;  // CPython's lookup order
+  void setattr(Translator&, const std::string& name, VarRef value) override;  // store_module_attribute
   VarRef getitem(Translator&, const VarRef& index) override;      // Sequential[i], ModuleDict[k]
   VarRef iterate(Translator&) override;                           // its own __iter__
   VarRef call(Translator&, std::vector<VarRef> args, Kwargs kwargs) override;  // hooks and forward
@@ -199,6 +201,7 @@ struct DictVar : Var {
   std::string describe() const override;
   PyRef as_python(Translator&) override;
   VarRef getattr(Translator&, const std::string& name) override;  // a dataclass's fields
+  void setattr(Translator&, const std::string& name, VarRef value) override;  // an object's, a field
   VarRef getitem(Translator&, const VarRef& index) override;
   VarRef iterate(Translator&) override;                           // its keys
   bool truth(Translator&) override { return !keys.empty(); }
