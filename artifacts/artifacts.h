@@ -15,8 +15,15 @@ namespace aotrace::artifacts {
 struct TensorSpec {
   std::string name;            // input: parameter name; output: "out0", "out1", …
   ir::DType dtype = ir::DType::f32;
-  std::vector<int64_t> shape;  // static dims (dynamic dims: a later format minor)
+  ir::Shape shape;             // dynamic dims: SymExprs of the variant's symbols
   std::string source;          // input: "L['x']"
+};
+
+// A shape symbol of a variant (format 1.5): read from dim `dim` of input `input`.
+struct SymbolSpec {
+  std::string name;
+  int input = 0, dim = 0;
+  ir::SymRange range;
 };
 
 // One golden vector: inputs and the outputs torch eager gives for them (make_golden).
@@ -43,6 +50,8 @@ struct VariantSpec {
   // inputs.size() is the generator state the runtime fills per call; golden pairs hold it after
   // the inputs.
   bool draws_random = false;
+  // The shape symbols, in the order of ir::Graph::symbols (the kernels' `symbols` argument).
+  std::vector<SymbolSpec> symbols;
 };
 
 struct EntrySpec {

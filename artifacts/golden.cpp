@@ -9,11 +9,17 @@
 namespace aotrace::artifacts {
 namespace {
 
-// Why `t` is not a tensor of `type` (static shape), or "" when it is.
-std::string mismatch(const ir::HostTensor& t, const ir::TensorType& type) {
+// Why `t` is not a tensor of `type`, or "" when it is. A symbolic dim binds its symbol the
+// first time (`bindings`), and must equal its value after.
+std::string mismatch(const ir::HostTensor& t, const ir::TensorType& type, ir::SymBindings& bindings) {
   ir::HostTensor want;
   want.dtype = type.dtype;
-  want.shape = type.static_shape().value_or(std::vector<int64_t>{});
+  for (size_t i = 0; i < type.shape.size(); ++i) {
+    const ir::SymExpr& d = type.shape[i];
+    if (d.node().kind == ir::SymNode::Kind::Symbol && i < t.shape.size())
+      bindings.emplace(d.node().name, t.shape[i]);
+    want.shape.push_back(d.evaluate(bindings).value_or(-1));
+  }
   auto describe = [](const ir::HostTensor& h) {
     std::string s = std::string(ir::dtype_name(h.dtype)) + "[";
     for (size_t i = 0; i < h.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(h.shape[i]);
@@ -30,11 +36,12 @@ std::string eager_mismatch(const ir::Graph& graph, const GoldenPair& eager) {
     return std::to_string(eager.inputs.size()) + " eager inputs for " + std::to_string(graph.inputs.size()) + " graph inputs";
   if (eager.outputs.size() != graph.outputs.size())
     return std::to_string(eager.outputs.size()) + " eager outputs for " + std::to_string(graph.outputs.size()) + " graph outputs";
+  ir::SymBindings bindings;
   for (size_t i = 0; i < eager.inputs.size(); ++i)
-    if (std::string m = mismatch(eager.inputs[i], graph.type(graph.inputs[i].value)); !m.empty())
+    if (std::string m = mismatch(eager.inputs[i], graph.type(graph.inputs[i].value), bindings); !m.empty())
       return "input " + std::to_string(i) + ": " + m;
   for (size_t i = 0; i < eager.outputs.size(); ++i)
-    if (std::string m = mismatch(eager.outputs[i], graph.type(graph.outputs[i])); !m.empty())
+    if (std::string m = mismatch(eager.outputs[i], graph.type(graph.outputs[i]), bindings); !m.empty())
       return "output " + std::to_string(i) + ": " + m;
   return "";
 }

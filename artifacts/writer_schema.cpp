@@ -22,11 +22,52 @@ fb::DType to_fb(ir::DType d) { return static_cast<fb::DType>(d); }
 
 std::string origin_str(const SourceLoc& loc) { return loc.known() ? loc.str() : std::string(); }
 
-std::unique_ptr<fb::TensorInfoT> tensor_info(const TensorSpec& t) {
+// The postfix program of a size (bundle.fbs SymProgram) over the variant's symbols.
+void sym_program(const ir::SymExpr& e, const std::vector<SymbolSpec>& symbols, std::vector<int64_t>& code) {
+  const ir::SymNode& n = e.node();
+  using Kind = ir::SymNode::Kind;
+  switch (n.kind) {
+    case Kind::Const: code.insert(code.end(), {0, n.value}); return;
+    case Kind::Symbol: {
+      for (size_t i = 0; i < symbols.size(); ++i)
+        if (symbols[i].name == n.name) {
+          code.insert(code.end(), {1, static_cast<int64_t>(i)});
+          return;
+        }
+      internal_error("size " + e.str() + " uses symbol " + n.name + ", which no input binds");
+    }
+    default: break;
+  }
+  const int64_t op = n.kind == Kind::Add ? 2 : n.kind == Kind::Mul ? 3 : n.kind == Kind::FloorDiv ? 4
+                   : n.kind == Kind::Mod ? 5 : n.kind == Kind::Min ? 6 : 7;
+  sym_program(n.args[0], symbols, code);
+  for (size_t i = 1; i < n.args.size(); ++i) {
+    sym_program(n.args[i], symbols, code);
+    code.insert(code.end(), {op, 0});
+  }
+}
+
+std::unique_ptr<fb::TensorInfoT> tensor_info(const TensorSpec& t, const VariantSpec& v, fb::VariantT& table) {
   auto info = std::make_unique<fb::TensorInfoT>();
   info->name = t.name;
   info->dtype = to_fb(t.dtype);
-  info->shape = t.shape;
+  for (const ir::SymExpr& d : t.shape) {
+    if (auto c = d.as_constant()) {
+      info->shape.push_back(*c);
+      continue;
+    }
+    // A symbolic size: the index of its program (one per distinct expression) as -1 - k.
+    const std::string text = d.str();
+    size_t k = 0;
+    while (k < table.dim_exprs.size() && table.dim_exprs[k]->text != text) ++k;
+    if (k == table.dim_exprs.size()) {
+      auto p = std::make_unique<fb::SymProgramT>();
+      sym_program(d, v.symbols, p->code);
+      p->text = text;
+      table.dim_exprs.push_back(std::move(p));
+    }
+    info->shape.push_back(-1 - static_cast<int64_t>(k));
+  }
   info->source = t.source;
   return info;
 }
@@ -47,6 +88,7 @@ std::unique_ptr<fb::GuardT> guard_table(const ir::Guard& g) {
   t->text = g.str();
   t->origin = origin_str(g.origin);
   t->scalar = g.scalar;
+  t->symbol = g.symbol;
   return t;
 }
 
@@ -85,8 +127,18 @@ std::unique_ptr<fb::VariantT> variant_table(const std::string& entry, const Vari
   auto t = std::make_unique<fb::VariantT>();
   t->name = v.name;
   t->profiles = v.profiles;
-  for (const TensorSpec& in : v.inputs) t->inputs.push_back(tensor_info(in));
-  for (const TensorSpec& out : v.outputs) t->outputs.push_back(tensor_info(out));
+  for (const SymbolSpec& sym : v.symbols) {
+    auto st = std::make_unique<fb::SymbolT>();
+    st->name = sym.name;
+    st->input = sym.input;
+    st->dim = sym.dim;
+    st->min = sym.range.min;
+    st->max = sym.range.max;
+    st->multiple_of = sym.range.multiple_of;
+    t->symbols.push_back(std::move(st));
+  }
+  for (const TensorSpec& in : v.inputs) t->inputs.push_back(tensor_info(in, v, *t));
+  for (const TensorSpec& out : v.outputs) t->outputs.push_back(tensor_info(out, v, *t));
   t->output_tree = v.output_tree.str();
   flatten_output_tree(v.output_tree, t->output_nodes);
   for (const ir::Guard& g : v.guards) t->guards.push_back(guard_table(g));
@@ -156,6 +208,7 @@ std::vector<uint8_t> build_bundle_fb(const BundleSpec& spec, const std::vector<F
         if (node->kind == fb::OutputKind::Constant) require("output-constants");
       if (!v.updated_inputs.empty()) require("input-updates");
       if (v.draws_random) require("random");
+      if (!v.symbols.empty()) require("dynamic-dims");
       for (const ir::Guard& g : v.guards)
         if (g.kind == ir::Guard::Kind::ValueEq) require("scalar-inputs");
     }

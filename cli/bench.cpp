@@ -69,10 +69,12 @@ std::vector<int64_t> default_shape(const rt::Entry& entry, size_t i) {
   bool same = true;
   for (size_t v = 0; v < entry.num_variants(); ++v) {
     const auto& info = entry.inputs(v)[i];
-    same &= info.shape == first.shape;
+    same &= info.shape == first.shape && info.dims == first.dims;
     shapes += (shapes.empty() ? "" : ", ") + rt::shape_str(info.shape) + " (" + entry.variant_name(v) + ")";
   }
-  if (same) return first.shape;
+  bool dynamic = false;
+  for (const std::string& d : first.dims) dynamic |= !d.empty();
+  if (same && !dynamic) return first.shape;
   user_error("entry '" + entry.name() + "' needs --shape " + first.name + "=DIMS", {},
              "its variants take " + first.name + " as " + shapes);
 }
@@ -191,8 +193,9 @@ int bench_command(const BenchOptions& options) {
   const size_t variant = value_or_fail(entry.select(inputs), "pass --shape with sizes the bundle was compiled for");
   std::vector<rt::Tensor> outputs;
   std::vector<rt::TensorRef> output_refs;
-  for (const auto& info : entry.outputs(variant)) {
-    outputs.emplace_back(info.dtype, info.shape);
+  const auto shapes_out = value_or_fail(entry.output_shapes(variant, inputs));
+  for (size_t o = 0; o < entry.outputs(variant).size(); ++o) {
+    outputs.emplace_back(entry.outputs(variant)[o].dtype, shapes_out[o]);
     output_refs.push_back(outputs.back().ref());
   }
 

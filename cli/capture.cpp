@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -28,25 +29,90 @@ embed::CaptureArg capture_arg(const shape_profiles::ArgSpec& a, const shape_prof
   return c;
 }
 
+namespace {
+
+// The inputs of `entry` under `profile`: example shapes, and the dims traced as symbols.
+std::vector<embed::CaptureInput> capture_inputs(const shape_profiles::ProfileSet& spec,
+                                                const shape_profiles::EntrySpec& entry,
+                                                const shape_profiles::Profile& profile) {
+  std::vector<embed::CaptureInput> inputs;
+  for (const auto& in : entry.inputs) {
+    embed::CaptureInput c{in.name, in.dtype, spec.concrete_shape(in, profile), in.loc, in.is_scalar(), in.value, {}};
+    for (size_t d = 0; d < in.shape.size(); ++d) {
+      const shape_profiles::DimRef& ref = in.shape[d];
+      if (!ref.is_named) continue;
+      auto range = profile.ranges.find(ref.name);
+      if (range == profile.ranges.end()) continue;
+      const shape_profiles::DimSpec* dim = spec.find_dim(ref.name);
+      c.dynamic.push_back({static_cast<int>(d), ref.name, range->second, dim ? dim->loc : ref.loc});
+    }
+    inputs.push_back(std::move(c));
+  }
+  return inputs;
+}
+
+// `profile` restricted to the dims `entry` uses: an entry is not captured once per size of a
+// dim it never sees.
+shape_profiles::Profile entry_profile(const shape_profiles::ProfileSet& spec, const shape_profiles::EntrySpec& entry,
+                                      const shape_profiles::Profile& profile) {
+  std::set<std::string> used;
+  for (const auto& in : entry.inputs)
+    for (const auto& ref : in.shape)
+      if (ref.is_named) used.insert(ref.name);
+  shape_profiles::Profile p = profile;
+  const bool generated = profile.name == shape_profiles::profile_name(profile, spec.dims);
+  std::erase_if(p.dims, [&](const auto& kv) { return !used.count(kv.first); });
+  std::erase_if(p.ranges, [&](const auto& kv) { return !used.count(kv.first); });
+  std::erase_if(p.notes, [&](const std::string& n) {
+    const size_t eq = n.find('=');
+    return eq != std::string::npos && !used.count(n.substr(0, eq));
+  });
+  if (generated) p.name = shape_profiles::profile_name(p, spec.dims);
+  return p;
+}
+
+}  // namespace
+
 std::vector<ProfileCapture> capture_all(const shape_profiles::ProfileSet& spec) {
-  for (const auto& d : spec.dims)
-    if (d.is_dynamic)
-      user_error("dim '" + d.name + "' is dynamic ({min, max}); dynamic dims are not supported yet",
-                 d.loc, "list the sizes to support instead, e.g. " + d.name + ": [16, 64, 256]");
   auto& interp = embed::Interpreter::instance();
   interp.run_script(spec.script);
   std::vector<ProfileCapture> out;
   for (const auto& entry : spec.entries) {
+    // Profiles to capture, in order; a branch on a dynamic dim replaces its profile by the
+    // parts of its range (RangeSplit), captured in its place.
+    std::vector<shape_profiles::Profile> pending;
+    std::set<std::string> seen;
     for (const auto& profile : spec.profiles) {
+      shape_profiles::Profile p = entry_profile(spec, entry, profile);
+      if (seen.insert(p.name).second) pending.push_back(std::move(p));
+    }
+    std::vector<std::shared_ptr<const shape_profiles::Profile>> done;
+    size_t captured = 0;
+    while (!pending.empty()) {
+      shape_profiles::Profile profile = std::move(pending.front());
+      pending.erase(pending.begin());
       ProfileCapture pc;
       pc.entry = &entry;
-      pc.profile = &profile;
-      for (const auto& in : entry.inputs)
-        pc.inputs.push_back(embed::CaptureInput{in.name, in.dtype, spec.concrete_shape(in, profile), in.loc,
-                                                in.is_scalar(), in.value});
+      pc.inputs = capture_inputs(spec, entry, profile);
       std::vector<embed::CaptureArg> arguments;
       for (const auto& a : entry.args) arguments.push_back(capture_arg(a, entry));
-      pc.capture = interp.capture(entry.call, pc.inputs, std::move(arguments));
+      try {
+        pc.capture = interp.capture(entry.call, pc.inputs, std::move(arguments));
+      } catch (const embed::RangeSplit& split) {
+        // Every variant a split adds counts against max_variants: stop before it runs away.
+        if (captured + pending.size() + split.parts.size() > static_cast<size_t>(spec.max_variants) * 4)
+          user_error("the branch on " + split.condition + " splits dim '" + split.symbol + "' into " +
+                         std::to_string(split.parts.size()) + " ranges, more variants than max_variants = " +
+                         std::to_string(spec.max_variants) + " allows",
+                     split.loc, "declare " + split.symbol + " static, or list its sizes");
+        std::vector<shape_profiles::Profile> parts = shape_profiles::split_profile(
+            profile, spec.dims, split.symbol, split.parts, "the range splits at `" + split.condition + "` (" + split.loc.str() + ")");
+        pending.insert(pending.begin(), parts.begin(), parts.end());
+        continue;
+      }
+      ++captured;
+      pc.owned_profile = std::make_shared<const shape_profiles::Profile>(std::move(profile));
+      pc.profile = pc.owned_profile.get();
       out.push_back(std::move(pc));
     }
   }
@@ -109,6 +175,11 @@ json explain_json(const ProfileCapture& pc, bool with_graph) {
             {"guards", guards},
             {"assumptions", assumptions},
             {"compile_times", {{"capture_seconds", c.seconds}}}};
+  json dynamic = json::object();
+  for (const auto& [dim, r] : pc.profile->ranges)
+    dynamic[dim] = {{"min", r.min}, {"max", r.max}, {"multiple_of", r.multiple_of}};
+  j["dynamic_dims"] = dynamic;
+  j["notes"] = pc.profile->notes;
   if (with_graph) {
     json dumps = json::array();
     for (const auto& g : graphs_of(c)) dumps.push_back(g.str());
@@ -122,6 +193,10 @@ std::string explain_text(const ProfileCapture& pc, bool with_graph) {
   const auto& c = pc.capture;
   std::ostringstream s;
   s << "entry " << pc.entry->name << ", profile " << pc.profile->name << "\n";
+  for (const auto& [dim, r] : pc.profile->ranges)
+    s << "  dynamic dim " << dim << " in [" << r.min << ", " << r.max << "]"
+      << (r.multiple_of > 1 ? " (multiples of " + std::to_string(r.multiple_of) + ")" : "") << ": one symbol\n";
+  for (const std::string& n : pc.profile->notes) s << "  profile " << n << "\n";
   s << "  graphs: " << graph_count(c) << ", graph breaks: " << c.breaks.size() << "\n";
   for (const auto& b : c.breaks) {
     const SourceLoc at = b.user_stack.empty() ? SourceLoc{} : b.user_stack.back();
@@ -150,6 +225,62 @@ std::string explain_text(const ProfileCapture& pc, bool with_graph) {
   return s.str();
 }
 
+std::string variant_key(const embed::Capture& c) {
+  std::string key = c.graph.str();
+  for (const auto& g : c.guards) key += "\n" + g.str();
+  for (const auto& a : c.assumptions) key += "\n" + a.text;
+  return key;
+}
+
+std::vector<PlannedVariant> plan_variants(const std::vector<ProfileCapture>& captures,
+                                          const shape_profiles::EntrySpec& entry) {
+  std::vector<PlannedVariant> variants;
+  std::map<std::string, size_t> by_key;
+  for (size_t i = 0; i < captures.size(); ++i) {
+    if (captures[i].entry != &entry) continue;
+    auto [it, fresh] = by_key.emplace(variant_key(captures[i].capture), variants.size());
+    if (fresh) variants.emplace_back();
+    variants[it->second].captures.push_back(i);
+  }
+  // Most specific first: dispatch takes the first variant whose guards accept the inputs.
+  std::stable_sort(variants.begin(), variants.end(), [&](const PlannedVariant& a, const PlannedVariant& b) {
+    return captures[a.captures.front()].profile->ranges.size() < captures[b.captures.front()].profile->ranges.size();
+  });
+  return variants;
+}
+
+std::string variant_plan_text(const std::vector<ProfileCapture>& captures, const std::vector<PlannedVariant>& plan) {
+  std::string s;
+  for (size_t v = 0; v < plan.size(); ++v) {
+    const ProfileCapture& first = captures[plan[v].captures.front()];
+    s += "v" + std::to_string(v) + ": profile";
+    s += plan[v].captures.size() == 1 ? " " : "s ";
+    for (size_t k = 0; k < plan[v].captures.size(); ++k)
+      s += (k ? ", " : "") + captures[plan[v].captures[k]].profile->name;
+    std::string sizes;
+    for (const auto& [dim, r] : first.profile->ranges)
+      sizes += (sizes.empty() ? "" : ", ") + dim + " in [" + std::to_string(r.min) + ", " + std::to_string(r.max) + "]" +
+               (r.multiple_of > 1 ? " (multiples of " + std::to_string(r.multiple_of) + ")" : "");
+    s += sizes.empty() ? " (static)" : " (dynamic: " + sizes + ")";
+    for (const std::string& n : first.profile->notes) s += "\n    " + n;
+    s += "\n";
+  }
+  return s;
+}
+
+void check_max_variants(const shape_profiles::ProfileSet& spec, const std::vector<ProfileCapture>& captures) {
+  for (const auto& entry : spec.entries) {
+    std::vector<PlannedVariant> plan = plan_variants(captures, entry);
+    if (static_cast<int>(plan.size()) <= spec.max_variants) continue;
+    throw UserError("entry '" + entry.name + "' needs " + std::to_string(plan.size()) + " variants, more than max_variants = " +
+                        std::to_string(spec.max_variants),
+                    entry.loc,
+                    "raise options.max_variants to " + std::to_string(plan.size()) +
+                        " in the YAML, declare fewer static sizes, or use a dynamic range ({min, max}) for a dim",
+                    {"the planned variants (nothing was lowered):\n" + variant_plan_text(captures, plan)});
+  }
+}
+
 void refuse_graph_breaks(const std::vector<ProfileCapture>& captures) {
   for (const auto& pc : captures) {
     if (pc.capture.breaks.empty()) continue;
@@ -168,9 +299,44 @@ void refuse_graph_breaks(const std::vector<ProfileCapture>& captures) {
 int explain_command(const std::filesystem::path& yaml, bool as_json, bool graph) {
   auto spec = shape_profiles::parse_profile_file(yaml);
   auto captures = capture_all(spec);
-  for (const auto& pc : captures) {
-    if (as_json) std::cout << explain_json(pc, graph).dump() << "\n";
-    else std::cout << explain_text(pc, graph);
+  // JSON: one object per profile, each naming the variant it would compile into.
+  std::vector<std::string> variant_of(captures.size());
+  std::vector<size_t> planned_of(captures.size());
+  for (const auto& entry : spec.entries) {
+    std::vector<PlannedVariant> plan = plan_variants(captures, entry);
+    for (size_t v = 0; v < plan.size(); ++v)
+      for (size_t i : plan[v].captures) {
+        variant_of[i] = "v" + std::to_string(v);
+        planned_of[i] = plan.size();
+      }
+  }
+  for (size_t i = 0; i < captures.size(); ++i) {
+    if (!as_json) {
+      std::cout << explain_text(captures[i], graph);
+      continue;
+    }
+    json j = explain_json(captures[i], graph);
+    j["variant"] = variant_of[i];
+    j["planned_variants"] = planned_of[i];
+    j["max_variants"] = spec.max_variants;
+    std::cout << j.dump() << "\n";
+  }
+  for (const auto& entry : spec.entries) {
+    std::vector<PlannedVariant> plan = plan_variants(captures, entry);
+    const bool too_many = static_cast<int>(plan.size()) > spec.max_variants;
+    if (!as_json) {
+      std::cout << "entry " << entry.name << ": " << plan.size() << " variant(s) planned (max_variants " << spec.max_variants
+                << ")\n";
+      std::string text = variant_plan_text(captures, plan);
+      for (size_t at = 0; at < text.size();) {
+        size_t end = text.find('\n', at);
+        std::cout << "  " << text.substr(at, end - at) << "\n";
+        at = end + 1;
+      }
+    }
+    if (too_many)
+      std::cerr << "aotrace: warning: entry '" << entry.name << "' needs " << plan.size()
+                << " variants, more than max_variants = " << spec.max_variants << ": compile will refuse it\n";
   }
   return 0;
 }

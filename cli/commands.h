@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,8 @@ T value_or_fail(rt::Result<T> r, const std::string& hint = {}) {
 // One profile of one entry, captured.
 struct ProfileCapture {
   const shape_profiles::EntrySpec* entry = nullptr;
-  const shape_profiles::Profile* profile = nullptr;
+  const shape_profiles::Profile* profile = nullptr;  // owned_profile's
+  std::shared_ptr<const shape_profiles::Profile> owned_profile;  // a declared one or a range split's part
   std::vector<embed::CaptureInput> inputs;
   embed::Capture capture;
 };
@@ -38,6 +40,18 @@ embed::CaptureArg capture_arg(const shape_profiles::ArgSpec& a, const shape_prof
 // The explain report of one profile (DESIGN §2, `explain --json`).
 nlohmann::json explain_json(const ProfileCapture& pc, bool with_graph);
 std::string explain_text(const ProfileCapture& pc, bool with_graph);
+// Profiles whose graphs and guards come out the same share one variant (DESIGN §2).
+std::string variant_key(const embed::Capture& c);
+// The variants of one entry: indices into `captures`, most specific (fewest dynamic dims) first.
+struct PlannedVariant {
+  std::vector<size_t> captures;
+};
+std::vector<PlannedVariant> plan_variants(const std::vector<ProfileCapture>& captures,
+                                          const shape_profiles::EntrySpec& entry);
+// One line per planned variant (its profiles, sizes, and why it exists), for messages.
+std::string variant_plan_text(const std::vector<ProfileCapture>& captures, const std::vector<PlannedVariant>& plan);
+// user_error when an entry needs more variants than max_variants, listing them (before lowering).
+void check_max_variants(const shape_profiles::ProfileSet& spec, const std::vector<ProfileCapture>& captures);
 // user_error listing every graph break of the captures (compile refuses them); no-op when none.
 void refuse_graph_breaks(const std::vector<ProfileCapture>& captures);
 

@@ -34,14 +34,6 @@ std::vector<int64_t> static_dims(const ir::TensorType& t) {
   return *s;
 }
 
-// Profiles whose graphs and guards come out the same share one variant (DESIGN §2).
-std::string variant_key(const embed::Capture& c) {
-  std::string key = c.graph.str();
-  for (const auto& g : c.guards) key += "\n" + g.str();
-  for (const auto& a : c.assumptions) key += "\n" + a.text;
-  return key;
-}
-
 json graph_json(const ir::Graph& g, const std::string& entry, const std::string& variant) {
   json inputs = json::array(), weights = json::array(), outputs = json::array();
   for (const auto& in : g.inputs) inputs.push_back({{"name", in.name}, {"type", g.type(in.value).str()}, {"source", in.source}});
@@ -95,16 +87,24 @@ artifacts::VariantSpec variant_spec(const ProfileCapture& pc, const std::string&
   artifacts::VariantSpec v;
   v.name = name;
   v.profiles = {pc.profile->name};
+  // The symbols in the kernels' order (Graph::symbols), each read from the dim its range
+  // guard checks (the symbol's first use among the inputs).
+  for (const auto& [symbol, range] : g.symbols) {
+    const ir::Guard* binding = nullptr;
+    for (const ir::Guard& guard : pc.capture.guards)
+      if (guard.kind == ir::Guard::Kind::DimRange && guard.symbol == symbol) binding = &guard;
+    AOT_CHECK(binding, "symbol " + symbol + " has no range guard to read it from");
+    v.symbols.push_back({symbol, binding->input, binding->dim, range});
+  }
   for (size_t i = 0; i < g.inputs.size(); ++i)
     if (static_cast<int>(i) != g.rng_input)
-      v.inputs.push_back({g.inputs[i].name, g.type(g.inputs[i].value).dtype, static_dims(g.type(g.inputs[i].value)),
+      v.inputs.push_back({g.inputs[i].name, g.type(g.inputs[i].value).dtype, g.type(g.inputs[i].value).shape,
                           g.inputs[i].source});
   // The generator state comes after the call's inputs (the runtime's Input buffer inputs.size()).
   AOT_CHECK(g.rng_input < 0 || g.rng_input + 1 == static_cast<int>(g.inputs.size()), "the rng input is not the last input");
   v.draws_random = g.rng_input >= 0;
   for (size_t i = 0; i < g.num_result_outputs(); ++i)
-    v.outputs.push_back({"out" + std::to_string(i), g.type(g.outputs[i]).dtype,
-                         static_dims(g.type(g.outputs[i])), ""});
+    v.outputs.push_back({"out" + std::to_string(i), g.type(g.outputs[i]).dtype, g.type(g.outputs[i]).shape, ""});
   v.output_tree = g.output_tree;
   for (const ir::InputUpdate& u : g.input_updates) v.updated_inputs.push_back(u.input);
   v.guards = pc.capture.guards;
@@ -143,6 +143,8 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   auto spec = shape_profiles::parse_profile_file(yaml);
   auto captures = capture_all(spec);
   refuse_graph_breaks(captures);
+  // The planned variants against max_variants before any lowering.
+  check_max_variants(spec, captures);
 
   lowering::Options lo;
   lo.triple = options.triple;
@@ -171,24 +173,9 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   for (const auto& entry : spec.entries) {
     artifacts::EntrySpec es;
     es.name = entry.name;
-    std::map<std::string, size_t> variant_of_key;
-    for (const auto& pc : captures) {
-      if (pc.entry != &entry) continue;
-      json rp = explain_json(pc, false);
-      const std::string key = variant_key(pc.capture);
-      auto found = variant_of_key.find(key);
-      if (found != variant_of_key.end()) {
-        es.variants[found->second].profiles.push_back(pc.profile->name);
-        rp["variant"] = es.variants[found->second].name;
-        rp.erase("compile_times");  // wall-clock: kept out of the bundle, which is deterministic
-        report_profiles.push_back(rp);
-        continue;
-      }
+    for (const PlannedVariant& planned : plan_variants(captures, entry)) {
+      const ProfileCapture& pc = captures[planned.captures.front()];
       const std::string vname = "v" + std::to_string(es.variants.size());
-      if (static_cast<int>(es.variants.size()) >= spec.max_variants)
-        user_error("entry '" + entry.name + "' needs more than max_variants = " +
-                       std::to_string(spec.max_variants) + " variants",
-                   entry.loc, "raise options.max_variants in the YAML, or declare fewer profiles");
       const auto lower_start = std::chrono::steady_clock::now();
       lowering::LoweredVariant lv = lowering::lower_graph(pc.capture.graph, entry.name + "_" + vname + "_", lo);
       artifacts::VariantSpec vs = variant_spec(pc, vname);
@@ -201,13 +188,17 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
       for (size_t i = 0; i < lv.extra_objects.size(); ++i)
         objects[i + 1].push_back(std::move(lv.extra_objects[i]));
       kernels += static_cast<int>(vs.plan.calls.size());
-      rp["variant"] = vname;
       // Timings are printed, not stored: the same inputs must give a byte-identical bundle.
       timings.push_back({entry.name, pc.profile->name, pc.capture.seconds,
                          seconds_since(lower_start) - golden_seconds, golden_seconds});
-      rp.erase("compile_times");
-      report_profiles.push_back(rp);
-      variant_of_key.emplace(key, es.variants.size());
+      for (size_t k = 0; k < planned.captures.size(); ++k) {
+        const ProfileCapture& member = captures[planned.captures[k]];
+        if (k > 0) vs.profiles.push_back(member.profile->name);
+        json rp = explain_json(member, false);
+        rp["variant"] = vname;
+        rp.erase("compile_times");  // wall-clock: kept out of the bundle, which is deterministic
+        report_profiles.push_back(rp);
+      }
       es.variants.push_back(std::move(vs));
     }
     bundle.entries.push_back(std::move(es));

@@ -18,10 +18,27 @@ namespace aotrace::embed {
 struct CaptureInput {
   std::string name;
   ir::DType dtype = ir::DType::f32;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;  // the example tensor's (a dynamic dim: its example size)
   SourceLoc origin;  // where the shape was declared (the YAML), for guard provenance
   bool scalar = false;
   double value = 0;  // scalar: its value
+  // Dims traced as symbols (DESIGN §6): inputs naming the same dim share its symbol.
+  struct DynamicDim {
+    int dim = 0;
+    std::string symbol;   // the dim's name in the YAML ("seq")
+    ir::SymRange range;
+    SourceLoc declared;   // where the YAML declares the dim
+  };
+  std::vector<DynamicDim> dynamic;
+};
+
+// Thrown by capture when a Python branch depends on a dynamic dim the range does not decide
+// (`if T > 64:`): the range splits at the condition into `parts`, each captured on its own.
+struct RangeSplit {
+  std::string symbol;
+  std::vector<ir::SymRange> parts;
+  std::string condition;  // "seq > 64"
+  SourceLoc loc;          // the user's line
 };
 
 // How the entry's arguments are built from the inputs: an input (a tensor, or a Python scalar

@@ -4,6 +4,7 @@
 #include "embed/translator.h"
 #include "embed/torch_ops_args.h"
 
+#include <cstdlib>
 #include <algorithm>
 
 #include "embed/torch_ops.h"
@@ -160,11 +161,12 @@ void Translator::graph_break(std::string category, std::string reason, std::stri
   b.hint = std::move(hint);
   for (const Frame* f : frames_)
     b.user_stack.push_back(SourceLoc{f->bytecode->filename, f->line, 0, f->bytecode->function});
-  // Show the user's frames; library frames only when there is nothing else.
+  // Show the user's frames; library frames only when there is nothing else (or when
+  // AOTRACE_LIBRARY_FRAMES=1 asks for them, to debug a break inside a library).
   std::vector<SourceLoc> user;
   for (const auto& l : b.user_stack)
     if (!is_library_file(l.file)) user.push_back(l);
-  if (!user.empty()) b.user_stack = std::move(user);
+  if (!user.empty() && !std::getenv("AOTRACE_LIBRARY_FRAMES")) b.user_stack = std::move(user);
   out_.breaks.push_back(std::move(b));
   throw GraphBreakSignal{out_.breaks.back().category, out_.breaks.back().reason,
                          out_.breaks.back().hint};

@@ -153,6 +153,7 @@ class Translator {
   PyRef weight_item(const VarRef& v);
   // Shape specialisation: marks the guard of an input dim as created here (user file:line).
   void note_specialisation(const SymIntVar& v);
+  VarRef compare_sizes(const std::string& op, const ir::SymExpr& a, const ir::SymExpr& b);
   void add_assumption(const std::string& text);
   // Before a change to a container: one from outside the traced code (a global list, a module's
   // list attribute) is changed only in the capture, which an assumption records.
@@ -234,6 +235,12 @@ class Translator {
   std::vector<PyRef> input_values_;  // real tensors of the current graph's inputs (null: none)
   // The variables of the entry's tensor inputs in the first graph, with their graph input index.
   std::vector<std::pair<int, VarRef>> input_vars_;
+  // The input dim that binds each symbol (its first use), for the guards of later uses.
+  struct SymbolDim {
+    int input = 0, dim = 0;
+    std::string source;
+  };
+  std::map<std::string, SymbolDim> symbol_dims_;
   int64_t random_streams_ = 0;
 };
 

@@ -237,8 +237,12 @@ VarRef Translator::add_input(const CaptureInput& input, int index, const Source&
   ir::TensorType type;
   type.dtype = input.dtype;
   for (int64_t d : input.shape) type.shape.push_back(ir::SymExpr(d));
+  for (const CaptureInput::DynamicDim& dd : input.dynamic) {
+    type.shape.at(static_cast<size_t>(dd.dim)) = ir::SymExpr::symbol(dd.symbol);
+    out_.graph.symbols[dd.symbol] = dd.range;
+  }
   ir::ValueId v = out_.graph.add_input(input.name, type, source.str());
-  auto guard = [&](ir::Guard::Kind kind, int dim, int64_t value) {
+  auto guard = [&](ir::Guard::Kind kind, int dim, int64_t value) -> ir::Guard& {
     ir::Guard g;
     g.kind = kind;
     g.input = index;
@@ -248,11 +252,40 @@ VarRef Translator::add_input(const CaptureInput& input, int index, const Source&
     g.source = source.str();
     g.origin = input.origin;
     out_.guards.push_back(g);
+    return out_.guards.back();
   };
   guard(ir::Guard::Kind::Rank, 0, static_cast<int64_t>(input.shape.size()));
   guard(ir::Guard::Kind::DType, 0, 0);
-  for (size_t d = 0; d < input.shape.size(); ++d)
-    guard(ir::Guard::Kind::DimEq, static_cast<int>(d), input.shape[d]);
+  for (size_t d = 0; d < input.shape.size(); ++d) {
+    const CaptureInput::DynamicDim* dd = nullptr;
+    for (const auto& x : input.dynamic)
+      if (x.dim == static_cast<int>(d)) dd = &x;
+    if (!dd) {
+      guard(ir::Guard::Kind::DimEq, static_cast<int>(d), input.shape[d]);
+      continue;
+    }
+    // The first dim of a symbol binds it, within its range; later ones equal the first.
+    auto bound = symbol_dims_.find(dd->symbol);
+    if (bound != symbol_dims_.end()) {
+      ir::Guard& g = guard(ir::Guard::Kind::DimsEqual, static_cast<int>(d), 0);
+      g.other_input = bound->second.input;
+      g.other_dim = bound->second.dim;
+      g.other_source = bound->second.source;
+      g.symbol = dd->symbol;
+      g.origin = dd->declared;
+      continue;
+    }
+    symbol_dims_[dd->symbol] = SymbolDim{index, static_cast<int>(d), source.str()};
+    ir::Guard& range = guard(ir::Guard::Kind::DimRange, static_cast<int>(d), dd->range.min);
+    range.value2 = dd->range.max;
+    range.symbol = dd->symbol;
+    range.origin = dd->declared;
+    if (dd->range.multiple_of > 1) {
+      ir::Guard& m = guard(ir::Guard::Kind::DimMultiple, static_cast<int>(d), dd->range.multiple_of);
+      m.symbol = dd->symbol;
+      m.origin = dd->declared;
+    }
+  }
   input_vars_.emplace_back(static_cast<int>(out_.graph.inputs.size() - 1), std::make_shared<TensorVar>(v, source));
   return input_vars_.back().second;
 }
@@ -327,9 +360,16 @@ PyRef Var::as_python(Translator&) { return {}; }
 
 PyRef SymIntVar::as_python(Translator& t) {
   auto value = expr.as_constant();
-  if (!value)
-    t.graph_break("dynamic shape", "shape value " + expr.str() + " used as a Python int",
-                  "declare this dim static in the profile YAML");
+  if (!value) {
+    std::string dims;
+    for (const std::string& s : expr.symbols()) dims += (dims.empty() ? "" : ", ") + s;
+    t.graph_break("dynamic shape",
+                  "the code needs the concrete value of " + expr.str() +
+                      " (a Python int, e.g. a loop over range() or a dict key), but " + dims +
+                      " is a dynamic dim",
+                  "declare " + dims + " static, or list its sizes (`" + expr.symbols().front() +
+                      ": [32, 64, 128]` under dims)");
+  }
   t.note_specialisation(*this);
   return PyRef::steal(PyLong_FromLongLong(*value));
 }
@@ -795,6 +835,21 @@ VarRef sequence_operator(Translator& t, const std::string& op, const VarRef& a, 
     ia->insert(ia->end(), ib->begin(), ib->end());
     return std::make_shared<SequenceVar>(ka, std::move(*ia));
   }
+  if ((op == "==" || op == "!=") && ia && ib) {
+    // Sizes holding shape symbols (x.shape == (t, t)): item by item, each decided by the ranges.
+    auto symbolic = [](const std::vector<VarRef>& items) {
+      return std::any_of(items.begin(), items.end(), [](const VarRef& v) { return as<SymIntVar>(v) != nullptr; });
+    };
+    if (symbolic(*ia) || symbolic(*ib)) {
+      bool equal = ka == kb && ia->size() == ib->size();
+      for (size_t i = 0; equal && i < ia->size(); ++i) {
+        PyRef r = t.to_python(t.binary_op("==", (*ia)[i], (*ib)[i]));
+        if (!r) return nullptr;
+        equal = PyObject_IsTrue(r.get()) == 1;
+      }
+      return t.constant(equal == (op == "==") ? Py_True : Py_False);
+    }
+  }
   if (op == "*" && (ia != std::nullopt) != (ib != std::nullopt)) {
     PyRef n = t.to_python(ia ? b : a);
     if (!n || !PyLong_Check(n.get())) return nullptr;
@@ -808,12 +863,60 @@ VarRef sequence_operator(Translator& t, const std::string& op, const VarRef& a, 
 
 }  // namespace
 
+// A comparison of sizes: decided by the symbols' ranges (a constant, guarded by the range
+// guards), or a RangeSplit when it depends on one symbol the range does not decide, or a
+// graph break when it depends on several. Null: no symbol (the caller compares the ints).
+VarRef Translator::compare_sizes(const std::string& op, const ir::SymExpr& a, const ir::SymExpr& b) {
+  const ir::SymExpr d = a - b;
+  std::vector<std::string> symbols = d.symbols();
+  auto holds = [&](int64_t x) {
+    return op == "<" ? x < 0 : op == "<=" ? x <= 0 : op == ">" ? x > 0 : op == ">=" ? x >= 0 : op == "==" ? x == 0 : x != 0;
+  };
+  if (symbols.empty()) {  // the same symbols on both sides (seq == seq), or plain ints
+    if (a.is_constant() && b.is_constant()) return nullptr;
+    return constant(holds(d.constant()) ? Py_True : Py_False);
+  }
+  const std::string condition = a.str() + " " + op + " " + b.str();
+  if (auto bounds = ir::sym_bounds(d, out_.graph.symbols)) {
+    if (holds(bounds->first) == holds(bounds->second) &&
+        (op != "==" && op != "!=" ? true : bounds->first == bounds->second || bounds->first > 0 || bounds->second < 0))
+      return constant(holds(bounds->first) ? Py_True : Py_False);
+  }
+  if (symbols.size() == 1) {
+    // Every size of the range, in order: its maximal runs of one truth value are the parts.
+    const ir::SymRange range = out_.graph.symbols.at(symbols[0]);
+    const int64_t m = std::max<int64_t>(1, range.multiple_of);
+    const int64_t first = (range.min + m - 1) / m * m;
+    if ((range.max - first) / m <= (int64_t{1} << 20)) {
+      RangeSplit split{symbols[0], {}, condition, loc()};
+      std::optional<bool> run_truth;
+      for (int64_t x = first; x <= range.max; x += m) {
+        auto v = d.evaluate({{symbols[0], x}});
+        AOT_CHECK(v.has_value(), "size expression " + d.str() + " has no value at " + symbols[0] + " = " + std::to_string(x));
+        const bool t = holds(*v);
+        if (!run_truth || *run_truth != t) split.parts.push_back({x, x, m});
+        split.parts.back().max = x;
+        run_truth = t;
+      }
+      if (split.parts.size() == 1)
+        return constant(*run_truth ? Py_True : Py_False);
+      throw split;
+    }
+  }
+  std::string dims;
+  for (const std::string& s : symbols) dims += (dims.empty() ? "" : ", ") + s;
+  graph_break("dynamic shape", "the branch on " + condition + " depends on the dynamic dims " + dims +
+                                   " together; only a condition on one dynamic dim can split its range",
+              "declare all but one of " + dims + " static, or list their sizes");
+}
+
 VarRef Translator::binary_op(const std::string& op, const VarRef& a, const VarRef& b) {
   if (as<TensorVar>(a) || as<TensorVar>(b)) return tensor_operator(*this, op, a, b);
   if (VarRef r = sequence_operator(*this, op, a, b)) return r;
   auto* sa = as<SymIntVar>(a);
   auto* sb = as<SymIntVar>(b);
-  if ((sa || sb) && (op == "+" || op == "-" || op == "*" || op == "//" || op == "%")) {
+  const bool comparison = op == "<" || op == "<=" || op == ">" || op == ">=" || op == "==" || op == "!=";
+  if ((sa || sb) && (comparison || op == "+" || op == "-" || op == "*" || op == "//" || op == "%")) {
     PyRef pa = sa ? PyRef() : to_python(a), pb = sb ? PyRef() : to_python(b);
     auto expr = [&](SymIntVar* s, const PyRef& p) -> std::optional<ir::SymExpr> {
       if (s) return s->expr;
@@ -821,7 +924,9 @@ VarRef Translator::binary_op(const std::string& op, const VarRef& a, const VarRe
       return std::nullopt;
     };
     auto ea = expr(sa, pa), eb = expr(sb, pb);
-    if (ea && eb) {
+    if (ea && eb && comparison) {
+      if (VarRef decided = compare_sizes(op, *ea, *eb)) return decided;
+    } else if (ea && eb) {
       ir::SymExpr r = op == "+" ? *ea + *eb : op == "-" ? *ea - *eb : op == "*" ? *ea * *eb
                     : op == "//" ? floordiv(*ea, *eb) : mod(*ea, *eb);
       return std::make_shared<SymIntVar>(r);

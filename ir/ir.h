@@ -95,6 +95,13 @@ struct SymRange {
   int64_t multiple_of = 1;
 };
 
+using SymRanges = std::map<std::string, SymRange>;
+// Whether `value` is a size `r` admits (in [min, max] and a multiple of multiple_of).
+bool in_range(const SymRange& r, int64_t value);
+// Bounds [lo, hi] of `e` when every symbol lies in its range (a symbol without one: [1, max]);
+// conservative (interval arithmetic), nullopt when an operation has no useful bound.
+std::optional<std::pair<int64_t, int64_t>> sym_bounds(const SymExpr& e, const SymRanges& ranges);
+
 using Shape = std::vector<SymExpr>;
 std::string shape_str(const Shape&);  // "[s0, 784]"
 
@@ -283,6 +290,7 @@ struct Guard {
   double scalar = 0;         // ValueEq: the value (dtype says int64, float64 or bool)
   std::string source;        // the tensor's source: "L['x']"
   std::string other_source;  // DimsEqual: the other tensor's source, "L['y']"
+  std::string symbol;        // DimRange, DimMultiple, DimsEqual of a dynamic dim: its name ("seq")
   SourceLoc origin;    // where the specialisation happened (user file:line), if any
 
   std::string str() const;  // "L['x'].size()[0] == 8"

@@ -378,3 +378,65 @@ SymExpr max(const SymExpr& a, const SymExpr& b) {
 bool operator==(const SymExpr& a, const SymExpr& b) { return compare(a, b) == 0; }
 
 }  // namespace aotrace::ir
+
+namespace aotrace::ir {
+
+bool in_range(const SymRange& r, int64_t value) {
+  return value >= r.min && value <= r.max && (r.multiple_of <= 1 || value % r.multiple_of == 0);
+}
+
+std::optional<std::pair<int64_t, int64_t>> sym_bounds(const SymExpr& e, const SymRanges& ranges) {
+  using Bounds = std::pair<int64_t, int64_t>;
+  constexpr int64_t kHuge = int64_t{1} << 40;  // beyond every real size: arithmetic cannot overflow
+  const SymNode& n = e.node();
+  auto clamp = [&](Bounds b) -> std::optional<Bounds> {
+    if (b.first < -kHuge || b.second > kHuge) return std::nullopt;
+    return b;
+  };
+  switch (n.kind) {
+    case SymNode::Kind::Const: return clamp({n.value, n.value});
+    case SymNode::Kind::Symbol: {
+      auto it = ranges.find(n.name);
+      if (it == ranges.end()) return std::nullopt;
+      const SymRange& r = it->second;
+      int64_t m = std::max<int64_t>(1, r.multiple_of);
+      return clamp({(r.min + m - 1) / m * m, r.max / m * m});
+    }
+    default: break;
+  }
+  std::vector<Bounds> a;
+  for (const SymExpr& x : n.args) {
+    auto b = sym_bounds(x, ranges);
+    if (!b) return std::nullopt;
+    a.push_back(*b);
+  }
+  Bounds r = a[0];
+  switch (n.kind) {
+    case SymNode::Kind::Add:
+      for (size_t i = 1; i < a.size(); ++i) r = {r.first + a[i].first, r.second + a[i].second};
+      return clamp(r);
+    case SymNode::Kind::Mul:
+      for (size_t i = 1; i < a.size(); ++i) {
+        int64_t c[4] = {r.first * a[i].first, r.first * a[i].second, r.second * a[i].first, r.second * a[i].second};
+        r = {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+        if (!clamp(r)) return std::nullopt;
+      }
+      return r;
+    case SymNode::Kind::FloorDiv: {
+      if (a[1].first != a[1].second || a[1].first <= 0) return std::nullopt;
+      int64_t k = a[1].first;
+      return Bounds{py_floordiv(r.first, k), py_floordiv(r.second, k)};
+    }
+    case SymNode::Kind::Mod: {
+      if (a[1].first != a[1].second || a[1].first <= 0) return std::nullopt;
+      int64_t k = a[1].first;
+      if (py_floordiv(r.first, k) == py_floordiv(r.second, k)) return Bounds{py_mod(r.first, k), py_mod(r.second, k)};
+      return Bounds{0, k - 1};
+    }
+    case SymNode::Kind::Min: return Bounds{std::min(r.first, a[1].first), std::min(r.second, a[1].second)};
+    case SymNode::Kind::Max: return Bounds{std::max(r.first, a[1].first), std::max(r.second, a[1].second)};
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace aotrace::ir

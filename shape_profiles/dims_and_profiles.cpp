@@ -11,9 +11,15 @@ namespace aotrace::shape_profiles::detail {
 
 namespace {
 
-constexpr std::string_view kRangeKeys[] = {"min", "max", "multiple_of"};
+constexpr std::string_view kRangeKeys[] = {"min", "max", "multiple_of", "opt"};
 const char* kDimExample = "write `batch: [1, 8, 32]` (static) or "
                           "`seq: {min: 16, max: 512, multiple_of: 8}` (dynamic)";
+
+std::string range_str(const ir::SymRange& r) {
+  std::string s = "[" + std::to_string(r.min) + ", " + std::to_string(r.max) + "]";
+  if (r.multiple_of > 1) s += " (multiples of " + std::to_string(r.multiple_of) + ")";
+  return s;
+}
 
 std::string values_str(const std::vector<int64_t>& values) {
   std::string s;
@@ -47,22 +53,40 @@ void parse_static_values(const Value& v, DimSpec& dim) {
 void parse_range(const Value& v, DimSpec& dim) {
   std::vector<Field> keys = map_fields(v, kRangeKeys, kDimExample);
   dim.is_dynamic = true;
-  if (const Field* min = find_field(keys, "min"))
-    dim.range.min = positive_integer(min->value, "'min' of dim '" + dim.name + "'");
+  if (const Field* min = find_field(keys, "min")) {
+    dim.range.min = as_integer(min->value, kDimExample);
+    if (dim.range.min < 0)
+      user_error("'min' of dim '" + dim.name + "' must be 0 or more, not " + std::to_string(dim.range.min),
+                 min->value.loc, kDimExample);
+  }
   const Field& max = require_field(keys, v, "max", "add `max: N`, the largest size allowed");
   dim.range.max = positive_integer(max.value, "'max' of dim '" + dim.name + "'");
   if (dim.range.min > dim.range.max)
     user_error("dim '" + dim.name + "' has min " + std::to_string(dim.range.min) + " > max " +
                    std::to_string(dim.range.max), max.value.loc, "swap min and max");
-  const Field* multiple = find_field(keys, "multiple_of");
-  if (!multiple) return;
-  dim.range.multiple_of = positive_integer(multiple->value, "'multiple_of' of dim '" + dim.name + "'");
-  int64_t m = dim.range.multiple_of;
-  int64_t first = (dim.range.min + m - 1) / m * m;
-  if (first > dim.range.max)
-    user_error("no size in [" + std::to_string(dim.range.min) + ", " +
-                   std::to_string(dim.range.max) + "] is a multiple of " + std::to_string(m),
-               multiple->value.loc, "widen the range or lower 'multiple_of'");
+  if (const Field* multiple = find_field(keys, "multiple_of")) {
+    dim.range.multiple_of = positive_integer(multiple->value, "'multiple_of' of dim '" + dim.name + "'");
+    int64_t m = dim.range.multiple_of;
+    int64_t first = (dim.range.min + m - 1) / m * m;
+    if (first > dim.range.max)
+      user_error("no size in [" + std::to_string(dim.range.min) + ", " +
+                     std::to_string(dim.range.max) + "] is a multiple of " + std::to_string(m),
+                 multiple->value.loc, "widen the range or lower 'multiple_of'");
+  }
+  const Field* opt = find_field(keys, "opt");
+  if (!opt) return;
+  const std::string hint = "list sizes inside the range, e.g. `opt: [" + std::to_string(dim.range.max) + "]`";
+  std::vector<Value> items = opt->value.node.IsSequence() ? list_items(opt->value, hint) : std::vector<Value>{opt->value};
+  for (const Value& item : items) {
+    int64_t size = as_integer(item, hint);
+    if (!ir::in_range(dim.range, size))
+      user_error("opt size " + std::to_string(size) + " of dim '" + dim.name + "' is not in its range " +
+                     range_str(dim.range), item.loc, hint);
+    if (std::find(dim.opt.begin(), dim.opt.end(), size) != dim.opt.end())
+      user_error("dim '" + dim.name + "' lists opt size " + std::to_string(size) + " twice", item.loc,
+                 "remove the duplicate");
+    dim.opt.push_back(size);
+  }
 }
 
 DimSpec parse_dim(const Field& field) {
@@ -97,11 +121,9 @@ std::vector<std::string> dim_names(const std::vector<DimSpec>& dims) {
 
 std::string generated_name(const std::map<std::string, int64_t>& values,
                            const std::vector<DimSpec>& dims) {
-  std::string name;
-  for (const DimSpec& d : dims)
-    if (auto it = values.find(d.name); it != values.end())
-      name += (name.empty() ? "" : ",") + d.name + "=" + std::to_string(it->second);
-  return name.empty() ? "default" : name;
+  Profile p;
+  p.dims = values;
+  return profile_name(p, dims);
 }
 
 void set_profile_dim(const Field& field, const std::vector<DimSpec>& dims, Profile& profile) {
@@ -215,8 +237,99 @@ std::vector<Profile> default_profiles(const std::vector<DimSpec>& dims, const So
   }
   std::vector<Profile> result;
   for (auto& values : combinations)
-    result.push_back(Profile{generated_name(values, dims), std::move(values), loc});
+    result.push_back(Profile{generated_name(values, dims), std::move(values), {}, {}, loc});
   return result;
 }
 
+std::vector<Profile> specialise_dynamic_dims(std::vector<Profile> profiles, const std::vector<DimSpec>& dims) {
+  for (const DimSpec& d : dims) {
+    if (!d.is_dynamic) continue;
+    std::vector<Profile> next;
+    for (Profile& p : profiles) {
+      const bool named = p.name != profile_name(p, dims);
+      p.ranges[d.name] = d.range;
+      // The static sizes first: 0 and 1 as Dynamo specialises them, then the opt sizes.
+      std::vector<std::pair<int64_t, std::string>> sizes;
+      for (int64_t small : {int64_t{0}, int64_t{1}})
+        if (ir::in_range(d.range, small) && d.range.max > small)
+          sizes.push_back({small, d.name + "=" + std::to_string(small) + ": the range " + range_str(d.range) +
+                                      " holds " + std::to_string(small) +
+                                      ", which gets its own static variant (size-" + std::to_string(small) +
+                                      " broadcasting is decided per variant)"});
+      for (int64_t o : d.opt)
+        if (o > 1) sizes.push_back({o, d.name + "=" + std::to_string(o) + ": an opt size of the range " + range_str(d.range)});
+      ir::SymRange rest = d.range;
+      while (rest.min <= 1 && rest.min < rest.max) ++rest.min;  // a symbol is never 0 or 1
+      for (const auto& [size, why] : sizes) {
+        Profile s = p;
+        s.ranges.erase(d.name);
+        s.dims[d.name] = size;
+        s.notes.push_back(why);
+        if (!named) s.name = profile_name(s, dims);
+        else s.name = p.name + "/" + d.name + "=" + std::to_string(size);
+        next.push_back(std::move(s));
+      }
+      // What is left of the range: a symbol, or a static size when one size remains.
+      int64_t m = std::max<int64_t>(1, rest.multiple_of);
+      int64_t first = (rest.min + m - 1) / m * m, last = rest.max / m * m;
+      if (first > last) continue;
+      if (first == last) {
+        p.ranges.erase(d.name);
+        p.dims[d.name] = first;
+      } else {
+        p.ranges[d.name] = ir::SymRange{first, last, m};
+      }
+      if (!named) p.name = profile_name(p, dims);
+      next.push_back(std::move(p));
+    }
+    profiles = std::move(next);
+  }
+  return profiles;
+}
+
 }  // namespace aotrace::shape_profiles::detail
+
+namespace aotrace::shape_profiles {
+
+int64_t example_size(const ir::SymRange& r) {
+  int64_t m = std::max<int64_t>(1, r.multiple_of);
+  return r.max / m * m;
+}
+
+std::string profile_name(const Profile& p, const std::vector<DimSpec>& dims) {
+  std::string name;
+  for (const DimSpec& d : dims) {
+    if (auto it = p.dims.find(d.name); it != p.dims.end())
+      name += (name.empty() ? "" : ",") + d.name + "=" + std::to_string(it->second);
+    else if (auto r = p.ranges.find(d.name); r != p.ranges.end())
+      name += (name.empty() ? "" : ",") + d.name + "=" + std::to_string(r->second.min) + ".." +
+              std::to_string(r->second.max);
+  }
+  return name.empty() ? "default" : name;
+}
+
+std::vector<Profile> split_profile(const Profile& profile, const std::vector<DimSpec>& dims,
+                                   const std::string& dim, const std::vector<ir::SymRange>& parts,
+                                   const std::string& why) {
+  const bool named = profile.name != profile_name(profile, dims);
+  std::vector<Profile> out;
+  for (const ir::SymRange& part : parts) {
+    Profile p = profile;
+    int64_t m = std::max<int64_t>(1, part.multiple_of);
+    int64_t first = (part.min + m - 1) / m * m, last = part.max / m * m;
+    if (first > last) continue;
+    if (first == last) {
+      p.ranges.erase(dim);
+      p.dims[dim] = first;
+    } else {
+      p.ranges[dim] = ir::SymRange{first, last, m};
+    }
+    std::string part_name = first == last ? std::to_string(first) : std::to_string(first) + ".." + std::to_string(last);
+    p.notes.push_back(dim + "=" + part_name + ": " + why);
+    p.name = named ? profile.name + "/" + dim + "=" + part_name : profile_name(p, dims);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace aotrace::shape_profiles

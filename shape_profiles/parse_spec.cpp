@@ -96,13 +96,19 @@ std::vector<int64_t> ProfileSet::concrete_shape(const InputSpec& input,
       shape.push_back(it->second);
       continue;
     }
-    for (const DimSpec& dim : dims)
-      if (dim.name == ref.name && dim.is_dynamic)
-        user_error("dim '" + ref.name + "' is dynamic; dynamic dims are not supported yet",
-                   ref.loc, "declare it with a list of sizes, e.g. `" + ref.name + ": [16, 64]`");
+    if (auto it = profile.ranges.find(ref.name); it != profile.ranges.end()) {
+      shape.push_back(example_size(it->second));
+      continue;
+    }
     internal_error("profile '" + profile.name + "' has no value for dim '" + ref.name + "'");
   }
   return shape;
+}
+
+const DimSpec* ProfileSet::find_dim(const std::string& name) const {
+  for (const DimSpec& d : dims)
+    if (d.name == name) return &d;
+  return nullptr;
 }
 
 ProfileSet parse_profile_text(const std::string& text, const std::filesystem::path& yaml_path) {
@@ -129,6 +135,7 @@ ProfileSet parse_profile_text(const std::string& text, const std::filesystem::pa
   const Field* profiles = find_field(fields, "profiles");
   set.profiles = profiles ? parse_profiles(profiles->value, set.dims)
                           : default_profiles(set.dims, dims ? dims->value.key_loc : top.loc);
+  set.profiles = specialise_dynamic_dims(std::move(set.profiles), set.dims);
   const Field* targets = find_field(fields, "targets");
   set.targets = targets ? parse_targets(targets->value) : std::vector<std::string>{"cpu"};
   if (const Field* options = find_field(fields, "options"))

@@ -73,9 +73,12 @@ std::string profile_json_schema() {
         {"type": "array", "minItems": 1, "uniqueItems": true,
          "items": {"type": "integer", "minimum": 1}},
         {"type": "object", "additionalProperties": false, "required": ["max"],
-         "properties": {"min": {"type": "integer", "minimum": 1},
+         "properties": {"min": {"type": "integer", "minimum": 0},
                         "max": {"type": "integer", "minimum": 1},
-                        "multiple_of": {"type": "integer", "minimum": 1}}}]}
+                        "multiple_of": {"type": "integer", "minimum": 1},
+                        "opt": {"anyOf": [{"type": "integer", "minimum": 0},
+                                          {"type": "array", "uniqueItems": true,
+                                           "items": {"type": "integer", "minimum": 0}}]}}}]}
     },
     "profiles": {
       "type": "array", "minItems": 1,

@@ -53,15 +53,21 @@ struct EntrySpec {
 struct DimSpec {
   std::string name;
   std::vector<int64_t> values;      // static: one specialisation per value
-  bool is_dynamic = false;          // {min, max, multiple_of}
+  bool is_dynamic = false;          // {min, max, multiple_of[, opt]}
   ir::SymRange range;
+  std::vector<int64_t> opt;         // dynamic: sizes that get static variants of their own too
   SourceLoc loc;
 };
 
-// One concrete combination of dim values.
+// One combination of dim values: every static dim has a value; a dynamic dim either a value
+// (a size specialised out of its range: 0, 1, an `opt` size) or a range, traced as a symbol.
 struct Profile {
   std::string name;                      // given, or generated: "batch=8" ("default" if no dims)
-  std::map<std::string, int64_t> dims;   // static dim values
+  std::map<std::string, int64_t> dims;   // static dim values (and specialised dynamic ones)
+  std::map<std::string, ir::SymRange> ranges;  // dynamic dims traced as symbols
+  // Why the profile exists beside the declared ones, e.g. "seq=1: the range [1, 128] holds 1,
+  // which gets its own static variant (broadcasting is decided per variant)"; shown by explain.
+  std::vector<std::string> notes;
   SourceLoc loc;
 };
 
@@ -76,9 +82,22 @@ struct ProfileSet {
   std::vector<std::string> targets;      // "cpu", "cuda"
   int max_variants = 8;
 
-  // The concrete shape of an input under a profile (named dims resolved).
+  // The concrete shape of an input under a profile (named dims resolved); a dim traced as a
+  // symbol gives its example size (example_size).
   std::vector<int64_t> concrete_shape(const InputSpec&, const Profile&) const;
+  const DimSpec* find_dim(const std::string& name) const;
 };
+
+// The size the example tensors of a capture give a symbolic dim: the largest the range admits
+// (golden vectors then exercise the largest buffers).
+int64_t example_size(const ir::SymRange&);
+// The name of a profile from its dims: "batch=8,seq=32..128" ("default" when there are none).
+std::string profile_name(const Profile&, const std::vector<DimSpec>& dims);
+// Splits `profile` where dynamic dim `dim` is a range: one profile per part, a part of one size
+// becoming a static value. `why` is added to each new profile's notes.
+std::vector<Profile> split_profile(const Profile& profile, const std::vector<DimSpec>& dims,
+                                   const std::string& dim, const std::vector<ir::SymRange>& parts,
+                                   const std::string& why);
 
 ProfileSet parse_profile_file(const std::filesystem::path& yaml_path);
 ProfileSet parse_profile_text(const std::string& text, const std::filesystem::path& yaml_path);

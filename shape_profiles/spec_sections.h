@@ -22,5 +22,9 @@ std::vector<Profile> parse_profiles(const Value& profiles, const std::vector<Dim
 
 // No `profiles:`: every combination of the static dims' values, in declaration order.
 std::vector<Profile> default_profiles(const std::vector<DimSpec>& dims, const SourceLoc& loc);
+// Gives every profile the ranges of the dynamic dims, then the planned specialisations (DESIGN
+// §6): the sizes 0 and 1 of a range and its `opt` sizes get static profiles of their own, listed
+// before the range's (dispatch takes the first variant that accepts the inputs).
+std::vector<Profile> specialise_dynamic_dims(std::vector<Profile> profiles, const std::vector<DimSpec>& dims);
 
 }  // namespace aotrace::shape_profiles::detail

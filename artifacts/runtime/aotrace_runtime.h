@@ -143,8 +143,11 @@ Result<Tensor> scalar_tensor(DType dtype, double value);
 struct TensorInfo {
   std::string name;
   DType dtype = DType::f32;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;  // -1 for a dynamic dim (format 1.5): see dims
   std::string source;
+  // Per dim: "" when static, else the size as an expression of the variant's dynamic dims
+  // ("seq", "seq*2"), computed per call from the inputs (Entry::output_shapes).
+  std::vector<std::string> dims{};
 };
 
 // The Python output structure, flattened in preorder (node 0 is the root).
@@ -211,6 +214,18 @@ class Entry {
   // a 0-d int64, float64 or bool tensor and guarded to hold `*value`).
   bool scalar_input(size_t variant, size_t input, double* value = nullptr) const;
 
+  // The dynamic dims of a variant (format 1.5): name, range, and the input dim they are read
+  // from; empty when every dim is static.
+  struct DynamicDim {
+    std::string name;
+    int64_t min = 0, max = 0, multiple_of = 1;
+    size_t input = 0, dim = 0;
+  };
+  std::vector<DynamicDim> dynamic_dims(size_t variant) const;
+  // The shapes of the variant's outputs (then of its updated inputs' new values) for these
+  // inputs: dynamic dims computed from theirs. invalid_argument when the inputs do not fit.
+  Result<std::vector<std::vector<int64_t>>> output_shapes(size_t variant, const std::vector<TensorRef>& inputs) const;
+
   // Evaluates every variant's guards in one pass; the first variant whose guards all hold.
   // On a miss: invalid_argument naming the inputs and, per variant, the guard that rejected
   // them with its Python origin.
@@ -269,7 +284,7 @@ class Bundle {
 
 // The bundle format this runtime reads: every minor of its major (COMPATIBILITY.md).
 constexpr uint32_t kFormatMajor = 1;
-constexpr uint32_t kFormatMinor = 4;
+constexpr uint32_t kFormatMinor = 5;
 // Required features this runtime knows (a bundle naming any other is refused).
 std::vector<std::string> known_features();
 

@@ -251,6 +251,8 @@ const std::vector<std::string>& Bundle::cpu_features() const {
 const std::string& Bundle::cpu_library() const { return data_->cpu_libraries[data_->cpu_library].path; }
 const std::vector<CpuLibraryInfo>& Bundle::cpu_libraries() const { return data_->cpu_libraries; }
 
-std::vector<std::string> known_features() { return {"output-constants", "input-updates", "scalar-inputs", "random"}; }
+std::vector<std::string> known_features() {
+  return {"output-constants", "input-updates", "scalar-inputs", "random", "dynamic-dims"};
+}
 
 }  // namespace aotrace::rt

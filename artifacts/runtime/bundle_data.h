@@ -32,7 +32,18 @@ struct GuardData {
   double scalar = 0;   // ValueEq
   std::string text;    // "L['x'].size()[0] == 8"
   std::string origin;  // "model.py:12"
+  std::string symbol;  // a dynamic dim's guards: its name ("seq")
 };
+
+// A shape symbol of a variant (bundle.fbs Symbol): the size of dim `dim` of input `input`.
+struct SymbolData {
+  std::string name;
+  size_t input = 0, dim = 0;
+  int64_t min = 0, max = 0, multiple_of = 1;
+};
+
+// The most values a size program (bundle.fbs SymProgram) may stack; the reader refuses deeper.
+constexpr size_t kMaxSymStack = 16;
 
 enum class BufferKind : uint8_t { Input, Output, Weight, Arena };
 
@@ -52,6 +63,7 @@ struct CallData {
 // Scratch memory of one run: the arena and the pointer tables, reused across runs.
 struct RunSlot {
   std::unique_ptr<uint8_t, void (*)(uint8_t*)> arena{nullptr, nullptr};
+  std::vector<int64_t> symbols; // the call's symbol values (VariantData::symbols)
   std::vector<void*> pointers;  // one per plan buffer
   std::vector<void*> args;      // the current call's arguments
 };
@@ -93,6 +105,12 @@ struct VariantData {
   std::vector<int32_t> updated_inputs;
   // Draws random numbers: Input buffer inputs.size() is the generator state (seed, offset).
   bool draws_random = false;
+  // Dynamic dims (format 1.5): the symbols, and the size programs that shape dims < 0 name
+  // (inputs[i].shape[d] = -1 - k: dim_exprs[k]); raw_*_shapes keep those codes (TensorInfo
+  // shows -1).
+  std::vector<SymbolData> symbols;
+  std::vector<std::vector<int64_t>> dim_exprs;
+  std::vector<std::vector<int64_t>> raw_input_shapes, raw_output_shapes;
   // Created at open with one slot allocated, sized by the memory plan (STYLE 10).
   std::unique_ptr<RunSlotPool> slots;
 };
@@ -172,6 +190,13 @@ Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v
 
 // The same from the bytes of a bundle.fb (`dir` only names the bundle in messages; fuzzed).
 Result<std::shared_ptr<BundleData>> parse_bundle_fb(const std::string& dir, std::vector<uint8_t> buf);
+
+// Dynamic dims (entry.cpp): the symbols' values read from `inputs` (guards passed) into `out`
+// (v.symbols.size() values); the size a shape code gives (>= 0: itself; < 0: its program).
+void bind_symbols(const VariantData& v, const std::vector<TensorRef>& inputs, int64_t* out);
+int64_t dim_size(const VariantData& v, int64_t code, const int64_t* symbols);
+// The concrete shape of raw shape codes.
+std::vector<int64_t> concrete_shape(const VariantData& v, const std::vector<int64_t>& codes, const int64_t* symbols);
 
 // Guard evaluation (guards.cpp).
 bool guard_holds(const GuardData&, const std::vector<TensorRef>& inputs, std::string* got);

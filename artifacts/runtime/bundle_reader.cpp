@@ -126,7 +126,58 @@ GuardData read_guard(const fb::Guard& g) {
   d.text = str(g.text());
   d.origin = str(g.origin());
   d.scalar = g.scalar();
+  d.symbol = str(g.symbol());
   return d;
+}
+
+// The dynamic dims of `v` (format 1.5), checked so that running can never read out of range:
+// every program well-formed over the symbols, every shape code naming a program, every symbol
+// read from a dim that exists.
+bool read_dynamic_dims(const fb::Variant& v, VariantData& d) {
+  if (v.symbols())
+    for (const auto* sym : *v.symbols())
+      d.symbols.push_back({str(sym->name()), static_cast<size_t>(std::max(0, sym->input())),
+                           static_cast<size_t>(std::max(0, sym->dim())), sym->min(), sym->max(),
+                           std::max<int64_t>(1, sym->multiple_of())});
+  if (v.dim_exprs())
+    for (const auto* p : *v.dim_exprs()) {
+      std::vector<int64_t> code = longs(p->code());
+      size_t depth = 0;
+      if (code.size() % 2 != 0) return false;
+      for (size_t i = 0; i < code.size(); i += 2) {
+        const int64_t op = code[i], arg = code[i + 1];
+        if (op == 0 || op == 1) {
+          if (op == 1 && (arg < 0 || static_cast<size_t>(arg) >= d.symbols.size())) return false;
+          if (++depth > kMaxSymStack) return false;
+        } else if (op >= 2 && op <= 7) {
+          if (depth < 2) return false;
+          --depth;
+        } else {
+          return false;
+        }
+      }
+      if (depth != 1) return false;
+      d.dim_exprs.push_back(std::move(code));
+    }
+  for (const SymbolData& sym : d.symbols)
+    if (sym.input >= d.inputs.size() || sym.dim >= d.inputs[sym.input].shape.size() ||
+        d.inputs[sym.input].shape[sym.dim] >= 0)
+      return false;
+  auto resolve = [&](std::vector<TensorInfo>& infos, std::vector<std::vector<int64_t>>& raw) {
+    for (TensorInfo& t : infos) {
+      raw.push_back(t.shape);
+      t.dims.assign(t.shape.size(), "");
+      for (size_t k = 0; k < t.shape.size(); ++k) {
+        if (t.shape[k] >= 0) continue;
+        const uint64_t e = static_cast<uint64_t>(-(t.shape[k] + 1));
+        if (e >= d.dim_exprs.size()) return false;
+        t.dims[k] = str(v.dim_exprs()->Get(static_cast<flatbuffers::uoffset_t>(e))->text());
+        t.shape[k] = -1;
+      }
+    }
+    return true;
+  };
+  return resolve(d.inputs, d.raw_input_shapes) && resolve(d.outputs, d.raw_output_shapes);
 }
 
 std::vector<OutputNode> read_output_nodes(const fb::Variant& v) {
@@ -170,6 +221,7 @@ VariantData read_variant(const fb::Variant& v, bool* ok) {
     for (const auto* g : *v.golden()) d.golden.push_back({strings(g->inputs()), strings(g->outputs())});
   if (v.input_updates()) d.updated_inputs.assign(v.input_updates()->begin(), v.input_updates()->end());
   d.draws_random = v.draws_random();
+  if (!read_dynamic_dims(v, d)) *ok = false;
   return d;
 }
 

@@ -10,10 +10,19 @@ namespace {
 
 constexpr int64_t kMaxBytes = int64_t{1} << 46;  // 64 TiB: anything larger is corruption
 
-// Bytes of a tensor, or -1 when a dim is negative or the size is absurd.
-int64_t tensor_bytes(const TensorInfo& t) {
+// Bytes of a tensor (dynamic dims: every symbol at its maximum, what the plan's buffers are
+// sized for), or -1 when a dim is negative or the size is absurd.
+int64_t tensor_bytes(const VariantData& v, const TensorInfo& t) {
+  std::vector<int64_t> max_symbols;
+  for (const SymbolData& s : v.symbols) max_symbols.push_back(s.max);
+  const std::vector<int64_t>* raw = nullptr;
+  for (size_t i = 0; i < v.inputs.size(); ++i)
+    if (&v.inputs[i] == &t) raw = &v.raw_input_shapes[i];
+  for (size_t i = 0; i < v.outputs.size(); ++i)
+    if (&v.outputs[i] == &t) raw = &v.raw_output_shapes[i];
+  const std::vector<int64_t> shape = raw ? concrete_shape(v, *raw, max_symbols.data()) : t.shape;
   int64_t n = static_cast<int64_t>(dtype_size(t.dtype));
-  for (int64_t d : t.shape) {
+  for (int64_t d : shape) {
     if (d < 0 || (d > 0 && n > kMaxBytes / d)) return -1;
     n *= d;
   }
@@ -32,7 +41,7 @@ bool valid_guard(const GuardData& g, size_t num_inputs) {
 std::string check_buffer(const BufferData& b, const BundleData& bundle, const VariantData& v) {
   auto tensor_size_matches = [&](const std::vector<TensorInfo>& ts) {
     return b.index >= 0 && static_cast<size_t>(b.index) < ts.size() &&
-           tensor_bytes(ts[static_cast<size_t>(b.index)]) == b.size_bytes;
+           tensor_bytes(v, ts[static_cast<size_t>(b.index)]) == b.size_bytes;
   };
   switch (b.kind) {
     case BufferKind::Input:
@@ -46,7 +55,7 @@ std::string check_buffer(const BufferData& b, const BundleData& bundle, const Va
       if (k < 0 || static_cast<size_t>(k) >= v.updated_inputs.size())
         return "output buffer does not match its output";
       const TensorInfo& in = v.inputs[static_cast<size_t>(v.updated_inputs[static_cast<size_t>(k)])];
-      return tensor_bytes(in) == b.size_bytes ? "" : "output buffer does not match its updated input";
+      return tensor_bytes(v, in) == b.size_bytes ? "" : "output buffer does not match its updated input";
     }
     case BufferKind::Weight:
       if (b.index < 0 || static_cast<size_t>(b.index) >= bundle.weights.size())
@@ -97,7 +106,7 @@ std::string check_variant(const BundleData& bundle, const EntryData& e, const Va
     return "variants disagree on the number of inputs or outputs";
   for (const auto* ts : {&v.inputs, &v.outputs})
     for (const TensorInfo& t : *ts)
-      if (tensor_bytes(t) < 0) return "tensor '" + t.name + "' has an invalid shape";
+      if (tensor_bytes(v, t) < 0) return "tensor '" + t.name + "' has an invalid shape";
   for (const GuardData& g : v.guards)
     if (!valid_guard(g, v.inputs.size())) return "invalid guard '" + g.text + "'";
   for (int32_t i : v.updated_inputs)  // before check_buffer reads the inputs they name

@@ -8,8 +8,10 @@ namespace {
 
 Status invalid(const std::string& msg) { return Status(StatusCode::invalid_argument, msg); }
 
-// After the guards chose `v`: each tensor must be exactly what the variant was compiled for.
+// After the guards chose `v`: each tensor must be exactly what the variant was compiled for
+// (dynamic dims: the sizes `symbols` give).
 Status check_tensors(const EntryData& e, const VariantData& v, const std::vector<TensorInfo>& infos,
+                     const std::vector<std::vector<int64_t>>& raw, const int64_t* symbols,
                      const std::vector<TensorRef>& tensors, const char* role) {
   if (tensors.size() != infos.size())
     return invalid("entry '" + e.name + "' has " + std::to_string(infos.size()) + " " + role +
@@ -17,11 +19,13 @@ Status check_tensors(const EntryData& e, const VariantData& v, const std::vector
   for (size_t i = 0; i < infos.size(); ++i) {
     const TensorInfo& info = infos[i];
     const TensorRef& t = tensors[i];
-    if (t.dtype != info.dtype || t.shape != info.shape || !t.is_contiguous() ||
-        t.device != DeviceKind::cpu)
+    bool same_shape = t.shape.size() == raw[i].size();
+    for (size_t d = 0; same_shape && d < raw[i].size(); ++d) same_shape = t.shape[d] == dim_size(v, raw[i][d], symbols);
+    if (t.dtype != info.dtype || !same_shape || !t.is_contiguous() || t.device != DeviceKind::cpu)
       return invalid("variant " + v.name + " of entry '" + e.name + "' needs " + role + " '" +
                      info.name + "' as a contiguous cpu " + dtype_name(info.dtype) + " tensor of shape " +
-                     shape_str(info.shape) + ", got " + dtype_name(t.dtype) + " " + shape_str(t.shape));
+                     shape_str(concrete_shape(v, raw[i], symbols)) + ", got " + dtype_name(t.dtype) + " " +
+                     shape_str(t.shape));
     if (!t.data && t.nbytes() > 0)
       return invalid(std::string(role) + " '" + info.name + "' of entry '" + e.name + "' has no data");
   }
@@ -43,6 +47,49 @@ void* buffer_pointer(const BundleData& b, uint8_t* arena, const BufferData& buf,
 
 }  // namespace
 
+void bind_symbols(const VariantData& v, const std::vector<TensorRef>& inputs, int64_t* out) {
+  for (size_t k = 0; k < v.symbols.size(); ++k) {
+    const SymbolData& sym = v.symbols[k];
+    out[k] = sym.input < inputs.size() && sym.dim < inputs[sym.input].shape.size() ? inputs[sym.input].shape[sym.dim] : 0;
+  }
+}
+
+int64_t dim_size(const VariantData& v, int64_t code, const int64_t* symbols) {
+  if (code >= 0) return code;
+  // The reader checked the program: stack depth, symbol indices.
+  const std::vector<int64_t>& p = v.dim_exprs[static_cast<size_t>(-(code + 1))];
+  int64_t stack[kMaxSymStack];
+  size_t n = 0;
+  for (size_t i = 0; i < p.size(); i += 2) {
+    const int64_t op = p[i], arg = p[i + 1];
+    if (op == 0) { stack[n++] = arg; continue; }
+    if (op == 1) { stack[n++] = symbols[arg]; continue; }
+    const int64_t b = stack[--n], a = stack[n - 1];
+    int64_t r = 0;
+    switch (op) {
+      case 2: r = a + b; break;
+      case 3: r = a * b; break;
+      case 4: case 5: {  // Python's floor division and modulo; 0 for a zero divisor
+        if (b == 0) break;
+        int64_t q = a / b;
+        if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+        r = op == 4 ? q : a - q * b;
+        break;
+      }
+      case 6: r = a < b ? a : b; break;
+      default: r = a > b ? a : b; break;
+    }
+    stack[n - 1] = r;
+  }
+  return stack[0];
+}
+
+std::vector<int64_t> concrete_shape(const VariantData& v, const std::vector<int64_t>& codes, const int64_t* symbols) {
+  std::vector<int64_t> shape;
+  for (int64_t c : codes) shape.push_back(dim_size(v, c, symbols));
+  return shape;
+}
+
 Status start_thread_pool(BundleData& b, int num_threads) {
   if (num_threads < 0)
     return invalid("num_threads must be 0 (the default) or positive, got " + std::to_string(num_threads));
@@ -58,8 +105,17 @@ int Bundle::num_threads() const { return data_->pool ? data_->pool->num_threads(
 Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v,
                    const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs,
                    const int64_t* rng) {
-  if (Status s = check_tensors(e, v, v.inputs, inputs, "input"); !s.ok()) return s;
-  if (Status s = check_tensors(e, v, v.outputs, outputs, "output"); !s.ok()) return s;
+  // The symbols' values of this call (read from the inputs; the guards checked their ranges).
+  int64_t symbols_here[8];
+  std::vector<int64_t> symbols_heap;
+  int64_t* symbols = symbols_here;
+  if (v.symbols.size() > 8) {
+    symbols_heap.resize(v.symbols.size());
+    symbols = symbols_heap.data();
+  }
+  bind_symbols(v, inputs, symbols);
+  if (Status s = check_tensors(e, v, v.inputs, v.raw_input_shapes, symbols, inputs, "input"); !s.ok()) return s;
+  if (Status s = check_tensors(e, v, v.outputs, v.raw_output_shapes, symbols, outputs, "output"); !s.ok()) return s;
   // The generator state of this call: the entry's seed and its next offset.
   int64_t state[2] = {0, 0};
   if (v.draws_random && !rng) {
@@ -76,7 +132,7 @@ Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v
     all_outputs = outputs;
     for (int32_t i : v.updated_inputs) {
       const TensorInfo& info = v.inputs[static_cast<size_t>(i)];
-      updated.emplace_back(info.dtype, info.shape);
+      updated.emplace_back(info.dtype, inputs[static_cast<size_t>(i)].shape);
       if (!updated.back().data() && updated.back().nbytes() > 0)
         return Status(StatusCode::io_error, "cannot allocate the new value of input '" + info.name + "'");
       all_outputs.push_back(updated.back().ref());
@@ -89,11 +145,10 @@ Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v
                                             std::to_string(v.arena_bytes) + " bytes)");
   for (size_t i = 0; i < v.buffers.size(); ++i)
     slot->pointers[i] = buffer_pointer(b, slot->arena.get(), v.buffers[i], inputs, *plan_outputs, rng);
-  const int64_t no_symbols[1] = {0};
   for (const CallData& call : v.calls) {
     slot->args.clear();
     for (int32_t i : call.buffers) slot->args.push_back(slot->pointers[static_cast<size_t>(i)]);
-    call.fn(slot->args.data(), no_symbols, &b.kernel_ctx);
+    call.fn(slot->args.data(), symbols, &b.kernel_ctx);
   }
   v.slots->give_back(std::move(slot));
   for (size_t k = 0; k < updated.size(); ++k)
@@ -157,14 +212,41 @@ Status Entry::run_into(const std::vector<TensorRef>& inputs,
   return run_variant(*bundle_, *data_, data_->variants[*v], inputs, outputs);
 }
 
+std::vector<Entry::DynamicDim> Entry::dynamic_dims(size_t v) const {
+  std::vector<DynamicDim> out;
+  for (const SymbolData& s : data_->variants.at(v).symbols)
+    out.push_back({s.name, s.min, s.max, s.multiple_of, s.input, s.dim});
+  return out;
+}
+
+Result<std::vector<std::vector<int64_t>>> Entry::output_shapes(size_t v, const std::vector<TensorRef>& inputs) const {
+  const VariantData& variant = data_->variants.at(v);
+  if (inputs.size() != variant.inputs.size())
+    return invalid("entry '" + data_->name + "' takes " + std::to_string(variant.inputs.size()) + " inputs, got " +
+                   std::to_string(inputs.size()));
+  for (const SymbolData& s : variant.symbols)
+    if (s.dim >= inputs[s.input].shape.size())
+      return invalid("input '" + variant.inputs[s.input].name + "' has rank " + std::to_string(inputs[s.input].shape.size()) +
+                     ", variant " + variant.name + " reads its dim " + std::to_string(s.dim) + " (" + s.name + ")");
+  std::vector<int64_t> symbols(variant.symbols.size());
+  bind_symbols(variant, inputs, symbols.data());
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& raw : variant.raw_output_shapes) shapes.push_back(concrete_shape(variant, raw, symbols.data()));
+  for (int32_t i : variant.updated_inputs) shapes.push_back(inputs[static_cast<size_t>(i)].shape);
+  return shapes;
+}
+
 Result<std::vector<Tensor>> Entry::run(const std::vector<TensorRef>& inputs) const {
   Result<size_t> v = select(inputs);
   if (!v.ok()) return v.status();
   const VariantData& variant = data_->variants[*v];
   std::vector<Tensor> outputs;
   std::vector<TensorRef> refs;
-  for (const TensorInfo& info : variant.outputs) {
-    outputs.emplace_back(info.dtype, info.shape);
+  std::vector<int64_t> symbols(variant.symbols.size());
+  bind_symbols(variant, inputs, symbols.data());
+  for (size_t o = 0; o < variant.outputs.size(); ++o) {
+    const TensorInfo& info = variant.outputs[o];
+    outputs.emplace_back(info.dtype, concrete_shape(variant, variant.raw_output_shapes[o], symbols.data()));
     if (!outputs.back().data())
       return Status(StatusCode::io_error, "cannot allocate output '" + info.name + "'");
     refs.push_back(outputs.back().ref());

@@ -115,6 +115,20 @@ Status no_variant_status(const EntryData& e, const std::vector<TensorRef>& input
         msg += (p ? ", " : "") + variant.profiles[p];
       msg += ")";
     }
+    if (!g.symbol.empty() && g.kind == GuardKind::DimRange) {
+      // A dynamic dim out of its range: "seq = 200 is outside [32, 128] declared at enc.yaml:9:10".
+      msg += ": " + g.symbol + " = " + got + " is outside [" + std::to_string(g.value) + ", " +
+             std::to_string(g.value2) + "]";
+      if (!g.origin.empty()) msg += " declared at " + g.origin;
+      msg += " (guard " + g.text + ")";
+      continue;
+    }
+    if (!g.symbol.empty() && g.kind == GuardKind::DimMultiple) {
+      msg += ": " + g.symbol + " = " + got + " is not a multiple of " + std::to_string(g.value);
+      if (!g.origin.empty()) msg += " declared at " + g.origin;
+      msg += " (guard " + g.text + ")";
+      continue;
+    }
     msg += ": guard " + g.text + " failed (got " + got + ")";
     if (!g.origin.empty()) msg += ", from " + g.origin;
   }

@@ -94,8 +94,15 @@ Status check_pair(const BundleData& b, const EntryData& e, const VariantData& v,
     if (!t.ok())
       return Status(StatusCode::data_loss, "golden output " + g.outputs[i] + ": " + t.status().message());
     want.push_back(std::move(*t));
-    if (i >= v.outputs.size()) continue;  // the new value of an updated input
-    got.emplace_back(v.outputs[i].dtype, v.outputs[i].shape);
+  }
+  // The outputs' shapes for these inputs (dynamic dims from theirs).
+  std::vector<int64_t> symbols(v.symbols.size());
+  for (const SymbolData& s : v.symbols)
+    if (s.input >= in_refs.size() || s.dim >= in_refs[s.input].shape.size())
+      return Status(StatusCode::data_loss, "golden inputs of variant " + v.name + " lack dim " + s.name);
+  bind_symbols(v, in_refs, symbols.data());
+  for (size_t i = 0; i < v.outputs.size() && i < g.outputs.size(); ++i) {
+    got.emplace_back(v.outputs[i].dtype, concrete_shape(v, v.raw_output_shapes[i], symbols.data()));
     out_refs.push_back(got.back().ref());
   }
   // A variant that draws random numbers: its golden generator state follows the inputs.

@@ -38,6 +38,46 @@ TEST(CompileErrors, ExplainReportsTheBreakWithoutFailing) {
   expect_contains(r.output, "\"line\":6");
 }
 
+// Issue 13: code that needs a dynamic dim's value as a Python int names the line and the fix.
+TEST(DynamicDims, LoopOverRangeOfADynamicDimIsABreakWithTheFix) {
+  auto r = aotrace_cli("compile " + quote((kCases / "dynamic_loop.yaml").string()) + " -o " +
+                       quote((fs::temp_directory_path() / "aotrace-errors-dyn.aot").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "the code needs the concrete value of seq");
+  expect_contains(r.output, "--> " + (kCases / "dynamic_dims.py").string() + ":6 in loop_over_sizes");
+  expect_contains(r.output, "hint: declare seq static, or list its sizes");
+}
+
+// A branch on the size splits the range; max_variants is checked on the planned variants
+// before anything is lowered, and the message lists what produced each one.
+TEST(DynamicDims, RangeSplitsBeyondMaxVariantsAreRefusedBeforeLowering) {
+  auto r = aotrace_cli("compile " + quote((kCases / "dynamic_too_many.yaml").string()) + " -o " +
+                       quote((fs::temp_directory_path() / "aotrace-errors-dyn.aot").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  // seq in [4, 12] splits at every multiple of 3: 4..5, 6, 7..8, 9, 10..11, 12.
+  expect_contains(r.output, "entry 'f' needs 6 variants, more than max_variants = 3");
+  expect_contains(r.output, "hint: raise options.max_variants to 6");
+  expect_contains(r.output, "the range splits at `seq%3 == 0` (" + (kCases / "dynamic_dims.py").string() + ":12)");
+  expect_contains(r.output, "v0: profile seq=6 (static)");
+  expect_contains(r.output, "v4: profile seq=7..8 (dynamic: seq in [7, 8])");
+  EXPECT_EQ(r.output.find("lowering"), std::string::npos) << r.output;
+  auto e = aotrace_cli("explain " + quote((kCases / "dynamic_too_many.yaml").string()));
+  EXPECT_EQ(e.exit_code, 0) << e.output;
+  expect_contains(e.output, "entry f: 6 variant(s) planned (max_variants 3)");
+  expect_contains(e.output, "warning: entry 'f' needs 6 variants, more than max_variants = 3");
+}
+
+// A range holding 1 gets size 1 as its own static variant, and the message says so.
+TEST(DynamicDims, SizeOneIsSpecialisedAndCountsAsAVariant) {
+  auto r = aotrace_cli("explain " + quote((kCases / "dynamic_specialised.yaml").string()));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  expect_contains(r.output, "entry f: 2 variant(s) planned (max_variants 1)");
+  expect_contains(r.output, "v0: profile batch=1 (static)");
+  expect_contains(r.output, "batch=1: the range [1, 16] holds 1, which gets its own static variant");
+  expect_contains(r.output, "v1: profile batch=2..16 (dynamic: batch in [2, 16])");
+  expect_contains(r.output, "2 <= L['x'].size()[0] <= 16");
+}
+
 TEST(CompileErrors, YamlErrorNamesFileLineColumn) {
   auto r = aotrace_cli("compile " + quote((kCases / "bad_dtype.yaml").string()));
   EXPECT_EQ(r.exit_code, 1) << r.output;

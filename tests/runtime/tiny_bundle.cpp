@@ -55,8 +55,9 @@ VariantSpec add_variant(const std::string& name, std::vector<int64_t> shape, con
   VariantSpec v;
   v.name = name;
   v.profiles = {name};
-  v.inputs = {{"x", ir::DType::f32, shape, "L['x']"}, {"y", ir::DType::f32, shape, "L['y']"}};
-  v.outputs = {{"out0", ir::DType::f32, shape, ""}};
+  const ir::Shape dims(shape.begin(), shape.end());
+  v.inputs = {{"x", ir::DType::f32, dims, "L['x']"}, {"y", ir::DType::f32, dims, "L['y']"}};
+  v.outputs = {{"out0", ir::DType::f32, dims, ""}};
   for (int input = 0; input < 2; ++input) {
     std::string source = input == 0 ? "L['x']" : "L['y']";
     ir::Guard rank = guard(ir::Guard::Kind::Rank, 0, static_cast<int64_t>(shape.size()), source, 2);

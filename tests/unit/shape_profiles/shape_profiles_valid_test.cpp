@@ -146,13 +146,22 @@ dims:
   batch: 8
   seq: {max: 64}
 )");
-  ASSERT_EQ(set.profiles.size(), 1u);
-  EXPECT_EQ(set.profiles[0].name, "batch=8");
   EXPECT_EQ(set.dims[1].range.min, 1);
   EXPECT_EQ(set.dims[1].range.multiple_of, 1);
+  // The range holds 1: size 1 is a static profile of its own, before the symbolic rest.
+  ASSERT_EQ(set.profiles.size(), 2u);
+  EXPECT_EQ(set.profiles[0].name, "batch=8,seq=1");
+  EXPECT_EQ(set.profiles[0].dims.at("seq"), 1);
+  EXPECT_TRUE(set.profiles[0].ranges.empty());
+  ASSERT_EQ(set.profiles[0].notes.size(), 1u);
+  EXPECT_NE(set.profiles[0].notes[0].find("holds 1, which gets its own static variant"), std::string::npos);
+  EXPECT_EQ(set.profiles[1].name, "batch=8,seq=2..64");
+  EXPECT_EQ(set.profiles[1].ranges.at("seq").min, 2);
+  EXPECT_EQ(set.profiles[1].ranges.at("seq").max, 64);
+  EXPECT_EQ(set.profiles[1].dims.count("seq"), 0u);
 }
 
-TEST_F(SpecTest, ConcreteShapeOfDynamicDimIsAnError) {
+TEST_F(SpecTest, DynamicDimPlansOptSizesAndZeroBeforeTheRange) {
   ProfileSet set = parse(R"(version: 1
 script: mlp.py
 entries:
@@ -161,15 +170,44 @@ entries:
     inputs:
       x: {dtype: float32, shape: [2, seq]}
 dims:
-  seq: {min: 16, max: 64}
+  seq: {min: 0, max: 128, multiple_of: 8, opt: [64, 128]}
 )");
+  // 1 is no multiple of 8: only 0 is specialised; the opt sizes follow; the range is what is left.
+  ASSERT_EQ(set.profiles.size(), 4u);
+  EXPECT_EQ(set.profiles[0].name, "seq=0");
+  EXPECT_EQ(set.profiles[1].name, "seq=64");
+  EXPECT_EQ(set.profiles[2].name, "seq=128");
+  EXPECT_EQ(set.profiles[3].name, "seq=8..128");
+  EXPECT_EQ(set.profiles[3].ranges.at("seq").multiple_of, 8);
+  // The example tensors of a symbolic dim have the range's largest size.
+  EXPECT_EQ(set.concrete_shape(set.entries[0].inputs[0], set.profiles[3]), (std::vector<int64_t>{2, 128}));
+  EXPECT_EQ(set.concrete_shape(set.entries[0].inputs[0], set.profiles[1]), (std::vector<int64_t>{2, 64}));
+  // A range split (a branch on the size) gives one profile per part; a part of one size is static.
+  std::vector<Profile> parts = split_profile(set.profiles[3], set.dims, "seq", {{8, 64, 8}, {65, 72, 8}, {73, 128, 8}}, "split by m.py:3");
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[0].name, "seq=8..64");
+  EXPECT_EQ(parts[1].name, "seq=72");
+  EXPECT_EQ(parts[1].dims.at("seq"), 72);
+  EXPECT_EQ(parts[2].name, "seq=80..128");
+  EXPECT_EQ(parts[2].notes.back(), "seq=80..128: split by m.py:3");
+}
+
+TEST_F(SpecTest, OptSizeOutsideTheRangeIsAnError) {
   try {
-    set.concrete_shape(set.entries[0].inputs[0], set.profiles[0]);
+    parse(R"(version: 1
+script: mlp.py
+entries:
+  f:
+    call: model
+    inputs:
+      x: {dtype: float32, shape: [2, seq]}
+dims:
+  seq: {min: 16, max: 64, opt: [32, 100]}
+)");
     FAIL() << "expected an error";
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("dynamic dims are not supported yet"), std::string::npos);
-    EXPECT_EQ(e.loc().line, 7);
-    EXPECT_EQ(e.loc().col, 38);
+    EXPECT_NE(std::string(e.what()).find("opt size 100 of dim 'seq' is not in its range [16, 64]"), std::string::npos);
+    EXPECT_EQ(e.loc().line, 9);
   }
 }
 
