@@ -372,6 +372,7 @@ const std::vector<Entry>& table() {
         F "feature_alpha_dropout"}, {}, dropout},
       {{"torch._native_multi_head_attention"}, {}, native_multi_head_attention},
       {{"torch._transformer_encoder_layer_fwd"}, {}, transformer_encoder_layer_fwd},
+      {{"torch.nn.TransformerEncoder.forward"}, {}, transformer_encoder},
       {{"torch.overrides.has_torch_function", "torch.overrides.has_torch_function_variadic",
         "torch.overrides.has_torch_function_unary"}, {}, has_torch_function},
       // Tensor metadata and value reads

@@ -1,7 +1,8 @@
 // Builders for the fused fast paths of torch 1.13's nn.MultiheadAttention and
 // nn.TransformerEncoderLayer in eval mode under no_grad (torch._native_multi_head_attention,
 // torch._transformer_encoder_layer_fwd), decomposed into linear, matmul, softmax, layer_norm
-// and activations; plus torch.overrides.has_torch_function (always False for traced values).
+// and activations; nn.TransformerEncoder.forward, whose nested-tensor fast path is decided at
+// compile time; plus torch.overrides.has_torch_function (always False for traced values).
 #include "embed/torch_ops_builders.h"
 
 #include <cmath>
@@ -137,6 +138,106 @@ VarRef transformer_encoder_layer_fwd(Translator& t, const CallArgs& a) {
     x = norm(node(t, OpKind::Add, {x, feed_forward(x)}), 2);
   }
   return wrap_value(x);
+}
+
+namespace {
+
+// The compile-time value of a module attribute (or other constant) that decides the path, as an
+// assumption on its source (L['self'].layers[0].norm_first == False).
+PyRef decided_by(Translator& t, const VarRef& v) {
+  t.note_constant_use(v);
+  return t.to_python(v);
+}
+
+bool decided_truth(Translator& t, const VarRef& v) {
+  PyRef o = decided_by(t, v);
+  const int r = o ? PyObject_IsTrue(o.get()) : 1;
+  if (r < 0) t.raise_pending("truth value");
+  return r == 1;
+}
+
+// Why torch 1.13's TransformerEncoder.forward keeps src a padded tensor (its own words), or ""
+// when it converts it to a nested tensor. Its conditions are read in its order, so that the
+// assumptions are those eager's reads make. `needs_left_aligned` is set when the conversion also
+// needs src_key_padding_mask to be left-aligned (mask_check), which only its values can tell.
+std::string why_not_nested(Translator& t, const VarRef& self, const VarRef& first, ValueId src,
+                           const VarRef& mask, const VarRef& pad, bool& needs_left_aligned) {
+  auto attr = [&](const VarRef& v, const char* name) { return t.attribute(v, name); };
+  needs_left_aligned = false;
+  auto* layer = as<ModuleVar>(first);
+  if (!layer || !is_instance_of(layer->module.get(), "torch.nn", "TransformerEncoderLayer"))
+    return "self.layers[0] was not TransformerEncoderLayer";
+  if (decided_truth(t, attr(first, "norm_first"))) return "self.layers[0].norm_first was True";
+  if (decided_truth(t, attr(first, "training"))) return "self.layers[0] was in training mode";
+  const VarRef self_attn = attr(first, "self_attn");
+  if (!decided_truth(t, attr(self_attn, "batch_first"))) return "self.layers[0].self_attn.batch_first was not True";
+  if (!decided_truth(t, attr(self_attn, "_qkv_same_embed_dim")))
+    return "self.layers[0].self_attn._qkv_same_embed_dim was not True";
+  if (!decided_truth(t, attr(first, "activation_relu_or_gelu")))
+    return "self.layers[0].activation_relu_or_gelu was not True";
+  PyRef eps1 = decided_by(t, attr(attr(first, "norm1"), "eps"));
+  PyRef eps2 = decided_by(t, attr(attr(first, "norm2"), "eps"));
+  if (!eps1 || !eps2 || PyObject_RichCompareBool(eps1.get(), eps2.get(), Py_EQ) != 1)
+    return "self.layers[0].norm1.eps was not equal to self.layers[0].norm2.eps";
+  if (type_of(t, src).rank() != 3) return "input not batched";
+  if (!decided_truth(t, attr(self, "enable_nested_tensor"))) return "enable_nested_tensor was not True";
+  if (is_none(pad)) return "src_key_padding_mask was None";
+  PyObject* module = as<ModuleVar>(self)->module.get();
+  needs_left_aligned = !PyObject_HasAttrString(module, "mask_check") || decided_truth(t, attr(self, "mask_check"));
+  // Traced tensors are never nested.
+  if (!is_none(mask)) return "src_key_padding_mask and mask were both supplied";
+  PyRef heads = decided_by(t, attr(self_attn, "num_heads"));
+  if (!heads || !PyLong_Check(heads.get()) || PyLong_AsLongLong(heads.get()) % 2 == 1) return "num_head is odd";
+  PyRef is_autocast_enabled = getattr(import("torch").get(), "is_autocast_enabled");
+  PyRef autocast = PyRef::steal(PyObject_CallNoArgs(is_autocast_enabled.get()));
+  if (!autocast) PyErr_Clear();
+  if (!autocast || PyObject_IsTrue(autocast.get()) != 0) return "autocast is enabled";
+  // Traced tensors have no torch function, are on a CPU or CUDA device and need no gradient.
+  return "";
+}
+
+}  // namespace
+
+// nn.TransformerEncoder.forward(self, src, mask=None, src_key_padding_mask=None) as torch 1.13
+// runs it: the layers in turn, then self.norm. Its nested-tensor fast path (eval mode, batch
+// first, a key-padding mask and no mask, ...) is decided here at compile time: where it keeps
+// src padded, the layers are inlined as written; where it would convert src to a nested tensor
+// (a left-aligned mask, known only from its values), the output's length would be the longest
+// unpadded one, which no graph can give: a graph break saying how to keep the padded path.
+VarRef transformer_encoder(Translator& t, const CallArgs& a) {
+  const char* what = "nn.TransformerEncoder";
+  auto or_none = [&](VarRef v) { return v ? v : t.constant(Py_None); };
+  const VarRef self = a.get(0, "self"), src = a.get(1, "src"), mask = or_none(a.get(2, "mask")),
+               pad = or_none(a.get(3, "src_key_padding_mask"));
+  AOT_CHECK(as<ModuleVar>(self), "transformer_encoder: not called on a module");
+  if (!is_none(pad)) {
+    const DType dt = type_of(t, tensor(t, pad, "src_key_padding_mask of nn.TransformerEncoder")).dtype;
+    if (dt != DType::b8 && !ir::is_floating(dt))
+      user_error("nn.TransformerEncoder: only bool and floating types of key_padding_mask are supported (torch "
+                 "raises this AssertionError too)",
+                 t.loc());
+  }
+  const VarRef items = t.iterate(t.attribute(self, "layers"));
+  auto* iterator = as<IteratorVar>(items);
+  if (!iterator) unsupported(t, "nn.TransformerEncoder whose layers are not a module list", "keep self.layers an nn.ModuleList");
+  const std::vector<VarRef> layers = iterator->items;
+  if (layers.empty()) user_error("nn.TransformerEncoder without layers: self.layers[0] raises IndexError", t.loc());
+  bool needs_left_aligned = false;
+  if (why_not_nested(t, self, layers[0], tensor(t, src, what), mask, pad, needs_left_aligned).empty())
+    t.graph_break(
+        "data-dependent shape",
+        std::string("nn.TransformerEncoder takes torch 1.13's nested-tensor fast path here") +
+            (needs_left_aligned ? " when src_key_padding_mask is left-aligned (each row's padding at its end)" : "") +
+            ": its output is then cut to the longest unpadded sequence, a length known only from the mask's values",
+        "build the encoder with enable_nested_tensor=False (or set it to False before compiling): the output then "
+        "keeps src's sequence length, with eager's values at unpadded positions; "
+        "out.masked_fill(src_key_padding_mask.unsqueeze(-1), 0.0) gives eager's zeros at the padded ones");
+  VarRef output = src;
+  for (const VarRef& layer : layers)
+    output = t.call(layer, {output}, {{"src_mask", mask}, {"src_key_padding_mask", pad}});
+  const VarRef norm = t.attribute(self, "norm");
+  if (!is_none(norm)) output = t.call(norm, {output}, {});
+  return output;
 }
 
 VarRef has_torch_function(Translator& t, const CallArgs&) { return t.constant(Py_False); }

@@ -131,6 +131,7 @@ VarRef dropout(Translator&, const CallArgs&);
 // torch_ops_attention.cpp
 VarRef native_multi_head_attention(Translator&, const CallArgs&);
 VarRef transformer_encoder_layer_fwd(Translator&, const CallArgs&);
+VarRef transformer_encoder(Translator&, const CallArgs&);  // nn.TransformerEncoder.forward
 VarRef has_torch_function(Translator&, const CallArgs&);
 
 // torch_ops_composite.cpp

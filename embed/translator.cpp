@@ -229,6 +229,12 @@ VarRef Translator::run(Frame& frame) {
       frame.push(constant(e.exc.get()));
       frame.pc = frame.bytecode->index_at(e.handler.target);
       frame.kw_names = PyRef();
+    } catch (const UserError&) {
+      // This frame unwinds too: a builder that inlines Python (nn.TransformerEncoder's layers)
+      // may catch the error further out and raise it in the traced code (TorchOp::call), which
+      // looks for a try block in the frames that are still running.
+      frames_.pop_back();
+      throw;
     }
   }
   frames_.pop_back();

@@ -32,6 +32,19 @@ for v in (vit, vit_b_16):
     torch.nn.init.normal_(v.heads.head.bias, std=0.2)
 transformer = torch.nn.TransformerEncoder(
     torch.nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, batch_first=True), num_layers=2).eval()
+# The mask paths of torch 1.13's TransformerEncoder: a float causal mask and a key-padding mask
+# from sequence lengths (an input), nested tensors enabled (the default).
+masked_encoder = torch.nn.TransformerEncoder(
+    torch.nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, dropout=0.0, batch_first=True), num_layers=2).eval()
+
+
+def encoder_masks(x, lengths):
+    T = x.shape[1]
+    pad = torch.arange(T)[None, :] >= lengths.clamp(1, T)[:, None]
+    causal = torch.triu(torch.full((T, T), float("-inf")), diagonal=1)
+    return masked_encoder(x, mask=causal, src_key_padding_mask=pad)
+
+
 gpt2 = load_module(HERE.parent.parent / "capture" / "models" / "gpt2.py", "aotrace_e2e_gpt2").model.eval()
 
 
