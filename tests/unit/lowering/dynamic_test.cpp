@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "lowering/passes.h"
 #include "tests/unit/lowering/reference_check.h"
 #include "tests/unit/lowering/test_graphs.h"
 
@@ -228,8 +229,10 @@ TEST(Dynamic, ConcatPadAndIndexAlongT) {
   ir::ValueId ids = input(g, "ids", {T}, DType::i64);
   ir::ValueId emb = g.add(OpKind::IndexSelect, {table, ids}, attrs({{"axis", int64_t{0}}}));  // [T, 16]
   ir::ValueId pick = g.add(OpKind::IndexSelect, {x, ids}, attrs({{"axis", int64_t{1}}}));     // reads x along T
+  ir::ValueId where = input(g, "where", {2, T, 8}, DType::i64);
+  ir::ValueId gathered = g.add(OpKind::Gather, {x, where}, attrs({{"axis", int64_t{1}}}));
   ir::ValueId top = g.add_node(OpKind::TopK, {x}, attrs({{"k", int64_t{2}}, {"axis", int64_t{1}}, {"largest", int64_t{1}}, {"sorted", int64_t{1}}}))[0];
-  set_outputs(g, {cat, pad, emb, pick, top, g.add(OpKind::Concat, {x, z}, attrs({{"axis", int64_t{2}}}))});
+  set_outputs(g, {cat, pad, emb, pick, top, g.add(OpKind::Concat, {x, z}, attrs({{"axis", int64_t{2}}})), gathered});
   // ids in [0, 2): valid positions for every T.
   expect_matches_at(g, t_sizes(2, 23, 50), -1, 2);
 }
@@ -264,19 +267,58 @@ TEST(Dynamic, ConvReluMaxPoolWithSymbolicBatchAndSize) {
   ir::Attrs dw = conv_attrs({1, 1}, {1, 1});
   dw.set("groups", int64_t{8});
   ir::ValueId d = g.add(OpKind::Conv, {c3, wd}, dw);
-  set_outputs(g, {p, d});
+  ir::ValueId avg = g.add(OpKind::Pool, {c3}, attrs({{"kind", std::string("avg")}, {"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}},
+                                                    {"padding", Ints{1, 1}}, {"dilation", Ints{1, 1}}, {"ceil_mode", int64_t{0}},
+                                                    {"count_include_pad", int64_t{1}}}));
+  set_outputs(g, {p, d, avg});
   expect_matches_at(g, {{{"B", 2}, {"H", 32}}, {{"B", 3}, {"H", 64}}, {{"B", 2}, {"H", 96}}}, -1, 1, kChained);
 }
 
-TEST(Dynamic, ScheduleKeepsSymbolicLoopExtents) {
+// resnet's structure at symbolic batch and H = W (multiples of 32): stem conv 7x7 stride 2 +
+// batch-norm + relu, max pool, a basic block whose residual goes through a stride-2 1x1 conv,
+// global average pooling (a mean over symbolic H, W), flatten and the classifier.
+TEST(Dynamic, ResnetShapedNetworkWithSymbolicBatchAndSize) {
+  ir::Graph g;
+  g.symbols["B"] = {2, 16, 1};
+  g.symbols["H"] = {64, 128, 32};
+  ir::ValueId x = input(g, "x", {B, 3, H, H});
+  uint32_t seed = 10;
+  auto bn = [&](ir::ValueId v, int64_t c) {
+    ir::ValueId var = g.add(OpKind::Add, {g.add(OpKind::Abs, {weight(g, "var" + std::to_string(seed), {c}, seed)}),
+                                          g.constant(0.5, DType::f32)});
+    ir::ValueId mean = weight(g, "mean" + std::to_string(seed), {c}, seed + 1);
+    ir::ValueId w = weight(g, "w" + std::to_string(seed), {c}, seed + 2), b = weight(g, "b" + std::to_string(seed), {c}, seed + 3);
+    seed += 4;
+    return g.add(OpKind::BatchNorm, {v, mean, var, w, b}, attrs({{"eps", 1e-5}}));
+  };
+  auto conv = [&](ir::ValueId v, int64_t cin, int64_t cout, int64_t k, int64_t stride) {
+    ir::ValueId w = weight(g, "conv" + std::to_string(seed), {cout, cin, k, k}, seed);
+    ++seed;
+    return g.add(OpKind::Conv, {v, w}, conv_attrs({stride, stride}, {k / 2, k / 2}));
+  };
+  ir::ValueId stem = g.add(OpKind::Relu, {bn(conv(x, 3, 8, 7, 2), 8)});            // [B, 8, H/2, H/2]
+  ir::ValueId p = g.add(OpKind::Pool, {stem}, pool_attrs({3, 3}, {2, 2}, {1, 1}));  // [B, 8, H/4, H/4]
+  ir::ValueId a = g.add(OpKind::Relu, {bn(conv(p, 8, 16, 3, 2), 16)});             // [B, 16, H/8, H/8]
+  ir::ValueId body = bn(conv(a, 16, 16, 3, 1), 16);
+  ir::ValueId down = bn(conv(p, 8, 16, 1, 2), 16);
+  ir::ValueId block = g.add(OpKind::Relu, {g.add(OpKind::Add, {body, down})});
+  ir::ValueId pooled = g.add(OpKind::AdaptiveAvgPool, {block}, attrs({{"size", Ints{1, 1}}}));
+  ir::ValueId flat = g.add(OpKind::Reshape, {pooled}, attrs({{"shape", ir::Shape{B, 16}}}));
+  ir::ValueId fc = weight(g, "fc.weight", {10, 16}, 99);
+  set_outputs(g, {g.add(OpKind::Matmul, {flat, transpose(g, fc)}), block});
+  expect_matches_at(g, {{{"B", 2}, {"H", 64}}, {{"B", 3}, {"H", 96}}, {{"B", 5}, {"H", 128}}}, -1, 1, kChained);
+}
+
+TEST(Dynamic, ScheduleKeepsSymbolicExtentsAndSizesBuffersForTheMaximum) {
   ir::Graph g;
   g.symbols["T"] = {2, 64, 1};
   ir::ValueId x = input(g, "x", {T, 8});
-  set_outputs(g, {g.add(OpKind::Exp, {x})});
-  LoweredVariant v = lower_graph(g, "s_", Options{});
-  ASSERT_EQ(v.plan.calls.size(), 1u);
-  // Buffers are sized for the range's maximum: the output holds 64 x 8 floats.
-  for (const ir::PlanBuffer& b : v.plan.buffers) EXPECT_EQ(b.size_bytes, 64 * 8 * 4);
+  set_outputs(g, {g.add(OpKind::Exp, {g.add(OpKind::Reshape, {x}, attrs({{"shape", ir::Shape{T * 8}}}))})});
+  Schedule s = schedule(fuse(g), "s_");
+  ASSERT_EQ(s.kernels.size(), 1u);
+  EXPECT_EQ(s.kernels[0].loop_extents, (ir::Shape{T * 8}));
+  for (const LogicalBuffer& b : s.buffers) EXPECT_EQ(b.size_bytes, 64 * 8 * 4);
+  EXPECT_EQ(max_bindings(g), (ir::SymBindings{{"T", 64}}));
 }
 
 // `message` in the error's text, "declare the dim static" in its hint.
