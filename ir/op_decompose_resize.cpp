@@ -140,14 +140,21 @@ DecomposeFn decompose_adaptive_avg_pool() {
     std::vector<int64_t> ins, axes, kernel;
     bool all_one = true, divisible = true;
     for (int d = 0; d < n; ++d) {
-      ins.push_back(t.shape[static_cast<size_t>(d + 2)].constant());
       axes.push_back(d + 2);
       all_one = all_one && size[static_cast<size_t>(d)] == 1;
+    }
+    // A mean also serves symbolic spatial sizes (global pooling after a dynamic-size backbone).
+    if (all_one)
+      return std::vector<ValueId>{e.op(OpKind::Mean, {in[0]}, Attrs().set("axes", axes).set("keepdim", int64_t{1}))};
+    for (int d = 0; d < n; ++d) {
+      auto in_size = t.shape[static_cast<size_t>(d + 2)].as_constant();
+      if (!in_size)
+        user_error("adaptive_avg_pool: an output size other than 1 needs static spatial sizes, got " + t.str(),
+                   loc, "declare the dim static");
+      ins.push_back(*in_size);
       divisible = divisible && ins.back() % size[static_cast<size_t>(d)] == 0;
       kernel.push_back(divisible ? ins.back() / size[static_cast<size_t>(d)] : 1);
     }
-    if (all_one)
-      return std::vector<ValueId>{e.op(OpKind::Mean, {in[0]}, Attrs().set("axes", axes).set("keepdim", int64_t{1}))};
     if (divisible) {
       std::vector<int64_t> zeros(static_cast<size_t>(n), 0), ones(static_cast<size_t>(n), 1);
       Attrs pool;

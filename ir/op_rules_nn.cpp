@@ -256,8 +256,10 @@ InferFn infer_adaptive_avg_pool() {
     const auto& size = per_dim("adaptive_avg_pool", attrs, "size", n);
     TensorType r = x;
     for (int d = 0; d < n; ++d) {
-      if (!x.shape[static_cast<size_t>(d + 2)].is_constant())
-        user_error("adaptive_avg_pool: needs static spatial sizes, got " + x.str());
+      // Global pooling (output 1) is a mean, for any size; other outputs need the input's.
+      if (!x.shape[static_cast<size_t>(d + 2)].is_constant() && size[static_cast<size_t>(d)] != 1)
+        user_error("adaptive_avg_pool: an output size other than 1 needs static spatial sizes, got " + x.str(),
+                   {}, "declare the dim static");
       if (size[static_cast<size_t>(d)] < 1) user_error("adaptive_avg_pool: output sizes must be positive");
       r.shape[static_cast<size_t>(d + 2)] = size[static_cast<size_t>(d)];
     }

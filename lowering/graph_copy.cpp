@@ -1,5 +1,8 @@
 // Helpers shared by the graph passes: rebuilding a graph with the same signature, and the
-// static-shape check of the CPU backend (tests: lowering_tests GraphPasses.*, Lowering.Symbolic*).
+// checks and planning sizes of dynamic dims (tests: lowering_tests GraphPasses.*, Dynamic.*).
+#include <algorithm>
+#include <climits>
+#include <iterator>
 #include <string>
 
 #include "lowering/passes.h"
@@ -38,19 +41,75 @@ static SourceLoc location_of(const ir::Graph& g, ir::ValueId v) {
   return {};
 }
 
+ir::SymBindings max_bindings(const ir::Graph& g) {
+  ir::SymBindings b;
+  for (const auto& [name, range] : g.symbols) b[name] = range.max;
+  return b;
+}
+
+int64_t planned_size(const ir::SymExpr& e, const ir::SymBindings& at) {
+  if (auto c = e.as_constant()) return *c;
+  auto v = e.evaluate(at);
+  AOT_CHECK(v.has_value(), "dim " + e.str() + " has an undeclared symbol");
+  return *v;
+}
+
+int symbol_index(const ir::Graph& g, const std::string& name) {
+  auto it = g.symbols.find(name);
+  AOT_CHECK(it != g.symbols.end(), "symbol " + name + " is not declared in the graph");
+  return static_cast<int>(std::distance(g.symbols.begin(), it));
+}
+
 std::vector<int64_t> static_dims(const ir::Graph& g, ir::ValueId v) {
   auto dims = g.type(v).static_shape();
   if (!dims)
-    user_error("dynamic dims are not supported by CPU code generation yet (value %" +
-                   std::to_string(v) + " has type " + g.type(v).str() + ")",
-               location_of(g, v), "declare the dim with a list of static values in the YAML");
+    user_error("value %" + std::to_string(v) + " of type " + g.type(v).str() +
+                   " must have static dims here",
+               location_of(g, v), "declare the dim static");
   return *dims;
 }
 
 void check_codegen_supported(const ir::Graph& g) {
+  // What code generation needs static: a conv's weight (channels, window: its loop nest, GEMM
+  // plan and packed panels).
+  for (const ir::Node& n : g.nodes)
+    if (n.op == ir::OpKind::Conv && !g.type(n.operands[1]).static_shape())
+      user_error("conv: the weight " + g.type(n.operands[1]).str() +
+                     " has dynamic dims, which CPU code generation does not support",
+                 n.loc, "declare the dim static");
   for (size_t v = 0; v < g.num_values(); ++v) {
     const auto value = static_cast<ir::ValueId>(v);
-    static_dims(g, value);
+    for (const ir::SymExpr& d : g.type(value).shape)
+      for (const std::string& name : d.symbols()) {
+        auto it = g.symbols.find(name);
+        const std::string where = "dynamic dim " + name + " of %" + std::to_string(v) + " (" +
+                                  g.type(value).str() + ")";
+        if (it == g.symbols.end())
+          user_error(where + " has no declared range", location_of(g, value),
+                     "give the dim a range in the YAML, or declare the dim static");
+        const ir::SymRange& r = it->second;
+        if (r.max == INT64_MAX || r.max < r.min || r.max > (int64_t{1} << 40))
+          user_error(where + " needs a finite maximum (the arena is sized for it)",
+                     location_of(g, value), "give the dim a max, or declare the dim static");
+        if (r.min < 2)
+          user_error(where + " has range [" + std::to_string(r.min) + ", " +
+                         std::to_string(r.max) + "], which includes size 0 or 1",
+                     location_of(g, value),
+                     "sizes 0 and 1 are compiled as static variants: start the range at 2, or "
+                     "declare the dim static");
+      }
+  }
+  // Buffers are sized for the maxima: every value must fit there (and in int64 arithmetic).
+  const ir::SymBindings max = max_bindings(g);
+  for (size_t v = 0; v < g.num_values(); ++v) {
+    const auto value = static_cast<ir::ValueId>(v);
+    double bytes = static_cast<double>(ir::dtype_size(g.type(value).dtype));
+    for (const ir::SymExpr& d : g.type(value).shape)
+      bytes *= static_cast<double>(std::max<int64_t>(planned_size(d, max), 0));
+    if (bytes > static_cast<double>(int64_t{1} << 46))
+      user_error("%" + std::to_string(v) + " (" + g.type(value).str() + ") needs " +
+                     std::to_string(bytes / 1e12) + " TB at the dynamic dims' maxima",
+                 location_of(g, value), "lower the dims' maxima, or declare the dim static");
   }
 }
 

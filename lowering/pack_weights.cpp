@@ -9,7 +9,8 @@
 // its meaning for the verifier and the reference interpreter), and the node is marked
 // `packed_b` / `packed_a` = the panel width, which codegen trusts. The original weight stays
 // in the signature; compile stores only the weights a plan reads. Only nodes that take the GEMM
-// path are packed (f32, M >= 4, N >= 8, K >= 8), with the panels of passes.h.
+// path are packed (f32, M >= 4, N >= 8, K >= 8; symbolic activation dims at their maximum),
+// with the panels of passes.h.
 // Test: lowering_tests GraphPasses.PackWeights*, Gemm.*, and every model test.
 #include <cstring>
 #include <functional>
@@ -45,6 +46,7 @@ struct Packer {
   GraphCopy& c;
   std::vector<int> producer;
   std::vector<int> weight_index;  // value → index in old.weights, or -1
+  ir::SymBindings max;            // symbols at their maxima (max_bindings)
 
   const float* data(int w) const {
     return reinterpret_cast<const float*>(old.weights[static_cast<size_t>(w)].data->data());
@@ -68,17 +70,21 @@ struct Packer {
     int p = producer[static_cast<size_t>(v)];
     if (p < 0) {
       int w = weight_index[static_cast<size_t>(v)];
+      if (w < 0) return {};  // an input (its dims may be symbolic): nothing to pack
       std::vector<int64_t> d = static_dims(old, v);
-      if (w < 0 || d.size() != 2 || old.type(v).dtype != ir::DType::f32) return {};
+      if (d.size() != 2 || old.type(v).dtype != ir::DType::f32) return {};
       return {w, 0, 0, d[0], d[1], d[1]};
     }
     const ir::Node& n = old.nodes[static_cast<size_t>(p)];
     if (n.op != ir::OpKind::Slice || (n.attrs.has("step") && n.attrs.i("step") != 1)) return {};
     WeightWindow ww = window(n.operands[0]);
     if (ww.w < 0) return {};
-    // The slice's length from its result (`end` may be a Shape attribute).
+    // The slice's length from its result (`end` may be a Shape attribute); a symbolic length
+    // (a weight sliced to an activation's size) is no fixed window.
     int64_t axis = n.attrs.i("axis"), start = n.attrs.i("start");
-    int64_t length = static_dims(old, n.results[0]).at(static_cast<size_t>(axis));
+    auto length_of = old.type(n.results[0]).shape.at(static_cast<size_t>(axis)).as_constant();
+    if (!length_of) return {};
+    int64_t length = *length_of;
     int64_t& origin = axis == 0 ? ww.r0 : ww.c0;
     int64_t& extent = axis == 0 ? ww.rows : ww.cols;
     if (start < 0 || length < 1 || start + length > extent) return {};
@@ -97,9 +103,10 @@ struct Packer {
     if (transposed && old.nodes[static_cast<size_t>(p)].attrs.ints("perm") != std::vector<int64_t>{1, 0}) return -1;
     WeightWindow ww = window(transposed ? old.nodes[static_cast<size_t>(p)].operands[0] : b);
     if (ww.w < 0) return -1;
-    std::vector<int64_t> as = static_dims(old, mm.operands[0]);
+    // The activation's rows may be symbolic: judged at their maximum, as the GEMM plan is.
+    const ir::Shape& as = old.type(mm.operands[0]).shape;
     int64_t n = transposed ? ww.rows : ww.cols, k = transposed ? ww.cols : ww.rows;
-    if (as.size() < 2 || as[as.size() - 2] < 4 || n < 8 || k < 8) return -1;
+    if (as.size() < 2 || planned_size(as[as.size() - 2], max) < 4 || n < 8 || k < 8) return -1;
     const float* src = data(ww.w) + ww.r0 * ww.stride + ww.c0;
     auto at = [&](int64_t col, int64_t kk) {
       return transposed ? src[col * ww.stride + kk] : src[kk * ww.stride + col];
@@ -123,11 +130,12 @@ struct Packer {
     int w = weight_index[static_cast<size_t>(conv.operands[1])];
     if (w < 0 || old.type(conv.operands[1]).dtype != ir::DType::f32) return -1;
     if (old.type(conv.operands[0]).dtype != ir::DType::f32) return -1;
-    std::vector<int64_t> ws = static_dims(old, conv.operands[1]), out = static_dims(old, conv.results[0]);
+    std::vector<int64_t> ws = static_dims(old, conv.operands[1]);
+    const ir::Shape& out = old.type(conv.results[0]).shape;  // batch and spatial may be symbolic
     int64_t m = ws[0], k = 1, n = 1;
     for (size_t d = 1; d < ws.size(); ++d) k *= ws[d];
-    for (size_t d = 2; d < out.size(); ++d) n *= out[d];
-    if (m < 4 || n < 8 || k < 8 || out[0] == 0) return -1;
+    for (size_t d = 2; d < out.size(); ++d) n *= planned_size(out[d], max);
+    if (m < 4 || n < 8 || k < 8 || out[0] == ir::SymExpr(0)) return -1;
     const float* src = data(w);
     int64_t count = (m + kPackedMR - 1) / kPackedMR;
     ir::ValueId packed = add_packed(w, "packed_a" + std::to_string(kPackedMR), {count, k, kPackedMR},
@@ -144,7 +152,8 @@ struct Packer {
 
 ir::Graph pack_weights(ir::Graph old) {
   GraphCopy c = copy_signature(old);
-  Packer packer{old, c, std::vector<int>(old.num_values(), -1), std::vector<int>(old.num_values(), -1)};
+  Packer packer{old, c, std::vector<int>(old.num_values(), -1), std::vector<int>(old.num_values(), -1),
+                max_bindings(old)};
   for (size_t i = 0; i < old.nodes.size(); ++i)
     for (ir::ValueId r : old.nodes[i].results) packer.producer[static_cast<size_t>(r)] = static_cast<int>(i);
   for (size_t i = 0; i < old.weights.size(); ++i)

@@ -28,9 +28,22 @@ ir::Graph pack_weights(ir::Graph g);    // pack_weights.cpp
 constexpr int64_t kPackedMR = 6;
 constexpr int64_t kPackedNR = 16;
 
-// The static shape of a value; user_error for symbolic dims (CPU codegen is static for now).
+// Dynamic dims (DESIGN §4): shapes may hold symbols declared in Graph::symbols. Kernels get the
+// symbols' values at run time (symbols[i]: the i-th entry of Graph::symbols, in its std::map
+// order); decisions taken at compile time (blocking, chunking, task splits, whether a GEMM pays)
+// use the sizes at their maxima, and buffers are sized for them.
+//
+// Every symbol of `g` at its SymRange max: the sizes the memory plan is laid out for.
+ir::SymBindings max_bindings(const ir::Graph& g);
+// `e` with the symbols at `at` (max_bindings): a compile-time estimate of a dim, exact for a
+// static one. internal_error when a symbol is unbound.
+int64_t planned_size(const ir::SymExpr& e, const ir::SymBindings& at);
+// The position of symbol `name` in Graph::symbols: its index in the kernels' symbols array.
+int symbol_index(const ir::Graph& g, const std::string& name);
+// The static shape of a value; user_error for symbolic dims (weights, and what must be static).
 std::vector<int64_t> static_dims(const ir::Graph& g, ir::ValueId v);
-// user_error unless every value of `g` has a static shape (every dtype is supported).
+// user_error unless every symbol in the shapes of `g` is declared in Graph::symbols with a
+// finite range that excludes 0 and 1 (those sizes are static variants).
 void check_codegen_supported(const ir::Graph& g);
 
 // A kernel writes one materialised value (its root). Everything it computes that is not
@@ -57,7 +70,7 @@ struct LogicalBuffer {
   ir::PlanBuffer::Kind kind = ir::PlanBuffer::Kind::Arena;
   int64_t index = 0;        // Input/Output position, Weight index
   ir::ValueId value = -1;   // the value it holds
-  int64_t size_bytes = 0;
+  int64_t size_bytes = 0;   // with symbolic dims: at their maxima (max_bindings)
 };
 
 struct ScheduledKernel {
@@ -66,7 +79,7 @@ struct ScheduledKernel {
   ir::ValueId reduction = -1;            // its inlined reduction (FusedKernel::reduction), or -1
   std::vector<int32_t> buffers;          // [output, reads...] as LogicalBuffer indices
   std::vector<ir::ValueId> read_values;  // value held by buffers[1..]
-  std::vector<int64_t> loop_extents;     // the output loop nest (row-major; empty: scalar)
+  ir::Shape loop_extents;                // the output loop nest (row-major; empty: scalar)
 };
 
 struct Schedule {

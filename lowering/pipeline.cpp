@@ -39,7 +39,7 @@ std::string describe(const Schedule& sch) {
   std::string s;
   for (const auto& k : sch.kernels) {
     s += k.symbol + ": %" + std::to_string(k.root) + " loops [";
-    for (int64_t e : k.loop_extents) s += std::to_string(e) + ",";
+    for (const ir::SymExpr& e : k.loop_extents) s += e.str() + ",";
     s += "] buffers";
     for (int32_t b : k.buffers) s += " " + std::to_string(b);
     s += "\n";
@@ -74,7 +74,7 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
   LoweredVariant out;
   auto& t = out.timings;
   ir::verify(graph);
-  // Static shapes only, for now: refuse a symbolic graph before doing any work.
+  // Symbols must be declared with a finite range: refuse a graph without before doing any work.
   check_codegen_supported(graph);
   // 1. Composites first, so every later pass (and the backend) sees primitives only.
   ir::Graph g = run_pass(t, "decompose", [&] { return decompose(graph); });

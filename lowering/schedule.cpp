@@ -1,8 +1,9 @@
 // schedule: turns the fused kernels into an ordered list of kernel calls over buffers.
 //   - buffers: one per input, read weight and output position, and one arena buffer per other
 //     materialised value;
+//   - buffers are sized for the symbols' maxima (dynamic dims: the arena fits every size);
 //   - kernels in topological order (a kernel only reads values of earlier kernels), each with
-//     its loop nest: the root's shape, row-major, innermost dim contiguous (what the LLVM loop
+//     its loop nest: the root's shape (SymExprs), row-major, innermost dim contiguous (what the LLVM loop
 //     vectoriser wants); a reduction adds its loops inside, per output element;
 //   - every Output buffer is written by a kernel: an output that aliases an input, a weight or
 //     another output gets a copy kernel.
@@ -11,9 +12,9 @@
 
 namespace aotrace::lowering {
 
-static int64_t bytes_of(const ir::Graph& g, ir::ValueId v) {
-  int64_t n = 1;
-  for (int64_t d : static_dims(g, v)) n *= d;
+// Bytes of `v` with every symbol at its max (the memory plan lays the arena out for those).
+static int64_t bytes_of(const ir::Graph& g, const ir::SymBindings& max, ir::ValueId v) {
+  int64_t n = planned_size(g.type(v).numel(), max);
   return n * static_cast<int64_t>(ir::dtype_size(g.type(v).dtype));
 }
 
@@ -22,8 +23,9 @@ Schedule schedule(FusedGraph fused, const std::string& symbol_prefix) {
   const ir::Graph& g = fused.graph;
   Schedule s;
   std::vector<int32_t> holder(g.num_values(), -1);  // value → the buffer that holds it
+  const ir::SymBindings max = max_bindings(g);
   auto add_buffer = [&](Kind kind, int64_t index, ir::ValueId v) {
-    s.buffers.push_back(LogicalBuffer{kind, index, v, bytes_of(g, v)});
+    s.buffers.push_back(LogicalBuffer{kind, index, v, bytes_of(g, max, v)});
     return static_cast<int32_t>(s.buffers.size() - 1);
   };
   for (size_t i = 0; i < g.inputs.size(); ++i)
@@ -61,7 +63,7 @@ Schedule schedule(FusedGraph fused, const std::string& symbol_prefix) {
       sk.buffers.push_back(holder[static_cast<size_t>(r)]);
       sk.read_values.push_back(r);
     }
-    sk.loop_extents = static_dims(g, root);
+    sk.loop_extents = g.type(root).shape;
     s.kernels.push_back(std::move(sk));
   };
   for (const FusedKernel& k : fused.kernels)

@@ -28,9 +28,16 @@
 //
 // Taken: f32 matmul with both operands of rank >= 2, and f32 conv with groups == 1, when the
 // product is big enough to pay for packing (M >= 4, N >= 8, K >= 8). Everything else keeps the
-// per-element loops of emit_reductions.cpp. Test: lowering_tests Gemm.* (edge blocks in every
-// dim, K over several panels, batch broadcast, transposed operands, conv stride/pad/dilation
-// with bias and epilogues), and every model test.
+// per-element loops of emit_reductions.cpp.
+//
+// Dynamic dims: M, N, K, the batch and a conv's row width may be symbolic. The blocking (MR, NR,
+// MC, KC, MT) stays a set of constants, chosen from the sizes at their maxima; the edges, the
+// panel and block counts and the task count are computed from the symbols at run time (NC too
+// for a conv: whole rows; the tile and B panel are sized for its bound).
+//
+// Test: lowering_tests Gemm.* (edge blocks in every dim, K over several panels, batch broadcast,
+// transposed operands, conv stride/pad/dilation with bias and epilogues), Dynamic.* (symbolic M,
+// N, K, batch, conv sizes), and every model test.
 #include "lowering/cpu/kernel_emitter.h"
 
 #include <llvm/IR/Intrinsics.h>
@@ -46,31 +53,31 @@ bool KernelEmitter::plan_gemm(GemmPlan& p) const {
   p.is_conv = n.op == ir::OpKind::Conv;
   p.a = n.operands[p.is_conv ? 1 : 0];
   p.b = n.operands[p.is_conv ? 0 : 1];
-  std::vector<int64_t> out = dims(k_.reduction);
+  const ir::Shape& out = dims(k_.reduction);
   for (ir::ValueId o : n.operands)
     if (dtype(o) != ir::DType::f32) return false;
   if (n.op == ir::OpKind::Matmul) {
-    std::vector<int64_t> as = dims(p.a), bs = dims(p.b);
+    const ir::Shape &as = dims(p.a), &bs = dims(p.b);
     if (as.size() < 2 || bs.size() < 2) return false;
     p.m = out[out.size() - 2];
     p.n = out.back();
     p.k = as.back();
-    for (size_t d = 0; d + 2 < out.size(); ++d) p.batches *= out[d];
+    for (size_t d = 0; d + 2 < out.size(); ++d) p.batches = p.batches * out[d];
     p.a_view = strided_view(p.a);
     if (!n.attrs.has("packed_b")) p.b_view = strided_view(p.b);
-    p.direct_a = p.a_view && p.a_view->strides.back() == 1;
+    p.direct_a = p.a_view && is_one(p.a_view->strides.back());
   } else {
     if (n.attrs.has("groups") && n.attrs.i("groups") != 1) return false;
-    std::vector<int64_t> ws = dims(p.a);
+    std::vector<int64_t> ws = static_dims(g_, p.a);  // weights are static
     if (out.size() != 3 && out.size() != 4) return false;
     p.m = ws[0];
     p.k = 1;
-    for (size_t d = 1; d < ws.size(); ++d) p.k *= ws[d];
+    for (size_t d = 1; d < ws.size(); ++d) p.k = p.k * ws[d];
     p.n = 1;
-    for (size_t d = 2; d < out.size(); ++d) p.n *= out[d];
+    for (size_t d = 2; d < out.size(); ++d) p.n = p.n * out[d];
     p.batches = out[0];
     p.row = p.out_w = out.back();
-    std::vector<int64_t> xs = dims(p.b);
+    const ir::Shape& xs = dims(p.b);
     p.wide = read_arg_.count(p.b) != 0;
     for (int64_t v : int_list(n.attrs, "stride")) p.wide = p.wide && v == 1;
     for (int64_t v : int_list(n.attrs, "pad_low")) p.wide = p.wide && v == 0;
@@ -82,26 +89,39 @@ bool KernelEmitter::plan_gemm(GemmPlan& p) const {
     for (const char* side : {"pad_low", "pad_high"})
       for (int64_t v : int_list(n.attrs, side)) p.gathered = p.gathered && v == 0;
   }
-  if (p.batches == 0 || p.m < 4 || p.n < 8 || p.k < 8) return false;
+  // Whether packing pays is judged on the sizes at their maxima; the kernel handles every edge.
+  if (planned(p.batches) == 0 || planned(p.m) < 4 || planned(p.n) < 8 || planned(p.k) < 8) return false;
+  plan_gemm_blocking(p);
+  return true;
+}
+
+// The blocking constants from the sizes (symbolic ones at their maxima): every choice here is
+// correct for any size, only the speed depends on it. Static sizes get exactly their own.
+void KernelEmitter::plan_gemm_blocking(GemmPlan& p) const {
+  const int64_t m = planned(p.m), k = planned(p.k), batches = planned(p.batches);
   p.mr = kPackedMR;  // panel shapes are the same for every target (pre-packed weights use them)
   p.nr = kPackedNR;
   p.mc = 12 * p.mr;
-  p.kc = (p.k + (p.k + 255) / 256 - 1) / ((p.k + 255) / 256);  // K in even panels of <= 256
-  p.nc = p.is_conv ? p.row * std::max<int64_t>(1, 128 / p.row) : 128;
+  p.kc = (k + (k + 255) / 256 - 1) / ((k + 255) / 256);  // K in even panels of <= 256
+  if (p.is_conv) {
+    // Whole rows per block: NC = row·max(1, 128 // row), at most max(128, row).
+    p.nc = p.row * max(ir::SymExpr(1), floordiv(ir::SymExpr(128), p.row));
+    p.nc_bound = planned(p.nc.is_constant() ? p.nc : max(ir::SymExpr(128), p.row));
+  }
+  const int64_t n_blocks = planned(p.n_blocks());
   if (p.direct_a) {
     // A is not packed, so rows per task only set the task count: at least 8 tasks where the
     // rows allow (2 per thread on 4 cores: a late thread still finds work), whole MR panels,
     // at most 4 MC (the tile is on the stack). MC = MT: one block per task.
-    int64_t m_panels = (p.m + p.mr - 1) / p.mr;
-    int64_t m_tasks = std::clamp<int64_t>((8 + p.batches * p.n_blocks() - 1) / (p.batches * p.n_blocks()), 1, m_panels);
+    int64_t m_panels = (m + p.mr - 1) / p.mr;
+    int64_t m_tasks = std::clamp<int64_t>((8 + batches * n_blocks - 1) / (batches * n_blocks), 1, m_panels);
     p.mt = p.mc = std::min(4 * p.mc, (m_panels + m_tasks - 1) / m_tasks * p.mr);
-    return true;
+    return;
   }
   // Rows per task: up to 4 MC blocks share one B packing, while keeping >= 8 tasks (threads).
-  int64_t m_blocks = (p.m + p.mc - 1) / p.mc;
-  int64_t per_task = m_blocks * p.batches * p.n_blocks() / 8;
+  int64_t m_blocks = (m + p.mc - 1) / p.mc;
+  int64_t per_task = m_blocks * batches * n_blocks / 8;
   p.mt = p.mc * std::clamp<int64_t>(per_task, 1, std::min<int64_t>(4, m_blocks));
-  return true;
 }
 
 llvm::Value* KernelEmitter::stack_array(llvm::Type* t, int64_t count) {
@@ -115,14 +135,14 @@ llvm::Value* KernelEmitter::stack_array(llvm::Type* t, int64_t count) {
 llvm::Value* KernelEmitter::gemm_a(const GemmPlan& plan, const Index& batch, llvm::Value* m,
                                    llvm::Value* k) {
   ir::ValueId a = plan.a;
-  std::vector<int64_t> as = dims(a);
+  const ir::Shape& as = dims(a);
   Index ai;
   if (plan.is_conv) {
     ai.push_back(m);
-    Index window = unflatten(k, std::vector<int64_t>(as.begin() + 1, as.end()));
+    Index window = unflatten(k, ir::Shape(as.begin() + 1, as.end()));
     ai.insert(ai.end(), window.begin(), window.end());
   } else {
-    ai = broadcast(std::vector<int64_t>(as.begin(), as.end() - 2), batch.size(), batch);
+    ai = broadcast(ir::Shape(as.begin(), as.end() - 2), batch.size(), batch);
     ai.push_back(m);
     ai.push_back(k);
   }
@@ -136,30 +156,30 @@ llvm::Value* KernelEmitter::gemm_b(const GemmPlan& plan, const Index& batch, llv
   const ir::Node& n = *plan.node;
   if (!plan.is_conv) {
     ir::ValueId bv = plan.b;
-    std::vector<int64_t> bs = dims(bv);
-    Index bi = broadcast(std::vector<int64_t>(bs.begin(), bs.end() - 2), batch.size(), batch);
+    const ir::Shape& bs = dims(bv);
+    Index bi = broadcast(ir::Shape(bs.begin(), bs.end() - 2), batch.size(), batch);
     bi.push_back(k);
     bi.push_back(n_pos);
     return emit(bv, bi);
   }
   ir::ValueId x = plan.b;
-  std::vector<int64_t> xs = dims(x), ws = dims(plan.a), out = dims(k_.reduction);
+  const ir::Shape &xs = dims(x), &out = dims(k_.reduction);
+  std::vector<int64_t> ws = static_dims(g_, plan.a);
   std::vector<int64_t> stride = int_list(n.attrs, "stride"), dilation = int_list(n.attrs, "dilation"),
                        pad = int_list(n.attrs, "pad_low");
-  Index window = unflatten(k, std::vector<int64_t>(ws.begin() + 1, ws.end()));
-  Index spatial = unflatten(n_pos, std::vector<int64_t>(out.begin() + 2, out.end()));
+  Index window = unflatten(k, to_shape(std::vector<int64_t>(ws.begin() + 1, ws.end())));
+  Index spatial = unflatten(n_pos, ir::Shape(out.begin() + 2, out.end()));
   Index xi = {batch[0], window[0]};
   llvm::Value* inside = b_.getTrue();
   for (size_t s = 0; s + 2 < xs.size(); ++s) {
     llvm::Value* pos = b_.CreateAdd(b_.CreateMul(spatial[s], i64(stride[s])),
                                     b_.CreateMul(window[1 + s], i64(dilation[s])));
     if (pad[s] != 0) pos = b_.CreateSub(pos, i64(pad[s]));
-    bool may_leave = pad[s] != 0 || (out[2 + s] - 1) * stride[s] + (ws[2 + s] - 1) * dilation[s] >= xs[2 + s];
-    if (may_leave) {
+    if (pad[s] != 0 || may_leave(out[2 + s], stride[s], ws[2 + s], dilation[s], xs[2 + s])) {
       inside = b_.CreateAnd(inside, in_range(pos, xs[2 + s]));
       pos = clamp(pos, xs[2 + s]);
     }
-    xi.push_back(xs[2 + s] == 1 ? b_.getInt64(0) : pos);
+    xi.push_back(is_one(xs[2 + s]) ? b_.getInt64(0) : pos);
   }
   return b_.CreateSelect(inside, emit(x, xi), llvm::ConstantFP::get(b_.getFloatTy(), 0.0));
 }
@@ -172,17 +192,17 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
                               llvm::Value* start, llvm::Value* count, llvm::Value* pc,
                               llvm::Value* kc, llvm::Value* dst) {
   int64_t r = pack_a ? plan.mr : plan.nr;
-  int64_t limit = pack_a ? plan.m : plan.n;
+  const ir::SymExpr& limit = pack_a ? plan.m : plan.n;
   llvm::Type* f32 = b_.getFloatTy();
   llvm::Value* panels = b_.CreateUDiv(b_.CreateAdd(count, i64(r - 1)), i64(r));
   // A strided view is packed with plain loads: one vector load where the panel's elements are
   // adjacent in memory (a row-major B), else r loads at a constant stride (a transposed B).
   const std::optional<StridedView>& view = pack_a ? plan.a_view : plan.b_view;
-  std::vector<int64_t> vs = dims(pack_a ? plan.a : plan.b);
+  const ir::Shape& vs = dims(pack_a ? plan.a : plan.b);
   // One panel q at K offset p: r values, clamped and zeroed past the edge only where needed.
   auto pack_one = [&](llvm::Value* q, llvm::Value* p) {
     llvm::Value* base = b_.CreateAdd(start, b_.CreateMul(q, i64(r)));
-    llvm::Value* full = b_.CreateICmpSLE(b_.CreateAdd(base, i64(r)), i64(limit));
+    llvm::Value* full = b_.CreateICmpSLE(b_.CreateAdd(base, i64(r)), size(limit));
     llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, kc), p), i64(r)));
     llvm::Value* k = b_.CreateAdd(pc, p);
     // The per-element path: zero past the edge, or every element through the operand's index map.
@@ -203,18 +223,18 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
     };
     if_else(full, [&] {
       if (!view || plan.is_conv) return each(false);
-      Index vi = broadcast(std::vector<int64_t>(vs.begin(), vs.end() - 2), batch.size(), batch);
+      Index vi = broadcast(ir::Shape(vs.begin(), vs.end() - 2), batch.size(), batch);
       vi.push_back(pack_a ? base : k);
       vi.push_back(pack_a ? k : base);
       llvm::Value* from = strided_address(*view, vi);
-      int64_t step = view->strides[vs.size() - (pack_a ? 2 : 1)];
-      if (step == 1) {
+      const ir::SymExpr& step = view->strides[vs.size() - (pack_a ? 2 : 1)];
+      if (is_one(step)) {
         auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(r));
         b_.CreateAlignedStore(b_.CreateAlignedLoad(vec, from, llvm::Align(4)), at, llvm::Align(4));
         return;
       }
       for (int64_t i = 0; i < r; ++i)
-        b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, b_.CreateGEP(f32, from, i64(i * step)), llvm::Align(4)),
+        b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, b_.CreateGEP(f32, from, size(step * i)), llvm::Align(4)),
                               b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(i)), llvm::Align(4));
     }, [&] { each(true); });
   };
@@ -230,8 +250,8 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
 void KernelEmitter::gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, llvm::Value* jc,
                                      llvm::Value* nc, llvm::Value* pc, llvm::Value* kc,
                                      llvm::Value* dst) {
-  int64_t total = 1;
-  for (int64_t d : dims(plan.b)) total *= d;
+  ir::SymExpr total = 1;
+  for (const ir::SymExpr& d : dims(plan.b)) total = total * d;
   llvm::Type* f32 = b_.getFloatTy();
   auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(plan.nr));
   llvm::Value* src = buffers_[static_cast<size_t>(read_arg_.at(plan.b))];
@@ -243,7 +263,7 @@ void KernelEmitter::gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, l
       llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, kc), p), i64(plan.nr)));
       // Columns past N are computed and dropped: only the end of the buffer needs the edge path,
       // where the elements past it read 0.
-      if_else(b_.CreateICmpSLE(b_.CreateAdd(flat, i64(plan.nr)), i64(total)), [&] {
+      if_else(b_.CreateICmpSLE(b_.CreateAdd(flat, i64(plan.nr)), size(total)), [&] {
         b_.CreateAlignedStore(b_.CreateAlignedLoad(vec, b_.CreateInBoundsGEP(f32, src, flat), llvm::Align(4)), at,
                               llvm::Align(4));
       }, [&] {
@@ -261,33 +281,35 @@ void KernelEmitter::gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, l
 // The offset in the conv input of batch `batch`, the input channel of k and its window position
 // (dilation included) at output position 0: where B[k, ·] starts (wide and gathered convs).
 llvm::Value* KernelEmitter::conv_input_base(const GemmPlan& plan, const Index& batch, llvm::Value* k) {
-  std::vector<int64_t> xs = dims(plan.b), ws = dims(plan.a), dilation = int_list(plan.node->attrs, "dilation");
-  Index window = unflatten(k, std::vector<int64_t>(ws.begin() + 1, ws.end()));
-  int64_t x_stride = 1;  // of spatial dim s, walking from the innermost
+  const ir::Shape& xs = dims(plan.b);
+  std::vector<int64_t> ws = static_dims(g_, plan.a), dilation = int_list(plan.node->attrs, "dilation");
+  Index window = unflatten(k, to_shape(std::vector<int64_t>(ws.begin() + 1, ws.end())));
+  ir::SymExpr x_stride = 1;  // of spatial dim s, walking from the innermost
   llvm::Value* base = i64(0);
   for (size_t s = xs.size(); s-- > 2;) {
-    base = b_.CreateAdd(base, b_.CreateMul(window[s - 1], i64(dilation[s - 2] * x_stride)));
-    x_stride *= xs[s];
+    base = b_.CreateAdd(base, b_.CreateMul(window[s - 1], size(x_stride * dilation[s - 2])));
+    x_stride = x_stride * xs[s];
   }
-  base = b_.CreateAdd(base, b_.CreateMul(window[0], i64(x_stride)));
-  return b_.CreateAdd(base, b_.CreateMul(batch[0], i64(xs[1] * x_stride)));
+  base = b_.CreateAdd(base, b_.CreateMul(window[0], size(x_stride)));
+  return b_.CreateAdd(base, b_.CreateMul(batch[0], size(xs[1] * x_stride)));
 }
 
 // The offsets into the conv input of output columns [jc, jc + count) (GemmPlan::gathered): for
 // column n at output position (o_1, ..), Σ o_s·stride_s·(input stride of spatial dim s); columns
 // past N get 0 (a valid address: their results are never stored).
 void KernelEmitter::gemm_conv_offsets(const GemmPlan& plan, llvm::Value* jc, int64_t count, llvm::Value* table) {
-  std::vector<int64_t> xs = dims(plan.b), out = dims(k_.reduction), stride = int_list(plan.node->attrs, "stride");
-  std::vector<int64_t> spatial_out(out.begin() + 2, out.end());
+  const ir::Shape &xs = dims(plan.b), &out = dims(k_.reduction);
+  std::vector<int64_t> stride = int_list(plan.node->attrs, "stride");
+  ir::Shape spatial_out(out.begin() + 2, out.end());
   range_loop(i64(0), i64(count), [&](llvm::Value* j) {
     llvm::Value* n = b_.CreateAdd(jc, j);
     llvm::Value* valid = in_range(n, plan.n);
     Index pos = unflatten(clamp(n, plan.n), spatial_out);
     llvm::Value* off = i64(0);
-    int64_t x_stride = 1;
+    ir::SymExpr x_stride = 1;
     for (size_t s = xs.size(); s-- > 2;) {
-      off = b_.CreateAdd(off, b_.CreateMul(pos[s - 2], i64(stride[s - 2] * x_stride)));
-      x_stride *= xs[s];
+      off = b_.CreateAdd(off, b_.CreateMul(pos[s - 2], size(x_stride * stride[s - 2])));
+      x_stride = x_stride * xs[s];
     }
     b_.CreateAlignedStore(b_.CreateSelect(valid, off, i64(0)), b_.CreateInBoundsGEP(b_.getInt64Ty(), table, j),
                           llvm::Align(8));
@@ -413,11 +435,11 @@ void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm
                                   llvm::Value* mc, llvm::Value* jc, llvm::Value* nc,
                                   llvm::Value* tile, int64_t ldc) {
   const ir::Node& n = *plan.node;
-  std::vector<int64_t> out = dims(k_.root);
+  const ir::Shape& out = dims(k_.root);
   llvm::Type* f32 = b_.getFloatTy();
   auto finish = [&](Index idx, llvm::Value* i, llvm::Value* j) {
     for (size_t d = 0; d < out.size(); ++d)
-      if (out[d] == 1) idx[d] = b_.getInt64(0);  // what broadcast() gives every size-1 dim
+      if (is_one(out[d])) idx[d] = b_.getInt64(0);  // what broadcast() gives every size-1 dim
     llvm::Value* at = b_.CreateInBoundsGEP(f32, tile, b_.CreateAdd(b_.CreateMul(i, i64(ldc)), j));
     llvm::Value* v = b_.CreateAlignedLoad(f32, at, llvm::Align(4));
     if (plan.is_conv && n.operands.size() > 2)
@@ -437,14 +459,14 @@ void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm
       return;
     }
     // Conv: whole rows per block, so the innermost loop is a static, contiguous output row.
-    llvm::Value* rows = b_.CreateUDiv(nc, i64(plan.row));
-    llvm::Value* first_row = b_.CreateUDiv(jc, i64(plan.row));
+    llvm::Value* rows = b_.CreateUDiv(nc, size(plan.row));
+    llvm::Value* first_row = b_.CreateUDiv(jc, size(plan.row));
     range_loop(i64(0), rows, [&](llvm::Value* r) {
       loop_nest({plan.out_w}, [&](const Index& w) {
         Index idx = {batch[0], m};
         if (out.size() == 4) idx.push_back(b_.CreateAdd(first_row, r));
         idx.push_back(w[0]);
-        finish(idx, i, b_.CreateAdd(b_.CreateMul(r, i64(plan.row)), w[0]));
+        finish(idx, i, b_.CreateAdd(b_.CreateMul(r, size(plan.row)), w[0]));
       });
     });
   });
@@ -454,14 +476,15 @@ void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm
 llvm::Value* KernelEmitter::packed_weight(ir::ValueId view, int64_t width) {
   ir::ValueId v = view;
   while (read_arg_.count(v) == 0) v = producer(v).operands[0];
-  std::vector<int64_t> d = dims(v);
+  std::vector<int64_t> d = static_dims(g_, v);
   AOT_CHECK(d.size() == 3 && d[2] == width, "a packed GEMM operand is not a panel weight");
   return buffers_[static_cast<size_t>(read_arg_.at(v))];
 }
 
 void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end) {
   AOT_CHECK(plan.mc % plan.mr == 0 && plan.mt % plan.mc == 0, "GEMM blocks must nest");
-  int64_t ncp = (plan.nc + plan.nr - 1) / plan.nr * plan.nr;
+  // The tile's row stride and the B panel's width: NC's bound in whole NR panels.
+  int64_t ncp = (plan.nc_bound + plan.nr - 1) / plan.nr * plan.nr;
   llvm::Type* f32 = b_.getFloatTy();
   const ir::Node& node = *plan.node;
   // Packing buffers only for operands packed here (not pre-packed weights, not A read in place).
@@ -476,25 +499,25 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
   // Weights pre-packed by pack_weights: their panels are read in place, never packed here.
   llvm::Value* packed_a = node.attrs.has("packed_a") ? packed_weight(plan.a, plan.mr) : nullptr;
   llvm::Value* packed_b = node.attrs.has("packed_b") ? packed_weight(plan.b, plan.nr) : nullptr;
-  std::vector<int64_t> out = dims(k_.reduction);
-  std::vector<int64_t> batch_extents(out.begin(), out.end() - (plan.is_conv ? static_cast<std::ptrdiff_t>(out.size() - 1) : 2));
+  const ir::Shape& out = dims(k_.reduction);
+  ir::Shape batch_extents(out.begin(), out.end() - (plan.is_conv ? static_cast<std::ptrdiff_t>(out.size() - 1) : 2));
   auto min = [&](llvm::Value* x, int64_t y) { return b_.CreateSelect(b_.CreateICmpSLT(x, i64(y)), x, i64(y)); };
   auto ceil_div = [&](llvm::Value* x, int64_t y) { return b_.CreateUDiv(b_.CreateAdd(x, i64(y - 1)), i64(y)); };
   range_loop(begin, end, [&](llvm::Value* t) {
-    llvm::Value* jb = b_.CreateURem(t, i64(plan.n_blocks()));
-    llvm::Value* rest = b_.CreateUDiv(t, i64(plan.n_blocks()));
-    llvm::Value* ib = b_.CreateURem(rest, i64(plan.m_tasks()));
-    Index batch = unflatten(b_.CreateUDiv(rest, i64(plan.m_tasks())), batch_extents);
+    llvm::Value* jb = b_.CreateURem(t, size(plan.n_blocks()));
+    llvm::Value* rest = b_.CreateUDiv(t, size(plan.n_blocks()));
+    llvm::Value* ib = b_.CreateURem(rest, size(plan.m_tasks()));
+    Index batch = unflatten(b_.CreateUDiv(rest, size(plan.m_tasks())), batch_extents);
     llvm::Value* it = b_.CreateMul(ib, i64(plan.mt));
-    llvm::Value* jc = b_.CreateMul(jb, i64(plan.nc));
-    llvm::Value* mt = min(b_.CreateSub(i64(plan.m), it), plan.mt);
-    llvm::Value* nc = min(b_.CreateSub(i64(plan.n), jc), plan.nc);
+    llvm::Value* jc = b_.CreateMul(jb, size(plan.nc));
+    llvm::Value* mt = min(b_.CreateSub(size(plan.m), it), plan.mt);
+    llvm::Value* nc = smin(b_.CreateSub(size(plan.n), jc), size(plan.nc));
     llvm::Value* n_panels = ceil_div(nc, plan.nr);
-    int64_t k_panels = (plan.k + plan.kc - 1) / plan.kc;
+    ir::SymExpr k_panels = floordiv(plan.k + (plan.kc - 1), plan.kc);
     if (plan.gathered) gemm_conv_offsets(plan, jc, ncp, offsets);
-    range_loop(i64(0), i64(k_panels), [&](llvm::Value* pi) {
+    range_loop(i64(0), size(k_panels), [&](llvm::Value* pi) {
       llvm::Value* pc = b_.CreateMul(pi, i64(plan.kc));
-      llvm::Value* kc = min(b_.CreateSub(i64(plan.k), pc), plan.kc);
+      llvm::Value* kc = min(b_.CreateSub(size(plan.k), pc), plan.kc);
       llvm::Value* first = b_.CreateICmpEQ(pi, i64(0));
       if (plan.wide) gemm_pack_wide_b(plan, batch, jc, nc, pc, kc, bp);
       else if (plan.gathered) gemm_pack_gathered_b(plan, batch, nc, pc, kc, offsets, bp);
@@ -508,18 +531,19 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
           range_loop(i64(0), m_panels, [&](llvm::Value* ir) {
             // A pre-packed weight's panel q at K offset pc: weight + (q·K + pc)·width.
             auto in_place = [&](llvm::Value* weight, llvm::Value* q, int64_t width) {
-              return b_.CreateInBoundsGEP(f32, weight, b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, i64(plan.k)), pc), i64(width)));
+              llvm::Value* at = b_.CreateAdd(b_.CreateMul(q, size(plan.k)), pc);
+              return b_.CreateInBoundsGEP(f32, weight, b_.CreateMul(at, i64(width)));
             };
             llvm::Value* m0 = b_.CreateAdd(b_.CreateAdd(it, row0), b_.CreateMul(ir, i64(plan.mr)));  // in C
             llvm::Value *a_panel, *lda = i64(0), *valid = i64(plan.mr);
             if (plan.direct_a) {
-              std::vector<int64_t> as = dims(plan.a);
-              Index ai = broadcast(std::vector<int64_t>(as.begin(), as.end() - 2), batch.size(), batch);
+              const ir::Shape& as = dims(plan.a);
+              Index ai = broadcast(ir::Shape(as.begin(), as.end() - 2), batch.size(), batch);
               ai.push_back(m0);
               ai.push_back(pc);
               a_panel = strided_address(*plan.a_view, ai);
-              lda = i64(plan.a_view->strides[as.size() - 2]);
-              valid = b_.CreateSub(i64(plan.m), m0);
+              lda = size(plan.a_view->strides[as.size() - 2]);
+              valid = b_.CreateSub(size(plan.m), m0);
             } else if (packed_a) {
               a_panel = in_place(packed_a, b_.CreateUDiv(m0, i64(plan.mr)), plan.mr);
             } else {

@@ -65,10 +65,10 @@ Index KernelEmitter::reduced_index(const std::vector<bool>& reduced, bool keepdi
 llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
   ir::ValueId x = n.operands[0];
   ir::DType rt = dtype(n.results[0]);
-  std::vector<int64_t> xs = dims(x);
+  const ir::Shape& xs = dims(x);
   bool keepdim = n.attrs.has("keepdim") && n.attrs.i("keepdim") != 0;
   std::vector<bool> reduced(xs.size(), false);
-  std::vector<int64_t> extents;
+  ir::Shape extents;
   for (int64_t a : int_list(n.attrs, "axes"))
     reduced[static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(xs.size()) : a)] = true;
   for (size_t d = 0; d < xs.size(); ++d)
@@ -94,7 +94,7 @@ llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
 llvm::Value* KernelEmitter::emit_arg_reduce(const ir::Node& n, const Index& idx) {
   ir::ValueId x = n.operands[0];
   ir::DType xt = dtype(x);
-  std::vector<int64_t> xs = dims(x);
+  const ir::Shape& xs = dims(x);
   bool keepdim = n.attrs.has("keepdim") && n.attrs.i("keepdim") != 0;
   std::vector<int64_t> axes = int_list(n.attrs, "axes");
   AOT_CHECK(axes.size() == 1, "argmax/argmin over one axis");
@@ -118,13 +118,13 @@ llvm::Value* KernelEmitter::emit_arg_reduce(const ir::Node& n, const Index& idx)
 llvm::Value* KernelEmitter::emit_matmul(const ir::Node& n, const Index& idx) {
   ir::ValueId a = n.operands[0], bv = n.operands[1];
   ir::DType rt = dtype(n.results[0]);
-  std::vector<int64_t> as = dims(a), bs = dims(bv);
+  const ir::Shape &as = dims(a), &bs = dims(bv);
   size_t batch = idx.size() - (as.size() >= 2 ? 1 : 0) - (bs.size() >= 2 ? 1 : 0);
   Index batch_idx(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(batch));
   llvm::Value* row = as.size() >= 2 ? idx[batch] : nullptr;
   llvm::Value* col = bs.size() >= 2 ? idx.back() : nullptr;
-  auto batch_of = [&](const std::vector<int64_t>& s) {
-    std::vector<int64_t> bdims;
+  auto batch_of = [&](const ir::Shape& s) {
+    ir::Shape bdims;
     if (s.size() > 2) bdims.assign(s.begin(), s.end() - 2);
     return broadcast(bdims, batch, batch_idx);
   };
@@ -133,10 +133,10 @@ llvm::Value* KernelEmitter::emit_matmul(const ir::Node& n, const Index& idx) {
   llvm::Value* acc = accumulator(t, constant(b_, 0, rt));
   loop_nest({as.back()}, [&](const Index& k) {
     Index ai = a_batch, bi = b_batch;
-    if (row) ai.push_back(as[as.size() - 2] == 1 ? b_.getInt64(0) : row);
+    if (row) ai.push_back(is_one(as[as.size() - 2]) ? b_.getInt64(0) : row);
     ai.push_back(k[0]);
     bi.push_back(k[0]);
-    if (col) bi.push_back(bs.back() == 1 ? b_.getInt64(0) : col);
+    if (col) bi.push_back(is_one(bs.back()) ? b_.getInt64(0) : col);
     llvm::Value* av = convert(b_, emit(a, ai), dtype(a), rt);
     llvm::Value* bw = convert(b_, emit(bv, bi), dtype(bv), rt);
     auto sums = reassociable_sums();
@@ -149,7 +149,8 @@ llvm::Value* KernelEmitter::emit_matmul(const ir::Node& n, const Index& idx) {
 llvm::Value* KernelEmitter::emit_conv(const ir::Node& n, const Index& idx) {
   ir::ValueId x = n.operands[0], w = n.operands[1];
   ir::DType rt = dtype(n.results[0]);
-  std::vector<int64_t> xs = dims(x), ws = dims(w);
+  const ir::Shape& xs = dims(x);
+  std::vector<int64_t> ws = static_dims(g_, w);  // weights are static
   size_t spatial = xs.size() - 2;
   std::vector<int64_t> stride = int_list(n.attrs, "stride"), dilation = int_list(n.attrs, "dilation"),
                        pad = int_list(n.attrs, "pad_low");
@@ -159,14 +160,14 @@ llvm::Value* KernelEmitter::emit_conv(const ir::Node& n, const Index& idx) {
   llvm::Value* group_base = groups == 1 ? i64(0)
                             : b_.CreateMul(b_.CreateUDiv(idx[1], i64(out_per_group)), i64(in_per_group));
   llvm::Type* t = compute_type(ctx_, rt);
-  std::vector<int64_t> extents = {in_per_group};
+  ir::Shape extents = {in_per_group};
   int64_t taps = in_per_group;
   for (size_t s = 0; s < spatial; ++s) {
     extents.push_back(ws[2 + s]);
     taps *= ws[2 + s];
   }
   bool any_empty = false;
-  for (int64_t d : xs) any_empty |= d == 0;
+  for (const ir::SymExpr& d : xs) any_empty |= is_zero(d);
   // Depthwise (one input channel per output channel) with a small window: the taps are
   // unrolled here into one straight-line sum, with no accumulator in memory, so that the
   // loop over the output row is the innermost loop and vectorises (with the padding
@@ -185,8 +186,8 @@ llvm::Value* KernelEmitter::emit_conv(const ir::Node& n, const Index& idx) {
       if (pad[s] != 0) pos = b_.CreateSub(pos, i64(pad[s]));
       // Bounds checks only where the window can leave the input (never once pad_conv_inputs
       // has moved the padding into the input).
-      std::vector<int64_t> os = dims(n.results[0]);
-      if (pad[s] != 0 || (os[2 + s] - 1) * stride[s] + (ws[2 + s] - 1) * dilation[s] >= xs[2 + s]) {
+      const ir::Shape& os = dims(n.results[0]);
+      if (pad[s] != 0 || may_leave(os[2 + s], stride[s], ws[2 + s], dilation[s], xs[2 + s])) {
         inside = b_.CreateAnd(inside, in_range(pos, xs[2 + s]));
         pos = clamp(pos, xs[2 + s]);
       }
@@ -206,8 +207,8 @@ llvm::Value* KernelEmitter::emit_conv(const ir::Node& n, const Index& idx) {
       int64_t rest = i;
       Index ri(extents.size());
       for (size_t d = extents.size(); d-- > 0;) {
-        ri[d] = i64(rest % extents[d]);
-        rest /= extents[d];
+        ri[d] = i64(rest % extents[d].constant());
+        rest /= extents[d].constant();
       }
       tap(ri);
     }
@@ -225,7 +226,7 @@ llvm::Value* KernelEmitter::emit_conv(const ir::Node& n, const Index& idx) {
 llvm::Value* KernelEmitter::emit_pool(const ir::Node& n, const Index& idx) {
   ir::ValueId x = n.operands[0];
   ir::DType rt = dtype(n.results[0]);
-  std::vector<int64_t> xs = dims(x);
+  const ir::Shape& xs = dims(x);
   size_t spatial = xs.size() - 2;
   std::vector<int64_t> kernel = int_list(n.attrs, "kernel"), stride = int_list(n.attrs, "stride"),
                        pad = int_list(n.attrs, "padding");
@@ -237,11 +238,11 @@ llvm::Value* KernelEmitter::emit_pool(const ir::Node& n, const Index& idx) {
   llvm::Value* acc = accumulator(t, is_max ? lowest_value(b_, rt) : constant(b_, 0, rt));
   llvm::Value* count = accumulator(b_.getInt64Ty(), i64(0));
   bool any_empty = false;
-  for (int64_t d : xs) any_empty |= d == 0;
+  for (const ir::SymExpr& d : xs) any_empty |= is_zero(d);
   std::vector<llvm::Value*> start(spatial);
   for (size_t s = 0; s < spatial; ++s)
     start[s] = b_.CreateSub(b_.CreateMul(idx[2 + s], i64(stride[s])), i64(pad[s]));
-  if (!any_empty) loop_nest(kernel, [&](const Index& r) {
+  if (!any_empty) loop_nest(to_shape(kernel), [&](const Index& r) {
     Index xi = {idx[0], idx[1]};
     llvm::Value* inside = b_.getTrue();
     for (size_t s = 0; s < spatial; ++s) {
@@ -263,7 +264,7 @@ llvm::Value* KernelEmitter::emit_pool(const ir::Node& n, const Index& idx) {
     divisor = i64(1);
     for (size_t s = 0; s < spatial; ++s) {
       llvm::Value* end = b_.CreateAdd(start[s], i64(kernel[s]));
-      llvm::Value* limit = i64(xs[2 + s] + pad[s]);
+      llvm::Value* limit = size(xs[2 + s] + pad[s]);
       end = b_.CreateSelect(b_.CreateICmpSLT(end, limit), end, limit);
       divisor = b_.CreateMul(divisor, b_.CreateSub(end, start[s]));
     }
@@ -275,7 +276,8 @@ llvm::Value* KernelEmitter::emit_topk(const ir::Node& n, ir::ValueId result, con
   ir::ValueId x = n.operands[0];
   ir::DType xt = dtype(x);
   auto axis = static_cast<size_t>(n.attrs.i("axis"));
-  int64_t k = n.attrs.i("k"), size = dims(x)[axis];
+  int64_t k = n.attrs.i("k");
+  const ir::SymExpr& length = dims(x)[axis];
   bool largest = n.attrs.has("largest") && n.attrs.i("largest") != 0;
   llvm::Type* t = compute_type(ctx_, xt);
   llvm::Value* j = idx[axis];
@@ -292,7 +294,7 @@ llvm::Value* KernelEmitter::emit_topk(const ir::Node& n, ir::ValueId result, con
   llvm::Value* best_i = accumulator(b_.getInt64Ty(), i64(-1));
   loop_nest({k}, [&](const Index& round) {
     b_.CreateStore(i64(-1), best_i);
-    loop_nest({size}, [&](const Index& i) {
+    loop_nest({length}, [&](const Index& i) {
       Index xi = idx;
       xi[axis] = i[0];
       llvm::Value* v = emit(x, xi);
@@ -318,10 +320,10 @@ void KernelEmitter::emit_scan_kernel(const ir::Node& n) {
   ir::ValueId x = n.operands[0], root = n.results[0];
   ir::DType rt = dtype(root);
   auto axis = static_cast<size_t>(n.attrs.i("axis"));
-  std::vector<int64_t> outer = k_.loop_extents;
-  int64_t length = outer.at(axis);
+  ir::Shape outer = k_.loop_extents;
+  ir::SymExpr length = outer.at(axis);
   outer[axis] = 1;
-  if (length == 0) return;
+  if (is_zero(length)) return;
   llvm::Type* t = compute_type(ctx_, rt);
   loop_nest(outer, [&](const Index& o) {
     llvm::Value* acc = accumulator(t, constant(b_, 0, rt));

@@ -11,7 +11,8 @@
 //                                           nearest valid position (documented behaviour; torch
 //                                           raises "index out of range");
 //   arange                                  start + i * step computed in double, then converted.
-// Test: lowering_tests Ops.Slice*, Ops.Flip*, Ops.Pad*, Ops.Concat*, Ops.Gather*,
+// Symbolic dims: reshape_groups pairs dims by equal SymExpr products, strides are SymExprs.
+// Test: lowering_tests Ops.Slice*, Ops.Flip*, Ops.Pad*, Ops.Concat*, Ops.Gather*, Dynamic.*,
 // Ops.IndexSelect*, Ops.Arange*.
 #include "lowering/cpu/kernel_emitter.h"
 
@@ -28,7 +29,7 @@ llvm::Value* KernelEmitter::emit_movement(const ir::Node& n, const Index& idx) {
 
 // The operand index a single-operand view reads for result index `idx`.
 Index KernelEmitter::view_index(const ir::Node& n, const Index& idx) {
-  std::vector<int64_t> src = dims(n.operands[0]);
+  const ir::Shape& src = dims(n.operands[0]);
   switch (n.op) {
     case ir::OpKind::Expand: return broadcast(src, idx.size(), idx);
     case ir::OpKind::Permute: {
@@ -52,7 +53,7 @@ Index KernelEmitter::view_index(const ir::Node& n, const Index& idx) {
       Index out = idx;
       for (int64_t a : int_list(n.attrs, "axes")) {
         auto axis = static_cast<size_t>(a);
-        if (src[axis] > 1) out[axis] = b_.CreateSub(i64(src[axis] - 1), idx[axis]);
+        if (!is_one(src[axis]) && !is_zero(src[axis])) out[axis] = b_.CreateSub(size(src[axis] - 1), idx[axis]);
       }
       return out;
     }
@@ -61,44 +62,59 @@ Index KernelEmitter::view_index(const ir::Node& n, const Index& idx) {
   }
 }
 
-// Reshape as a view: dims are split into groups of equal element count; within a group the
-// result index is linearised and split again into the source dims.
-Index KernelEmitter::reshape_index(const std::vector<int64_t>& dst, const std::vector<int64_t>& src,
-                                   const Index& idx) {
-  Index out;
+std::vector<DimGroup> reshape_groups(const ir::Shape& dst, const ir::Shape& src,
+                                     const ir::SymBindings& at) {
+  std::vector<DimGroup> groups;
   size_t i = 0, j = 0;
   while (i < dst.size() || j < src.size()) {
-    size_t i0 = i, j0 = j;
-    int64_t pd = i < dst.size() ? dst[i++] : 1, ps = j < src.size() ? src[j++] : 1;
-    while (pd != ps) {
-      if (pd < ps) pd *= dst.at(i++);
-      else ps *= src.at(j++);
-      if (pd == 0 || ps == 0) break;  // empty tensors: never read
+    DimGroup group{i, i, j, j};
+    ir::SymExpr pd = i < dst.size() ? dst[i++] : 1, ps = j < src.size() ? src[j++] : 1;
+    while (!(pd == ps) && (i < dst.size() || j < src.size())) {
+      bool grow_dst = j == src.size() || (i < dst.size() && planned_size(pd, at) < planned_size(ps, at));
+      if (grow_dst) pd = pd * dst[i++];
+      else ps = ps * src[j++];
+      if (is_zero(pd) || is_zero(ps)) {  // empty tensors: never read
+        group.empty = true;
+        break;
+      }
     }
-    if (i - i0 == 1 && j - j0 == 1) {
-      out.push_back(idx[i0]);
+    group.i1 = i;
+    group.j1 = j;
+    groups.push_back(group);
+  }
+  return groups;
+}
+
+// Reshape as a view: within each group of reshape_groups the result index is linearised and
+// split again into the source dims (runtime divisions where the dims are symbolic).
+Index KernelEmitter::reshape_index(const ir::Shape& dst, const ir::Shape& src, const Index& idx) {
+  Index out;
+  for (const DimGroup& group : reshape_groups(dst, src, max_)) {
+    if (group.i1 - group.i0 == 1 && group.j1 - group.j0 == 1) {
+      out.push_back(idx[group.i0]);
       continue;
     }
     llvm::Value* linear = b_.getInt64(0);
-    for (size_t d = i0; d < i; ++d) linear = b_.CreateAdd(b_.CreateMul(linear, i64(dst[d])), idx[d]);
-    int64_t stride = ps;
-    for (size_t d = j0; d < j; ++d) {
-      stride /= src[d] == 0 ? 1 : src[d];
-      llvm::Value* q = stride == 1 ? linear : b_.CreateUDiv(linear, i64(stride));
-      out.push_back(d == j0 ? q : b_.CreateURem(q, i64(src[d])));
+    for (size_t d = group.i0; d < group.i1; ++d)
+      linear = b_.CreateAdd(b_.CreateMul(linear, size(dst[d])), idx[d]);
+    for (size_t d = group.j0; d < group.j1; ++d) {
+      ir::SymExpr stride = 1;  // of source dim d: the group's dims inside it
+      for (size_t e = d + 1; e < group.j1; ++e) stride = stride * (is_zero(src[e]) ? ir::SymExpr(1) : src[e]);
+      llvm::Value* q = is_one(stride) ? linear : b_.CreateUDiv(linear, size(stride));
+      out.push_back(d == group.j0 ? q : b_.CreateURem(q, size(src[d])));
     }
   }
   return out;
 }
 
 std::optional<StridedView> KernelEmitter::strided_view(ir::ValueId v) const {
-  std::vector<int64_t> shape = dims(v);
+  const ir::Shape& shape = dims(v);
   if (auto it = read_arg_.find(v); it != read_arg_.end()) {
-    StridedView sv{v, 0, std::vector<int64_t>(shape.size())};
-    int64_t stride = 1;
+    StridedView sv{v, 0, std::vector<ir::SymExpr>(shape.size())};
+    ir::SymExpr stride = 1;
     for (size_t d = shape.size(); d-- > 0;) {
-      sv.strides[d] = shape[d] == 1 ? 0 : stride;
-      stride *= shape[d];
+      sv.strides[d] = is_one(shape[d]) ? ir::SymExpr(0) : stride;
+      stride = stride * shape[d];
     }
     return sv;
   }
@@ -107,12 +123,12 @@ std::optional<StridedView> KernelEmitter::strided_view(ir::ValueId v) const {
   if (n.operands.size() != 1 || dtype(n.operands[0]) != dtype(v)) return std::nullopt;  // pad, concat, casts
   std::optional<StridedView> src = strided_view(n.operands[0]);
   if (!src) return std::nullopt;
-  std::vector<int64_t> from = dims(n.operands[0]);
-  StridedView out{src->buffer, src->offset, std::vector<int64_t>(shape.size(), 0)};
+  const ir::Shape& from = dims(n.operands[0]);
+  StridedView out{src->buffer, src->offset, std::vector<ir::SymExpr>(shape.size(), 0)};
   switch (n.op) {
     case ir::OpKind::Expand:  // numpy broadcasting: leading new dims and size-1 dims read 0
       for (size_t d = 0; d < from.size(); ++d)
-        out.strides[d + shape.size() - from.size()] = from[d] == 1 ? 0 : src->strides[d];
+        out.strides[d + shape.size() - from.size()] = is_one(from[d]) ? ir::SymExpr(0) : src->strides[d];
       return out;
     case ir::OpKind::Permute: {
       std::vector<int64_t> perm = int_list(n.attrs, "perm");
@@ -124,50 +140,38 @@ std::optional<StridedView> KernelEmitter::strided_view(ir::ValueId v) const {
       auto axis = static_cast<size_t>(n.attrs.i("axis"));
       int64_t step = n.attrs.has("step") ? n.attrs.i("step") : 1;
       out.strides = src->strides;
-      out.offset += n.attrs.i("start") * src->strides[axis];
-      out.strides[axis] *= step;
+      out.offset = out.offset + src->strides[axis] * n.attrs.i("start");
+      out.strides[axis] = out.strides[axis] * step;
       return out;
     }
     case ir::OpKind::Flip:
       out.strides = src->strides;
       for (int64_t a : int_list(n.attrs, "axes")) {
         auto axis = static_cast<size_t>(a);
-        out.offset += (from[axis] - 1) * src->strides[axis];
-        out.strides[axis] = -src->strides[axis];
+        out.offset = out.offset + (from[axis] - 1) * src->strides[axis];
+        out.strides[axis] = src->strides[axis] * -1;
       }
       return out;
     case ir::OpKind::Reshape: {
-      // Groups of dims with equal element counts (as reshape_index): each group of source dims
-      // must be one affine run (stride[d] = stride[d+1]·size[d+1] over its non-1 dims); the
-      // result dims of the group then split that run.
-      size_t i = 0, j = 0;
-      while (i < shape.size() || j < from.size()) {
-        size_t i0 = i, j0 = j;
-        int64_t pd = i < shape.size() ? shape[i++] : 1, ps = j < from.size() ? from[j++] : 1;
-        while (pd != ps) {
-          if (pd == 0 || ps == 0) return std::nullopt;
-          if (pd < ps) pd *= shape.at(i++);
-          else ps *= from.at(j++);
-        }
-        int64_t inner = 0;  // stride of the group's innermost non-1 source dim
+      // Each group of source dims (reshape_groups) must be one affine run (stride[d] =
+      // stride[d+1]·size[d+1] over its non-1 dims, as equal SymExprs); the result dims of the
+      // group then split that run.
+      for (const DimGroup& group : reshape_groups(shape, from, max_)) {
+        if (group.empty) return std::nullopt;
+        ir::SymExpr inner = 0;  // the stride one past the last dim checked
         bool have = false;
-        for (size_t d = j; d-- > j0;) {
-          if (from[d] == 1) continue;
-          if (!have) {
-            inner = src->strides[d];
-            have = true;
-          } else if (src->strides[d] != inner) {
-            return std::nullopt;
-          }
+        for (size_t d = group.j1; d-- > group.j0;) {
+          if (is_one(from[d])) continue;
+          if (have && !(src->strides[d] == inner)) return std::nullopt;
+          have = true;
           inner = src->strides[d] * from[d];
         }
-        // `inner` is now the stride one past the group's outermost dim; walk the result dims.
-        int64_t stride = 0;
-        for (size_t d = j; d-- > j0;)
-          if (from[d] != 1) { stride = src->strides[d]; break; }
-        for (size_t d = i; d-- > i0;) {
-          out.strides[d] = shape[d] == 1 ? 0 : stride;
-          stride *= shape[d];
+        ir::SymExpr stride = 0;  // of the group's innermost non-1 source dim
+        for (size_t d = group.j1; d-- > group.j0;)
+          if (!is_one(from[d])) { stride = src->strides[d]; break; }
+        for (size_t d = group.i1; d-- > group.i0;) {
+          out.strides[d] = is_one(shape[d]) ? ir::SymExpr(0) : stride;
+          stride = stride * shape[d];
         }
       }
       return out;
@@ -177,9 +181,9 @@ std::optional<StridedView> KernelEmitter::strided_view(ir::ValueId v) const {
 }
 
 llvm::Value* KernelEmitter::strided_address(const StridedView& sv, const Index& idx) {
-  llvm::Value* off = i64(sv.offset);
+  llvm::Value* off = size(sv.offset);
   for (size_t d = 0; d < idx.size(); ++d)
-    if (sv.strides[d] != 0) off = b_.CreateAdd(off, b_.CreateMul(idx[d], i64(sv.strides[d])));
+    if (!is_zero(sv.strides[d])) off = b_.CreateAdd(off, b_.CreateMul(idx[d], size(sv.strides[d])));
   llvm::Type* t = storage_type(ctx_, dtype(sv.buffer));
   return b_.CreateGEP(t, buffers_[static_cast<size_t>(read_arg_.at(sv.buffer))], off);
 }
@@ -187,10 +191,11 @@ llvm::Value* KernelEmitter::strided_address(const StridedView& sv, const Index& 
 llvm::Value* KernelEmitter::emit_pad(const ir::Node& n, const Index& idx) {
   ir::ValueId x = n.operands[0];
   ir::DType rt = dtype(n.results[0]);
-  std::vector<int64_t> xs = dims(x), low = int_list(n.attrs, "low"), high = int_list(n.attrs, "high");
+  const ir::Shape& xs = dims(x);
+  std::vector<int64_t> low = int_list(n.attrs, "low"), high = int_list(n.attrs, "high");
   llvm::Value* value = constant(b_, n.attrs.f("value"), rt);
-  for (int64_t d : xs)
-    if (d == 0) return value;  // nothing to read: all padding
+  for (const ir::SymExpr& d : xs)
+    if (is_zero(d)) return value;  // nothing to read: all padding
   Index src;
   llvm::Value* inside = b_.getTrue();
   for (size_t d = 0; d < xs.size(); ++d) {
@@ -211,22 +216,23 @@ llvm::Value* KernelEmitter::emit_pad(const ir::Node& n, const Index& idx) {
 // vectorises.
 bool KernelEmitter::emit_pad_rows(const ir::Node& n, llvm::Value* begin, llvm::Value* end) {
   ir::ValueId x = n.operands[0], root = n.results[0];
-  std::vector<int64_t> xs = dims(x), out = dims(root), low = int_list(n.attrs, "low");
-  for (int64_t d : xs)
-    if (d == 0) return false;
+  const ir::Shape &xs = dims(x), &out = dims(root);
+  std::vector<int64_t> low = int_list(n.attrs, "low"), high = int_list(n.attrs, "high");
+  for (const ir::SymExpr& d : xs)
+    if (is_zero(d)) return false;
   ir::DType rt = dtype(root);
   const size_t last = out.size() - 1;
-  std::vector<int64_t> outer(out.begin(), out.end() - 1);
+  ir::Shape outer(out.begin(), out.end() - 1);
   // Interior columns of a row: j - low[last] in [0, xs[last]), within [0, out[last]).
-  int64_t j_lo = std::clamp<int64_t>(low[last], 0, out[last]);
-  int64_t j_hi = std::clamp<int64_t>(low[last] + xs[last], j_lo, out[last]);
+  ir::SymExpr j_lo = min(max(ir::SymExpr(low[last]), 0), out[last]);
+  ir::SymExpr j_hi = min(max(low[last] + xs[last], j_lo), out[last]);
   range_loop(begin, end, [&](llvm::Value* t) {
     Index head = unflatten(t, outer), src;
     llvm::Value* inside = b_.getTrue();
     for (size_t d = 0; d < last; ++d) {
       llvm::Value* s = low[d] == 0 ? head[d] : b_.CreateSub(head[d], i64(low[d]));
-      if (xs[d] != out[d] || low[d] != 0) inside = b_.CreateAnd(inside, in_range(s, xs[d]));
-      src.push_back(xs[d] == 1 ? i64(0) : s);
+      if (low[d] + high[d] != 0 || low[d] != 0) inside = b_.CreateAnd(inside, in_range(s, xs[d]));
+      src.push_back(is_one(xs[d]) ? i64(0) : s);
     }
     auto fill = [&](llvm::Value* from, llvm::Value* to) {
       range_loop(from, to, [&](llvm::Value* j) {
@@ -236,15 +242,15 @@ bool KernelEmitter::emit_pad_rows(const ir::Node& n, llvm::Value* begin, llvm::V
       });
     };
     if_else(inside, [&] {
-      fill(i64(0), i64(j_lo));
-      range_loop(i64(j_lo), i64(j_hi), [&](llvm::Value* j) {
+      fill(i64(0), size(j_lo));
+      range_loop(size(j_lo), size(j_hi), [&](llvm::Value* j) {
         Index idx = head, from = src;
         idx.push_back(j);
-        from.push_back(xs[last] == 1 ? i64(0) : b_.CreateSub(j, i64(low[last])));
+        from.push_back(is_one(xs[last]) ? i64(0) : b_.CreateSub(j, i64(low[last])));
         store(root, 0, idx, convert(b_, emit(x, from), dtype(x), rt));
       });
-      fill(i64(j_hi), i64(out[last]));
-    }, [&] { fill(i64(0), i64(out[last])); });
+      fill(size(j_hi), size(out[last]));
+    }, [&] { fill(i64(0), size(out[last])); });
   });
   return true;
 }
@@ -253,19 +259,20 @@ llvm::Value* KernelEmitter::emit_concat(const ir::Node& n, const Index& idx) {
   auto axis = static_cast<size_t>(n.attrs.i("axis"));
   ir::DType rt = dtype(n.results[0]);
   llvm::Value* out = nullptr;
-  int64_t offset = dims(n.results[0])[axis], non_empty = 0;
-  for (ir::ValueId o : n.operands) non_empty += dims(o)[axis] > 0 ? 1 : 0;
+  ir::SymExpr offset = dims(n.results[0])[axis];
+  int64_t non_empty = 0;
+  for (ir::ValueId o : n.operands) non_empty += is_zero(dims(o)[axis]) ? 0 : 1;
   // From the last operand back: out = i < start_k ? (earlier operands) : operand_k.
   for (size_t k = n.operands.size(); k-- > 0;) {
     ir::ValueId o = n.operands[k];
-    int64_t size = dims(o)[axis];
-    offset -= size;
-    if (size == 0) continue;
+    ir::SymExpr length = dims(o)[axis];
+    offset = offset - length;
+    if (is_zero(length)) continue;
     Index src = idx;
-    llvm::Value* local = offset == 0 ? idx[axis] : b_.CreateSub(idx[axis], i64(offset));
-    src[axis] = non_empty == 1 ? local : clamp(local, size);  // every operand is loaded
+    llvm::Value* local = is_zero(offset) ? idx[axis] : b_.CreateSub(idx[axis], size(offset));
+    src[axis] = non_empty == 1 ? local : clamp(local, length);  // every operand is loaded
     llvm::Value* v = convert(b_, emit(o, src), dtype(o), rt);
-    out = out == nullptr ? v : b_.CreateSelect(b_.CreateICmpSLT(idx[axis], i64(offset + size)), v, out);
+    out = out == nullptr ? v : b_.CreateSelect(b_.CreateICmpSLT(idx[axis], size(offset + length)), v, out);
   }
   AOT_CHECK(out != nullptr, "concat of empty operands evaluated");
   return out;
@@ -276,8 +283,8 @@ llvm::Value* KernelEmitter::emit_index(const ir::Node& n, const Index& idx) {
   auto axis = static_cast<size_t>(n.attrs.i("axis"));
   ir::DType rt = dtype(n.results[0]);
   if (dims(x).empty()) return convert(b_, emit(x, {}), dtype(x), rt);  // a 0-d input reads as [1]
-  int64_t size = dims(x)[axis];
-  if (size == 0) return constant(b_, 0, rt);  // torch raises; nothing valid to read
+  ir::SymExpr length = dims(x)[axis];
+  if (is_zero(length)) return constant(b_, 0, rt);  // torch raises; nothing valid to read
   llvm::Value* i;
   if (n.op == ir::OpKind::Gather) {
     i = emit(index, idx);
@@ -286,9 +293,9 @@ llvm::Value* KernelEmitter::emit_index(const ir::Node& n, const Index& idx) {
     i = emit(index, Index{idx[axis]});
   }
   i = convert(b_, i, dtype(index), ir::DType::i64);
-  i = b_.CreateSelect(b_.CreateICmpSLT(i, i64(0)), b_.CreateAdd(i, i64(size)), i);
+  i = b_.CreateSelect(b_.CreateICmpSLT(i, i64(0)), b_.CreateAdd(i, size(length)), i);
   Index src = idx;
-  src[axis] = clamp(i, size);
+  src[axis] = clamp(i, length);
   return convert(b_, emit(x, src), dtype(x), rt);
 }
 
@@ -302,10 +309,10 @@ llvm::Value* KernelEmitter::emit_arange(const ir::Node& n, const Index& idx) {
 
 // ir::philox_sample of the element at `idx`: Philox4x32-10 unrolled on 32-bit words.
 llvm::Value* KernelEmitter::emit_random(const ir::Node& n, const Index& idx) {
-  const std::vector<int64_t> shape = dims(n.results[0]);
+  const ir::Shape& shape = dims(n.results[0]);
   llvm::Value* linear = b_.getInt64(0);
   for (size_t d = 0; d < shape.size(); ++d)
-    linear = b_.CreateAdd(b_.CreateMul(linear, b_.getInt64(shape[d])), idx[d]);
+    linear = b_.CreateAdd(b_.CreateMul(linear, size(shape[d])), idx[d]);
   llvm::Value* seed = emit(n.operands[0], {b_.getInt64(0)});
   llvm::Value* offset = emit(n.operands[0], {b_.getInt64(1)});
   llvm::Type* i32 = b_.getInt32Ty();

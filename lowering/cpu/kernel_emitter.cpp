@@ -2,8 +2,11 @@
 // artifacts/runtime/aotrace_kernel_abi.h: void k(void* const* buffers, const int64_t* symbols,
 // const aotrace_kernel_ctx* ctx). buffers[0] is the output, buffers[1..] the values it reads.
 //
-// The body is a loop nest over the root's shape (constant trip counts, innermost contiguous)
-// that stores emit(root, index). emit() evaluates a value at an index vector:
+// The body is a loop nest over the root's shape (innermost contiguous) that stores
+// emit(root, index). Every extent is a value, size(dim): a constant for a static dim (IRBuilder
+// folds the index arithmetic on it, so static kernels are what they were before dynamic dims),
+// else computed once in the body's entry block from the symbols (DESIGN §4: dynamic dims).
+// emit() evaluates a value at an index vector:
 //   - a materialised value is loaded (row-major offset of the index), converted from its
 //     storage (bool bytes, f16/bf16 bits) to its compute type;
 //   - Full is a constant; elementwise ops combine their operands, each evaluated at the
@@ -13,7 +16,7 @@
 //     (emit_reductions.cpp), accumulating in the compute type of their result.
 // A scan (cumsum) root is the one exception: its kernel walks the scanned axis sequentially.
 // A memo per loop scope evaluates each (value, index) once, so shared subexpressions are not
-// re-emitted. Test: every lowering_tests EndToEnd.*, DTypes.* and Ops.* case.
+// re-emitted. Test: every lowering_tests EndToEnd.*, DTypes.*, Ops.* and Dynamic.* case.
 #include "lowering/cpu/kernel_emitter.h"
 
 #include <algorithm>
@@ -24,6 +27,42 @@ namespace aotrace::lowering::cpu {
 
 // Below this many operations, waking threads costs more than it gains: one task, inline.
 constexpr double kParallelWork = 32768;
+
+ir::Shape to_shape(const std::vector<int64_t>& dims) { return ir::Shape(dims.begin(), dims.end()); }
+
+llvm::Value* emit_sym(llvm::IRBuilder<>& b, const ir::SymExpr& e,
+                      const std::function<llvm::Value*(const std::string&)>& symbol) {
+  using Kind = ir::SymNode::Kind;
+  const ir::SymNode& n = e.node();
+  if (n.kind == Kind::Const) return b.getInt64(static_cast<uint64_t>(n.value));
+  if (n.kind == Kind::Symbol) return symbol(n.name);
+  std::vector<llvm::Value*> a;
+  for (const ir::SymExpr& arg : n.args) a.push_back(emit_sym(b, arg, symbol));
+  llvm::Value* x = a[0];
+  switch (n.kind) {
+    case Kind::Add: for (size_t i = 1; i < a.size(); ++i) x = b.CreateAdd(x, a[i]); return x;
+    case Kind::Mul: for (size_t i = 1; i < a.size(); ++i) x = b.CreateMul(x, a[i]); return x;
+    case Kind::Min:
+    case Kind::Max:
+      for (size_t i = 1; i < a.size(); ++i) {
+        llvm::Value* better = n.kind == Kind::Min ? b.CreateICmpSLT(a[i], x) : b.CreateICmpSGT(a[i], x);
+        x = b.CreateSelect(better, a[i], x);
+      }
+      return x;
+    case Kind::FloorDiv: case Kind::Mod: {
+      // Python's: the remainder takes the divisor's sign (a divisor of 0 gives 0, never traps).
+      llvm::Value* d = b.CreateSelect(b.CreateICmpEQ(a[1], b.getInt64(0)), b.getInt64(1), a[1]);
+      llvm::Value* q = b.CreateSDiv(x, d);
+      llvm::Value* r = b.CreateSRem(x, d);
+      llvm::Value* zero = b.getInt64(0);
+      llvm::Value* adjust = b.CreateAnd(b.CreateICmpNE(r, zero),
+                                        b.CreateICmpNE(b.CreateICmpSLT(r, zero), b.CreateICmpSLT(d, zero)));
+      if (n.kind == Kind::FloorDiv) return b.CreateSub(q, b.CreateZExt(adjust, b.getInt64Ty()));
+      return b.CreateSelect(adjust, b.CreateAdd(r, d), r);
+    }
+    default: internal_error("unknown SymExpr kind in " + e.str());
+  }
+}
 
 std::vector<int64_t> int_list(const ir::Attrs& attrs, const std::string& key) {
   const ir::AttrValue& v = attrs.items.at(key);
@@ -37,7 +76,7 @@ std::vector<int64_t> int_list(const ir::Attrs& attrs, const std::string& key) {
 KernelEmitter::KernelEmitter(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k,
                              const CpuTarget& t)
     : module_(m), target_(t), ctx_(m.getContext()), b_(ctx_), g_(g), k_(k),
-      producer_(g.num_values(), -1) {
+      producer_(g.num_values(), -1), max_(max_bindings(g)) {
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (ir::ValueId r : g.nodes[i].results) producer_[static_cast<size_t>(r)] = static_cast<int>(i);
   auto* ptr = llvm::PointerType::get(ctx_, 0);
@@ -45,7 +84,7 @@ KernelEmitter::KernelEmitter(llvm::Module& m, const ir::Graph& g, const Schedule
   kernel_fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, k.symbol, m);
   kernel_fn_->setDoesNotThrow();
   kernel_fn_->setVisibility(llvm::GlobalValue::DefaultVisibility);
-  // The body has the ABI's aotrace_parallel_body type: (closure = buffers, begin, end).
+  // The body has the ABI's aotrace_parallel_body type: (closure, begin, end).
   auto* body_type = llvm::FunctionType::get(b_.getVoidTy(), {ptr, b_.getInt64Ty(), b_.getInt64Ty()}, false);
   fn_ = llvm::Function::Create(body_type, llvm::Function::InternalLinkage, k.symbol + ".body", m);
   fn_->setDoesNotThrow();
@@ -60,10 +99,37 @@ void KernelEmitter::emit() {
   }
   for (size_t r = 0; r < k_.read_values.size(); ++r) read_arg_[k_.read_values[r]] = static_cast<int>(r + 1);
   memo_.emplace_back();
+  // The loops start in a block of their own: sizes are appended to the entry block as they are
+  // first needed, ahead of every use.
+  auto* start = llvm::BasicBlock::Create(ctx_, "start", fn_);
+  b_.SetInsertPoint(start);
   double work = work_estimate();
-  int64_t tasks = emit_loop_body(fn_->getArg(1), fn_->getArg(2), work);
+  ir::SymExpr tasks = emit_loop_body(fn_->getArg(1), fn_->getArg(2), work);
   b_.CreateRetVoid();
+  llvm::IRBuilder<>(entry_).CreateBr(start);
   emit_entry(tasks, work);
+}
+
+llvm::Value* KernelEmitter::size(const ir::SymExpr& e) {
+  if (auto c = e.as_constant()) return i64(*c);
+  std::string key = e.str();
+  if (auto it = sizes_.find(key); it != sizes_.end()) return it->second;
+  llvm::IRBuilder<> eb(entry_);
+  if (symbols_ == nullptr) {  // after the buffer pointers in the closure
+    llvm::Value* slot = eb.CreateConstInBoundsGEP1_64(eb.getPtrTy(), fn_->getArg(0), k_.buffers.size());
+    symbols_ = eb.CreateAlignedLoad(eb.getPtrTy(), slot, llvm::Align(8), "symbols");
+  }
+  llvm::Value* v = emit_sym(eb, e, [&](const std::string& name) {
+    llvm::Value*& loaded = sizes_[name];  // a symbol's str() is its name
+    if (loaded == nullptr) {
+      auto index = static_cast<uint64_t>(symbol_index(g_, name));
+      loaded = eb.CreateAlignedLoad(eb.getInt64Ty(), eb.CreateConstInBoundsGEP1_64(eb.getInt64Ty(), symbols_, index),
+                                    llvm::Align(8), name);
+    }
+    return loaded;
+  });
+  sizes_[key] = v;
+  return v;
 }
 
 // The body's loops over its tasks [begin, end):
@@ -75,7 +141,7 @@ void KernelEmitter::emit() {
 //     static inner loop (contiguous: what the vectoriser wants); with fewer than 8 such rows
 //     and enough work, the innermost dim is cut into chunks as well; a rank-1 root is split
 //     by element, a scalar root is one task.
-int64_t KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end, double work) {
+ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end, double work) {
   GemmPlan gemm;
   if (plan_gemm(gemm)) {
     emit_gemm_tasks(gemm, begin, end);
@@ -83,32 +149,33 @@ int64_t KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end, doub
   }
   int p = producer_[static_cast<size_t>(k_.root)];
   bool is_copy = read_arg_.count(k_.root) != 0;  // an output copy kernel reads its own root
-  const std::vector<int64_t>& extents = k_.loop_extents;
+  const ir::Shape& extents = k_.loop_extents;
   if (p >= 0 && !is_copy && ir::op_info(g_.nodes[static_cast<size_t>(p)].op).category == ir::OpCategory::Scan) {
     range_loop(begin, end, [&](llvm::Value*) { emit_scan_kernel(g_.nodes[static_cast<size_t>(p)]); });
     return 1;
   }
-  for (int64_t e : extents)
-    if (e == 0) return 0;
+  for (const ir::SymExpr& e : extents)
+    if (is_zero(e)) return 0;
   size_t split = extents.size() <= 1 ? extents.size() : extents.size() - 1;
-  std::vector<int64_t> outer(extents.begin(), extents.begin() + static_cast<std::ptrdiff_t>(split));
-  std::vector<int64_t> inner(extents.begin() + static_cast<std::ptrdiff_t>(split), extents.end());
-  int64_t tasks = 1;
-  for (int64_t e : outer) tasks *= e;
+  ir::Shape outer(extents.begin(), extents.begin() + static_cast<std::ptrdiff_t>(split));
+  ir::Shape inner(extents.begin() + static_cast<std::ptrdiff_t>(split), extents.end());
+  ir::SymExpr tasks = 1;
+  for (const ir::SymExpr& e : outer) tasks = tasks * e;
   if (p >= 0 && !is_copy && k_.reduction < 0 && !outer.empty() &&
       g_.nodes[static_cast<size_t>(p)].op == ir::OpKind::Pad && emit_pad_rows(g_.nodes[static_cast<size_t>(p)], begin, end))
     return tasks;
-  if (!inner.empty() && tasks < 8 && inner[0] >= 64 && work >= kParallelWork) {
+  // Symbolic extents are judged at their maxima; the chunk is then fixed, their count is not.
+  if (!inner.empty() && planned(tasks) < 8 && planned(inner[0]) >= 64 && work >= kParallelWork) {
     // Few rows (a batch-1 linear layer: [1, N]): the innermost dim is split into chunks too, so
     // that there are tasks for every thread; chunks stay multiples of 16 for the vectoriser.
-    int64_t chunk = (inner[0] + 7) / 8;
+    int64_t chunk = (planned(inner[0]) + 7) / 8;
     chunk = (chunk + 15) / 16 * 16;
-    int64_t chunks = (inner[0] + chunk - 1) / chunk;
+    ir::SymExpr chunks = floordiv(inner[0] + (chunk - 1), chunk);
     range_loop(begin, end, [&](llvm::Value* t) {
-      Index head = unflatten(b_.CreateUDiv(t, i64(chunks)), outer);
-      llvm::Value* lo = b_.CreateMul(b_.CreateURem(t, i64(chunks)), i64(chunk));
+      Index head = unflatten(b_.CreateUDiv(t, size(chunks)), outer);
+      llvm::Value* lo = b_.CreateMul(b_.CreateURem(t, size(chunks)), i64(chunk));
       llvm::Value* hi = b_.CreateAdd(lo, i64(chunk));
-      hi = b_.CreateSelect(b_.CreateICmpSLT(hi, i64(inner[0])), hi, i64(inner[0]));
+      hi = b_.CreateSelect(b_.CreateICmpSLT(hi, size(inner[0])), hi, size(inner[0]));
       range_loop(lo, hi, [&](llvm::Value* j) {
         Index idx = head;
         idx.push_back(j);
@@ -128,22 +195,26 @@ int64_t KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end, doub
   return tasks;
 }
 
-// Arithmetic operations a kernel performs (per output element: its reduction's trip count).
+// Arithmetic operations a kernel performs (per output element: its reduction's trip count), at
+// the symbols' maxima.
 double KernelEmitter::work_estimate() const {
-  double outputs = 1;
-  for (int64_t e : k_.loop_extents) outputs *= static_cast<double>(e);
-  if (k_.reduction < 0) return outputs;
-  const ir::Node& n = g_.nodes[static_cast<size_t>(producer_[static_cast<size_t>(k_.reduction)])];
-  auto numel = [&](ir::ValueId v) {
+  auto numel = [&](const ir::Shape& shape) {
     double c = 1;
-    for (int64_t d : dims(v)) c *= static_cast<double>(d);
+    for (const ir::SymExpr& d : shape) c *= static_cast<double>(planned(d));
     return c;
   };
+  double outputs = numel(k_.loop_extents);
+  if (k_.reduction < 0) return outputs;
+  const ir::Node& n = g_.nodes[static_cast<size_t>(producer_[static_cast<size_t>(k_.reduction)])];
   double per_output = 1;
   switch (ir::op_info(n.op).category) {
-    case ir::OpCategory::Reduce: per_output = numel(n.operands[0]) / std::max(1.0, numel(k_.reduction)); break;
-    case ir::OpCategory::Matmul: per_output = static_cast<double>(dims(n.operands[0]).back()); break;
-    case ir::OpCategory::Conv: per_output = numel(n.operands[1]) / std::max<double>(1, static_cast<double>(dims(n.operands[1])[0])); break;
+    case ir::OpCategory::Reduce:
+      per_output = numel(dims(n.operands[0])) / std::max(1.0, numel(dims(k_.reduction)));
+      break;
+    case ir::OpCategory::Matmul: per_output = static_cast<double>(planned(dims(n.operands[0]).back())); break;
+    case ir::OpCategory::Conv:
+      per_output = numel(dims(n.operands[1])) / std::max(1.0, static_cast<double>(planned(dims(n.operands[1])[0])));
+      break;
     case ir::OpCategory::Pool:
       for (int64_t e : int_list(n.attrs, "kernel")) per_output *= static_cast<double>(e);
       break;
@@ -153,26 +224,51 @@ double KernelEmitter::work_estimate() const {
 }
 
 // The exported kernel: runs the body over [0, tasks), through ctx->parallel_for when the
-// kernel is big enough to be worth waking other threads (and the runtime offers one).
-void KernelEmitter::emit_entry(int64_t tasks, double work) {
+// kernel is big enough to be worth waking other threads (and the runtime offers one). With
+// symbolic sizes, the task count is computed from the symbols, the closure is the buffers
+// followed by the symbols pointer, and fewer than 2 tasks run inline.
+void KernelEmitter::emit_entry(const ir::SymExpr& tasks, double work) {
   auto* bb = llvm::BasicBlock::Create(ctx_, "entry", kernel_fn_);
   llvm::IRBuilder<> b(bb);
   llvm::Value* buffers = kernel_fn_->getArg(0);
+  llvm::Value* symbols = kernel_fn_->getArg(1);
   llvm::Value* ctx = kernel_fn_->getArg(2);
+  auto* ptr = b.getPtrTy();
+  llvm::Value* closure = buffers;
+  if (symbols_ != nullptr) {
+    const size_t n = k_.buffers.size();
+    closure = b.CreateAlloca(ptr, b.getInt64(n + 1), "closure");
+    for (size_t a = 0; a < n; ++a)
+      b.CreateAlignedStore(b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, buffers, a), llvm::Align(8)),
+                           b.CreateConstInBoundsGEP1_64(ptr, closure, a), llvm::Align(8));
+    b.CreateAlignedStore(symbols, b.CreateConstInBoundsGEP1_64(ptr, closure, n), llvm::Align(8));
+  }
+  std::map<std::string, llvm::Value*> loaded;
+  llvm::Value* count = emit_sym(b, tasks, [&](const std::string& name) {
+    llvm::Value*& v = loaded[name];
+    if (v == nullptr) {
+      auto index = static_cast<uint64_t>(symbol_index(g_, name));
+      v = b.CreateAlignedLoad(b.getInt64Ty(), b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), symbols, index),
+                              llvm::Align(8), name);
+    }
+    return v;
+  });
   auto call_serial = [&](llvm::IRBuilder<>& at) {
-    at.CreateCall(fn_, {buffers, at.getInt64(0), at.getInt64(static_cast<uint64_t>(tasks))});
+    at.CreateCall(fn_, {closure, at.getInt64(0), count});
     at.CreateRetVoid();
   };
-  if (tasks <= 1 || work < kParallelWork) {
+  std::optional<int64_t> fixed = tasks.as_constant();
+  if ((fixed && *fixed <= 1) || work < kParallelWork) {
     fn_->addFnAttr(llvm::Attribute::AlwaysInline);
     call_serial(b);
     return;
   }
-  auto* ptr = b.getPtrTy();
   auto* serial = llvm::BasicBlock::Create(ctx_, "serial", kernel_fn_);
   auto* check_fn = llvm::BasicBlock::Create(ctx_, "has_ctx", kernel_fn_);
   auto* parallel = llvm::BasicBlock::Create(ctx_, "parallel", kernel_fn_);
-  b.CreateCondBr(b.CreateIsNull(ctx), serial, check_fn);
+  llvm::Value* inline_call = b.CreateIsNull(ctx);
+  if (!fixed) inline_call = b.CreateOr(inline_call, b.CreateICmpSLT(count, b.getInt64(2)));
+  b.CreateCondBr(inline_call, serial, check_fn);
   b.SetInsertPoint(check_fn);
   // aotrace_kernel_ctx { void* pool; void (*parallel_for)(pool, n, body, closure); }
   llvm::Value* pool = b.CreateAlignedLoad(ptr, ctx, llvm::Align(8));
@@ -180,7 +276,7 @@ void KernelEmitter::emit_entry(int64_t tasks, double work) {
   b.CreateCondBr(b.CreateIsNull(pf), serial, parallel);
   b.SetInsertPoint(parallel);
   auto* pf_type = llvm::FunctionType::get(b.getVoidTy(), {ptr, b.getInt64Ty(), ptr, ptr}, false);
-  b.CreateCall(pf_type, pf, {pool, b.getInt64(static_cast<uint64_t>(tasks)), fn_, buffers});
+  b.CreateCall(pf_type, pf, {pool, count, fn_, closure});
   b.CreateRetVoid();
   llvm::IRBuilder<> s(serial);
   call_serial(s);
@@ -219,17 +315,17 @@ void KernelEmitter::if_else(llvm::Value* cond, const std::function<void()>& then
   b_.SetInsertPoint(done);
 }
 
-Index KernelEmitter::unflatten(llvm::Value* flat, const std::vector<int64_t>& extents) {
+Index KernelEmitter::unflatten(llvm::Value* flat, const ir::Shape& extents) {
   Index idx(extents.size());
   llvm::Value* rest = flat;
   for (size_t d = extents.size(); d-- > 0;) {
-    if (extents[d] == 1) {
+    if (is_one(extents[d])) {
       idx[d] = b_.getInt64(0);
     } else if (d == 0) {
       idx[d] = rest;
     } else {
-      idx[d] = b_.CreateURem(rest, i64(extents[d]));
-      rest = b_.CreateUDiv(rest, i64(extents[d]));
+      idx[d] = b_.CreateURem(rest, size(extents[d]));
+      rest = b_.CreateUDiv(rest, size(extents[d]));
     }
   }
   return idx;
@@ -242,16 +338,17 @@ const ir::Node& KernelEmitter::producer(ir::ValueId v) const {
 }
 
 // Loops over `extents` (row-major), calling body with the index; skips extents of 1 and
-// emits nothing when one is 0. Values emitted inside live in a new memo scope.
-void KernelEmitter::loop_nest(const std::vector<int64_t>& extents,
+// emits nothing when one is 0 (a symbolic extent is checked at run time). Values emitted inside
+// live in a new memo scope.
+void KernelEmitter::loop_nest(const ir::Shape& extents,
                               const std::function<void(const Index&)>& body) {
-  for (int64_t e : extents)
-    if (e == 0) return;
+  for (const ir::SymExpr& e : extents)
+    if (is_zero(e)) return;
   Index idx;
   loop_level(extents, 0, idx, body);
 }
 
-void KernelEmitter::loop_level(const std::vector<int64_t>& extents, size_t d, Index& idx,
+void KernelEmitter::loop_level(const ir::Shape& extents, size_t d, Index& idx,
                                const std::function<void(const Index&)>& body) {
   if (d == extents.size()) {
     memo_.emplace_back();
@@ -259,16 +356,18 @@ void KernelEmitter::loop_level(const std::vector<int64_t>& extents, size_t d, In
     memo_.pop_back();
     return;
   }
-  if (extents[d] == 1) {
+  if (is_one(extents[d])) {
     idx.push_back(b_.getInt64(0));
     loop_level(extents, d + 1, idx, body);
     idx.pop_back();
     return;
   }
+  llvm::Value* n = size(extents[d]);
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx_, "loop", fn_);
   auto* exit = llvm::BasicBlock::Create(ctx_, "loop.end", fn_);
-  b_.CreateBr(header);
+  if (extents[d].is_constant()) b_.CreateBr(header);
+  else b_.CreateCondBr(b_.CreateICmpSGT(n, i64(0)), header, exit);
   b_.SetInsertPoint(header);
   llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
   i->addIncoming(b_.getInt64(0), pre);
@@ -277,17 +376,17 @@ void KernelEmitter::loop_level(const std::vector<int64_t>& extents, size_t d, In
   idx.pop_back();
   llvm::Value* next = b_.CreateNUWAdd(i, b_.getInt64(1));
   i->addIncoming(next, b_.GetInsertBlock());
-  b_.CreateCondBr(b_.CreateICmpULT(next, i64(extents[d])), header, exit);
+  b_.CreateCondBr(b_.CreateICmpULT(next, n), header, exit);
   b_.SetInsertPoint(exit);
 }
 
 llvm::Value* KernelEmitter::address(ir::ValueId v, int arg, const Index& idx) {
-  std::vector<int64_t> shape = dims(v);
+  const ir::Shape& shape = dims(v);
   llvm::Value* offset = b_.getInt64(0);
-  int64_t stride = 1;
+  ir::SymExpr stride = 1;
   for (size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] != 1) offset = b_.CreateAdd(offset, b_.CreateMul(idx[d], i64(stride)));
-    stride *= shape[d];
+    if (!is_one(shape[d])) offset = b_.CreateAdd(offset, b_.CreateMul(idx[d], size(stride)));
+    stride = stride * shape[d];
   }
   return b_.CreateInBoundsGEP(storage_type(ctx_, dtype(v)), buffers_[static_cast<size_t>(arg)], offset);
 }
@@ -320,10 +419,10 @@ llvm::Value* KernelEmitter::emit(ir::ValueId v, const Index& idx) {
 }
 
 // `idx` of a result with `to` shape, seen by an operand of `from` shape (numpy broadcasting).
-Index KernelEmitter::broadcast(const std::vector<int64_t>& from, size_t to_rank, const Index& idx) {
+Index KernelEmitter::broadcast(const ir::Shape& from, size_t to_rank, const Index& idx) {
   Index out;
   for (size_t d = 0; d < from.size(); ++d)
-    out.push_back(from[d] == 1 ? b_.getInt64(0) : idx[d + to_rank - from.size()]);
+    out.push_back(is_one(from[d]) ? b_.getInt64(0) : idx[d + to_rank - from.size()]);
   return out;
 }
 
@@ -381,14 +480,27 @@ std::unique_ptr<llvm::IRBuilderBase::FastMathFlagGuard> KernelEmitter::reassocia
   return guard;
 }
 
-llvm::Value* KernelEmitter::in_range(llvm::Value* i, int64_t n) {
+llvm::Value* KernelEmitter::in_range(llvm::Value* i, const ir::SymExpr& n) {
   // One unsigned compare: a negative i is a huge unsigned value.
-  return b_.CreateICmpULT(i, i64(n));
+  return b_.CreateICmpULT(i, size(n));
 }
 
-llvm::Value* KernelEmitter::clamp(llvm::Value* i, int64_t n) {
+llvm::Value* KernelEmitter::clamp(llvm::Value* i, const ir::SymExpr& n) {
   llvm::Value* lo = b_.CreateSelect(b_.CreateICmpSLT(i, i64(0)), i64(0), i);
-  return b_.CreateSelect(b_.CreateICmpSGT(lo, i64(n - 1)), i64(n - 1), lo);
+  llvm::Value* last = size(n - 1);
+  return b_.CreateSelect(b_.CreateICmpSGT(lo, last), last, lo);
+}
+
+llvm::Value* KernelEmitter::smin(llvm::Value* x, llvm::Value* y) {
+  return b_.CreateSelect(b_.CreateICmpSLT(x, y), x, y);
+}
+
+bool KernelEmitter::may_leave(const ir::SymExpr& out, int64_t stride, int64_t taps, int64_t dilation,
+                              const ir::SymExpr& in) {
+  // The last position read is (out - 1)·stride + (taps - 1)·dilation; provably inside when
+  // in minus it is a positive constant.
+  auto slack = (in - ((out - 1) * stride + (taps - 1) * dilation)).as_constant();
+  return !slack || *slack <= 0;
 }
 
 void emit_kernel(llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel,

@@ -23,15 +23,39 @@ using Index = std::vector<llvm::Value*>;
 
 // An int-list attribute (also given as a constant Shape).
 std::vector<int64_t> int_list(const ir::Attrs& attrs, const std::string& key);
+ir::Shape to_shape(const std::vector<int64_t>& dims);
+
+// Compile-time facts about a dim. A symbolic dim is never 1 (sizes 0 and 1 are static variants),
+// so size-1 broadcasting stays a compile-time decision.
+inline bool is_one(const ir::SymExpr& e) { return e.as_constant() == std::optional<int64_t>(1); }
+inline bool is_zero(const ir::SymExpr& e) { return e.as_constant() == std::optional<int64_t>(0); }
+
+// `e` as LLVM code at `b`: constants fold, symbol(name) gives a symbol's value (Python floor
+// division and modulo, as SymExpr evaluates them).
+llvm::Value* emit_sym(llvm::IRBuilder<>& b, const ir::SymExpr& e,
+                      const std::function<llvm::Value*(const std::string&)>& symbol);
 
 // A value read straight from a materialised buffer through views only: element idx is at
 // buffer[offset + Σ idx[d]·strides[d]] (strides in elements, 0 for broadcast dims). What a
 // GEMM packs with plain loads instead of evaluating the view's index map per element.
 struct StridedView {
   ir::ValueId buffer = -1;  // the materialised value read
-  int64_t offset = 0;
-  std::vector<int64_t> strides;
+  ir::SymExpr offset = 0;
+  std::vector<ir::SymExpr> strides;  // symbolic where the buffer's dims are
 };
+
+// The dim groups of a reshape from `src` to `dst` with equal element counts: dst[i0, i1) holds
+// the elements of src[j0, j1), and each dim outside a group maps to one of the same size.
+// Groups close where their products are equal SymExprs (static dims: equal numbers), growing
+// the side whose product is smaller at `at` (max_bindings); symbolic products that never meet
+// end in one last group (linearised and split again: correct for every size). `empty`: a group
+// met a static 0.
+struct DimGroup {
+  size_t i0, i1, j0, j1;
+  bool empty = false;
+};
+std::vector<DimGroup> reshape_groups(const ir::Shape& dst, const ir::Shape& src,
+                                     const ir::SymBindings& at);
 
 // How a GEMM kernel is blocked (emit_gemm.cpp): C[M×N] += A[M×K]·B[K×N] per batch, in tasks of
 // one MT×NC block of C; each task walks K in KC panels, packs its B panel once and A in MC-row
@@ -42,14 +66,20 @@ struct GemmPlan {
   // (B is its im2col).
   ir::ValueId a = -1, b = -1;
   bool is_conv = false;
-  int64_t batches = 1, m = 0, n = 0, k = 0;
-  int64_t mr = 6, nr = 16, mc = 72, nc = 128, kc = 256;
+  // The sizes, symbolic where the shapes are: evaluated in the kernel (edges, task counts).
+  ir::SymExpr batches = 1, m = 0, n = 0, k = 0;
+  // The blocking is fixed at compile time (from the sizes at their maxima where symbolic).
+  int64_t mr = 6, nr = 16, mc = 72, kc = 256;
   int64_t mt = 72;  // rows per task: a multiple of MC (fewer B packings, enough tasks)
+  // Columns per task: 128 for a matmul; whole rows for a conv, so symbolic with its width.
+  // `nc_bound` bounds it for every size (the B panel and the tile are sized by it).
+  ir::SymExpr nc = 128;
+  int64_t nc_bound = 128;
   // Conv: N walks output rows of `row` columns (NC is a multiple of it), of which the first
   // `out_w` are the output's. `wide`: a stride-1 conv of an unpadded, materialised input is
   // computed on the input's width (row = input width), so that B[k, n] = x_flat[offset(k) + n]:
   // im2col rows are contiguous slices, packed with vector loads; the extra columns are dropped.
-  int64_t row = 0, out_w = 0;
+  ir::SymExpr row = 0, out_w = 0;
   bool wide = false;
   // `gathered`: any other conv of a materialised, unpadded input: B[k, n] = x_flat[base(k) +
   // offset(n)], the offsets of a task's columns computed once per task into a table.
@@ -59,9 +89,9 @@ struct GemmPlan {
   // microkernel reads A in place (row pointers) and A is never packed.
   std::optional<StridedView> a_view, b_view;
   bool direct_a = false;
-  int64_t m_tasks() const { return (m + mt - 1) / mt; }
-  int64_t n_blocks() const { return (n + nc - 1) / nc; }
-  int64_t tasks() const { return batches * m_tasks() * n_blocks(); }
+  ir::SymExpr m_tasks() const { return floordiv(m + (mt - 1), mt); }
+  ir::SymExpr n_blocks() const { return floordiv(n + nc - 1, nc); }
+  ir::SymExpr tasks() const { return batches * m_tasks() * n_blocks(); }
 };
 
 class KernelEmitter {
@@ -78,34 +108,43 @@ class KernelEmitter {
   const ScheduledKernel& k_;
   std::vector<int> producer_;
   llvm::Function* kernel_fn_ = nullptr;  // the exported ABI function
-  llvm::Function* fn_ = nullptr;         // the body: (buffers, begin, end) over parallel tasks
-  llvm::BasicBlock* entry_ = nullptr;
+  // The body: (closure, begin, end) over parallel tasks. The closure is the buffers array; a
+  // kernel with symbolic sizes gets a copy of it with the symbols pointer after the buffers.
+  llvm::Function* fn_ = nullptr;
+  llvm::BasicBlock* entry_ = nullptr;    // the body's allocas, buffer pointers and sizes
   std::vector<llvm::Value*> buffers_;
   std::map<ir::ValueId, int> read_arg_;
   std::vector<std::map<std::pair<ir::ValueId, Index>, llvm::Value*>> memo_;
+  ir::SymBindings max_;                        // max_bindings(g): planning sizes
+  llvm::Value* symbols_ = nullptr;             // the body's symbols pointer, once loaded
+  std::map<std::string, llvm::Value*> sizes_;  // size(e) by e.str(), in entry_
 
   // kernel_emitter.cpp
   // Returns the task count; `work` is work_estimate().
-  int64_t emit_loop_body(llvm::Value* begin, llvm::Value* end, double work);
-  void emit_entry(int64_t tasks, double work);
+  ir::SymExpr emit_loop_body(llvm::Value* begin, llvm::Value* end, double work);
+  void emit_entry(const ir::SymExpr& tasks, double work);
   double work_estimate() const;
+  // The value of dim `e` in the body: a constant, or computed once in its entry block.
+  llvm::Value* size(const ir::SymExpr& e);
+  // `e` at the symbols' maxima: for compile-time choices (exact for a static dim).
+  int64_t planned(const ir::SymExpr& e) const { return planned_size(e, max_); }
   // for (i = begin; i < end; ++i) body(i), with a memo scope for the body.
   void range_loop(llvm::Value* begin, llvm::Value* end, const std::function<void(llvm::Value*)>& body);
   // if (cond) then_body() else else_body(), each in its own block; continues after both.
   void if_else(llvm::Value* cond, const std::function<void()>& then_body, const std::function<void()>& else_body);
   // The index over `extents` of flat row-major position `flat` (size-1 dims: constant 0).
-  Index unflatten(llvm::Value* flat, const std::vector<int64_t>& extents);
-  std::vector<int64_t> dims(ir::ValueId v) const { return static_dims(g_, v); }
+  Index unflatten(llvm::Value* flat, const ir::Shape& extents);
+  const ir::Shape& dims(ir::ValueId v) const { return g_.type(v).shape; }
   ir::DType dtype(ir::ValueId v) const { return g_.type(v).dtype; }
   const ir::Node& producer(ir::ValueId v) const;
-  void loop_nest(const std::vector<int64_t>& extents, const std::function<void(const Index&)>& body);
-  void loop_level(const std::vector<int64_t>& extents, size_t d, Index& idx,
+  void loop_nest(const ir::Shape& extents, const std::function<void(const Index&)>& body);
+  void loop_level(const ir::Shape& extents, size_t d, Index& idx,
                   const std::function<void(const Index&)>& body);
   llvm::Value* address(ir::ValueId v, int arg, const Index& idx);
   llvm::Value* load(ir::ValueId v, int arg, const Index& idx);
   void store(ir::ValueId v, int arg, const Index& idx, llvm::Value* x);
   llvm::Value* emit(ir::ValueId v, const Index& idx);
-  Index broadcast(const std::vector<int64_t>& from, size_t to_rank, const Index& idx);
+  Index broadcast(const ir::Shape& from, size_t to_rank, const Index& idx);
   llvm::Value* operand(const ir::Node& n, size_t i, const Index& idx, ir::DType as);
   llvm::Value* emit_node(const ir::Node& n, ir::ValueId result, const Index& idx);
   // A stack slot (in the entry block) holding an accumulator of compute type `t`, set to init.
@@ -113,13 +152,18 @@ class KernelEmitter {
   llvm::Value* i64(int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); }
   // While alive, floating adds and multiplies built by b_ may be reassociated and contracted.
   std::unique_ptr<llvm::IRBuilderBase::FastMathFlagGuard> reassociable_sums();
-  llvm::Value* in_range(llvm::Value* i, int64_t n);   // 0 <= i < n, signed
-  llvm::Value* clamp(llvm::Value* i, int64_t n);      // into [0, n-1] (n >= 1)
+  llvm::Value* in_range(llvm::Value* i, const ir::SymExpr& n);  // 0 <= i < n, signed
+  llvm::Value* clamp(llvm::Value* i, const ir::SymExpr& n);     // into [0, n-1] (n >= 1)
+  llvm::Value* smin(llvm::Value* x, llvm::Value* y);            // signed min
+  // Whether a window of `taps` positions `dilation` apart, starting at out·stride for every
+  // out < `out`, can read past `in` (static: decided; symbolic: unless provably not).
+  static bool may_leave(const ir::SymExpr& out, int64_t stride, int64_t taps, int64_t dilation,
+                        const ir::SymExpr& in);
 
   // emit_views.cpp
   llvm::Value* emit_movement(const ir::Node& n, const Index& idx);
   Index view_index(const ir::Node& n, const Index& idx);
-  Index reshape_index(const std::vector<int64_t>& dst, const std::vector<int64_t>& src, const Index& idx);
+  Index reshape_index(const ir::Shape& dst, const ir::Shape& src, const Index& idx);
   llvm::Value* emit_pad(const ir::Node& n, const Index& idx);
   // The rows [begin, end) of a kernel whose root is pad `n`; false (nothing emitted) where the
   // operand is empty.
@@ -143,6 +187,8 @@ class KernelEmitter {
                         llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
   llvm::Value* conv_input_base(const GemmPlan& plan, const Index& batch, llvm::Value* k);
   void gemm_conv_offsets(const GemmPlan& plan, llvm::Value* jc, int64_t count, llvm::Value* table);
+  // Chooses mt, kc and nc from the sizes (at their maxima where symbolic).
+  void plan_gemm_blocking(GemmPlan& p) const;
   void gemm_pack_gathered_b(const GemmPlan& plan, const Index& batch, llvm::Value* nc, llvm::Value* pc,
                             llvm::Value* kc, llvm::Value* table, llvm::Value* dst);
   llvm::Value* gemm_a(const GemmPlan& plan, const Index& batch, llvm::Value* m, llvm::Value* k);

@@ -37,14 +37,53 @@ void* LoadedLibrary::symbol(const std::string& name) const {
   return s;
 }
 
+ir::SymBindings bind_symbols(const ir::Graph& graph, const std::vector<ir::HostTensor>& inputs) {
+  ir::SymBindings bindings;
+  if (inputs.size() != graph.inputs.size()) throw std::runtime_error("wrong number of inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Shape& shape = graph.type(graph.inputs[i].value).shape;
+    if (shape.size() != inputs[i].shape.size()) throw std::runtime_error("input " + std::to_string(i) + ": rank");
+    for (size_t d = 0; d < shape.size(); ++d) {
+      const ir::SymNode& n = shape[d].node();
+      if (n.kind != ir::SymNode::Kind::Symbol) continue;
+      auto [it, fresh] = bindings.emplace(n.name, inputs[i].shape[d]);
+      if (!fresh && it->second != inputs[i].shape[d])
+        throw std::runtime_error("symbol " + n.name + " bound to two sizes");
+    }
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Shape& shape = graph.type(graph.inputs[i].value).shape;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d].evaluate(bindings) != inputs[i].shape[d])
+        throw std::runtime_error("input " + std::to_string(i) + " does not match " + ir::shape_str(shape));
+  }
+  for (const auto& [name, value] : bindings) {
+    auto range = graph.symbols.find(name);
+    if (range != graph.symbols.end() && (value < range->second.min || value > range->second.max))
+      throw std::runtime_error("symbol " + name + " = " + std::to_string(value) + " is outside its range");
+  }
+  return bindings;
+}
+
 std::vector<ir::HostTensor> run_plan(const LoadedLibrary& lib, const ir::ExecutionPlan& plan,
                                      const ir::Graph& graph,
                                      const std::vector<ir::HostTensor>& inputs) {
   using Kind = ir::PlanBuffer::Kind;
+  const ir::SymBindings bindings = bind_symbols(graph, inputs);
+  // The kernels' symbols: the values of Graph::symbols in its (std::map) order.
+  std::vector<int64_t> symbols;
+  for (const auto& [name, range] : graph.symbols) {
+    auto it = bindings.find(name);
+    symbols.push_back(it == bindings.end() ? range.max : it->second);
+  }
   std::vector<ir::HostTensor> outputs;
   for (ir::ValueId v : graph.outputs) {
     std::vector<int64_t> shape;
-    for (const auto& d : graph.type(v).shape) shape.push_back(d.constant());
+    for (const auto& d : graph.type(v).shape) {
+      auto size = d.evaluate(bindings);
+      if (!size) throw std::runtime_error("output dim " + d.str() + " has an unbound symbol");
+      shape.push_back(*size);
+    }
     outputs.push_back(ir::HostTensor::zeros(graph.type(v).dtype, shape));
   }
   size_t arena_size = static_cast<size_t>((plan.arena_bytes + 63) / 64 * 64 + 64);
@@ -71,7 +110,7 @@ std::vector<ir::HostTensor> run_plan(const LoadedLibrary& lib, const ir::Executi
     std::vector<void*> args;
     for (int32_t b : call.buffers) args.push_back(pointers.at(static_cast<size_t>(b)));
     auto fn = reinterpret_cast<aotrace_kernel_fn>(lib.symbol(call.symbol));
-    fn(args.data(), nullptr, &ctx);
+    fn(args.data(), symbols.data(), &ctx);
   }
   return outputs;
 }

@@ -24,7 +24,14 @@ class LoadedLibrary {
   void* handle_ = nullptr;
 };
 
-// Runs `plan` from `lib` on `inputs` with the weights of `graph`; returns the outputs.
+// The symbols of `graph` bound from the input shapes (each input dim that is a symbol takes the
+// size given), checked against every input dim and the symbols' ranges; throws on a mismatch.
+ir::SymBindings bind_symbols(const ir::Graph& graph, const std::vector<ir::HostTensor>& inputs);
+
+// Runs `plan` from `lib` on `inputs` with the weights of `graph`; returns the outputs. Symbols
+// are bound from the input shapes (bind_symbols) and passed to every kernel in the order of
+// Graph::symbols; outputs are allocated at their sizes for those bindings, the arena at
+// plan.arena_bytes (laid out for the symbols' maxima).
 std::vector<ir::HostTensor> run_plan(const LoadedLibrary& lib, const ir::ExecutionPlan& plan,
                                      const ir::Graph& graph,
                                      const std::vector<ir::HostTensor>& inputs);
