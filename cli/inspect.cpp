@@ -40,15 +40,33 @@ const char* dtype_name(fb::DType d) {
              : "unknown";
 }
 
-json tensors(const flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>>* v) {
+// A shape: sizes, and a dynamic dim (format 1.5, code < 0) as its expression ("seq").
+json tensors(const flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>>* v, const fb::Variant& variant) {
   json out = json::array();
   if (!v) return out;
   for (const auto* t : *v) {
     json shape = json::array();
-    if (t->shape()) for (int64_t d : *t->shape()) shape.push_back(d);
+    if (t->shape())
+      for (int64_t d : *t->shape()) {
+        const uint64_t k = d < 0 ? static_cast<uint64_t>(-(d + 1)) : 0;
+        if (d >= 0) shape.push_back(d);
+        else if (variant.dim_exprs() && k < variant.dim_exprs()->size())
+          shape.push_back(str(variant.dim_exprs()->Get(static_cast<flatbuffers::uoffset_t>(k))->text()));
+        else shape.push_back("?");
+      }
     out.push_back({{"name", str(t->name())}, {"dtype", dtype_name(t->dtype())}, {"shape", shape},
                    {"source", str(t->source())}});
   }
+  return out;
+}
+
+// The variant's dynamic dims (format 1.5): name, range, and the input dim each is read from.
+json dynamic_dims(const fb::Variant& v) {
+  json out = json::array();
+  if (!v.symbols()) return out;
+  for (const auto* s : *v.symbols())
+    out.push_back({{"name", str(s->name())}, {"min", s->min()}, {"max", s->max()}, {"multiple_of", s->multiple_of()},
+                   {"input", s->input()}, {"dim", s->dim()}});
   return out;
 }
 
@@ -70,11 +88,12 @@ json variant_json(const fb::Variant& v) {
     for (int32_t i : *v.input_updates())
       if (i >= 0 && static_cast<flatbuffers::uoffset_t>(i) < v.inputs()->size())
         updated.push_back(str(v.inputs()->Get(static_cast<flatbuffers::uoffset_t>(i))->name()));
-  return {{"name", str(v.name())}, {"profiles", strings(v.profiles())}, {"inputs", tensors(v.inputs())},
-          {"outputs", tensors(v.outputs())}, {"output_tree", str(v.output_tree())},
+  return {{"name", str(v.name())}, {"profiles", strings(v.profiles())}, {"inputs", tensors(v.inputs(), v)},
+          {"outputs", tensors(v.outputs(), v)}, {"output_tree", str(v.output_tree())},
           {"updated_inputs", updated},
           {"guards", guards}, {"assumptions", assumptions}, {"kernels", kernels},
-          {"arena_bytes", arena}, {"golden_pairs", v.golden() ? v.golden()->size() : 0}};
+          {"arena_bytes", arena}, {"golden_pairs", v.golden() ? v.golden()->size() : 0},
+          {"dynamic_dims", dynamic_dims(v)}};
 }
 
 // The stripped runtime library built next to aotrace (runtime/CMakeLists.txt), if present.
@@ -210,7 +229,12 @@ std::string inspect_text(const json& j) {
       for (const auto& a : v["assumptions"])
         line("      assumption " + a["text"].get<std::string>() + (a["origin"].get<std::string>().empty() ? "" : "  (" + a["origin"].get<std::string>() + ")"));
       line("      " + std::to_string(v["kernels"].size()) + " kernel(s): " + join(v["kernels"]));
-      line("      memory plan: arena " + v["arena_bytes"].dump() + " bytes; golden pairs: " + v["golden_pairs"].dump());
+      for (const auto& d : v["dynamic_dims"])
+        line("      dynamic dim " + d["name"].get<std::string>() + " in [" + d["min"].dump() + ", " + d["max"].dump() + "]" +
+             (d["multiple_of"].get<int64_t>() > 1 ? " (multiples of " + d["multiple_of"].dump() + ")" : ""));
+      line("      memory plan: arena " + v["arena_bytes"].dump() + " bytes" +
+           (v["dynamic_dims"].empty() ? "" : " (sized for the largest dims; allocated once, at open)") +
+           "; golden pairs: " + v["golden_pairs"].dump());
     }
   }
   line("  peak arena bytes: " + j["peak_arena_bytes"].dump());

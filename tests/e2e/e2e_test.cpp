@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,7 @@
 
 namespace fs = std::filesystem;
 using namespace aotrace;
+using test::expect_contains;
 using test::quote;
 using test::run_command;
 
@@ -112,6 +114,73 @@ void check_example_against_eager(const fs::path& spec_path, double atol = kAtol,
   }
   EXPECT_EQ(checked, static_cast<int>(spec.entries.size() * spec.profiles.size()));
   EXPECT_GE(checked, 2);
+}
+
+// Issue 13: one bundle of dynamic-dim variants (tests/e2e/dynamic) run at every size of each
+// range against eager; dispatch takes the static variant at its size (opt, 1), the symbolic one
+// elsewhere, and a size outside the range is a guard miss naming the dim and its declaration.
+TEST(DynamicDims, EverySizeOfEveryRangeMatchesEager) {
+  const fs::path spec_path = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "e2e" / "dynamic" / "dynamic.yaml";
+  const fs::path bundle_dir = compiled(spec_path);
+  auto spec = shape_profiles::parse_profile_file(spec_path);
+  auto& interp = embed::Interpreter::instance();
+  interp.run_script(spec.script);
+  auto bundle = rt::Bundle::open(bundle_dir.string());
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  std::mt19937 rng(99);
+  std::map<std::string, std::set<std::string>> variants_used;
+  int checked = 0;
+  for (const auto& entry : spec.entries) {
+    auto e = bundle->entry(entry.name);
+    ASSERT_TRUE(e.ok()) << e.status().message();
+    const std::string dim = entry.name == "gpt2" ? "t" : "seq";
+    const auto* decl = spec.find_dim(dim);
+    ASSERT_NE(decl, nullptr);
+    for (int64_t size = decl->range.min; size <= decl->range.max; ++size) {
+      shape_profiles::Profile p;
+      p.dims[dim] = size;
+      std::vector<ir::HostTensor> inputs;
+      for (const auto& in : entry.inputs) inputs.push_back(random_tensor(in.dtype, spec.concrete_shape(in, p), rng));
+      std::vector<ir::HostTensor> want = interp.run_eager(entry.call, inputs);
+      std::vector<rt::TensorRef> refs;
+      for (auto& t : inputs) refs.push_back(ref(t));
+      auto v = e->select(refs);
+      ASSERT_TRUE(v.ok()) << v.status().message();
+      variants_used[entry.name].insert(e->variant_name(*v));
+      auto got = e->run(refs);
+      ASSERT_TRUE(got.ok()) << entry.name << " " << dim << "=" << size << ": " << got.status().message();
+      ASSERT_EQ(got->size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i)
+        expect_close((*got)[i], want[i], entry.name + " " + dim + "=" + std::to_string(size) + " out" + std::to_string(i),
+                     1e-4, 1e-4);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 16 + 3 * 33);
+  // Static variants first: size 1 and the opt size, then the ranges (branchy's split in two).
+  auto gpt2 = bundle->entry("gpt2");
+  ASSERT_TRUE(gpt2.ok());
+  ASSERT_EQ(gpt2->num_variants(), 2u);
+  EXPECT_TRUE(gpt2->dynamic_dims(0).empty());
+  ASSERT_EQ(gpt2->dynamic_dims(1).size(), 1u);
+  EXPECT_EQ(gpt2->dynamic_dims(1)[0].name, "t");
+  EXPECT_EQ(gpt2->dynamic_dims(1)[0].min, 2);
+  EXPECT_EQ(gpt2->inputs(1)[0].dims, (std::vector<std::string>{"", "t"}));
+  EXPECT_EQ(variants_used["gpt2"], (std::set<std::string>{"v0", "v1"}));
+  EXPECT_EQ(variants_used["branchy"], (std::set<std::string>{"v0", "v1", "v2"}));
+  EXPECT_EQ(bundle->entry("branchy")->num_variants(), 3u);
+  // Outside the range: the miss names the dim, its value and where the YAML declares it.
+  ir::HostTensor big = random_tensor(ir::DType::f32, {3, 41}, rng);
+  std::vector<rt::TensorRef> refs = {ref(big)};
+  auto miss = bundle->entry("branchy")->run(refs);
+  ASSERT_FALSE(miss.ok());
+  expect_contains(miss.status().message(), "seq = 41 is outside [25, 40] declared at " + spec_path.string() + ":23:3");
+  expect_contains(miss.status().message(), "seq = 41 is outside [8, 24] declared at");
+  // The selftest runs every variant's golden pair (taken at the range's largest size).
+  size_t pairs = 0;
+  rt::Status st = bundle->selftest(&pairs);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(pairs, 9u);
 }
 
 TEST(Examples, MlpModuleMatchesEagerForEveryProfile) { check_example_against_eager(kExamples / "mlp" / "mlp.yaml"); }

@@ -20,8 +20,7 @@ gpt2 = load_module(HERE.parent.parent / "capture" / "models" / "gpt2.py", "aotra
 
 
 def gpt2_logits(idx):
-    logits, _ = gpt2(idx)
-    return logits
+    return gpt2(idx)
 
 
 # A TransformerEncoder with a causal mask built from T.
