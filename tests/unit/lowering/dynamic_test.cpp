@@ -306,7 +306,16 @@ TEST(Dynamic, ResnetShapedNetworkWithSymbolicBatchAndSize) {
   ir::ValueId flat = g.add(OpKind::Reshape, {pooled}, attrs({{"shape", ir::Shape{B, 16}}}));
   ir::ValueId fc = weight(g, "fc.weight", {10, 16}, 99);
   set_outputs(g, {g.add(OpKind::Matmul, {flat, transpose(g, fc)}), block});
-  expect_matches_at(g, {{{"B", 2}, {"H", 64}}, {{"B", 3}, {"H", 96}}, {{"B", 5}, {"H", 128}}}, -1, 1, kChained);
+  LoweredVariant v = expect_matches_at(g, {{{"B", 2}, {"H", 64}}, {{"B", 3}, {"H", 96}}, {{"B", 5}, {"H", 128}}}, -1,
+                                       1, kChained);
+  // Symbolic activations keep the weights pre-packed and the convs' padding materialised.
+  int packed = 0, pads = 0;
+  for (const auto& n : v.graph.nodes) {
+    packed += n.op == OpKind::Conv && n.attrs.has("packed_a") ? 1 : 0;
+    pads += n.op == OpKind::Pad ? 1 : 0;
+  }
+  EXPECT_EQ(packed, 4);
+  EXPECT_EQ(pads, 3);
 }
 
 TEST(Dynamic, ScheduleKeepsSymbolicExtentsAndSizesBuffersForTheMaximum) {
