@@ -44,6 +44,7 @@ bench: build
 	$(BUILD)/bench/dispatch_bench --benchmark_min_time=0.2
 	$(PY) bench/run_bench.py \
 	  --aotrace $(BUILD)/cli/aotrace --threads $(THREADS) --min-time $(MIN_TIME) --out $(BUILD)/bench-out
+	$(PY) bench/dynamic_bench.py --aotrace $(BUILD)/cli/aotrace --threads $(THREADS) --out $(BUILD)/bench-dynamic
 
 # libFuzzer targets (tests/fuzz) for FUZZ_SECONDS each; `make test` runs a 5-second pass.
 FUZZ_SECONDS ?= 60

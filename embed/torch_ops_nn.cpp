@@ -391,8 +391,9 @@ VarRef adaptive_avg_pool(Translator& t, const CallArgs& a, int n) {
   bool all_one = true;
   for (int d = 0; d < n; ++d) {
     const VarRef& v = items[static_cast<size_t>(d)];
-    const int64_t in = static_dim(t, x, d + 2, "adaptive_avg_pool");
-    out.push_back(is_none(v) ? in : int_arg(t, v, "adaptive_avg_pool output_size"));
+    // None keeps the input's size (which must then be static); a dynamic size pools to any
+    // given output size the op rule accepts (global pooling, 1, for every size).
+    out.push_back(is_none(v) ? static_dim(t, x, d + 2, "adaptive_avg_pool") : int_arg(t, v, "adaptive_avg_pool output_size"));
     if (out.back() < 1) user_error("adaptive_avg_pool: output_size must be positive (torch raises here too)", t.loc());
     all_one = all_one && out.back() == 1;
   }

@@ -8,7 +8,8 @@
  *
  *   buffers  pointers to the call's buffers, in the order of the plan's KernelCall::buffers;
  *            every buffer is contiguous, row-major, at least 16-byte aligned (arena: 64).
- *   symbols  values of the variant's shape symbols (unused while all dims are static).
+ *   symbols  values of the variant's shape symbols (its dynamic dims), in the order of the
+ *            bundle's Variant.symbols (ir::Graph::symbols); kernels of static variants ignore it.
  *   ctx      services of the runtime; kernels may ignore it.
  *
  * Kernels are pure: they read their inputs, write their outputs, keep no state, and may be

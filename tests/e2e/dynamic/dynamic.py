@@ -50,3 +50,23 @@ def branchy(x):
     if x.shape[1] > 24:
         return x.relu() * 2
     return x.sigmoid()
+
+
+# Issue 13's encoder: d_model 256, 4 layers, batch first, seq in [32, 128], a causal mask and a
+# key-padding mask built from the sequence lengths (enable_nested_tensor at its default).
+encoder256 = torch.nn.TransformerEncoder(
+    torch.nn.TransformerEncoderLayer(256, 8, dim_feedforward=512, batch_first=True), num_layers=4).eval()
+
+
+def padded_encoder(x, lengths):
+    t = x.shape[1]
+    causal = torch.triu(torch.full((t, t), float("-inf")), diagonal=1)
+    padding = torch.arange(t)[None, :] >= lengths.clamp(min=1)[:, None]
+    return encoder256(x, mask=causal, src_key_padding_mask=padding)
+
+
+# resnet18 with a dynamic batch and a dynamic square image size.
+import torchvision  # noqa: E402
+from model_setup import randomise_batch_norm  # noqa: E402
+
+resnet18 = randomise_batch_norm(torchvision.models.resnet18(num_classes=10))
