@@ -14,8 +14,8 @@ namespace {
 
 static_assert(static_cast<int>(ir::DType::b8) == static_cast<int>(fb::DType::b8),
               "ir::DType and the schema's DType must have the same order");
-static_assert(static_cast<int>(ir::Guard::Kind::Contiguous) ==
-                  static_cast<int>(fb::GuardKind::Contiguous),
+static_assert(static_cast<int>(ir::Guard::Kind::PaddingMask) ==
+                  static_cast<int>(fb::GuardKind::PaddingMask),
               "ir::Guard::Kind and the schema's GuardKind must have the same order");
 
 fb::DType to_fb(ir::DType d) { return static_cast<fb::DType>(d); }
@@ -120,6 +120,7 @@ std::unique_ptr<fb::PlanT> plan_table(const ir::ExecutionPlan& plan) {
     t->calls.push_back(std::move(call));
   }
   t->arena_bytes = plan.arena_bytes;
+  t->arena_bytes_at_min = plan.arena_bytes_at_min;
   return t;
 }
 
@@ -211,6 +212,7 @@ std::vector<uint8_t> build_bundle_fb(const BundleSpec& spec, const std::vector<F
       if (!v.symbols.empty()) require("dynamic-dims");
       for (const ir::Guard& g : v.guards)
         if (g.kind == ir::Guard::Kind::ValueEq) require("scalar-inputs");
+        else if (g.kind == ir::Guard::Kind::PaddingMask) require("value-guards");
     }
     b.entries.push_back(std::move(t));
   }

@@ -302,8 +302,9 @@ int explain_command(const std::filesystem::path& yaml, bool as_json, bool graph)
   // JSON: one object per profile, each naming the variant it would compile into.
   std::vector<std::string> variant_of(captures.size());
   std::vector<size_t> planned_of(captures.size());
+  std::vector<std::vector<PlannedVariant>> plans;  // per entry
   for (const auto& entry : spec.entries) {
-    std::vector<PlannedVariant> plan = plan_variants(captures, entry);
+    const std::vector<PlannedVariant>& plan = plans.emplace_back(plan_variants(captures, entry));
     for (size_t v = 0; v < plan.size(); ++v)
       for (size_t i : plan[v].captures) {
         variant_of[i] = "v" + std::to_string(v);
@@ -321,8 +322,9 @@ int explain_command(const std::filesystem::path& yaml, bool as_json, bool graph)
     j["max_variants"] = spec.max_variants;
     std::cout << j.dump() << "\n";
   }
-  for (const auto& entry : spec.entries) {
-    std::vector<PlannedVariant> plan = plan_variants(captures, entry);
+  for (size_t e = 0; e < spec.entries.size(); ++e) {
+    const shape_profiles::EntrySpec& entry = spec.entries[e];
+    const std::vector<PlannedVariant>& plan = plans[e];
     const bool too_many = static_cast<int>(plan.size()) > spec.max_variants;
     if (!as_json) {
       std::cout << "entry " << entry.name << ": " << plan.size() << " variant(s) planned (max_variants " << spec.max_variants

@@ -77,9 +77,11 @@ json variant_json(const fb::Variant& v) {
   if (v.assumptions())
     for (const auto* a : *v.assumptions())
       assumptions.push_back({{"text", str(a->text())}, {"origin", str(a->origin())}});
-  int64_t arena = 0;
+  int64_t arena = 0, arena_at_min = 0;
   if (const auto* plan = v.plan()) {
     arena = plan->arena_bytes();
+    // Before format 1.6 the field is absent (0): the plan's one peak.
+    arena_at_min = plan->arena_bytes_at_min() > 0 ? plan->arena_bytes_at_min() : arena;
     if (plan->calls())
       for (const auto* c : *plan->calls()) kernels.push_back(str(c->symbol()));
   }
@@ -92,7 +94,7 @@ json variant_json(const fb::Variant& v) {
           {"outputs", tensors(v.outputs(), v)}, {"output_tree", str(v.output_tree())},
           {"updated_inputs", updated},
           {"guards", guards}, {"assumptions", assumptions}, {"kernels", kernels},
-          {"arena_bytes", arena}, {"golden_pairs", v.golden() ? v.golden()->size() : 0},
+          {"arena_bytes", arena}, {"arena_bytes_at_min", arena_at_min}, {"golden_pairs", v.golden() ? v.golden()->size() : 0},
           {"dynamic_dims", dynamic_dims(v)}};
 }
 
@@ -233,7 +235,9 @@ std::string inspect_text(const json& j) {
         line("      dynamic dim " + d["name"].get<std::string>() + " in [" + d["min"].dump() + ", " + d["max"].dump() + "]" +
              (d["multiple_of"].get<int64_t>() > 1 ? " (multiples of " + d["multiple_of"].dump() + ")" : ""));
       line("      memory plan: arena " + v["arena_bytes"].dump() + " bytes" +
-           (v["dynamic_dims"].empty() ? "" : " (sized for the largest dims; allocated once, at open)") +
+           (v["dynamic_dims"].empty() ? ""
+                                      : " at the dims' maxima, " + v["arena_bytes_at_min"].dump() +
+                                            " at their minima (allocated once, at open, for the maxima)") +
            "; golden pairs: " + v["golden_pairs"].dump());
     }
   }

@@ -555,6 +555,15 @@ void fill_small_integers(ir::HostTensor& t) {
   }
 }
 
+// A key-padding mask that a PaddingMask guard accepts and that pads: row 0 full, row r of B
+// unpadded up to T * (B - r) / B (1 = padded).
+void fill_padding_mask(ir::HostTensor& t) {
+  if (t.shape.size() != 2) return;
+  const int64_t rows = t.shape[0], cols = t.shape[1];
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) t.set(r * cols + c, c >= cols * (rows - r) / rows ? 1.0 : 0.0);
+}
+
 }  // namespace
 
 EagerCall Interpreter::golden_call(const std::string& call_expr, const Capture& capture) {
@@ -564,13 +573,23 @@ EagerCall Interpreter::golden_call(const std::string& call_expr, const Capture& 
   call.inputs = example.inputs;
   std::vector<bool> scalar(call.inputs.size(), false);
   for (const CaptureArg& a : capture.arguments) mark_scalars(a, scalar);
-  bool integers = false;
-  for (size_t i = 0; i < call.inputs.size(); ++i)
-    if (!ir::is_floating(call.inputs[i].dtype) && !scalar[i]) {  // a scalar keeps its value
+  // A key-padding mask the graph guards (nn.TransformerEncoder's nested-tensor path) gets values
+  // the guard accepts, the other integer inputs small integers.
+  std::vector<bool> mask(call.inputs.size(), false);
+  for (const ir::Guard& g : capture.guards)
+    if (g.kind == ir::Guard::Kind::PaddingMask && static_cast<size_t>(g.input) < mask.size())
+      mask[static_cast<size_t>(g.input)] = true;
+  bool changed = false;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    if (mask[i]) {
+      fill_padding_mask(call.inputs[i]);
+      changed = true;
+    } else if (!ir::is_floating(call.inputs[i].dtype) && !scalar[i]) {  // a scalar keeps its value
       fill_small_integers(call.inputs[i]);
-      integers = true;
+      changed = true;
     }
-  if (!integers) return example;  // the capture's own call already ran on these inputs
+  }
+  if (!changed) return example;  // the capture's own call already ran on these inputs
   try {
     OneTorchThread one_thread;
     PyRef leaves;

@@ -198,17 +198,33 @@ std::string why_not_nested(Translator& t, const VarRef& self, const VarRef& firs
 
 }  // namespace
 
+namespace {
+
+// The graph input index whose value is `v`, or -1 when an op computed it.
+int input_index_of(Translator& t, ValueId v) {
+  const std::vector<ir::Graph::Input>& inputs = t.graph().inputs;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].value == v) return static_cast<int>(i);
+  return -1;
+}
+
+}  // namespace
+
 // nn.TransformerEncoder.forward(self, src, mask=None, src_key_padding_mask=None) as torch 1.13
 // runs it: the layers in turn, then self.norm. Its nested-tensor fast path (eval mode, batch
 // first, a key-padding mask and no mask, ...) is decided here at compile time: where it keeps
-// src padded, the layers are inlined as written; where it would convert src to a nested tensor
-// (a left-aligned mask, known only from its values), the output's length would be the longest
-// unpadded one, which no graph can give: a graph break saying how to keep the padded path.
+// src padded, the layers are inlined as written. Where it converts src to a nested tensor, the
+// nested tensor is the padded one with its mask: the layers run on src with the key-padding
+// mask, and the padded positions become 0 as to_padded_tensor(0.) makes them. What eager also
+// does there depends on the mask's values: it takes the path only for a left-aligned mask, and
+// it cuts the output to the longest unpadded row. A PaddingMask guard checks on every call that
+// the mask is left-aligned with a full row, where both paths give src's length; so the mask
+// must be an input of the entry (a mask computed in the graph is a graph break, with the fix).
 VarRef transformer_encoder(Translator& t, const CallArgs& a) {
   const char* what = "nn.TransformerEncoder";
   auto or_none = [&](VarRef v) { return v ? v : t.constant(Py_None); };
-  const VarRef self = a.get(0, "self"), src = a.get(1, "src"), mask = or_none(a.get(2, "mask")),
-               pad = or_none(a.get(3, "src_key_padding_mask"));
+  const VarRef self = a.get(0, "self"), src = a.get(1, "src"), mask = or_none(a.get(2, "mask"));
+  VarRef pad = or_none(a.get(3, "src_key_padding_mask"));
   AOT_CHECK(as<ModuleVar>(self), "transformer_encoder: not called on a module");
   if (!is_none(pad)) {
     const DType dt = type_of(t, tensor(t, pad, "src_key_padding_mask of nn.TransformerEncoder")).dtype;
@@ -223,18 +239,43 @@ VarRef transformer_encoder(Translator& t, const CallArgs& a) {
   const std::vector<VarRef> layers = iterator->items;
   if (layers.empty()) user_error("nn.TransformerEncoder without layers: self.layers[0] raises IndexError", t.loc());
   bool needs_left_aligned = false;
-  if (why_not_nested(t, self, layers[0], tensor(t, src, what), mask, pad, needs_left_aligned).empty())
-    t.graph_break(
-        "data-dependent shape",
-        std::string("nn.TransformerEncoder takes torch 1.13's nested-tensor fast path here") +
-            (needs_left_aligned ? " when src_key_padding_mask is left-aligned (each row's padding at its end)" : "") +
-            ": its output is then cut to the longest unpadded sequence, a length known only from the mask's values",
-        "build the encoder with enable_nested_tensor=False (or set it to False before compiling): the output then "
-        "keeps src's sequence length, with eager's values at unpadded positions; "
-        "out.masked_fill(src_key_padding_mask.unsqueeze(-1), 0.0) gives eager's zeros at the padded ones");
+  const bool nested = why_not_nested(t, self, layers[0], tensor(t, src, what), mask, pad, needs_left_aligned).empty();
+  std::optional<ValueId> padded;  // the nested path's mask, as bool (nonzero = padded)
+  if (nested) {
+    const ValueId pad_value = tensor(t, pad, what);
+    const int input = t.resumed() ? -1 : input_index_of(t, pad_value);
+    const ir::TensorType pt = type_of(t, pad_value);
+    if (input < 0 || pt.rank() != 2)
+      t.graph_break(
+          "data-dependent shape",
+          std::string("nn.TransformerEncoder takes torch 1.13's nested-tensor fast path here") +
+              (needs_left_aligned ? " when src_key_padding_mask is left-aligned (each row's padding at its end)" : "") +
+              ": its output is then cut to the longest unpadded sequence, a length known only from the mask's "
+              "values. aotrace checks that length on every call when the mask is an input of the entry; this one " +
+              (pt.rank() != 2 ? "is not a [batch, seq] mask" : "is computed in the graph"),
+          "pass src_key_padding_mask as an input of the entry, or build the encoder with enable_nested_tensor=False "
+          "(or set it to False before compiling): the output then keeps src's sequence length, with eager's values "
+          "at unpadded positions; out.masked_fill(src_key_padding_mask.unsqueeze(-1), 0.0) gives eager's zeros at "
+          "the padded ones");
+    ir::Guard g;
+    g.kind = ir::Guard::Kind::PaddingMask;
+    g.input = input;
+    g.dtype = pt.dtype;
+    g.source = t.graph().inputs[static_cast<size_t>(input)].source;
+    g.origin = t.loc();
+    t.capture().guards.push_back(g);
+    padded = cast(t, pad_value, DType::b8);
+    pad = wrap_value(*padded);
+  }
   VarRef output = src;
   for (const VarRef& layer : layers)
     output = t.call(layer, {output}, {{"src_mask", mask}, {"src_key_padding_mask", pad}});
+  if (padded) {  // output.to_padded_tensor(0.): zeros where the mask pads
+    const ValueId out = tensor(t, output, what);
+    const ir::TensorType ot = type_of(t, out), mt = type_of(t, *padded);
+    const ValueId m = reshape_to(t, *padded, {mt.shape[0], mt.shape[1], ir::SymExpr(1)});
+    output = wrap_value(node(t, OpKind::Where, {m, constant(t, 0.0, ot.dtype), out}));
+  }
   const VarRef norm = t.attribute(self, "norm");
   if (!is_none(norm)) output = t.call(norm, {output}, {});
   return output;

@@ -35,6 +35,9 @@ std::string Guard::str() const {
     case Kind::DimsEqual: return size + " == " + dim_text(other_source, other_dim);
     case Kind::Contiguous: return source + ".is_contiguous()";
     case Kind::ValueEq: return source + " == " + python_scalar_repr(scalar, dtype);
+    case Kind::PaddingMask:
+      return "torch._nested_tensor_from_mask_left_aligned(" + source + ", " + source + ".logical_not()) and not " +
+             source + "[:, -1].all()";
   }
   internal_error("Guard::str: bad kind");
 }

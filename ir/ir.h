@@ -277,6 +277,9 @@ struct Guard {
     DimsEqual,   // size(input, dim) == size(other_input, other_dim)
     Contiguous,  // input is row-major contiguous
     ValueEq,     // a 0-d input (a Python int, float or bool argument) holds `scalar`
+    // A key-padding mask [B, T] (nonzero = padded) whose rows each hold their padding at the end
+    // and of which some row has none: where torch 1.13's nested-tensor path keeps the length T.
+    PaddingMask,
   };
   Kind kind = Kind::Rank;
   int input = 0;
@@ -336,7 +339,8 @@ struct KernelCall {
 struct ExecutionPlan {
   std::vector<PlanBuffer> buffers;
   std::vector<KernelCall> calls;  // in order
-  int64_t arena_bytes = 0;        // the memory plan's peak
+  int64_t arena_bytes = 0;        // the memory plan's peak (dynamic dims: at their maxima)
+  int64_t arena_bytes_at_min = 0; // the same plan's peak with the dynamic dims at their minima
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ constexpr int64_t kPackedNR = 16;
 //
 // Every symbol of `g` at its SymRange max: the sizes the memory plan is laid out for.
 ir::SymBindings max_bindings(const ir::Graph& g);
+ir::SymBindings min_bindings(const ir::Graph& g);  // the symbols at their minima
 // `e` with the symbols at `at` (max_bindings): a compile-time estimate of a dim, exact for a
 // static one. internal_error when a symbol is unbound.
 int64_t planned_size(const ir::SymExpr& e, const ir::SymBindings& at);
@@ -71,6 +72,7 @@ struct LogicalBuffer {
   int64_t index = 0;        // Input/Output position, Weight index
   ir::ValueId value = -1;   // the value it holds
   int64_t size_bytes = 0;   // with symbolic dims: at their maxima (max_bindings)
+  int64_t min_size_bytes = 0;  // at their minima (min_bindings): what inspect reports
 };
 
 struct ScheduledKernel {

@@ -12,9 +12,9 @@
 
 namespace aotrace::lowering {
 
-// Bytes of `v` with every symbol at its max (the memory plan lays the arena out for those).
-static int64_t bytes_of(const ir::Graph& g, const ir::SymBindings& max, ir::ValueId v) {
-  int64_t n = planned_size(g.type(v).numel(), max);
+// Bytes of `v` with every symbol at `at` (the memory plan lays the arena out for the maxima).
+static int64_t bytes_of(const ir::Graph& g, const ir::SymBindings& at, ir::ValueId v) {
+  int64_t n = planned_size(g.type(v).numel(), at);
   return n * static_cast<int64_t>(ir::dtype_size(g.type(v).dtype));
 }
 
@@ -23,9 +23,9 @@ Schedule schedule(FusedGraph fused, const std::string& symbol_prefix) {
   const ir::Graph& g = fused.graph;
   Schedule s;
   std::vector<int32_t> holder(g.num_values(), -1);  // value → the buffer that holds it
-  const ir::SymBindings max = max_bindings(g);
+  const ir::SymBindings max = max_bindings(g), min = min_bindings(g);
   auto add_buffer = [&](Kind kind, int64_t index, ir::ValueId v) {
-    s.buffers.push_back(LogicalBuffer{kind, index, v, bytes_of(g, max, v)});
+    s.buffers.push_back(LogicalBuffer{kind, index, v, bytes_of(g, max, v), bytes_of(g, min, v)});
     return static_cast<int32_t>(s.buffers.size() - 1);
   };
   for (size_t i = 0; i < g.inputs.size(); ++i)

@@ -284,7 +284,7 @@ class Bundle {
 
 // The bundle format this runtime reads: every minor of its major (COMPATIBILITY.md).
 constexpr uint32_t kFormatMajor = 1;
-constexpr uint32_t kFormatMinor = 5;
+constexpr uint32_t kFormatMinor = 6;
 // Required features this runtime knows (a bundle naming any other is refused).
 std::vector<std::string> known_features();
 

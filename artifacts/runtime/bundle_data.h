@@ -16,7 +16,7 @@
 namespace aotrace::rt {
 
 enum class GuardKind : uint8_t {
-  Rank, DType, Device, DimEq, DimRange, DimMultiple, DimsEqual, Contiguous, ValueEq
+  Rank, DType, Device, DimEq, DimRange, DimMultiple, DimsEqual, Contiguous, ValueEq, PaddingMask
 };
 
 struct GuardData {

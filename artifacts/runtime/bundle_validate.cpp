@@ -10,18 +10,9 @@ namespace {
 
 constexpr int64_t kMaxBytes = int64_t{1} << 46;  // 64 TiB: anything larger is corruption
 
-// Bytes of a tensor (dynamic dims: every symbol at its maximum, what the plan's buffers are
-// sized for), or -1 when a dim is negative or the size is absurd.
-int64_t tensor_bytes(const VariantData& v, const TensorInfo& t) {
-  std::vector<int64_t> max_symbols;
-  for (const SymbolData& s : v.symbols) max_symbols.push_back(s.max);
-  const std::vector<int64_t>* raw = nullptr;
-  for (size_t i = 0; i < v.inputs.size(); ++i)
-    if (&v.inputs[i] == &t) raw = &v.raw_input_shapes[i];
-  for (size_t i = 0; i < v.outputs.size(); ++i)
-    if (&v.outputs[i] == &t) raw = &v.raw_output_shapes[i];
-  const std::vector<int64_t> shape = raw ? concrete_shape(v, *raw, max_symbols.data()) : t.shape;
-  int64_t n = static_cast<int64_t>(dtype_size(t.dtype));
+// Bytes of a tensor of `shape`, or -1 when a dim is negative or the size is absurd.
+int64_t bytes_of(DType dtype, const std::vector<int64_t>& shape) {
+  int64_t n = static_cast<int64_t>(dtype_size(dtype));
   for (int64_t d : shape) {
     if (d < 0 || (d > 0 && n > kMaxBytes / d)) return -1;
     n *= d;
@@ -29,33 +20,49 @@ int64_t tensor_bytes(const VariantData& v, const TensorInfo& t) {
   return n;
 }
 
+// The bytes of each input and output of a variant with every symbol at its maximum (what the
+// plan's buffers are sized for); -1 for an invalid shape.
+struct TensorBytes {
+  std::vector<int64_t> inputs, outputs;
+};
+
+TensorBytes tensor_bytes(const VariantData& v) {
+  std::vector<int64_t> max_symbols;
+  for (const SymbolData& s : v.symbols) max_symbols.push_back(s.max);
+  TensorBytes out;
+  for (size_t i = 0; i < v.inputs.size(); ++i)
+    out.inputs.push_back(bytes_of(v.inputs[i].dtype, concrete_shape(v, v.raw_input_shapes[i], max_symbols.data())));
+  for (size_t i = 0; i < v.outputs.size(); ++i)
+    out.outputs.push_back(bytes_of(v.outputs[i].dtype, concrete_shape(v, v.raw_output_shapes[i], max_symbols.data())));
+  return out;
+}
+
 bool valid_guard(const GuardData& g, size_t num_inputs) {
   auto in_range = [&](int i) { return i >= 0 && static_cast<size_t>(i) < num_inputs; };
-  return static_cast<uint8_t>(g.kind) <= static_cast<uint8_t>(GuardKind::ValueEq) &&
+  return static_cast<uint8_t>(g.kind) <= static_cast<uint8_t>(GuardKind::PaddingMask) &&
          in_range(g.input) && g.dim >= 0 && g.other_dim >= 0 &&
          (g.kind != GuardKind::DimsEqual || in_range(g.other_input)) &&
          static_cast<uint8_t>(g.dtype) <= static_cast<uint8_t>(DType::b8) &&
          (g.kind != GuardKind::DimMultiple || g.value > 0);
 }
 
-std::string check_buffer(const BufferData& b, const BundleData& bundle, const VariantData& v) {
-  auto tensor_size_matches = [&](const std::vector<TensorInfo>& ts) {
-    return b.index >= 0 && static_cast<size_t>(b.index) < ts.size() &&
-           tensor_bytes(v, ts[static_cast<size_t>(b.index)]) == b.size_bytes;
+std::string check_buffer(const BufferData& b, const BundleData& bundle, const VariantData& v, const TensorBytes& bytes) {
+  auto tensor_size_matches = [&](const std::vector<int64_t>& sizes) {
+    return b.index >= 0 && static_cast<size_t>(b.index) < sizes.size() && sizes[static_cast<size_t>(b.index)] == b.size_bytes;
   };
   switch (b.kind) {
     case BufferKind::Input:
       if (v.draws_random && b.index == static_cast<int64_t>(v.inputs.size()))  // the generator state
         return b.size_bytes == 16 ? "" : "random generator buffer is not 16 bytes";
-      return tensor_size_matches(v.inputs) ? "" : "input buffer does not match its input";
+      return tensor_size_matches(bytes.inputs) ? "" : "input buffer does not match its input";
     case BufferKind::Output: {
-      if (tensor_size_matches(v.outputs)) return "";
+      if (tensor_size_matches(bytes.outputs)) return "";
       // The new value of an input updated in place (after the outputs).
       const int64_t k = b.index - static_cast<int64_t>(v.outputs.size());
       if (k < 0 || static_cast<size_t>(k) >= v.updated_inputs.size())
         return "output buffer does not match its output";
-      const TensorInfo& in = v.inputs[static_cast<size_t>(v.updated_inputs[static_cast<size_t>(k)])];
-      return tensor_bytes(v, in) == b.size_bytes ? "" : "output buffer does not match its updated input";
+      const size_t in = static_cast<size_t>(v.updated_inputs[static_cast<size_t>(k)]);
+      return bytes.inputs[in] == b.size_bytes ? "" : "output buffer does not match its updated input";
     }
     case BufferKind::Weight:
       if (b.index < 0 || static_cast<size_t>(b.index) >= bundle.weights.size())
@@ -104,16 +111,18 @@ std::string check_variant(const BundleData& bundle, const EntryData& e, const Va
   const VariantData& first = e.variants.front();
   if (v.inputs.size() != first.inputs.size() || v.outputs.size() != first.outputs.size())
     return "variants disagree on the number of inputs or outputs";
-  for (const auto* ts : {&v.inputs, &v.outputs})
-    for (const TensorInfo& t : *ts)
-      if (tensor_bytes(v, t) < 0) return "tensor '" + t.name + "' has an invalid shape";
+  const TensorBytes bytes = tensor_bytes(v);
+  for (size_t i = 0; i < v.inputs.size(); ++i)
+    if (bytes.inputs[i] < 0) return "tensor '" + v.inputs[i].name + "' has an invalid shape";
+  for (size_t i = 0; i < v.outputs.size(); ++i)
+    if (bytes.outputs[i] < 0) return "tensor '" + v.outputs[i].name + "' has an invalid shape";
   for (const GuardData& g : v.guards)
     if (!valid_guard(g, v.inputs.size())) return "invalid guard '" + g.text + "'";
   for (int32_t i : v.updated_inputs)  // before check_buffer reads the inputs they name
     if (i < 0 || static_cast<size_t>(i) >= v.inputs.size()) return "updated input out of range";
   if (v.arena_bytes < 0 || v.arena_bytes > kMaxBytes) return "invalid arena size";
   for (const BufferData& b : v.buffers)
-    if (std::string why = check_buffer(b, bundle, v); !why.empty()) return why;
+    if (std::string why = check_buffer(b, bundle, v, bytes); !why.empty()) return why;
   for (const CallData& c : v.calls) {
     if (c.symbol.empty()) return "kernel call without a symbol";
     for (int32_t i : c.buffers)

@@ -1,6 +1,7 @@
 // Guard evaluation (semantics of ir::Guard::Kind) and the message of a miss (DESIGN §5): the
 // inputs as given, then for every variant the guard that rejected them and its Python origin.
 #include <cstdio>
+#include <cstring>
 
 #include "bundle_data.h"
 
@@ -18,6 +19,46 @@ inline bool scalar_value(const TensorRef& t, DType dtype, double* v) {
     case DType::b8: *v = *static_cast<const uint8_t*>(t.data) != 0; return true;
     default: return false;
   }
+}
+
+// Whether element `i` (in elements) of `data` is nonzero: a padded position of a key-padding
+// mask (torch reads masks with logical_not; a float's sign bit alone is zero, NaN is nonzero).
+inline bool mask_set(const uint8_t* data, size_t elem_size, int64_t i) {
+  const uint8_t* p = data + static_cast<size_t>(i) * elem_size;
+  switch (elem_size) {
+    case 1: return *p != 0;
+    case 2: { uint16_t v; std::memcpy(&v, p, 2); return (v & 0x7fffu) != 0; }
+    case 4: { uint32_t v; std::memcpy(&v, p, 4); return (v & 0x7fffffffu) != 0; }
+    default: { uint64_t v; std::memcpy(&v, p, 8); return (v & 0x7fffffffffffffffull) != 0; }
+  }
+}
+
+// PaddingMask: "" when `t` is a [B, T] mask whose rows hold their padding at their end and some
+// row has none; else what breaks it ("row 1 has padding at 3 and a token at 5").
+std::string padding_mask_problem(const TensorRef& t) {
+  const bool maskable = t.dtype == DType::b8 || t.dtype == DType::u8 || t.dtype == DType::f32 ||
+                        t.dtype == DType::f64 || t.dtype == DType::f16 || t.dtype == DType::bf16;
+  if (t.shape.size() != 2 || !maskable) return "not a [B, T] bool or float mask";
+  const int64_t rows = t.shape[0], cols = t.shape[1];
+  if (rows * cols > 0 && !t.data) return "no data";
+  const int64_t row_stride = t.strides.size() == 2 ? t.strides[0] : cols;
+  const int64_t col_stride = t.strides.size() == 2 ? t.strides[1] : 1;
+  const auto* data = static_cast<const uint8_t*>(t.data);
+  const size_t size = dtype_size(t.dtype);
+  bool full_row = cols == 0 && rows > 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t first_pad = -1;
+    for (int64_t c = 0; c < cols; ++c) {
+      const bool pad = mask_set(data, size, r * row_stride + c * col_stride);
+      if (pad && first_pad < 0) first_pad = c;
+      if (!pad && first_pad >= 0)
+        return "row " + std::to_string(r) + " has padding at " + std::to_string(first_pad) + " and a token at " +
+               std::to_string(c) + ": it is not left-aligned";
+    }
+    if (first_pad < 0) full_row = true;
+  }
+  if (!full_row) return "every row ends in padding: torch's nested-tensor path would return a shorter sequence";
+  return "";
 }
 
 // Whether guard `g` holds: the rules, once (ir::Guard::Kind). The hit path of every call: no
@@ -43,6 +84,7 @@ inline bool guard_passes(const GuardData& g, const std::vector<TensorRef>& input
       double v = 0;
       return scalar_value(t, g.dtype, &v) && v == g.scalar;
     }
+    case GuardKind::PaddingMask: return padding_mask_problem(t).empty();
   }
   return false;
 }
@@ -75,6 +117,7 @@ std::string what_it_had(const GuardData& g, const std::vector<TensorRef>& inputs
       snprintf(buf, sizeof buf, "%.17g", v);
       return std::string("the value ") + buf;
     }
+    case GuardKind::PaddingMask: return padding_mask_problem(t);
     default: return dim_text(t, g.dim);
   }
 }

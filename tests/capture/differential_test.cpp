@@ -39,6 +39,18 @@ ir::HostTensor random_input(const embed::CaptureInput& in, std::mt19937& rng) {
   return t;
 }
 
+// A key-padding mask a PaddingMask guard accepts (left-aligned, row 0 without padding), with
+// random lengths, the rest 0 included: random bools would fail the guard.
+void fill_padding_mask(ir::HostTensor& t, std::mt19937& rng) {
+  if (t.shape.size() != 2) return;
+  const int64_t rows = t.shape[0], cols = t.shape[1];
+  std::uniform_int_distribution<int64_t> length(0, cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t n = r == 0 ? cols : length(rng);
+    for (int64_t c = 0; c < cols; ++c) t.set(r * cols + c, c >= n ? 1.0 : 0.0);
+  }
+}
+
 std::string type_str(const ir::HostTensor& t) {
   std::string s = std::string(ir::dtype_name(t.dtype)) + "[";
   for (size_t i = 0; i < t.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(t.shape[i]);
@@ -91,6 +103,8 @@ TEST_P(Differential, ReferenceAndKernelsMatchEager) {
   std::mt19937 rng(11);
   std::vector<ir::HostTensor> inputs;
   for (const auto& in : h.inputs) inputs.push_back(random_input(in, rng));
+  for (const ir::Guard& g : c.guards)
+    if (g.kind == ir::Guard::Kind::PaddingMask) fill_padding_mask(inputs.at(static_cast<size_t>(g.input)), rng);
   std::vector<ir::HostTensor> want = interp.run_eager(h.call, inputs, c.graph.input_updates);
   if (c.graph.rng_input >= 0) {
     // Random numbers: torch's generator is not the bundle's. The kernels must draw exactly the

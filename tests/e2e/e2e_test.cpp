@@ -85,6 +85,22 @@ void expect_close(const rt::Tensor& got, const ir::HostTensor& want, const std::
   EXPECT_EQ(bad, 0) << what << ": " << bad << " elements outside atol/rtol; max abs error " << worst;
 }
 
+// Runs `call` eagerly and entry `e` of the bundle on `inputs`, and compares every output; the
+// variant that ran goes to `variant`.
+void check_call_against_eager(const rt::Entry& e, const std::string& call, std::vector<ir::HostTensor>& inputs,
+                              const std::string& what, double atol, double rtol, std::string* variant = nullptr) {
+  std::vector<ir::HostTensor> want = embed::Interpreter::instance().run_eager(call, inputs);
+  std::vector<rt::TensorRef> refs;
+  for (auto& t : inputs) refs.push_back(ref(t));
+  auto v = e.select(refs);
+  ASSERT_TRUE(v.ok()) << what << ": " << v.status().message();
+  if (variant) *variant = e.variant_name(*v);
+  auto got = e.run(refs);
+  ASSERT_TRUE(got.ok()) << what << ": " << got.status().message();
+  ASSERT_EQ(got->size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) expect_close((*got)[i], want[i], what + " out" + std::to_string(i), atol, rtol);
+}
+
 void check_example_against_eager(const fs::path& spec_path, double atol = kAtol, double rtol = kRtol) {
   const fs::path bundle_dir = compiled(spec_path);
   auto spec = shape_profiles::parse_profile_file(spec_path);
@@ -100,15 +116,8 @@ void check_example_against_eager(const fs::path& spec_path, double atol = kAtol,
     for (const auto& profile : spec.profiles) {
       std::vector<ir::HostTensor> inputs;
       for (const auto& in : entry.inputs) inputs.push_back(random_tensor(in.dtype, spec.concrete_shape(in, profile), rng));
-      std::vector<ir::HostTensor> want = interp.run_eager(entry.call, inputs);
-      std::vector<rt::TensorRef> refs;
-      for (auto& t : inputs) refs.push_back(ref(t));
-      auto got = e->run(refs);
-      ASSERT_TRUE(got.ok()) << got.status().message();
-      ASSERT_EQ(got->size(), want.size());
-      for (size_t i = 0; i < want.size(); ++i)
-        expect_close((*got)[i], want[i], entry.name + " profile " + profile.name + " out" + std::to_string(i),
-                     atol, rtol);
+      check_call_against_eager(*e, entry.call, inputs, entry.name + " profile " + profile.name, atol, rtol);
+      if (::testing::Test::HasFatalFailure()) return;
       ++checked;
     }
   }
@@ -140,27 +149,21 @@ TEST(DynamicDims, EverySizeOfEveryRangeMatchesEager) {
   for (auto [batch, hw] : std::vector<std::pair<int64_t, int64_t>>{{1, 64}, {1, 160}, {2, 96}, {3, 256}, {16, 64}})
     sizes["resnet18"].push_back({{"batch", batch}, {"hw", hw}});
   for (const auto& entry : spec.entries) {
+    if (entry.name == "nested_encoder") continue;  // its masks are built below
     auto e = bundle->entry(entry.name);
     ASSERT_TRUE(e.ok()) << e.status().message();
     ASSERT_TRUE(sizes.count(entry.name)) << entry.name;
     for (const auto& dims : sizes[entry.name]) {
       shape_profiles::Profile p;
       p.dims = dims;
-      std::string dim, size;
+      std::string dim;
       for (const auto& [k, v] : dims) dim += (dim.empty() ? "" : ",") + k + "=" + std::to_string(v);
       std::vector<ir::HostTensor> inputs;
       for (const auto& in : entry.inputs) inputs.push_back(random_tensor(in.dtype, spec.concrete_shape(in, p), rng));
-      std::vector<ir::HostTensor> want = interp.run_eager(entry.call, inputs);
-      std::vector<rt::TensorRef> refs;
-      for (auto& t : inputs) refs.push_back(ref(t));
-      auto v = e->select(refs);
-      ASSERT_TRUE(v.ok()) << v.status().message();
-      variants_used[entry.name].insert(e->variant_name(*v));
-      auto got = e->run(refs);
-      ASSERT_TRUE(got.ok()) << entry.name << " " << dim << ": " << got.status().message();
-      ASSERT_EQ(got->size(), want.size());
-      for (size_t i = 0; i < want.size(); ++i)
-        expect_close((*got)[i], want[i], entry.name + " " + dim + size + " out" + std::to_string(i), 1e-4, 1e-4);
+      std::string variant;
+      check_call_against_eager(*e, entry.call, inputs, entry.name + " " + dim, 1e-4, 1e-4, &variant);
+      if (::testing::Test::HasFatalFailure()) return;
+      variants_used[entry.name].insert(variant);
       ++checked;
     }
   }
@@ -185,13 +188,99 @@ TEST(DynamicDims, EverySizeOfEveryRangeMatchesEager) {
   std::vector<rt::TensorRef> refs = {ref(big)};
   auto miss = bundle->entry("branchy")->run(refs);
   ASSERT_FALSE(miss.ok());
-  expect_contains(miss.status().message(), "seq = 41 is outside [25, 40] declared at " + spec_path.string() + ":32:3");
+  expect_contains(miss.status().message(), "seq = 41 is outside [25, 40] declared at " + spec_path.string() + ":37:3");
   expect_contains(miss.status().message(), "seq = 41 is outside [8, 24] declared at");
   // The selftest runs every variant's golden pair (taken at the range's largest size).
   size_t pairs = 0;
   rt::Status st = bundle->selftest(&pairs);
   EXPECT_TRUE(st.ok()) << st.message();
   EXPECT_GE(pairs, 10u);  // every variant whose golden pair fits the size limit
+}
+
+// A key-padding mask alone takes torch 1.13's nested-tensor path, whose output has zeros at the
+// padded positions: the bundle matches eager for left-aligned masks with a full row (rows of
+// every length, 0 included) at several sizes of the range, and refuses the masks where eager
+// would cut the sequence or take the padded path, saying why and where.
+TEST(DynamicDims, NestedTensorPathMatchesEagerAndItsMaskIsGuarded) {
+  const fs::path spec_path = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "e2e" / "dynamic" / "dynamic.yaml";
+  const fs::path bundle_dir = compiled(spec_path);
+  auto spec = shape_profiles::parse_profile_file(spec_path);
+  auto& interp = embed::Interpreter::instance();
+  interp.run_script(spec.script);
+  auto bundle = rt::Bundle::open(bundle_dir.string());
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  auto e = bundle->entry("nested_encoder");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->num_variants(), 1u);
+  const shape_profiles::EntrySpec* entry = nullptr;
+  for (const auto& x : spec.entries)
+    if (x.name == "nested_encoder") entry = &x;
+  ASSERT_TRUE(entry);
+  std::mt19937 rng(7);
+  // Row r of the mask pads from lengths[r] on.
+  auto mask_of = [](int64_t len, const std::vector<int64_t>& lengths) {
+    ir::HostTensor m = ir::HostTensor::zeros(ir::DType::b8, {static_cast<int64_t>(lengths.size()), len});
+    for (size_t r = 0; r < lengths.size(); ++r)
+      for (int64_t j = 0; j < len; ++j) m.set(static_cast<int64_t>(r) * len + j, j >= lengths[r] ? 1.0 : 0.0);
+    return m;
+  };
+  int checked = 0;
+  for (int64_t len : {32, 57, 128})
+    for (const std::vector<int64_t>& lengths :
+         std::vector<std::vector<int64_t>>{{len, len / 2, 1}, {3, len, 0}, {len, len, len}}) {
+      std::vector<ir::HostTensor> inputs{random_tensor(ir::DType::f32, {3, len, 64}, rng), mask_of(len, lengths)};
+      check_call_against_eager(*e, entry->call, inputs, "nested_encoder len=" + std::to_string(len), 1e-4, 1e-4);
+      if (::testing::Test::HasFatalFailure()) return;
+      ++checked;
+    }
+  EXPECT_EQ(checked, 9);
+  // Eager would return 40 of the 57 positions: the guard refuses, naming the encoder's line.
+  ir::HostTensor x = random_tensor(ir::DType::f32, {3, 57, 64}, rng);
+  ir::HostTensor short_rows = mask_of(57, {40, 20, 1});
+  auto miss = e->run({ref(x), ref(short_rows)});
+  ASSERT_FALSE(miss.ok());
+  expect_contains(miss.status().message(), "every row ends in padding: torch's nested-tensor path would return a shorter sequence");
+  expect_contains(miss.status().message(), "torch._nested_tensor_from_mask_left_aligned(L['padding'], L['padding'].logical_not())");
+  expect_contains(miss.status().message(), "dynamic.py:");
+  // Padding before a token: eager keeps the padded path; the guard refuses it too.
+  ir::HostTensor holes = mask_of(57, {57, 57, 57});
+  holes.set(57 + 2, 1.0);
+  miss = e->run({ref(x), ref(holes)});
+  ASSERT_FALSE(miss.ok());
+  expect_contains(miss.status().message(), "row 1 has padding at 2 and a token at 3: it is not left-aligned");
+}
+
+// inspect shows each variant's dynamic dims and its arena at the dims' minima and maxima (the
+// runtime allocates the maxima); a static variant has one peak.
+TEST(DynamicDims, InspectShowsTheDimsAndTheArenaAtTheirMinimaAndMaxima) {
+  const fs::path spec_path = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "e2e" / "dynamic" / "dynamic.yaml";
+  const fs::path bundle_dir = compiled(spec_path);
+  auto r = run_command(quote(AOTRACE_CLI) + " inspect " + quote(bundle_dir.string()) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  int dynamic = 0, fixed = 0;
+  for (const auto& e : j["entries"])
+    for (const auto& v : e["variants"]) {
+      const int64_t at_max = v["arena_bytes"].get<int64_t>(), at_min = v["arena_bytes_at_min"].get<int64_t>();
+      if (v["dynamic_dims"].empty()) {
+        EXPECT_EQ(at_min, at_max) << e["name"] << " " << v["name"];
+        ++fixed;
+        continue;
+      }
+      if (at_max > 0) EXPECT_LT(at_min, at_max) << e["name"] << " " << v["name"];  // branchy has no arena
+      ++dynamic;
+      if (e["name"] == "padded_encoder") {
+        // seq 32 against 128: activations 4x smaller, attention scores 16x.
+        EXPECT_LT(at_min * 4, at_max) << at_min << " " << at_max;
+        EXPECT_EQ(v["dynamic_dims"][0]["name"], "len");
+      }
+    }
+  EXPECT_GE(dynamic, 6);
+  EXPECT_GE(fixed, 3);
+  r = run_command(quote(AOTRACE_CLI) + " inspect " + quote(bundle_dir.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_contains(r.output, "dynamic dim len in [32, 128]");
+  expect_contains(r.output, "at their minima (allocated once, at open, for the maxima)");
 }
 
 TEST(Examples, MlpModuleMatchesEagerForEveryProfile) { check_example_against_eager(kExamples / "mlp" / "mlp.yaml"); }

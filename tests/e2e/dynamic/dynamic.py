@@ -70,3 +70,14 @@ import torchvision  # noqa: E402
 from model_setup import randomise_batch_norm  # noqa: E402
 
 resnet18 = randomise_batch_norm(torchvision.models.resnet18(num_classes=10))
+
+
+# The key-padding mask alone, an input of the entry: torch 1.13 takes its nested-tensor path
+# (padded positions come out 0); aotrace guards that the mask is left-aligned with a full row.
+nested64 = torch.nn.TransformerEncoder(
+    torch.nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, batch_first=True), num_layers=2,
+    norm=torch.nn.LayerNorm(64)).eval()
+
+
+def nested_encoder(x, padding):
+    return nested64(x, src_key_padding_mask=padding)
