@@ -5,7 +5,7 @@ PY := /usr/bin/python3.11
 # The Debian packages: tools/debian-packages.txt, one per line, with why each is needed.
 DEB_PACKAGES := $(strip $(shell sed 's/\#.*//' tools/debian-packages.txt))
 
-.PHONY: deps build build-cli test run clean bench fuzz depcheck
+.PHONY: deps build build-cli test run clean bench bench-deps fuzz depcheck
 
 # Installs only what is missing; quiet when everything is present.
 deps:
@@ -36,14 +36,31 @@ test: build
 run: build-cli
 	$(PY) examples/run_examples.py --aotrace $(BUILD)/cli/aotrace
 
-# Benchmarks (bench/, issue 6): the runtime's dispatch overhead (Google Benchmark), then every
-# model of bench/models.yaml compiled and timed against torch eager with THREADS threads each.
+# Benchmarks (bench/, issues 6 and 14): the runtime's dispatch overhead (Google Benchmark), then
+# every model of bench/models.yaml compiled and timed against torch eager and ONNX Runtime with
+# THREADS threads each.
 THREADS ?= $(shell nproc)
 MIN_TIME ?= 1
-bench: build
+ORT_VERSION := 1.20.1
+ORT_DIR := $(BUILD)/ort
+# ONNX Runtime's CPU build from the npm registry into the build tree (its install script only
+# fetches GPU extras, so --ignore-scripts); npm from Debian when it is missing. A failure is not
+# fatal: the bench then says why its ORT column is empty.
+bench-deps:
+	@command -v npm >/dev/null || { SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  echo "make bench-deps: installing npm"; $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null; } || true
+	@[ -f $(ORT_DIR)/node_modules/onnxruntime-node/package.json ] && \
+	  grep -q '"version": "$(ORT_VERSION)"' $(ORT_DIR)/node_modules/onnxruntime-node/package.json || \
+	  { mkdir -p $(ORT_DIR) && echo "make bench-deps: npm install onnxruntime-node@$(ORT_VERSION)" && \
+	    npm install --prefix $(ORT_DIR) --ignore-scripts --no-audit --no-fund --loglevel=error \
+	      onnxruntime-node@$(ORT_VERSION) >/dev/null; } || echo "make bench-deps: onnxruntime-node could not be installed"
+
+bench: build bench-deps
 	$(BUILD)/bench/dispatch_bench --benchmark_min_time=0.2
 	$(PY) bench/run_bench.py \
-	  --aotrace $(BUILD)/cli/aotrace --threads $(THREADS) --min-time $(MIN_TIME) --out $(BUILD)/bench-out
+	  --aotrace $(BUILD)/cli/aotrace --threads $(THREADS) --min-time $(MIN_TIME) --out $(BUILD)/bench-out \
+	  --ort $(ORT_DIR) $$( [ -x $(BUILD)/bench/fma_peak ] && echo --fma-peak $(BUILD)/bench/fma_peak )
 	$(PY) bench/dynamic_bench.py --aotrace $(BUILD)/cli/aotrace --threads $(THREADS) --out $(BUILD)/bench-dynamic
 
 # libFuzzer targets (tests/fuzz) for FUZZ_SECONDS each; `make test` runs a 5-second pass.

@@ -117,6 +117,7 @@ std::unique_ptr<fb::PlanT> plan_table(const ir::ExecutionPlan& plan) {
     auto call = std::make_unique<fb::KernelCallT>();
     call->symbol = c.symbol;
     call->buffers = c.buffers;
+    call->what = c.what;
     t->calls.push_back(std::move(call));
   }
   t->arena_bytes = plan.arena_bytes;

@@ -43,3 +43,5 @@ _gpt2 = load_module(HERE.parent / "tests" / "capture" / "models" / "gpt2.py", "a
 gpt2_block = _gpt2.Block(_gpt2.GPTConfig(block_size=128, n_head=12, n_embd=768)).eval()
 resnet18 = randomise_batch_norm(torchvision.models.resnet18())
 mobilenet_v2 = randomise_batch_norm(torchvision.models.mobilenet_v2())
+efficientnet_b0 = randomise_batch_norm(torchvision.models.efficientnet_b0())
+resnet50 = randomise_batch_norm(torchvision.models.resnet50())

@@ -1,5 +1,6 @@
 #!/usr/bin/python3.11
-"""`make bench` (issue 6): aotrace against torch eager, same machine, same thread count.
+"""`make bench` (issues 6, 14): aotrace against torch eager and ONNX Runtime, same machine, same
+thread count.
 
 For every entry of bench/models.yaml: compiles it into its own bundle with `aotrace compile`
 (wall-clock compile time; the capture and lowering seconds compile prints go to the JSON),
@@ -10,23 +11,34 @@ default (spinning) wait policy in the first, OMP_WAIT_POLICY=PASSIVE in the seco
 keeps its best median, so a noisy moment of a shared machine does not favour either. Prints a table
 with the speed-up (eager / aotrace) and its geometric mean, and sgemm 512³ GFLOP/s for both.
 
+ONNX Runtime (--ort DIR: where `make bench-deps` installed onnxruntime-node from npm): each model
+is exported with torch.onnx.export (opset 14, grad enabled so that torch 1.13's fused fast paths
+stay out of the export), checked against eager, and timed by bench/ort_bench.js with the CPU
+execution provider, graphOptimizationLevel "all", intra-op threads N, in each timing round. The
+table adds ORT's median and aotrace's speed-up over it (ORT / aotrace) with its geometric mean;
+without ORT the column says why. --fma-peak BIN (bench/fma_peak.cpp) measures the FMA peak on
+the spot, and sgemm is reported as a share of it.
+
     /usr/bin/python3.11 bench/run_bench.py --aotrace build/cli/aotrace [--threads N] [--min-time S]
-        [--out DIR] [MODEL ...]
+        [--out DIR] [--ort DIR] [--fma-peak BIN] [MODEL ...]
 
 Exits 1 when something fails to compile or run or an output mismatches eager; a slow model is
 reported, never refused.
 """
 import argparse
+import contextlib
 import json
 import math
 import os
 import pathlib
 import re
 import runpy
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 HERE = pathlib.Path(__file__).resolve().parent
 # Outputs must match eager within this (f32, different summation orders).
@@ -42,6 +54,8 @@ def parse_args():
     ap.add_argument("--min-time", type=float, default=1.0, help="seconds of timed calls per measurement")
     ap.add_argument("--out", default=None, help="work folder for YAMLs, bundles, inputs (default: a temp dir)")
     ap.add_argument("--spec", default=str(HERE / "models.yaml"), help="the models' profile YAML")
+    ap.add_argument("--ort", default=None, help="folder holding node_modules/onnxruntime-node (make bench-deps)")
+    ap.add_argument("--fma-peak", default=None, help="bench/fma_peak: measures the FMA peak for the sgemm line")
     ap.add_argument("--eager-worker", metavar="INPUTS_DIR",
                     help="internal: time torch eager on the inputs saved in INPUTS_DIR, print JSON")
     ap.add_argument("models", nargs="*", help="entries to run (default: all)")
@@ -206,6 +220,85 @@ def time_aotrace(aotrace, bundle, name, shapes):
     return json.loads(r.stdout)["median_ms"]
 
 
+# ---------------------------------------------------------------------------------------------
+# ONNX Runtime: export, check against eager, time (bench/ort_bench.js under Node).
+
+def ort_unavailable():
+    """Why ONNX Runtime cannot be timed here, or None."""
+    if not ARGS.ort:
+        return "ORT not set up (make bench passes --ort after make bench-deps)"
+    if not shutil.which("node"):
+        return "node is not installed (make bench-deps installs npm, which brings it)"
+    package = pathlib.Path(ARGS.ort) / "node_modules" / "onnxruntime-node"
+    if not package.is_dir():
+        return f"onnxruntime-node is not installed in {ARGS.ort} (make bench-deps: npm install failed or was skipped)"
+    return None
+
+
+class _Call(torch.nn.Module):
+    """An entry's callable as a module, for torch.onnx.export."""
+
+    def __init__(self, target):
+        super().__init__()
+        self.target = target
+
+    def forward(self, *args):
+        return self.target(*args)
+
+
+def export_onnx(target, inputs, path):
+    args = tuple(torch.from_numpy(x.copy()) for x in inputs.values())
+    quiet = open(os.devnull, "w")
+    with warnings.catch_warnings(), contextlib.redirect_stdout(quiet):
+        warnings.simplefilter("ignore")
+        # Grad enabled (the default): torch 1.13's fused inference paths (the BERT layer's
+        # _transformer_encoder_layer_fwd) have no ONNX export.
+        # The wrapper in the target's mode: export restores the wrapper's mode on exit, which
+        # would put an eval-mode model into training mode (dropout) for the rest of the bench.
+        wrapper = _Call(target).train(getattr(target, "training", False))
+        torch.onnx.export(wrapper, args, str(path), opset_version=14, input_names=list(inputs),
+                          do_constant_folding=True)
+        if isinstance(target, torch.nn.Module) and target.training != wrapper.training:
+            raise RuntimeError("torch.onnx.export changed the model's training mode")
+
+
+def run_ort(name, inputs, workdir, min_time):
+    """Times the exported model with bench/ort_bench.js: its JSON result (raises on failure)."""
+    manifest = {"ort": str(pathlib.Path(ARGS.ort).resolve()), "model": str(workdir / f"{name}.onnx"),
+                "threads": ARGS.threads, "min_time": min_time, "output": str(workdir / f"{name}.ort_out0.bin"),
+                "inputs": []}
+    for input_name, x in inputs.items():
+        raw = workdir / f"{name}.{input_name}.bin"
+        np.ascontiguousarray(x).tofile(raw)
+        manifest["inputs"].append({"name": input_name, "dtype": str(x.dtype), "shape": list(x.shape), "path": str(raw)})
+    manifest_path = workdir / f"{name}.ort.json"
+    manifest_path.write_text(json.dumps(manifest))
+    r = subprocess.run(["node", str(HERE / "ort_bench.js"), str(manifest_path)], capture_output=True, text=True)
+    lines = r.stdout.strip().splitlines()
+    result = json.loads(lines[-1]) if lines else {"error": r.stderr.strip() or f"exit {r.returncode}"}
+    if r.returncode != 0 or "error" in result:
+        raise RuntimeError(f"onnxruntime-node: {result.get('error', r.stderr.strip())}")
+    return result
+
+
+def setup_ort(name, target, inputs, workdir, row):
+    """Exports the model and checks ORT's first output against eager (row["ort_error"] on failure)."""
+    try:
+        export_onnx(target, inputs, workdir / f"{name}.onnx")
+        result = run_ort(name, inputs, workdir, 0.0)
+        with torch.inference_mode():
+            want = flatten(target(*[torch.from_numpy(x.copy()) for x in inputs.values()]))[0].numpy()
+        got = np.fromfile(workdir / f"{name}.ort_out0.bin", dtype=want.dtype)
+        if list(result["output_shape"]) != list(want.shape) or got.size != want.size:
+            raise RuntimeError(f"ORT's output has shape {result['output_shape']}, eager gives {list(want.shape)}")
+        diff = np.abs(got.reshape(want.shape).astype(np.float64) - want.astype(np.float64))
+        row["ort_max_abs_err"] = float(diff.max()) if diff.size else 0.0
+        if not np.all(diff <= ATOL + RTOL * np.abs(want.astype(np.float64))):
+            raise RuntimeError(f"ORT's output differs from eager (max abs error {row['ort_max_abs_err']:.3e})")
+    except Exception as err:  # noqa: BLE001 — reported in the table, the bench goes on
+        row["ort_error"] = f"{type(err).__name__}: {err}".splitlines()[0][:300]
+
+
 def random_inputs(entry, rng):
     inputs = {}
     for input_name, decl in entry["inputs"].items():
@@ -246,6 +339,14 @@ def main():
     if os.environ.get("OPENBLAS_CORETYPE"):
         print(f"OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']}")
 
+    peak = measure_fma_peak()
+    if peak:
+        print(f"FMA peak ({peak['isa']}, measured now): {peak['gflops_1']:.1f} GFLOP/s on 1 thread, "
+              f"{peak['gflops_n']:.1f} on {peak['threads']} at once", flush=True)
+    no_ort = ort_unavailable()
+    if no_ort:
+        print(f"ONNX Runtime: {no_ort}", flush=True)
+
     rng = np.random.default_rng(0)
     rows = []
     for name in names:
@@ -267,6 +368,12 @@ def main():
         except Exception as err:  # noqa: BLE001 — reported in the table, the others still run
             row["error"] = f"{type(err).__name__}: {err}" if not isinstance(err, RuntimeError) else str(err)
             print(f"  {name}: FAILED", flush=True)
+        if no_ort:
+            row["ort_error"] = no_ort
+        else:
+            setup_ort(name, eval(entry["call"], namespace), inputs, workdir, row)
+            if "ort_error" in row:
+                print(f"  {name}: ONNX Runtime: {row['ort_error']}", flush=True)
     # Timing rounds, one per OpenMP wait policy: every bundle, then torch eager in a fresh process.
     # Each side keeps its best median over the rounds, so that a noisy moment of a shared machine
     # falls on both sides alike.
@@ -281,6 +388,14 @@ def main():
                 row["aotrace_ms"] = min(ms, row.get("aotrace_ms", ms))
             except RuntimeError as err:
                 row["error"] = str(err)
+        for row in rows:
+            if "ort_error" in row:
+                continue
+            try:
+                ms = run_ort(row["model"], load_inputs(spec, row["model"], workdir), workdir, ARGS.min_time)["median_ms"]
+                row["ort_ms"] = min(ms, row.get("ort_ms", ms))
+            except RuntimeError as err:
+                row["ort_error"] = str(err)
         try:
             for name, ms in eager_timings(names, workdir, policy).items():
                 row = next(r for r in rows if r["model"] == name)
@@ -294,14 +409,17 @@ def main():
     for row in rows:
         if "aotrace_ms" in row and "eager_ms" in row and "error" not in row:
             row["speedup"] = row["eager_ms"] / row["aotrace_ms"]
-    print_table(rows)
+        if "aotrace_ms" in row and "ort_ms" in row and "error" not in row:
+            row["vs_ort"] = row["ort_ms"] / row["aotrace_ms"]
+    print_table(rows, peak)
     # The timed runs themselves keep about `threads` CPUs busy; more than that is other work.
     load, cpus = max(load, os.getloadavg()[0]), os.cpu_count() or 1
     if load > max(cpus, ARGS.threads) + 0.5:
         print(f"note: load average {load:.1f} on {cpus} CPUs: other work shares the cores, timings are noisy")
     for row in rows:
         row.pop("shapes", None)
-    (workdir / "bench_results.json").write_text(json.dumps({"threads": ARGS.threads, "rows": rows}, indent=1))
+    (workdir / "bench_results.json").write_text(json.dumps({"threads": ARGS.threads, "fma_peak": peak, "rows": rows},
+                                                           indent=1))
     print(f"results: {workdir / 'bench_results.json'}")
     failures = [r for r in rows if "error" in r]
     for row in failures:
@@ -309,11 +427,36 @@ def main():
     return 1 if failures else 0
 
 
-COLUMNS = [("model", 13), ("inputs", 22), ("compile s", 9), ("aotrace ms", 11), ("eager ms", 10),
-           ("speed-up", 9), ("max abs err", 11)]
+def load_inputs(spec, name, workdir):
+    return {i: np.load(input_path(workdir, name, i)) for i in spec["entries"][name]["inputs"]}
 
 
-def print_table(rows):
+def measure_fma_peak():
+    """bench/fma_peak's JSON ({isa, threads, gflops_1, gflops_n}), or None without --fma-peak."""
+    if not ARGS.fma_peak:
+        return None
+    r = subprocess.run([ARGS.fma_peak, str(ARGS.threads), "1.5"], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"FMA peak: {ARGS.fma_peak} failed: {r.stderr.strip()}")
+        return None
+    return json.loads(r.stdout)
+
+
+COLUMNS = [("model", 15), ("inputs", 22), ("compile s", 9), ("aotrace ms", 11), ("eager ms", 10),
+           ("vs eager", 9), ("ORT ms", 9), ("vs ORT", 7), ("max abs err", 11)]
+
+
+def geomean_line(rows, key, what):
+    models = [r for r in rows if key in r and not r["model"].startswith("sgemm")]
+    if not models:
+        return
+    geomean = math.exp(sum(math.log(r[key]) for r in models) / len(models))
+    slowest = min(models, key=lambda r: r[key])
+    print(f"geometric mean speed-up ({what}) over {len(models)} model(s): {geomean:.2f}x "
+          f"(lowest: {slowest['model']} {slowest[key]:.2f}x)")
+
+
+def print_table(rows, peak=None):
     def line(cells):
         return "  ".join(f"{c:<{w}}" if i < 2 else f"{c:>{w}}" for i, (c, (_, w)) in enumerate(zip(cells, COLUMNS)))
 
@@ -325,19 +468,31 @@ def print_table(rows):
     for r in rows:
         print(line([r["model"], r["inputs"], num(r, "compile_s", ".1f"), num(r, "aotrace_ms", ".3f"),
                     num(r, "eager_ms", ".3f"), f"{r['speedup']:.2f}x" if "speedup" in r else "FAILED",
+                    num(r, "ort_ms", ".3f"), f"{r['vs_ort']:.2f}x" if "vs_ort" in r else "-",
                     num(r, "max_abs_err", ".1e")]))
-    models = [r for r in rows if "speedup" in r and not r["model"].startswith("sgemm")]
-    if models:
-        geomean = math.exp(sum(math.log(r["speedup"]) for r in models) / len(models))
-        slowest = min(models, key=lambda r: r["speedup"])
-        print(f"\ngeometric mean speed-up (eager / aotrace) over {len(models)} model(s): {geomean:.2f}x "
-              f"(lowest: {slowest['model']} {slowest['speedup']:.2f}x)")
+    print()
+    geomean_line(rows, "speedup", "eager / aotrace")
+    geomean_line(rows, "vs_ort", "ORT / aotrace")
+    ort_missing = sorted({r["ort_error"] for r in rows if "ort_error" in r})
+    for why in ort_missing:
+        models = ", ".join(r["model"] for r in rows if r.get("ort_error") == why)
+        print(f"ORT column empty for {models}: {why}")
     for r in rows:
         if "flops" in r and "speedup" in r:
             r["aotrace_gflops"] = r["flops"] / (r["aotrace_ms"] * 1e6)
             r["torch_gflops"] = r["flops"] / (r["eager_ms"] * 1e6)
-            print(f"sgemm {r['gemm']}: aotrace {r['aotrace_gflops']:.1f} GFLOP/s, torch {r['torch_gflops']:.1f} "
-                  f"GFLOP/s ({100 * r['aotrace_gflops'] / r['torch_gflops']:.0f}% of torch)")
+            text = (f"sgemm {r['gemm']}: aotrace {r['aotrace_gflops']:.1f} GFLOP/s, torch {r['torch_gflops']:.1f} "
+                    f"GFLOP/s ({100 * r['aotrace_gflops'] / r['torch_gflops']:.0f}% of torch)")
+            if "ort_ms" in r:
+                text += f", ORT {r['flops'] / (r['ort_ms'] * 1e6):.1f} GFLOP/s"
+            if peak:
+                # Against the 1-thread peak times the threads: a busy second core lowers a
+                # measured N-thread peak, never this.
+                full = peak["gflops_1"] * peak["threads"]
+                r["share_of_fma_peak"] = r["aotrace_gflops"] / full
+                text += (f"; {100 * r['share_of_fma_peak']:.0f}% of the FMA peak ({peak['threads']} x "
+                         f"{peak['gflops_1']:.1f} GFLOP/s)")
+            print(text)
 
 
 if __name__ == "__main__":

@@ -217,6 +217,19 @@ int bench_command(const BenchOptions& options) {
                  {"median_ms", percentile(sorted, 0.5) * ms}, {"p10_ms", percentile(sorted, 0.1) * ms},
                  {"p90_ms", percentile(sorted, 0.9) * ms}, {"mean_ms", mean * ms},
                  {"min_ms", sorted.front() * ms}, {"max_ms", sorted.back() * ms}};
+  // Per kernel: as many calls as the timing took, at least 3, each kernel call timed.
+  std::vector<rt::Entry::KernelTime> kernels;
+  double kernels_ms = 0;
+  if (options.profile > 0) {
+    kernels = value_or_fail(entry.profile(inputs, std::max<int>(3, static_cast<int>(sorted.size()))));
+    for (const auto& k : kernels) kernels_ms += k.mean_ms;
+    std::stable_sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.mean_ms > b.mean_ms; });
+    json list = json::array();
+    for (size_t k = 0; k < kernels.size() && k < static_cast<size_t>(options.profile); ++k)
+      list.push_back({{"symbol", kernels[k].symbol}, {"what", kernels[k].what}, {"mean_ms", kernels[k].mean_ms},
+                      {"share", kernels_ms > 0 ? kernels[k].mean_ms / kernels_ms : 0.0}});
+    report["profile"] = {{"kernels", kernels.size()}, {"kernels_ms", kernels_ms}, {"slowest", list}};
+  }
   if (options.json) {
     std::cout << report.dump(2) << "\n";
     return 0;
@@ -235,6 +248,16 @@ int bench_command(const BenchOptions& options) {
             << fmt(report["median_ms"]) << " ms, p10 " << fmt(report["p10_ms"]) << " ms, p90 "
             << fmt(report["p90_ms"]) << " ms (mean " << fmt(report["mean_ms"]) << " ms, min "
             << fmt(report["min_ms"]) << " ms)\n";
+  if (options.profile > 0) {
+    std::cout << "  profile: " << kernels.size() << " kernel calls, " << fmt(kernels_ms)
+              << " ms per call in kernels; the slowest:\n";
+    for (size_t k = 0; k < kernels.size() && k < static_cast<size_t>(options.profile); ++k) {
+      char share[16];
+      std::snprintf(share, sizeof share, "%5.1f%%", kernels_ms > 0 ? 100 * kernels[k].mean_ms / kernels_ms : 0.0);
+      std::cout << "    " << share << "  " << fmt(kernels[k].mean_ms) << " ms  " << kernels[k].symbol << "  "
+                << (kernels[k].what.empty() ? "(no description: bundle before format 1.6)" : kernels[k].what) << "\n";
+    }
+  }
   return 0;
 }
 

@@ -81,6 +81,7 @@ struct BenchOptions {
   int iterations = 0;               // timed calls; 0: as many as min_time allows
   double min_time = 1.0;            // seconds of timed calls when iterations is 0
   bool json = false;
+  int profile = 0;                  // > 0: this many of the slowest kernels, timed per call
 };
 // `aotrace bench` (bench.cpp): latency of one entry on random inputs; exit 0, or 1 when the
 // inputs or the bundle are wrong.

@@ -52,6 +52,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->excludes(iterations);
   bn->add_flag("--json", bench.json, "one JSON object");
+  bn->add_option("--profile", bench.profile,
+                 "also time each kernel call and list the N slowest kernels with their share of the call")
+      ->check(CLI::PositiveNumber);
 
   std::filesystem::path bundle_dir;
   auto* ins = app.add_subcommand("inspect", "what a bundle holds: versions, variants, files, hardware");

@@ -334,6 +334,9 @@ struct PlanBuffer {
 struct KernelCall {
   std::string symbol;            // exported symbol in the CPU library
   std::vector<int32_t> buffers;  // indices into ExecutionPlan::buffers, in argument order
+  // What it computes, for profiles: "conv f32[1, 64, 56, 56] <- f32[1, 64, 56, 56], f32[64, 64, 3, 3]
+  // + add, relu (model.py:12)".
+  std::string what;
 };
 
 struct ExecutionPlan {

@@ -82,6 +82,7 @@ struct ScheduledKernel {
   std::vector<int32_t> buffers;          // [output, reads...] as LogicalBuffer indices
   std::vector<ir::ValueId> read_values;  // value held by buffers[1..]
   ir::Shape loop_extents;                // the output loop nest (row-major; empty: scalar)
+  std::string what;                      // what it computes (ir::KernelCall::what)
 };
 
 struct Schedule {

@@ -8,6 +8,8 @@
 //   - every Output buffer is written by a kernel: an output that aliases an input, a weight or
 //     another output gets a copy kernel.
 // Test: lowering_tests Schedule.*, EndToEnd.OutputAliases*.
+#include <algorithm>
+
 #include "lowering/passes.h"
 
 namespace aotrace::lowering {
@@ -16,6 +18,52 @@ namespace aotrace::lowering {
 static int64_t bytes_of(const ir::Graph& g, const ir::SymBindings& at, ir::ValueId v) {
   int64_t n = planned_size(g.type(v).numel(), at);
   return n * static_cast<int64_t>(ir::dtype_size(g.type(v).dtype));
+}
+
+// What kernel `k` computes, for profiles: its reduction (with its operand types) or root op, the
+// ops it fuses in graph order, and the user's line of the reduction or root.
+static std::string kernel_text(const ir::Graph& g, const std::vector<int>& producer, const ScheduledKernel& k) {
+  std::vector<bool> seen(g.num_values(), false);
+  for (ir::ValueId r : k.read_values) seen[static_cast<size_t>(r)] = true;
+  std::vector<int> nodes;
+  std::vector<ir::ValueId> stack{k.root};
+  while (!stack.empty()) {
+    const ir::ValueId v = stack.back();
+    stack.pop_back();
+    if (seen[static_cast<size_t>(v)]) continue;
+    seen[static_cast<size_t>(v)] = true;
+    const int n = producer[static_cast<size_t>(v)];
+    if (n < 0) continue;  // an input or weight
+    nodes.push_back(n);
+    for (ir::ValueId o : g.nodes[static_cast<size_t>(n)].operands) stack.push_back(o);
+  }
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  if (nodes.empty()) return "copy " + g.type(k.root).str();
+  const int main_node = k.reduction >= 0 ? producer[static_cast<size_t>(k.reduction)] : nodes.back();
+  const ir::Node& main = g.nodes[static_cast<size_t>(main_node)];
+  std::string s = std::string(ir::op_name(main.op)) + " " + g.type(main.results.at(0)).str();
+  if (k.reduction >= 0) {
+    s += " <-";
+    for (size_t i = 0; i < main.operands.size(); ++i) s += (i ? ", " : " ") + g.type(main.operands[i]).str();
+  }
+  // The other ops, each once with its count: "+ add, relu, mul x2".
+  std::vector<std::pair<std::string, int>> ops;
+  for (int n : nodes) {
+    if (n == main_node) continue;
+    const std::string name(ir::op_name(g.nodes[static_cast<size_t>(n)].op));
+    auto it = std::find_if(ops.begin(), ops.end(), [&](const auto& p) { return p.first == name; });
+    if (it == ops.end()) ops.emplace_back(name, 1);
+    else ++it->second;
+  }
+  for (size_t i = 0; i < ops.size(); ++i)
+    s += (i ? ", " : " + ") + ops[i].first + (ops[i].second > 1 ? " x" + std::to_string(ops[i].second) : "");
+  const SourceLoc& loc = main.loc.known() ? main.loc : g.nodes[static_cast<size_t>(nodes.back())].loc;
+  if (loc.known()) {
+    const size_t slash = loc.file.find_last_of('/');
+    s += " (" + (slash == std::string::npos ? loc.file : loc.file.substr(slash + 1)) + ":" + std::to_string(loc.line) + ")";
+  }
+  return s;
 }
 
 Schedule schedule(FusedGraph fused, const std::string& symbol_prefix) {
@@ -51,6 +99,9 @@ Schedule schedule(FusedGraph fused, const std::string& symbol_prefix) {
     if (holder[static_cast<size_t>(k.root)] < 0)
       holder[static_cast<size_t>(k.root)] = add_buffer(Kind::Arena, 0, k.root);
 
+  std::vector<int> producer(g.num_values(), -1);  // value → the node that computes it
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (ir::ValueId r : g.nodes[n].results) producer[static_cast<size_t>(r)] = static_cast<int>(n);
   auto add_kernel = [&](ir::ValueId root, ir::ValueId reduction, int32_t out,
                         const std::vector<ir::ValueId>& reads) {
     ScheduledKernel sk;
@@ -64,6 +115,7 @@ Schedule schedule(FusedGraph fused, const std::string& symbol_prefix) {
       sk.read_values.push_back(r);
     }
     sk.loop_extents = g.type(root).shape;
+    sk.what = kernel_text(g, producer, sk);
     s.kernels.push_back(std::move(sk));
   };
   for (const FusedKernel& k : fused.kernels)

@@ -237,6 +237,15 @@ class Entry {
   Status run_into(const std::vector<TensorRef>& inputs,
                   const std::vector<TensorRef>& outputs) const;
 
+  // Where a call's time goes: runs the variant the inputs select once to warm up, then `calls`
+  // times timing each kernel call (wall time; a kernel's threads included). In plan order.
+  struct KernelTime {
+    std::string symbol;
+    std::string what;  // what it computes: "conv f32[…] <- … + relu (model.py:12)"; "" before format 1.6
+    double mean_ms = 0;
+  };
+  Result<std::vector<KernelTime>> profile(const std::vector<TensorRef>& inputs, int calls) const;
+
  private:
   friend class Bundle;
   Entry(std::shared_ptr<const BundleData> bundle, const EntryData* data)

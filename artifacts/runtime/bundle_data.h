@@ -56,6 +56,7 @@ struct BufferData {
 
 struct CallData {
   std::string symbol;
+  std::string what;                // format 1.6: what it computes (empty before)
   aotrace_kernel_fn fn = nullptr;  // resolved at open
   std::vector<int32_t> buffers;
 };
@@ -183,10 +184,11 @@ Result<std::shared_ptr<BundleData>> read_bundle_fb(const std::string& dir,
 Status start_thread_pool(BundleData& b, int num_threads);
 
 // Runs variant `v` of `e` (inputs and outputs checked against it; entry.cpp). `rng`: the
-// generator state (seed, offset) of a variant that draws random numbers.
+// generator state (seed, offset) of a variant that draws random numbers. `kernel_seconds`
+// (profile: one per call of the plan) accumulates each kernel call's wall time.
 Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v,
                    const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs,
-                   const int64_t* rng = nullptr);
+                   const int64_t* rng = nullptr, double* kernel_seconds = nullptr);
 
 // The same from the bytes of a bundle.fb (`dir` only names the bundle in messages; fuzzed).
 Result<std::shared_ptr<BundleData>> parse_bundle_fb(const std::string& dir, std::vector<uint8_t> buf);

@@ -212,6 +212,7 @@ VariantData read_variant(const fb::Variant& v, bool* ok) {
       for (const auto* c : *plan->calls()) {
         CallData call;
         call.symbol = str(c->symbol());
+        call.what = str(c->what());
         if (c->buffers()) call.buffers.assign(c->buffers()->begin(), c->buffers()->end());
         d.calls.push_back(std::move(call));
       }

@@ -1,4 +1,5 @@
 // Entry: variant selection and running a variant's plan (DESIGN §5).
+#include <chrono>
 #include <cstring>
 
 #include "bundle_data.h"
@@ -104,7 +105,7 @@ int Bundle::num_threads() const { return data_->pool ? data_->pool->num_threads(
 // slots; a steady state allocates nothing.
 Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v,
                    const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs,
-                   const int64_t* rng) {
+                   const int64_t* rng, double* kernel_seconds) {
   // The symbols' values of this call (read from the inputs; the guards checked their ranges).
   int64_t symbols_here[8];
   std::vector<int64_t> symbols_heap;
@@ -145,10 +146,17 @@ Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v
                                             std::to_string(v.arena_bytes) + " bytes)");
   for (size_t i = 0; i < v.buffers.size(); ++i)
     slot->pointers[i] = buffer_pointer(b, slot->arena.get(), v.buffers[i], inputs, *plan_outputs, rng);
-  for (const CallData& call : v.calls) {
+  for (size_t c = 0; c < v.calls.size(); ++c) {
+    const CallData& call = v.calls[c];
     slot->args.clear();
     for (int32_t i : call.buffers) slot->args.push_back(slot->pointers[static_cast<size_t>(i)]);
+    if (!kernel_seconds) {
+      call.fn(slot->args.data(), symbols, &b.kernel_ctx);
+      continue;
+    }
+    const auto start = std::chrono::steady_clock::now();
     call.fn(slot->args.data(), symbols, &b.kernel_ctx);
+    kernel_seconds[c] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   v.slots->give_back(std::move(slot));
   for (size_t k = 0; k < updated.size(); ++k)
@@ -236,12 +244,11 @@ Result<std::vector<std::vector<int64_t>>> Entry::output_shapes(size_t v, const s
   return shapes;
 }
 
-Result<std::vector<Tensor>> Entry::run(const std::vector<TensorRef>& inputs) const {
-  Result<size_t> v = select(inputs);
-  if (!v.ok()) return v.status();
-  const VariantData& variant = data_->variants[*v];
-  std::vector<Tensor> outputs;
-  std::vector<TensorRef> refs;
+namespace {
+
+// The outputs of `variant` for these inputs, allocated, and references to them.
+Status allocate_outputs(const VariantData& variant, const std::vector<TensorRef>& inputs, std::vector<Tensor>& outputs,
+                        std::vector<TensorRef>& refs) {
   std::vector<int64_t> symbols(variant.symbols.size());
   bind_symbols(variant, inputs, symbols.data());
   for (size_t o = 0; o < variant.outputs.size(); ++o) {
@@ -251,8 +258,39 @@ Result<std::vector<Tensor>> Entry::run(const std::vector<TensorRef>& inputs) con
       return Status(StatusCode::io_error, "cannot allocate output '" + info.name + "'");
     refs.push_back(outputs.back().ref());
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<Tensor>> Entry::run(const std::vector<TensorRef>& inputs) const {
+  Result<size_t> v = select(inputs);
+  if (!v.ok()) return v.status();
+  const VariantData& variant = data_->variants[*v];
+  std::vector<Tensor> outputs;
+  std::vector<TensorRef> refs;
+  if (Status s = allocate_outputs(variant, inputs, outputs, refs); !s.ok()) return s;
   if (Status s = run_variant(*bundle_, *data_, variant, inputs, refs); !s.ok()) return s;
   return outputs;
+}
+
+Result<std::vector<Entry::KernelTime>> Entry::profile(const std::vector<TensorRef>& inputs, int calls) const {
+  if (calls < 1) return invalid("profile needs at least 1 call, got " + std::to_string(calls));
+  Result<size_t> v = select(inputs);
+  if (!v.ok()) return v.status();
+  const VariantData& variant = data_->variants[*v];
+  std::vector<Tensor> outputs;
+  std::vector<TensorRef> refs;
+  if (Status s = allocate_outputs(variant, inputs, outputs, refs); !s.ok()) return s;
+  // Inputs updated in place change between calls, as they would in a loop of real calls.
+  if (Status s = run_variant(*bundle_, *data_, variant, inputs, refs); !s.ok()) return s;  // warm-up
+  std::vector<double> seconds(variant.calls.size(), 0.0);
+  for (int c = 0; c < calls; ++c)
+    if (Status s = run_variant(*bundle_, *data_, variant, inputs, refs, nullptr, seconds.data()); !s.ok()) return s;
+  std::vector<KernelTime> out;
+  for (size_t k = 0; k < variant.calls.size(); ++k)
+    out.push_back({variant.calls[k].symbol, variant.calls[k].what, 1e3 * seconds[k] / calls});
+  return out;
 }
 
 }  // namespace aotrace::rt

@@ -149,6 +149,45 @@ TEST_F(BenchCli, RunWithThreads) {
 // `make bench`'s script (bench/run_bench.py) end to end on a tiny spec of its own: it compiles each
 // entry with the CLI, checks it against torch eager, times both sides and prints the table, the
 // geometric mean and the sgemm line. Structure only, never timings.
+// --profile times each kernel call of a compiled bundle: the slowest kernels with what each
+// computes (ops, types, the user's line) and their share; JSON lists them too.
+TEST(BenchProfile, ListsTheSlowestKernelsWithWhatTheyCompute) {
+  fs::path dir = fresh_temp_dir("bench_profile");
+  std::ofstream(dir / "net.py") << "import torch\n"
+                                   "torch.manual_seed(0)\n"
+                                   "lin = torch.nn.Linear(256, 512)\n"
+                                   "def net(x):\n"
+                                   "    return torch.relu(lin(x)).sum(-1)\n";
+  std::ofstream(dir / "net.yaml") << "version: 1\nname: net\nscript: net.py\nentries:\n"
+                                     "  net:\n    call: net\n    inputs:\n      x: {dtype: float32, shape: [64, 256]}\n";
+  auto r = aotrace::test::run_command(quote(AOTRACE_CLI) + " compile " + quote((dir / "net.yaml").string()) + " -o " +
+                                      quote((dir / "net.aot").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = aotrace::test::run_command(quote(AOTRACE_CLI) + " bench " + quote((dir / "net.aot").string()) +
+                                 " --iterations 5 --profile 2 --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_contains(r.output, "kernel calls, ");
+  expect_contains(r.output, " ms per call in kernels; the slowest:");
+  expect_contains(r.output, "matmul f32[64, 512] <- f32[64, 256], f32[256, 512]");
+  expect_contains(r.output, "(net.py:5)");
+  r = aotrace::test::run_command(quote(AOTRACE_CLI) + " bench " + quote((dir / "net.aot").string()) +
+                                 " --iterations 3 --profile 5 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json j = json::parse(r.output);
+  const json& profile = j["profile"];
+  ASSERT_GE(profile["kernels"].get<int>(), 1);
+  double share = 0;
+  for (const json& k : profile["slowest"]) {
+    EXPECT_FALSE(k["what"].get<std::string>().empty()) << k.dump();
+    EXPECT_GE(k["mean_ms"].get<double>(), 0.0);
+    share += k["share"].get<double>();
+  }
+  EXPECT_EQ(profile["slowest"].size(), std::min<size_t>(5, profile["kernels"].get<size_t>()));
+  if (profile["slowest"].size() == profile["kernels"].get<size_t>()) EXPECT_NEAR(share, 1.0, 1e-9);
+  EXPECT_EQ(aotrace::test::run_command(quote(AOTRACE_CLI) + " bench " + quote((dir / "net.aot").string()) +
+                                       " --profile 0").exit_code, 2);
+}
+
 TEST(BenchScript, RunsATinySpecAndPrintsItsTable) {
   fs::path dir = fresh_temp_dir("bench_script");
   std::ofstream(dir / "tiny.py") << "import torch\n"
@@ -165,10 +204,12 @@ TEST(BenchScript, RunsATinySpecAndPrintsItsTable) {
                                       " --threads 1 --min-time 0.02 --spec " + quote((dir / "tiny.yaml").string()) +
                                       " --out " + quote((dir / "out").string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  expect_contains(r.output, "model          inputs");
-  expect_contains(r.output, "mlp_b4         x[4x16]");
+  expect_contains(r.output, "model            inputs");
+  expect_contains(r.output, "mlp_b4           x[4x16]");
   expect_contains(r.output, "geometric mean speed-up (eager / aotrace) over 1 model(s): ");
   expect_contains(r.output, "sgemm 32x32x32: aotrace ");
+  // Without --ort the ORT column is empty and says why; the bench still runs.
+  expect_contains(r.output, "ORT column empty for mlp_b4, sgemm_32: ORT not set up (make bench passes --ort after make bench-deps)");
   json results = json::parse(std::ifstream(dir / "out" / "bench_results.json"));
   EXPECT_EQ(results["threads"], 1);
   ASSERT_EQ(results["rows"].size(), 2u);
