@@ -220,15 +220,19 @@ DecomposeFn decompose_group_norm() {
   };
 }
 
-// Eval batch norm: (x - mean) * (rsqrt(var + eps) [* weight]) [+ bias], per channel.
+// Eval batch norm as ATen computes it (batch_norm_cpu_transform_input): x * alpha + beta per
+// channel, alpha = rsqrt(var + eps) [* weight], beta = [bias] - mean * alpha. alpha and beta
+// read only the statistics, so with weights for them lowering folds both into per-channel
+// weights (fold_constants): one multiply-add per element.
 DecomposeFn decompose_batch_norm() {
   return [](Graph& g, Operands in, const Attrs& attrs, const SourceLoc& loc) {
     Emit e{g, loc};
     const int rank = g.type(in[0]).rank();
-    ValueId scale = e.op(OpKind::Rsqrt, {e.add(in[2], e.c(attrs.f("eps"), in[2]))});
-    if (in.size() == 5) scale = e.mul(scale, in[3]);
-    ValueId y = e.mul(e.sub(in[0], per_channel(e, in[1], rank)), per_channel(e, scale, rank));
-    if (in.size() == 5) y = e.add(y, per_channel(e, in[4], rank));
+    ValueId alpha = e.op(OpKind::Rsqrt, {e.add(in[2], e.c(attrs.f("eps"), in[2]))});
+    if (in.size() == 5) alpha = e.mul(alpha, in[3]);
+    ValueId beta = e.mul(in[1], alpha);
+    beta = in.size() == 5 ? e.sub(in[4], beta) : e.op(OpKind::Neg, {beta});
+    ValueId y = e.add(e.mul(in[0], per_channel(e, alpha, rank)), per_channel(e, beta, rank));
     return std::vector<ValueId>{y};
   };
 }

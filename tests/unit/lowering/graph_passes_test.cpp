@@ -84,6 +84,33 @@ TEST(GraphPasses, FoldConstantsLeavesTensorOpsAlone) {
   EXPECT_EQ(fold_constants(g).str(), g.str());
 }
 
+// Eval batch norm with weight statistics becomes x * alpha + beta with alpha and beta folded
+// into per-channel weights at compile time (no rsqrt per element), with eager's numbers.
+TEST(GraphPasses, FoldsBatchNormStatistics) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({2, 4, 3, 3}), "L['x']");
+  std::vector<float> var_values{0.5f, 1.5f, 2.0f, 0.25f};
+  ir::ValueId var = g.add_weight("bn.running_var", f32({4}), "L['self'].bn.running_var",
+                                 std::make_shared<const ir::Bytes>(reinterpret_cast<const uint8_t*>(var_values.data()),
+                                                                   reinterpret_cast<const uint8_t*>(var_values.data() + 4)));
+  ir::ValueId mean = weight(g, "bn.running_mean", {4}, 3), w = weight(g, "bn.weight", {4}, 4), b = weight(g, "bn.bias", {4}, 5);
+  set_outputs(g, {g.add(OpKind::BatchNorm, {x, mean, var, w, b}, attrs({{"eps", 1e-5}}))});
+  ir::Graph f = dce(cse(fold_constants(decompose(g))));
+  EXPECT_EQ(op_names(f), (Names{"mul", "add"}));
+  // Two per-channel weights, [4, 1, 1], named after the statistics they came from.
+  int folded = 0;
+  for (const auto& weight : f.weights)
+    if (weight.source.rfind("reshape(", 0) == 0) {
+      EXPECT_EQ(f.type(weight.value).str(), "f32[4, 1, 1]") << weight.name;
+      ++folded;
+    }
+  EXPECT_EQ(folded, 2);
+  std::vector<ir::HostTensor> in{random_tensor({2, 4, 3, 3}, 9)};
+  std::vector<ir::HostTensor> want = ir::evaluate(g, in), got = ir::evaluate(f, in);
+  ASSERT_EQ(got.size(), 1u);
+  for (int64_t i = 0; i < want[0].numel(); ++i) EXPECT_NEAR(got[0].get(i), want[0].get(i), 1e-5) << i;
+}
+
 TEST(GraphPasses, PadConvInputs) {
   ir::Graph g;
   ir::ValueId x = g.add_input("x", f32({1, 2, 5, 5}), "L['x']");
