@@ -2,11 +2,37 @@
 // negative padding). fuse materialises every conv input, so the padded input is written once
 // by its own kernel and the conv reads it without bounds checks: a stride-1 conv's im2col rows
 // become contiguous slices (emit_gemm.cpp packs them with vector loads) and a depthwise conv's
-// window loads are plain loads. Costs one copy of the input per padded conv.
-// Test: lowering_tests GraphPasses.PadConvInputs, Gemm.*, Ops.Conv*.
+// window loads are plain loads. Costs one copy of the input per padded conv. Depthwise convs
+// that the CPU depthwise kernel takes (is_depthwise_conv) keep their padding: that kernel splits
+// each row into interior vectors (plain loads) and border vectors (masked loads), which is
+// cheaper than a copy of the input.
+// Test: lowering_tests GraphPasses.PadConvInputs, Gemm.*, Ops.Conv*, Depthwise.*.
 #include "lowering/passes.h"
 
 namespace aotrace::lowering {
+
+bool is_depthwise_conv(const ir::Graph& g, const ir::Node& n) {
+  if (n.op != ir::OpKind::Conv || n.operands.size() < 2) return false;
+  for (ir::ValueId v : {n.operands[0], n.operands[1], n.results[0]})
+    if (g.type(v).dtype != ir::DType::f32) return false;
+  if (n.operands.size() > 2 && g.type(n.operands[2]).dtype != ir::DType::f32) return false;
+  const ir::Shape &xs = g.type(n.operands[0]).shape, &ws = g.type(n.operands[1]).shape,
+                  &out = g.type(n.results[0]).shape;
+  int64_t groups = n.attrs.has("groups") ? n.attrs.i("groups") : 1;
+  if (xs.size() != 4 || ws.size() != 4 || out.size() != 4 || groups <= 1) return false;
+  for (const ir::SymExpr& d : ws) {
+    std::optional<int64_t> c = d.as_constant();
+    if (!c || *c <= 0) return false;
+  }
+  int64_t taps = ws[2].constant() * ws[3].constant();
+  if (ws[1].constant() != 1 || xs[1].as_constant() != std::optional<int64_t>(groups) || taps > 64) return false;
+  std::vector<int64_t> stride = n.attrs.ints("stride");
+  if (stride.size() != 2 || stride[0] < 1 || stride[1] < 1 || stride[1] > 2) return false;
+  for (const ir::Shape* s : {&xs, &out})
+    for (const ir::SymExpr& d : *s)
+      if (d.as_constant() == std::optional<int64_t>(0)) return false;
+  return true;
+}
 
 ir::Graph pad_conv_inputs(ir::Graph old) {
   GraphCopy c = copy_signature(old);
@@ -14,7 +40,7 @@ ir::Graph pad_conv_inputs(ir::Graph old) {
     std::vector<ir::ValueId> operands;
     for (ir::ValueId o : n.operands) operands.push_back(c.map.at(static_cast<size_t>(o)));
     ir::Attrs attrs = n.attrs;
-    if (n.op == ir::OpKind::Conv) {
+    if (n.op == ir::OpKind::Conv && !is_depthwise_conv(old, n)) {
       std::vector<int64_t> low = attrs.ints("pad_low"), high = attrs.ints("pad_high");
       bool any = false, negative = false;
       for (size_t d = 0; d < low.size(); ++d) {

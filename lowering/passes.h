@@ -23,6 +23,13 @@ ir::Graph dce(ir::Graph g);             // dce.cpp
 ir::Graph pad_conv_inputs(ir::Graph g); // pad_conv_inputs.cpp
 ir::Graph pack_weights(ir::Graph g);    // pack_weights.cpp
 
+// Whether conv `n` is one the CPU backend's depthwise kernel takes (cpu/emit_depthwise.cpp):
+// f32, two spatial dims, groups > 1 with one input channel per group (any channel multiplier),
+// a static weight of at most 64 taps, a width stride of 1 or 2 and no static size-0 dim. That
+// kernel handles zero padding itself (interior and border split), so pad_conv_inputs leaves
+// these convs padded. Defined in pad_conv_inputs.cpp.
+bool is_depthwise_conv(const ir::Graph& g, const ir::Node& n);
+
 // GEMM panels (emit_gemm.cpp): A in MR-row panels, B in NR-column panels, both K-major. Fixed for
 // every target, so that one plan and its pre-packed weights serve every CPU variant.
 constexpr int64_t kPackedMR = 6;

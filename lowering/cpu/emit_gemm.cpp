@@ -28,7 +28,7 @@
 //
 // Taken: f32 matmul with both operands of rank >= 2, and f32 conv with groups == 1, when the
 // product is big enough to pay for packing (M >= 4, N >= 8, K >= 8). Everything else keeps the
-// per-element loops of emit_reductions.cpp.
+// per-element loops of emit_reductions.cpp, but depthwise convs (emit_depthwise.cpp).
 //
 // Dynamic dims: M, N, K, the batch and a conv's row width may be symbolic. The blocking (MR, NR,
 // MC, KC, MT) stays a set of constants, chosen from the sizes at their maxima; the edges, the

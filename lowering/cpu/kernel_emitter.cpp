@@ -133,6 +133,7 @@ llvm::Value* KernelEmitter::size(const ir::SymExpr& e) {
 }
 
 // The body's loops over its tasks [begin, end):
+//   - a depthwise conv kernel (emit_depthwise.cpp): one task per block of channels × rows;
 //   - a GEMM kernel (emit_gemm.cpp): one task per block of the output matrix;
 //   - a scan: one task, the whole kernel (it walks its axis in order);
 //   - a materialised pad: one task per row, its padding and interior as separate loops
@@ -142,6 +143,11 @@ llvm::Value* KernelEmitter::size(const ir::SymExpr& e) {
 //     and enough work, the innermost dim is cut into chunks as well; a rank-1 root is split
 //     by element, a scalar root is one task.
 ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end, double work) {
+  DepthwisePlan depthwise;
+  if (plan_depthwise(depthwise)) {
+    emit_depthwise_tasks(depthwise, begin, end);
+    return depthwise.tasks();
+  }
   GemmPlan gemm;
   if (plan_gemm(gemm)) {
     emit_gemm_tasks(gemm, begin, end);

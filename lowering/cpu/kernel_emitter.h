@@ -3,6 +3,8 @@
 //   kernel_emitter.cpp   the functions, parallel split, loop nests, loads/stores, elementwise ops
 //   emit_gemm.cpp        matmul and conv kernels as packed, register-blocked GEMM with the
 //                        kernel's elementwise ops as epilogue
+//   emit_depthwise.cpp   depthwise conv kernels: output rows in vectors along the width, the
+//                        window's taps unrolled, the kernel's elementwise ops as epilogue
 //   emit_views.cpp       ops that map the index: movement (reshape, permute, expand, slice,
 //                        flip, pad, concat), index loads (gather, index_select), arange
 //   emit_reductions.cpp  ops with an inner loop per output element: reduce, arg-reduce,
@@ -93,6 +95,33 @@ struct GemmPlan {
   ir::SymExpr n_blocks() const { return floordiv(n + nc - 1, nc); }
   ir::SymExpr tasks() const { return batches * m_tasks() * n_blocks(); }
 };
+
+// How a depthwise conv kernel is split (emit_depthwise.cpp): one task per `channels` output
+// channels × `rows` output rows of one batch index. Each output row is computed in vectors of
+// `lanes` outputs into a row tile of `tile` floats (the output width's bound in whole vectors),
+// from which the root is evaluated and stored. Output channel c reads input channel
+// c / multiplier.
+struct DepthwisePlan {
+  const ir::Node* node = nullptr;  // the conv
+  ir::ValueId x = -1, w = -1;      // its (materialised) input and its weight
+  int64_t kh = 1, kw = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t pad_h = 0, pad_w = 0, multiplier = 1;
+  int64_t lanes = 16, tile = 16;
+  int64_t channels = 1, rows = 1;
+  int64_t group = 1;  // output rows computed together (the tile holds one row each)
+  // The output's sizes, symbolic where the shapes are (out_c is static: the weight's).
+  ir::SymExpr batches = 1, out_c = 1, out_h = 1, out_w = 1;
+  ir::SymExpr c_blocks() const { return floordiv(out_c + (channels - 1), channels); }
+  ir::SymExpr r_blocks() const { return floordiv(out_h + (rows - 1), rows); }
+  ir::SymExpr tasks() const { return batches * c_blocks() * r_blocks(); }
+};
+
+// How a depthwise vector reads its inputs: `interior` (every column of the window inside the
+// input row: plain vector loads), `in_buffer` (a border vector whose loads stay inside the input
+// buffer: plain loads of the neighbouring elements, replaced by 0 where outside the row or a
+// row is outside the input), `clamped` (at the buffer's ends: one clamped load per lane, then
+// the same zeroing). No masked loads: LLVM 16 folds constant-masked wide loads wrongly on AVX2.
+enum class DepthwiseLoads { interior, in_buffer, clamped };
 
 class KernelEmitter {
  public:
@@ -198,6 +227,18 @@ class KernelEmitter {
   void gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm::Value* ic, llvm::Value* mc,
                      llvm::Value* jc, llvm::Value* nc, llvm::Value* tile, int64_t ldc);
   llvm::Value* stack_array(llvm::Type* t, int64_t count);
+
+  // emit_depthwise.cpp
+  bool plan_depthwise(DepthwisePlan& plan) const;
+  void emit_depthwise_tasks(const DepthwisePlan& plan, llvm::Value* begin, llvm::Value* end);
+  // One vector of `lanes` conv outputs for each row of a group, the first output's window
+  // starting at input column `col` (padding included: may be negative); rows[r] are the window's
+  // input row pointers of group row r (clamped into the input), row_ok[r] whether each is inside
+  // it, `weights` the taps splatted. `loads`: how the inputs are read (DepthwiseLoads).
+  std::vector<llvm::Value*> depthwise_vectors(const DepthwisePlan& plan, llvm::Value* col,
+                                              const std::vector<std::vector<llvm::Value*>>& rows,
+                                              const std::vector<std::vector<llvm::Value*>>& row_ok,
+                                              const std::vector<llvm::Value*>& weights, DepthwiseLoads loads);
 
   // emit_reductions.cpp
   llvm::Value* emit_reduce(const ir::Node& n, const Index& idx);

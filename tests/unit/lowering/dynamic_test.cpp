@@ -250,7 +250,7 @@ ir::Attrs pool_attrs(Ints kernel, Ints stride, Ints pad) {
 
 // A resnet stem with symbolic batch and H = W: conv 3x3 pad 1 (a padded input: the wide GEMM
 // path), relu, max pool 3x3 stride 2 pad 1, a stride-2 conv (the gathered path), an unpadded
-// 1x1 conv, and a depthwise conv (per-element loops).
+// 1x1 conv, and a depthwise conv (emit_depthwise.cpp).
 TEST(Dynamic, ConvReluMaxPoolWithSymbolicBatchAndSize) {
   ir::Graph g;
   g.symbols["B"] = {2, 3, 1};
@@ -272,6 +272,41 @@ TEST(Dynamic, ConvReluMaxPoolWithSymbolicBatchAndSize) {
                                                     {"count_include_pad", int64_t{1}}}));
   set_outputs(g, {p, d, avg});
   expect_matches_at(g, {{{"B", 2}, {"H", 32}}, {{"B", 3}, {"H", 64}}, {{"B", 2}, {"H", 96}}}, -1, 1, kChained);
+}
+
+// Depthwise convs (emit_depthwise.cpp) at symbolic batch, height and width: 3x3 stride 1 with
+// bias + ReLU6 and with a residual add, 3x3 and 5x5 stride 2; the widths run from under one
+// vector (5) to several (67), so border and interior vectors are decided at run time.
+TEST(Dynamic, DepthwiseConvWithSymbolicBatchHeightAndWidth) {
+  ir::Graph g;
+  g.symbols["B"] = {2, 3, 1};
+  g.symbols["H"] = {5, 40, 1};
+  g.symbols["W"] = {5, 67, 1};
+  const SymExpr W = SymExpr::symbol("W");
+  ir::ValueId x = input(g, "x", {B, 8, H, W}), res = input(g, "res", {B, 8, H, W});
+  ir::ValueId b = weight(g, "dw.bias", {8}, 1);
+  uint32_t seed = 2;
+  auto dw = [&](int64_t k, int64_t stride, bool bias) {
+    ir::Attrs a = conv_attrs({stride, stride}, {k / 2, k / 2});
+    a.set("groups", int64_t{8});
+    std::vector<ir::ValueId> operands = {x, weight(g, "dw" + std::to_string(seed), {8, 1, k, k}, seed)};
+    ++seed;
+    if (bias) operands.push_back(b);
+    return g.add(OpKind::Conv, operands, a);
+  };
+  auto relu6 = [&](ir::ValueId v) { return g.add(OpKind::Clamp, {v}, attrs({{"min", 0.0}, {"max", 6.0}})); };
+  set_outputs(g, {relu6(dw(3, 1, true)), g.add(OpKind::Add, {dw(3, 1, false), res}), dw(3, 2, true), dw(5, 2, false)});
+  LoweredVariant v = expect_matches_at(g, {{{"B", 2}, {"H", 5}, {"W", 5}}, {{"B", 3}, {"H", 6}, {"W", 17}},
+                                           {{"B", 2}, {"H", 13}, {"W", 33}}, {{"B", 3}, {"H", 40}, {"W", 67}}},
+                                       -1, 1, kChained);
+  EXPECT_EQ(v.num_kernels(), 4);  // no padded copies of x
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    Options v4;
+    v4.cpu = "x86-64-v4";
+    SCOPED_TRACE("x86-64-v4");
+    expect_matches_at(g, {{{"B", 2}, {"H", 5}, {"W", 5}}, {{"B", 3}, {"H", 40}, {"W", 67}}}, -1, 1, kChained, v4);
+  }
 }
 
 // resnet's structure at symbolic batch and H = W (multiples of 32): stem conv 7x7 stride 2 +

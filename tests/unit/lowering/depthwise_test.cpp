@@ -1,0 +1,118 @@
+// The depthwise conv kernels (lowering/cpu/emit_depthwise.cpp): 3x3 and 5x5 windows, stride 1
+// and 2, padding 0, 1 and 2 (border vectors: masked loads; interior: plain loads), dilation,
+// output widths from 1 to 33 (partial vectors, rows narrower than one vector), a channel
+// multiplier of 2, and fused epilogues (bias, batch-norm-like scale and shift, ReLU6, SiLU,
+// hardswish, a residual add). Compared with the reference interpreter on the x86-64-v2 baseline
+// (4 lanes), and where this machine has them on x86-64-v3 (8 lanes) and x86-64-v4 (16 lanes).
+// Symbolic sizes: Dynamic.DepthwiseConvWithSymbolicBatchHeightAndWidth (dynamic_test.cpp).
+#include <gtest/gtest.h>
+
+#include "tests/unit/lowering/reference_check.h"
+#include "tests/unit/lowering/test_graphs.h"
+
+namespace aotrace::lowering {
+namespace {
+using namespace testing;
+using ir::DType;
+using ir::OpKind;
+using Ints = std::vector<int64_t>;
+
+ir::Attrs dw_attrs(Ints stride, Ints dilation, Ints low, Ints high, int64_t groups) {
+  return attrs({{"stride", stride}, {"dilation", dilation}, {"pad_low", low}, {"pad_high", high},
+                {"groups", groups}});
+}
+
+// On every vector width this machine runs; returns the baseline's lowering.
+LoweredVariant expect_on_every_cpu(const ir::Graph& g, double lo = -1, double hi = 1,
+                                   std::optional<Tolerance> tol = std::nullopt) {
+  LoweredVariant baseline = expect_matches_reference_in(g, lo, hi, 1, tol);
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    Options v3;
+    v3.cpu = "x86-64-v3";
+    SCOPED_TRACE("x86-64-v3");
+    expect_matches_reference_in(g, lo, hi, 1, tol, v3);
+  }
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    Options v4;
+    v4.cpu = "x86-64-v4";
+    SCOPED_TRACE("x86-64-v4");
+    expect_matches_reference_in(g, lo, hi, 1, tol, v4);
+  }
+  return baseline;
+}
+
+// Each width, a graph of every window, stride and padding whose output is not empty: the convs
+// keep their padding (no pad kernels), one kernel each.
+TEST(Depthwise, Windows3And5Strides1And2Padding012OverWidths1To33) {
+  for (int64_t width : {1, 3, 7, 17, 33}) {
+    ir::Graph g;
+    ir::ValueId x = g.add_input("x", f32({1, 3, 9, width}), "L['x']");
+    std::vector<ir::ValueId> outs;
+    uint32_t seed = 1;
+    for (int64_t k : {3, 5})
+      for (int64_t stride : {1, 2})
+        for (int64_t pad : {0, 1, 2}) {
+          if (width + 2 * pad < k) continue;
+          ir::ValueId w = weight(g, "w" + std::to_string(seed), {3, 1, k, k}, seed);
+          ++seed;
+          outs.push_back(g.add(OpKind::Conv, {x, w}, dw_attrs({stride, stride}, {1, 1}, {pad, pad}, {pad, pad}, 3)));
+        }
+    set_outputs(g, outs);
+    SCOPED_TRACE("width " + std::to_string(width));
+    EXPECT_EQ(expect_on_every_cpu(g).num_kernels(), static_cast<int>(outs.size()));
+  }
+}
+
+// Wider rows (several interior vectors between the border ones), dilation 2 in both dims and in
+// one, a height stride different from the width's, asymmetric and negative padding, batch 2.
+TEST(Depthwise, Dilation2MixedStridesAsymmetricPaddingAndBatch2) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({2, 4, 12, 70}), "L['x']");
+  ir::ValueId w3 = weight(g, "w3", {4, 1, 3, 3}, 1), w5 = weight(g, "w5", {4, 1, 5, 5}, 2);
+  ir::ValueId w13 = weight(g, "w13", {4, 1, 1, 3}, 3);
+  set_outputs(g, {g.add(OpKind::Conv, {x, w3}, dw_attrs({1, 1}, {2, 2}, {2, 2}, {2, 2}, 4)),
+                  g.add(OpKind::Conv, {x, w3}, dw_attrs({2, 2}, {2, 2}, {2, 2}, {2, 2}, 4)),
+                  g.add(OpKind::Conv, {x, w5}, dw_attrs({1, 2}, {1, 2}, {2, 1}, {0, 2}, 4)),
+                  g.add(OpKind::Conv, {x, w3}, dw_attrs({2, 1}, {2, 1}, {0, 1}, {1, 0}, 4)),
+                  g.add(OpKind::Conv, {x, w13}, dw_attrs({1, 2}, {1, 1}, {0, -1}, {0, -1}, 4))});
+  EXPECT_EQ(expect_on_every_cpu(g).num_kernels(), 5);
+}
+
+// Groups 4 with 8 output channels: output channel c reads input channel c / 2.
+TEST(Depthwise, ChannelMultiplier2) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({2, 4, 10, 19}), "L['x']");
+  ir::ValueId w = weight(g, "w", {8, 1, 3, 3}, 4), b = weight(g, "b", {8}, 5);
+  ir::ValueId w5 = weight(g, "w5", {8, 1, 5, 5}, 6);
+  set_outputs(g, {g.add(OpKind::Conv, {x, w, b}, dw_attrs({1, 1}, {1, 1}, {1, 1}, {1, 1}, 4)),
+                  g.add(OpKind::Conv, {x, w5}, dw_attrs({2, 2}, {1, 1}, {2, 2}, {2, 2}, 4))});
+  expect_on_every_cpu(g);
+}
+
+// mobilenet's and efficientnet's blocks: conv + bias + batch-norm + ReLU6 (stride 1 and 2),
+// SiLU and hardswish (5x5), and ReLU6 + a residual add, each one kernel.
+TEST(Depthwise, BiasBatchNormActivationsAndResidualAreOneKernel) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({1, 16, 14, 33}), "L['x']");
+  ir::ValueId res = g.add_input("res", f32({1, 16, 14, 33}), "L['res']");
+  ir::ValueId b = weight(g, "b", {16}, 8);
+  ir::ValueId scale = weight(g, "scale", {16, 1, 1}, 10), shift = weight(g, "shift", {16, 1, 1}, 11);
+  uint32_t seed = 20;
+  auto conv = [&](int64_t k, int64_t stride, bool bias) {
+    ir::ValueId w = weight(g, "w" + std::to_string(seed), {16, 1, k, k}, seed);
+    ++seed;
+    std::vector<ir::ValueId> operands = {x, w};
+    if (bias) operands.push_back(b);
+    return g.add(OpKind::Conv, operands, dw_attrs({stride, stride}, {1, 1}, {k / 2, k / 2}, {k / 2, k / 2}, 16));
+  };
+  auto bn = [&](ir::ValueId v) { return g.add(OpKind::Add, {g.add(OpKind::Mul, {v, scale}), shift}); };
+  auto relu6 = [&](ir::ValueId v) { return g.add(OpKind::Clamp, {v}, attrs({{"min", 0.0}, {"max", 6.0}})); };
+  set_outputs(g, {relu6(bn(conv(3, 1, true))), relu6(bn(conv(3, 2, true))), g.add(OpKind::Silu, {bn(conv(5, 1, false))}),
+                  g.add(OpKind::Hardswish, {bn(conv(5, 2, false))}), g.add(OpKind::Add, {relu6(conv(3, 1, true)), res})});
+  // Inputs in [-4, 4]: the sums reach past 6, so ReLU6 clips at both ends.
+  EXPECT_EQ(expect_on_every_cpu(g, -4, 4).num_kernels(), 5);
+}
+
+}  // namespace
+}  // namespace aotrace::lowering
