@@ -5,7 +5,9 @@
 //     broadcasts, transposes, slices and padding cost no copy;
 //   - an elementwise or index op (gather, index_select) is inlined when every use lands in one
 //     kernel and none is an operand of a matmul, conv or pool (those read each operand element
-//     many times: it would be recomputed per read);
+//     many times: it would be recomputed per read), nor broadcast to at least kBroadcastReread
+//     times its size (squeeze-excitation's sigmoid of [1, C, 1, 1] scaling [1, C, H, W], layer
+//     norm's rsqrt per row: computed once into a small buffer rather than per element);
 //   - a reduction (Reduce, Matmul, Conv, Pool) is inlined into its consumer's kernel — as that
 //     kernel's one reduction, with the elementwise consumers as its epilogue — when it has one
 //     use, reached through same-shape elementwise ops (evaluated once per output element), and
@@ -36,6 +38,10 @@ struct Context {
   auto operator<=>(const Context&) const = default;
 };
 
+// A value whose consumer's result is this many times bigger (a broadcast) is read that many
+// times per element: an elementwise producer is then computed once, not per read.
+constexpr int64_t kBroadcastReread = 4;
+
 bool is_reduction(ir::OpCategory c) {
   using C = ir::OpCategory;
   return c == C::Reduce || c == C::Matmul || c == C::Conv || c == C::Pool;
@@ -53,10 +59,11 @@ struct Fuser {
   std::vector<ir::ValueId> kernel_reduction;               // kernel → its reduction or -1
   std::vector<ir::ValueId> kernel_root;
   std::vector<bool> materialised;
+  ir::SymBindings max;  // dynamic dims at their maxima: sizes compared there
 
   explicit Fuser(const ir::Graph& graph)
       : g(graph), uses(graph.num_values()), contexts(graph.num_values()),
-        is_output(graph.num_values(), false), materialised(graph.num_values(), false) {
+        is_output(graph.num_values(), false), materialised(graph.num_values(), false), max(max_bindings(graph)) {
     for (size_t i = 0; i < g.nodes.size(); ++i)
       for (size_t p = 0; p < g.nodes[i].operands.size(); ++p)
         uses[static_cast<size_t>(g.nodes[i].operands[p])].push_back({i, static_cast<int>(p)});
@@ -81,6 +88,11 @@ struct Fuser {
           // times): computing a fused producer once is cheaper than at every read.
           if (cat == ir::OpCategory::Matmul || cat == ir::OpCategory::Conv ||
               cat == ir::OpCategory::Pool || cat == ir::OpCategory::Sort)
+            ctx.reread = true;
+          // Broadcast into a result kBroadcastReread times bigger: each element read that often
+          // (not concat's or pad's: each operand element lands once in their bigger result).
+          if (cat != ir::OpCategory::Reduce && c.op != ir::OpKind::Concat && c.op != ir::OpKind::Pad &&
+              planned_size(g.type(r).numel(), max) >= kBroadcastReread * planned_size(g.type(v).numel(), max))
             ctx.reread = true;
           out.insert(ctx);
         }
