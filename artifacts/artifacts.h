@@ -99,9 +99,15 @@ std::vector<GoldenPair> make_golden(const ir::Graph& graph, const std::optional<
                                     std::string* fallback_reason = nullptr,
                                     int64_t max_elements = 1 << 20);
 
-// Writes the bundle directory `out` (created; replaced if it exists): bundle.fb, weights.bin,
-// cpu/<triple>.so (and cpu/<triple>.<cpu>.so per faster library), graphs/*.json, report.json,
-// runtime/ (the runtime sources + CMakeLists.txt).
+// Writes the bundle directory `out` (created; replaced if it is a bundle): bundle.fb,
+// weights.bin, cpu/<triple>.so (and cpu/<triple>.<cpu>.so per faster library), graphs/*.json,
+// report.json, runtime/ (the runtime sources + CMakeLists.txt). The old bundle is replaced only
+// by a complete new one.
 void write_bundle(const BundleSpec&, const std::filesystem::path& out);
+
+// user_error unless write_bundle may put a bundle at `out`: nothing is there, or an aotrace
+// bundle (a directory holding bundle.fb), or an empty directory. Anything else is the user's and
+// is never replaced. write_bundle checks it too; a compile calls it first, before any work.
+void check_bundle_output(const std::filesystem::path& out);
 
 }  // namespace aotrace::artifacts

@@ -183,9 +183,33 @@ void write_bundle_files(const BundleSpec& spec, const fs::path& tmp, const fs::p
 }
 }  // namespace
 
+namespace {
+fs::path output_dir(const fs::path& out_arg) {  // "dir/" is "dir"
+  return out_arg.has_filename() ? out_arg : out_arg.parent_path();
+}
+}  // namespace
+
+void check_bundle_output(const fs::path& out_arg) {
+  const fs::path out = output_dir(out_arg);
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(out, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    write_failed(out, ec.message());
+  if (!fs::exists(st)) return;
+  const std::string hint = "remove it or choose another -o";
+  if (fs::is_symlink(st))
+    user_error(out.string() + " exists and is a symbolic link, not an aotrace bundle", {}, hint);
+  if (!fs::is_directory(st))
+    user_error(out.string() + " exists and is a file, not an aotrace bundle", {}, hint);
+  if (fs::is_regular_file(fs::symlink_status(out / "bundle.fb", ec))) return;
+  if (fs::is_empty(out, ec) && !ec) return;  // nothing in it to lose
+  user_error(out.string() + " exists and is not an aotrace bundle (a directory without bundle.fb)", {}, hint);
+}
+
 void write_bundle(const BundleSpec& spec, const fs::path& out_arg) {
   check_spec(spec);
-  fs::path out = out_arg.has_filename() ? out_arg : out_arg.parent_path();
+  check_bundle_output(out_arg);
+  fs::path out = output_dir(out_arg);
   fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   fs::path tmp = parent / ("." + out.filename().string() + ".tmp-" + std::to_string(::getpid()));
   std::error_code ec;

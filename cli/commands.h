@@ -12,6 +12,7 @@
 
 #include "artifacts/runtime/aotrace_runtime.h"
 #include "embed/embed.h"
+#include "lowering/lowering.h"
 #include "shape_profiles/shape_profiles.h"
 
 namespace aotrace::cli {
@@ -61,6 +62,9 @@ struct CompileOptions {
   std::string cpu;
 };
 int compile_command(const std::filesystem::path& yaml, const CompileOptions& options);
+// user_error unless the CPU backend builds for `options`' triple (ELF on Linux: x86_64,
+// aarch64) and its CPU is one LLVM knows for that triple, listing the valid choices.
+void check_target(const lowering::Options& options);
 int explain_command(const std::filesystem::path& yaml, bool json, bool graph);
 
 struct RunOptions {

@@ -136,19 +136,32 @@ std::vector<artifacts::GoldenPair> golden_of(const ProfileCapture& pc, const std
   return golden;
 }
 
+// The CUDA backend does not exist yet: a spec that asks for it must not get a CPU-only bundle.
+void refuse_unbuilt_targets(const shape_profiles::ProfileSet& spec) {
+  for (size_t i = 0; i < spec.targets.size(); ++i)
+    if (spec.targets[i] != "cpu")
+      user_error("target '" + spec.targets[i] + "' is not supported yet: this aotrace builds CPU bundles only (issue 17)",
+                 i < spec.target_locs.size() ? spec.target_locs[i] : SourceLoc{}, "remove " + spec.targets[i] + " from targets");
+}
+
 }  // namespace
 
 int compile_command(const std::filesystem::path& yaml, const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  lowering::Options lo;
+  lo.triple = options.triple;
+  lo.cpu = options.cpu;
+  // Everything the user gave is checked before the script runs: a capture takes seconds.
+  check_target(lo);
   auto spec = shape_profiles::parse_profile_file(yaml);
+  refuse_unbuilt_targets(spec);
+  std::filesystem::path out = options.output.empty() ? std::filesystem::path(spec.name + ".aot") : options.output;
+  artifacts::check_bundle_output(out);
   auto captures = capture_all(spec);
   refuse_graph_breaks(captures);
   // The planned variants against max_variants before any lowering.
   check_max_variants(spec, captures);
 
-  lowering::Options lo;
-  lo.triple = options.triple;
-  lo.cpu = options.cpu;
   // The portable baseline, and by default on x86-64 this host's faster level too: each variant
   // is scheduled once and code-generated per CPU; the runtime picks a library at load.
   const std::vector<std::string> cpus = lowering::kernel_cpus(lo);
@@ -227,7 +240,6 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
                  {"profiles", report_profiles}};
   bundle.report_json = report.dump(2);
 
-  std::filesystem::path out = options.output.empty() ? std::filesystem::path(spec.name + ".aot") : options.output;
   artifacts::write_bundle(bundle, out);
   size_t variants = 0;
   for (const auto& e : bundle.entries) variants += e.variants.size();

@@ -25,6 +25,16 @@ double scalar_literal(const std::string& name, const std::string& text) {
   return v;
 }
 
+// Input `name` from the .npy file at `path`: a missing file, a directory or a file that is not
+// .npy is the user's error, named with its input.
+rt::Tensor read_input(const std::string& name, const std::string& path) {
+  rt::Result<rt::Tensor> t = rt::npy_read(path);
+  if (!t.ok())
+    user_error("input " + name + ": " + t.status().message(), {},
+               "pass --input " + name + "=FILE.npy with a file written by numpy.save");
+  return std::move(t).value();
+}
+
 }  // namespace
 
 int run_command(const RunOptions& options) {
@@ -69,7 +79,7 @@ int run_command(const RunOptions& options) {
     if (scalar && !std::filesystem::exists(it->second))  // --input n=3, --input causal=true
       tensors.push_back(value_or_fail(rt::scalar_tensor(info.dtype, scalar_literal(info.name, it->second))));
     else
-      tensors.push_back(value_or_fail(rt::npy_read(it->second)));
+      tensors.push_back(read_input(info.name, it->second));
     files.erase(it);
   }
   if (!files.empty())

@@ -275,6 +275,11 @@ Interpreter::Interpreter() {
   // Resolve the standard library and dist-packages of Debian's python3.11, whatever is on PATH.
   PyConfig_SetString(&config, &config.program_name, L"/usr/bin/python3.11");
   config.install_signal_handlers = 0;
+  // As `python3.11 -u`: sys.stdout and sys.stderr write through to the file descriptors. When
+  // aotrace's output is a pipe or a file they would otherwise be block-buffered and flushed only
+  // by Py_Finalize, which aotrace never reaches (it exits with the interpreter alive), so the
+  // script's prints were lost; unbuffered, they also stay in order with aotrace's own lines.
+  config.buffered_stdio = 0;
   PyStatus status = Py_InitializeFromConfig(&config);
   PyConfig_Clear(&config);
   if (PyStatus_Exception(status))

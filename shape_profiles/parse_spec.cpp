@@ -49,7 +49,7 @@ std::string parse_bundle_name(const Value& v) {
   return name;
 }
 
-std::vector<std::string> parse_targets(const Value& v) {
+std::vector<std::string> parse_targets(const Value& v, std::vector<SourceLoc>* locs) {
   std::vector<Value> items = list_items(v, "write `targets: [cpu]` or `targets: [cpu, cuda]`");
   if (items.empty())
     user_error("'targets' is empty", v.loc, "list at least one of 'cpu', 'cuda'");
@@ -64,6 +64,7 @@ std::vector<std::string> parse_targets(const Value& v) {
     if (std::find(targets.begin(), targets.end(), target) != targets.end())
       user_error("target '" + target + "' is listed twice", item.loc, "remove the duplicate");
     targets.push_back(target);
+    locs->push_back(item.loc);
   }
   return targets;
 }
@@ -137,7 +138,8 @@ ProfileSet parse_profile_text(const std::string& text, const std::filesystem::pa
                           : default_profiles(set.dims, dims ? dims->value.key_loc : top.loc);
   set.profiles = specialise_dynamic_dims(std::move(set.profiles), set.dims);
   const Field* targets = find_field(fields, "targets");
-  set.targets = targets ? parse_targets(targets->value) : std::vector<std::string>{"cpu"};
+  set.targets = targets ? parse_targets(targets->value, &set.target_locs) : std::vector<std::string>{"cpu"};
+  if (!targets) set.target_locs = {top.loc};
   if (const Field* options = find_field(fields, "options"))
     set.max_variants = parse_max_variants(options->value);
   return set;

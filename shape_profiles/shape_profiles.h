@@ -80,6 +80,8 @@ struct ProfileSet {
   std::vector<DimSpec> dims;
   std::vector<Profile> profiles;         // expanded: named ones, or every combination
   std::vector<std::string> targets;      // "cpu", "cuda"
+  std::vector<SourceLoc> target_locs;    // where each of `targets` is written (the document's
+                                         // start for the default [cpu])
   int max_variants = 8;
 
   // The concrete shape of an input under a profile (named dims resolved); a dim traced as a

@@ -2,9 +2,12 @@
 //   {'descr': '<f4', 'fortran_order': False, 'shape': (5, 784), }
 #include "npy.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 
 namespace aotrace::rt {
 namespace {
@@ -105,11 +108,29 @@ Result<Tensor> npy_parse(const void* bytes, size_t size, const std::string& what
   return t;
 }
 
+// With stdio rather than a stream: libstdc++'s filebuf throws when a read fails (a directory
+// opens, then its read fails with EISDIR), and nothing in the runtime throws.
 Result<Tensor> npy_read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(StatusCode::not_found, "cannot open " + path);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return npy_parse(bytes.data(), bytes.size(), path);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return Status(errno == ENOENT ? StatusCode::not_found : StatusCode::io_error,
+                  "'" + path + "' " + (errno == ENOENT ? std::string("does not exist")
+                                                        : "cannot be read: " + std::string(std::strerror(errno))));
+  if (S_ISDIR(st.st_mode))
+    return Status(StatusCode::invalid_argument, "'" + path + "' is a directory, not a .npy file");
+  if (!S_ISREG(st.st_mode))
+    return Status(StatusCode::invalid_argument, "'" + path + "' is not a regular file, not a .npy file");
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return Status(StatusCode::io_error, "cannot open '" + path + "': " + std::strerror(errno));
+  std::string bytes;
+  char buffer[1 << 16];
+  size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) bytes.append(buffer, n);
+  const bool failed = std::ferror(f) != 0;
+  const int error = errno;
+  std::fclose(f);
+  if (failed) return Status(StatusCode::io_error, "cannot read '" + path + "': " + std::strerror(error));
+  return npy_parse(bytes.data(), bytes.size(), "'" + path + "'");
 }
 
 Result<std::string> npy_serialize(const TensorRef& t) {

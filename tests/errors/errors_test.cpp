@@ -2,7 +2,11 @@
 // the message it expects: what, where (file:line[:col]) and a hint.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "tests/support/subprocess.h"
 
@@ -104,6 +108,98 @@ TEST(CompileErrors, MissingSpecFile) {
   auto r = aotrace_cli("compile /nonexistent/spec.yaml");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   expect_contains(r.output, "/nonexistent/spec.yaml");
+}
+
+// --cpu and --triple are checked before the script runs: raises.py would fail if it ran.
+TEST(TargetErrors, UnknownCpuListsValidNamesBeforeCapture) {
+  const fs::path out = fs::temp_directory_path() / "aotrace-errors-cpu.aot";
+  auto r = aotrace_cli("compile " + quote((kCases / "raises.yaml").string()) + " --cpu foo -o " + quote(out.string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "aotrace: error: unknown CPU 'foo' for x86_64-");
+  expect_contains(r.output, "valid names: native, x86-64, x86-64-v2, x86-64-v3, x86-64-v4");
+  expect_contains(r.output, "hint: leave --cpu out for the portable baseline");
+  expect_contains(r.output, "-mcpu=help` lists every CPU name");
+  EXPECT_EQ(r.output.find("LLVM ERROR"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("the script fails while loading"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(TargetErrors, ThirtyTwoBitCpuForX86_64) {
+  auto r = aotrace_cli("compile " + quote((kCases / "raises.yaml").string()) + " --cpu i686");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "CPU 'i686' is a 32-bit x86 CPU and cannot run x86_64-");
+  EXPECT_EQ(r.output.find("LLVM ERROR"), std::string::npos) << r.output;
+}
+
+TEST(TargetErrors, CpuOfAnotherArchitecture) {
+  auto r = aotrace_cli("compile " + quote((kCases / "raises.yaml").string()) +
+                       " --triple aarch64-linux-gnu --cpu x86-64-v3");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "unknown CPU 'x86-64-v3' for aarch64-unknown-linux-gnu; valid names: generic, cortex-a72");
+  auto native = aotrace_cli("compile " + quote((kCases / "raises.yaml").string()) + " --triple aarch64-linux-gnu --cpu native");
+  EXPECT_EQ(native.exit_code, 1) << native.output;
+  expect_contains(native.output, "--cpu native names this machine's CPU, which cannot run aarch64-unknown-linux-gnu code");
+}
+
+TEST(TargetErrors, NonLinuxTripleNamesTheSupportedOnes) {
+  for (const char* triple : {"x86_64-windows-msvc", "x86_64-apple-darwin", "i686-linux-gnu", "riscv64-linux-gnu"}) {
+    auto r = aotrace_cli("compile " + quote((kCases / "raises.yaml").string()) + " --triple " + triple);
+    EXPECT_EQ(r.exit_code, 1) << triple << "\n" << r.output;
+    expect_contains(r.output, std::string("aotrace: error: target triple '") + triple + "' (");
+    expect_contains(r.output, "is not supported: aotrace builds ELF kernel libraries for Linux only; supported "
+                              "triples are x86_64-*-linux-gnu and aarch64-*-linux-gnu");
+    expect_contains(r.output, "hint: use --triple x86_64-linux-gnu or --triple aarch64-linux-gnu");
+    EXPECT_EQ(r.output.find("the script fails while loading"), std::string::npos) << r.output;
+  }
+}
+
+// Until the CUDA backend exists, a spec that asks for it gets no CPU-only bundle.
+TEST(TargetErrors, CudaTargetIsRefusedAtItsYamlLocation) {
+  auto r = aotrace_cli("compile " + quote((kCases / "cuda_target.yaml").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "aotrace: error: target 'cuda' is not supported yet: this aotrace builds CPU bundles "
+                            "only (issue 17)");
+  expect_contains(r.output, "--> " + (kCases / "cuda_target.yaml").string() + ":8:16");
+  expect_contains(r.output, "hint: remove cuda from targets");
+  auto only = aotrace_cli("compile " + quote((kCases / "cuda_only.yaml").string()));
+  EXPECT_EQ(only.exit_code, 1) << only.output;
+  expect_contains(only.output, "--> " + (kCases / "cuda_only.yaml").string() + ":9:5");
+  expect_contains(only.output, "target 'cuda' is not supported yet");
+}
+
+// -o replaces an aotrace bundle (or an empty folder), nothing else; refused before capture.
+TEST(OutputErrors, RefusesAFolderThatIsNotABundle) {
+  const fs::path root = fs::temp_directory_path() / ("aotrace-errors-out-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "notes");
+  { std::ofstream(root / "notes" / "todo.txt") << "my notes\n"; }
+  auto r = aotrace_cli("compile " + quote((kCases / "raises.yaml").string()) + " -o " + quote((root / "notes").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "aotrace: error: " + (root / "notes").string() +
+                                " exists and is not an aotrace bundle (a directory without bundle.fb)");
+  expect_contains(r.output, "hint: remove it or choose another -o");
+  EXPECT_EQ(r.output.find("the script fails while loading"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(root / "notes" / "todo.txt"));
+  // A trailing slash names the same folder.
+  auto slash = aotrace_cli("compile " + quote((kCases / "raises.yaml").string()) + " -o " + quote((root / "notes").string() + "/"));
+  EXPECT_EQ(slash.exit_code, 1) << slash.output;
+  EXPECT_TRUE(fs::exists(root / "notes" / "todo.txt"));
+  fs::remove_all(root);
+}
+
+TEST(OutputErrors, RefusesAFile) {
+  const fs::path root = fs::temp_directory_path() / ("aotrace-errors-file-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root);
+  { std::ofstream(root / "x.npy") << "not a bundle"; }
+  auto r = aotrace_cli("compile " + quote((kCases / "raises.yaml").string()) + " -o " + quote((root / "x.npy").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, (root / "x.npy").string() + " exists and is a file, not an aotrace bundle");
+  expect_contains(r.output, "hint: remove it or choose another -o");
+  std::ifstream in(root / "x.npy");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "not a bundle");
+  fs::remove_all(root);
 }
 
 TEST(UsageErrors, NoSubcommandIsExit2) {

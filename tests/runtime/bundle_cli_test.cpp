@@ -285,4 +285,68 @@ TEST_F(BundleCli, FailedCompileLeavesTheOutputUntouched) {
     EXPECT_EQ(f.path().filename().string().find(".mlp.aot.tmp"), std::string::npos) << f.path();
 }
 
+// A missing --input file, a folder or a file that is not .npy is the user's error, named with
+// its input (the runtime's reader returns a status: it used to throw from the stream).
+TEST_F(BundleCli, RunInputThatIsNotANpyFileIsAUserError) {
+  fs::path dir = root_ / "bad_inputs";
+  fs::create_directories(dir / "adir");
+  write_bytes(dir / "notes.txt", "not an array\n");
+  const std::string run = cli() + " run " + quote(bundle().string()) + " --output-dir " + quote(dir.string()) + " --input x=";
+  auto folder = run_command(run + quote((dir / "adir").string()));
+  EXPECT_EQ(folder.exit_code, 1) << folder.output;
+  EXPECT_NE(folder.output.find("aotrace: error: input x: '" + (dir / "adir").string() + "' is a directory, not a .npy file"),
+            std::string::npos) << folder.output;
+  EXPECT_NE(folder.output.find("hint: pass --input x=FILE.npy"), std::string::npos) << folder.output;
+  auto missing = run_command(run + quote((dir / "missing.npy").string()));
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_NE(missing.output.find("input x: '" + (dir / "missing.npy").string() + "' does not exist"), std::string::npos)
+      << missing.output;
+  auto text = run_command(run + quote((dir / "notes.txt").string()));
+  EXPECT_EQ(text.exit_code, 1) << text.output;
+  EXPECT_NE(text.output.find("input x: '" + (dir / "notes.txt").string() + "' is not a supported .npy file: no NUMPY magic"),
+            std::string::npos) << text.output;
+  for (const auto* r : {&folder, &missing, &text})
+    EXPECT_EQ(r->output.find("internal error"), std::string::npos) << r->output;
+  EXPECT_FALSE(fs::exists(dir / "out0.npy"));
+}
+
+// -o over an old bundle replaces it (and an empty folder is taken): only other things are refused.
+TEST_F(BundleCli, CompileReplacesAnOldBundleAndTakesAnEmptyFolder) {
+  fs::path dir = copy_of_bundle("replaced");
+  write_bytes(dir / "stale.txt", "from an older compile\n");
+  auto r = run_command(cli() + " compile " + mlp_yaml() + " --cpu x86-64-v2 -o " + quote(dir.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "stale.txt"));
+  EXPECT_EQ(run_command(cli() + " verify " + quote(dir.string())).exit_code, 0);
+  fs::path empty = root_ / "empty_folder";
+  fs::create_directories(empty);
+  auto e = run_command(cli() + " compile " + mlp_yaml() + " --cpu x86-64-v2 -o " + quote(empty.string()));
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_TRUE(fs::exists(empty / "bundle.fb"));
+  for (const auto& f : fs::directory_iterator(dir.parent_path()))
+    EXPECT_EQ(f.path().filename().string().find(".replaced"), std::string::npos) << f.path();
+}
+
+// The script's prints reach aotrace's stdout when it is a pipe or a file (block-buffered there,
+// and the embedded interpreter is never finalised), before aotrace's own lines.
+TEST_F(BundleCli, ScriptPrintsReachARedirectedStdout) {
+  fs::path dir = root_ / "prints";
+  fs::create_directories(dir);
+  write_bytes(dir / "hello.py",
+              "import torch\nprint('hello from the script')\n\n"
+              "class Twice(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n\nmodel = Twice()\n");
+  write_bytes(dir / "hello.yaml",
+              "version: 1\nscript: hello.py\nentries:\n  forward:\n    call: model\n    inputs:\n"
+              "      x: {dtype: float32, shape: [4]}\n");
+  const std::string compile = cli() + " compile " + quote((dir / "hello.yaml").string()) + " --cpu x86-64-v2 -o ";
+  auto piped = run_command(compile + quote((dir / "a.aot").string()));
+  ASSERT_EQ(piped.exit_code, 0) << piped.output;
+  const size_t hello = piped.output.find("hello from the script\n");
+  ASSERT_NE(hello, std::string::npos) << piped.output;
+  EXPECT_LT(hello, piped.output.find("aotrace: compiled")) << piped.output;
+  auto to_file = run_command("(" + compile + quote((dir / "b.aot").string()) + " > " + quote((dir / "stdout.txt").string()) + ")");
+  ASSERT_EQ(to_file.exit_code, 0) << to_file.output;
+  EXPECT_EQ(read_bytes(dir / "stdout.txt"), "hello from the script\n");
+}
+
 }  // namespace

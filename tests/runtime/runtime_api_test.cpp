@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
 #include <new>
 #include <thread>
 
@@ -208,6 +209,34 @@ TEST(NothingLost, FailedWriteLeavesTheOldBundle) {
     EXPECT_EQ(f.path().filename(), "tiny.aot");
   }
   EXPECT_EQ(entries, 1u);
+}
+
+// Only a bundle (or an empty folder) is replaced: a folder of the user's, or a file, is refused
+// before anything is written, and stays as it was.
+TEST(NothingLost, WriteRefusesWhatIsNotABundle) {
+  fs::path root = fresh_temp_dir("nothing_lost_refuse");
+  fs::create_directories(root / "notes");
+  { std::ofstream(root / "notes" / "todo.txt") << "mine"; }
+  { std::ofstream(root / "x.npy") << "mine too"; }
+  for (const char* name : {"notes", "x.npy"}) {
+    try {
+      artifacts::write_bundle(tiny_bundle_spec(), root / name);
+      ADD_FAILURE() << name << " was replaced";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("not an aotrace bundle"), std::string::npos) << e.what();
+      EXPECT_EQ(e.hint(), "remove it or choose another -o");
+    }
+  }
+  EXPECT_EQ(read_bytes(root / "notes" / "todo.txt"), "mine");
+  EXPECT_EQ(read_bytes(root / "x.npy"), "mine too");
+  size_t entries = 0;
+  for (const auto& f : fs::directory_iterator(root)) entries += f.path().filename().string()[0] == '.';
+  EXPECT_EQ(entries, 0u) << "no temporary directory is left";
+  fs::create_directories(root / "empty");
+  artifacts::write_bundle(tiny_bundle_spec(), root / "empty");
+  EXPECT_TRUE(rt::Bundle::open((root / "empty").string()).ok());
+  artifacts::write_bundle(tiny_bundle_spec(), root / "empty");  // now a bundle: replaced
+  EXPECT_TRUE(rt::Bundle::open((root / "empty").string()).ok());
 }
 
 }  // namespace
