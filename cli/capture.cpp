@@ -298,6 +298,7 @@ void refuse_graph_breaks(const std::vector<ProfileCapture>& captures) {
 
 int explain_command(const std::filesystem::path& yaml, bool as_json, bool graph) {
   auto spec = shape_profiles::parse_profile_file(yaml);
+  embed::Interpreter::instance().send_prints_to_stderr();  // stdout is the report
   auto captures = capture_all(spec);
   // JSON: one object per profile, each naming the variant it would compile into.
   std::vector<std::string> variant_of(captures.size());

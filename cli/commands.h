@@ -62,10 +62,10 @@ struct CompileOptions {
   std::string cpu;
 };
 int compile_command(const std::filesystem::path& yaml, const CompileOptions& options);
-// user_error unless the CPU backend builds for `options`' triple (ELF on Linux: x86_64,
-// aarch64) and its CPU is one LLVM knows for that triple, listing the valid choices.
-void check_target(const lowering::Options& options);
 int explain_command(const std::filesystem::path& yaml, bool json, bool graph);
+// `aotrace profiles schema` / `aotrace profiles check SPEC` (profiles.cpp).
+int profiles_schema_command();
+int profiles_check_command(const std::filesystem::path& yaml, bool json);
 
 struct RunOptions {
   std::filesystem::path bundle;

@@ -152,7 +152,7 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   lo.triple = options.triple;
   lo.cpu = options.cpu;
   // Everything the user gave is checked before the script runs: a capture takes seconds.
-  check_target(lo);
+  lowering::check_target(lo);
   auto spec = shape_profiles::parse_profile_file(yaml);
   refuse_unbuilt_targets(spec);
   std::filesystem::path out = options.output.empty() ? std::filesystem::path(spec.name + ".aot") : options.output;

@@ -27,6 +27,14 @@ int main(int argc, char** argv) {
   e->add_flag("--json", json, "one JSON object per profile");
   e->add_flag("--graph", graph, "include the captured graphs");
 
+  auto* prof = app.add_subcommand("profiles", "shape-profile YAML: its JSON Schema, and checks without lowering");
+  prof->require_subcommand(1);
+  auto* prof_schema = prof->add_subcommand("schema", "print the JSON Schema (draft 2020-12) of the profile YAML");
+  auto* prof_check = prof->add_subcommand(
+      "check", "everything compile would reject, without lowering: schema, capture and graph breaks, max_variants");
+  prof_check->add_option("spec", yaml, "profile YAML")->required();
+  prof_check->add_flag("--json", json, "one JSON object");
+
   cli::RunOptions run;
   auto* r = app.add_subcommand("run", "run a bundle on .npy inputs");
   r->add_option("bundle", run.bundle, "bundle directory")->required();
@@ -73,6 +81,8 @@ int main(int argc, char** argv) {
   try {
     if (*c) return cli::compile_command(yaml, compile);
     if (*e) return cli::explain_command(yaml, json, graph);
+    if (*prof_schema) return cli::profiles_schema_command();
+    if (*prof_check) return cli::profiles_check_command(yaml, json);
     if (*r && selftest) return cli::selftest_command(run.bundle);
     if (*r) return cli::run_command(run);
     if (*bn) return cli::bench_command(bench);

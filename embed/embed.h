@@ -97,6 +97,9 @@ class Interpreter {
   // namespace stays alive for evaluate/capture. user_error with the Python traceback's
   // innermost user file:line when the script raises.
   void run_script(const std::filesystem::path& script);
+  // From now on the scripts' print() (sys.stdout) writes to stderr: for commands whose stdout
+  // is a report (explain), so that the model's output never mixes into it.
+  void send_prints_to_stderr();
 
   // Captures one call of `call_expr` (evaluated in the script's namespace: an nn.Module, whose
   // forward is traced in eval mode under no_grad, or a function) for inputs of these shapes.

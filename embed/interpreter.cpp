@@ -606,6 +606,8 @@ EagerCall Interpreter::golden_call(const std::string& call_expr, const Capture& 
   return call.has_outputs ? call : example;
 }
 
+void Interpreter::send_prints_to_stderr() { PySys_SetObject("stdout", PySys_GetObject("stderr")); }
+
 std::vector<ir::HostTensor> Interpreter::run_eager(const std::string& call_expr,
                                                    const std::vector<ir::HostTensor>& inputs,
                                                    const std::vector<ir::InputUpdate>& updates,

@@ -57,6 +57,10 @@ ir::Bytes link_cpu_library(const std::vector<ir::Bytes>& objects, const Options&
 
 // The triple lower_graph uses for `options` (host default resolved).
 std::string resolved_triple(const Options& options);
+// user_error unless the CPU backend builds for `options`' triple (ELF on Linux: x86_64,
+// aarch64) and its CPU is one LLVM knows for that triple, listing the valid choices
+// (target_check.cpp). Before any capture or lowering: LLVM aborts on an unknown CPU.
+void check_target(const Options& options);
 // The CPU the kernels are compiled for ("x86-64-v2" by default on x86-64; "native": the host's).
 std::string resolved_cpu(const Options& options);
 // Every feature that CPU enables (sorted; empty off x86-64), for the bundle's hardware preflight.

@@ -16,6 +16,8 @@ std::string profile_json_schema() {
        "properties": {
          "type": {"const": "tensor"},
          "dtype": {"type": "string",
+                   "description": "a torch dtype name (ir::parse_dtype): float32, int64, bool, ...; torch. prefix allowed",
+                   "pattern": "^(torch\\.)?(float32|float16|bfloat16|float64|int64|int32|int8|uint8|bool|f32|f16|bf16|f64|i64|i32|i8|u8|b8|float|double|half|long|int)$",
                    "examples": ["float32", "float16", "bfloat16", "float64", "int64",
                                 "int32", "int8", "uint8", "bool"]},
          "shape": {"type": "array", "items": {"anyOf": [

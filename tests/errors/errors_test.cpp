@@ -224,4 +224,43 @@ TEST(RunErrors, BadInputSyntax) {
   expect_contains(r.output, "--input 'x.npy' is not NAME=FILE.npy");
 }
 
+// `aotrace profiles schema` is a draft 2020-12 JSON Schema that every spec of the repository
+// passes under a real validator (python3-jsonschema), and that specs the parser refuses fail.
+TEST(Profiles, SchemaValidatesEveryExampleSpecWithARealValidator) {
+  auto r = run_command("/usr/bin/python3.11 " + quote((fs::path(AOTRACE_SOURCE_DIR) / "tests" / "tools" / "validate_specs.py").string()) +
+                       " --aotrace " + quote(AOTRACE_CLI) + " " + quote(AOTRACE_SOURCE_DIR));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  expect_contains(r.output, " specs valid; 4 bad specs rejected");
+  r = aotrace_cli("profiles schema");
+  EXPECT_EQ(r.exit_code, 0);
+  expect_contains(r.output, "\"$schema\": \"https://json-schema.org/draft/2020-12/schema\"");
+}
+
+// `aotrace profiles check` reports what compile would refuse, exit 1 with file:line, without
+// lowering; a good spec gets its plan and exit 0.
+TEST(Profiles, CheckRefusesBreaksAndTooManyVariantsAndSummarisesAGoodSpec) {
+  auto r = aotrace_cli("profiles check " + quote((kCases / "item_branch.yaml").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "aotrace: error: graph break: .item() reads a tensor's value");
+  expect_contains(r.output, "--> " + (kCases / "item_branch.py").string() + ":6 in gate");
+  r = aotrace_cli("profiles check " + quote((kCases / "dynamic_too_many.yaml").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "variants, more than max_variants");
+  expect_contains(r.output, "the planned variants (nothing was lowered)");
+  r = aotrace_cli("profiles check " + quote((kCases / "bad_dtype.yaml").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "bad_dtype.yaml:");
+  const fs::path mlp = fs::path(AOTRACE_SOURCE_DIR) / "examples" / "mlp" / "mlp.yaml";
+  r = aotrace_cli("profiles check " + quote(mlp.string()));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  expect_contains(r.output, mlp.string() + ": ok (1 entry, checked in ");
+  expect_contains(r.output, "nothing lowered");
+  r = run_command("(" + quote(AOTRACE_CLI) + " profiles check --json " + quote(mlp.string()) + " 2>/dev/null)");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  expect_contains(r.output, "\"ok\":true");
+  expect_contains(r.output, "\"variants\":");
+  EXPECT_EQ(aotrace_cli("profiles").exit_code, 2);
+}
+
 }  // namespace
+

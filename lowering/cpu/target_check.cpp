@@ -1,13 +1,9 @@
-// check_target (commands.h): `--triple` and `--cpu` against what the CPU backend can build,
+// check_target (lowering.h): `--triple` and `--cpu` against what the CPU backend can build,
 // before any capture or lowering. LLVM itself aborts on a CPU it does not know for a 64-bit
 // triple ("64-bit code requested on a subtarget that doesn't support it!"), and ld.lld fails
 // late on a non-ELF triple: both are the user's input, so they are refused here with the
 // valid choices. The CPU table is LLVM's own (MCSubtargetInfo), the one codegen uses.
 // Test: errors_tests TargetErrors.*.
-//
-// This is lowering's knowledge and belongs in lowering/cpu/target.cpp, next to
-// make_target_machine (STYLE 1: LLVM headers only there); it lives here until that folder is
-// free to change.
 #include <memory>
 #include <mutex>
 
@@ -17,10 +13,9 @@
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
 
-#include "cli/commands.h"
 #include "lowering/lowering.h"
 
-namespace aotrace::cli {
+namespace aotrace::lowering {
 
 namespace {
 
@@ -54,8 +49,8 @@ std::string some_cpu_names(const llvm::MCSubtargetInfo& sti, llvm::Triple::ArchT
 
 }  // namespace
 
-void check_target(const lowering::Options& options) {
-  const std::string triple = lowering::resolved_triple(options);
+void check_target(const Options& options) {
+  const std::string triple = resolved_triple(options);
   const llvm::Triple t(triple);
   const bool arch_ok = t.getArch() == llvm::Triple::x86_64 || t.getArch() == llvm::Triple::aarch64;
   if (!arch_ok || !t.isOSLinux() || !t.isOSBinFormatELF())
@@ -74,7 +69,7 @@ void check_target(const lowering::Options& options) {
   AOT_CHECK(target != nullptr, "LLVM has no target for the supported triple " + triple + ": " + error);
   std::unique_ptr<llvm::MCSubtargetInfo> table(target->createMCSubtargetInfo(triple, "", ""));
   AOT_CHECK(table != nullptr, "no subtarget info for " + triple);
-  const std::string cpu = lowering::resolved_cpu(options);
+  const std::string cpu = resolved_cpu(options);
   const std::string list_all = "`llc-16 -mtriple=" + triple + " -mcpu=help` lists every CPU name LLVM 16 knows";
   const std::string names = some_cpu_names(*table, t.getArch());
   const std::string fix = "leave --cpu out for the portable baseline (plus this machine's level), or name one of "
@@ -92,4 +87,4 @@ void check_target(const lowering::Options& options) {
   }
 }
 
-}  // namespace aotrace::cli
+}  // namespace aotrace::lowering
