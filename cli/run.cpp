@@ -1,8 +1,13 @@
 // `aotrace run`: loads a bundle with the shipped runtime, reads .npy inputs by name, runs the
 // entry (guards checked) and writes out0.npy, out1.npy, … in flattened output order, and
-// updated_NAME.npy for each input the entry changes in place (as the call left it).
+// updated_NAME.npy for each input the entry changes in place (as the call left it). It prints
+// the variant that ran and each file with its place in the returned structure (out0.npy is
+// ['logits'] of a dict), and writes the same to outputs.json beside them.
+#include <fstream>
 #include <iostream>
 #include <map>
+
+#include <nlohmann/json.hpp>
 
 #include "artifacts/runtime/aotrace_runtime.h"
 #include "artifacts/runtime/npy.h"
@@ -33,6 +38,24 @@ rt::Tensor read_input(const std::string& name, const std::string& path) {
     user_error("input " + name + ": " + t.status().message(), {},
                "pass --input " + name + "=FILE.npy with a file written by numpy.save");
   return std::move(t).value();
+}
+
+// Where each output leaf sits in the structure the entry returns, as Python indexes it from the
+// result: "" for a lone tensor, "[0]", "['logits']", "[1]['mask']".
+std::map<int, std::string> leaf_paths(const std::vector<rt::OutputNode>& nodes) {
+  std::map<int, std::string> paths;
+  if (nodes.empty()) return paths;
+  std::vector<std::pair<int, std::string>> stack{{0, ""}};
+  while (!stack.empty()) {
+    auto [n, path] = stack.back();
+    stack.pop_back();
+    const rt::OutputNode& node = nodes[static_cast<size_t>(n)];
+    if (node.kind == rt::OutputNode::Kind::Leaf) paths[node.leaf] = path;
+    for (size_t c = 0; c < node.children.size(); ++c)
+      stack.push_back({node.children[c], path + (node.kind == rt::OutputNode::Kind::Dict ? "['" + node.keys[c] + "']"
+                                                                                            : "[" + std::to_string(c) + "]")});
+  }
+  return paths;
 }
 
 }  // namespace
@@ -96,9 +119,29 @@ int run_command(const RunOptions& options) {
     rt::Status s = rt::npy_write(path.string(), t);
     if (!s.ok()) user_error("writing " + path.string() + ": " + s.message());
   };
-  for (size_t i = 0; i < outputs.size(); ++i) write("out" + std::to_string(i), outputs[i].ref());
-  for (int32_t i : entry.updated_inputs(variant))
-    write("updated_" + entry.inputs(variant)[static_cast<size_t>(i)].name, refs[static_cast<size_t>(i)]);
+  // Which variant ran, and each file with its place in the result.
+  const std::map<int, std::string> paths = leaf_paths(entry.output_nodes());
+  nlohmann::json files_json = nlohmann::json::array();
+  std::cout << "entry '" << entry_name << "' ran variant " << entry.variant_name(variant) << "\n";
+  auto report = [&](const std::string& file, const std::string& what, const rt::TensorRef& t) {
+    std::cout << "  " << (options.output_dir / file).string() << "  " << what << "  " << rt::dtype_name(t.dtype) << " "
+              << rt::shape_str(t.shape) << "\n";
+    files_json.push_back({{"file", file}, {"output", what}, {"dtype", rt::dtype_name(t.dtype)}, {"shape", t.shape}});
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string name = "out" + std::to_string(i);
+    write(name, outputs[i].ref());
+    auto p = paths.find(static_cast<int>(i));
+    report(name + ".npy", "result" + (p != paths.end() ? p->second : std::string()), outputs[i].ref());
+  }
+  for (int32_t i : entry.updated_inputs(variant)) {
+    const std::string& input = entry.inputs(variant)[static_cast<size_t>(i)].name;
+    write("updated_" + input, refs[static_cast<size_t>(i)]);
+    report("updated_" + input + ".npy", "input " + input + " as the call left it", refs[static_cast<size_t>(i)]);
+  }
+  const nlohmann::json manifest = {{"entry", entry_name}, {"variant", entry.variant_name(variant)},
+                                   {"output_tree", entry.output_tree()}, {"files", files_json}};
+  std::ofstream(options.output_dir / "outputs.json") << manifest.dump(1) << "\n";
   return 0;
 }
 

@@ -45,6 +45,16 @@ int aotrace_entry_manual_seed(const aotrace_bundle* bundle, const char* entry, u
  * Inputs the entry updates in place (x.add_(1) on an input) are written back into `inputs`. */
 int aotrace_entry_run(const aotrace_bundle* bundle, const char* entry, const aotrace_tensor* inputs,
                       size_t num_inputs, const aotrace_tensor* outputs, size_t num_outputs);
+/* The variant `entry` runs for these inputs (guards checked, nothing run): its index, and in
+ * out_name (may be NULL) its name ("v1"), valid while the bundle is open. */
+int aotrace_entry_select(const aotrace_bundle* bundle, const char* entry, const aotrace_tensor* inputs,
+                         size_t num_inputs, size_t* out_variant, const char** out_name);
+/* The shape of output `output` of the variant these inputs select (dynamic dims computed from
+ * theirs), to size the buffers of aotrace_entry_run: its rank in *out_rank and its dims in
+ * out_shape[0 .. rank). invalid_argument when max_rank is smaller than the rank (*out_rank set). */
+int aotrace_entry_output_shape(const aotrace_bundle* bundle, const char* entry, const aotrace_tensor* inputs,
+                               size_t num_inputs, size_t output, int64_t* out_shape, size_t max_rank,
+                               size_t* out_rank);
 const char* aotrace_last_error(void);
 
 #ifdef __cplusplus

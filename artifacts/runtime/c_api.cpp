@@ -18,6 +18,13 @@ int report(const Status& s) {
   return static_cast<int>(s.code());
 }
 
+Status check_dtypes(const aotrace_tensor* tensors, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (tensors[i].dtype < 0 || tensors[i].dtype > static_cast<int>(DType::b8))
+      return Status(StatusCode::invalid_argument, "unknown dtype code " + std::to_string(tensors[i].dtype));
+  return Status::Ok();
+}
+
 std::vector<TensorRef> to_refs(const aotrace_tensor* tensors, size_t n) {
   std::vector<TensorRef> refs(n);
   for (size_t i = 0; i < n; ++i) {
@@ -90,15 +97,49 @@ int aotrace_entry_manual_seed(const aotrace_bundle* bundle, const char* entry, u
 
 int aotrace_entry_run(const aotrace_bundle* bundle, const char* entry, const aotrace_tensor* inputs,
                       size_t num_inputs, const aotrace_tensor* outputs, size_t num_outputs) {
-  for (size_t i = 0; i < num_inputs + num_outputs; ++i) {
-    const aotrace_tensor& t = i < num_inputs ? inputs[i] : outputs[i - num_inputs];
-    if (t.dtype < 0 || t.dtype > static_cast<int>(DType::b8))
-      return report(Status(StatusCode::invalid_argument, "unknown dtype code " + std::to_string(t.dtype)));
-  }
+  if (Status s = check_dtypes(inputs, num_inputs); !s.ok()) return report(s);
+  if (Status s = check_dtypes(outputs, num_outputs); !s.ok()) return report(s);
   auto e = bundle->bundle.entry(entry);
   if (!e.ok()) return report(e.status());
   Status s = e->run_into(to_refs(inputs, num_inputs), to_refs(outputs, num_outputs));
   return s.ok() ? 0 : report(s);
+}
+
+int aotrace_entry_select(const aotrace_bundle* bundle, const char* entry, const aotrace_tensor* inputs,
+                         size_t num_inputs, size_t* out_variant, const char** out_name) {
+  if (Status s = check_dtypes(inputs, num_inputs); !s.ok()) return report(s);
+  auto e = bundle->bundle.entry(entry);
+  if (!e.ok()) return report(e.status());
+  Result<size_t> v = e->select(to_refs(inputs, num_inputs));
+  if (!v.ok()) return report(v.status());
+  if (out_variant) *out_variant = *v;
+  if (out_name) *out_name = e->variant_name(*v).c_str();  // owned by the bundle's data
+  return 0;
+}
+
+int aotrace_entry_output_shape(const aotrace_bundle* bundle, const char* entry, const aotrace_tensor* inputs,
+                               size_t num_inputs, size_t output, int64_t* out_shape, size_t max_rank,
+                               size_t* out_rank) {
+  if (Status s = check_dtypes(inputs, num_inputs); !s.ok()) return report(s);
+  auto e = bundle->bundle.entry(entry);
+  if (!e.ok()) return report(e.status());
+  const std::vector<TensorRef> refs = to_refs(inputs, num_inputs);
+  Result<size_t> v = e->select(refs);
+  if (!v.ok()) return report(v.status());
+  auto shapes = e->output_shapes(*v, refs);
+  if (!shapes.ok()) return report(shapes.status());
+  if (output >= e->num_outputs())
+    return report(Status(StatusCode::invalid_argument, "entry '" + std::string(entry) + "' has " +
+                                                           std::to_string(e->num_outputs()) + " outputs, asked for output " +
+                                                           std::to_string(output)));
+  const std::vector<int64_t>& shape = (*shapes)[output];
+  if (out_rank) *out_rank = shape.size();
+  if (shape.size() > max_rank)
+    return report(Status(StatusCode::invalid_argument, "output " + std::to_string(output) + " has rank " +
+                                                           std::to_string(shape.size()) + ", more than max_rank " +
+                                                           std::to_string(max_rank)));
+  for (size_t d = 0; d < shape.size(); ++d) out_shape[d] = shape[d];
+  return 0;
 }
 
 const char* aotrace_last_error(void) { return last_error.c_str(); }

@@ -17,6 +17,7 @@
 
 namespace {
 namespace fs = std::filesystem;
+using aotrace::test::expect_contains;
 using aotrace::test::quote;
 using aotrace::test::run_command;
 using nlohmann::json;
@@ -329,6 +330,36 @@ TEST_F(BundleCli, CompileReplacesAnOldBundleAndTakesAnEmptyFolder) {
 
 // The script's prints reach aotrace's stdout when it is a pipe or a file (block-buffered there,
 // and the embedded interpreter is never finalised), before aotrace's own lines.
+// `run` says which variant ran and where each file sits in the returned structure (a dict's
+// keys, a tuple's positions), on stdout and in outputs.json.
+TEST_F(BundleCli, RunNamesTheVariantAndEachOutputsPlaceInTheResult) {
+  fs::path dir = root_ / "dict_out";
+  fs::create_directories(dir);
+  write_bytes(dir / "net.py", "def net(x):\n    return {'logits': x * 2, 'pair': (x + 1, x - 1)}\n");
+  write_bytes(dir / "net.yaml",
+              "version: 1\nscript: net.py\nentries:\n  net:\n    call: net\n    inputs:\n"
+              "      x: {dtype: float32, shape: [batch, 3]}\ndims:\n  batch: [1, 2]\n");
+  auto r = run_command(cli() + " compile " + quote((dir / "net.yaml").string()) + " --cpu x86-64-v2 -o " +
+                       quote((dir / "net.aot").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<float> x(6, 1.0f);
+  ASSERT_TRUE(aotrace::rt::npy_write((dir / "x.npy").string(), aotrace::rt::TensorRef(aotrace::rt::DType::f32, {2, 3}, x.data())).ok());
+  r = run_command(cli() + " run " + quote((dir / "net.aot").string()) + " --input x=" + quote((dir / "x.npy").string()) +
+                  " --output-dir " + quote((dir / "out").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_contains(r.output, "entry 'net' ran variant v1\n");
+  expect_contains(r.output, "out0.npy  result['logits']  float32 [2, 3]");
+  expect_contains(r.output, "out2.npy  result['pair'][1]  float32 [2, 3]");
+  const json manifest = json::parse(std::ifstream(dir / "out" / "outputs.json"));
+  EXPECT_EQ(manifest["variant"], "v1");
+  ASSERT_EQ(manifest["files"].size(), 3u);
+  EXPECT_EQ(manifest["files"][1]["file"], "out1.npy");
+  EXPECT_EQ(manifest["files"][1]["output"], "result['pair'][0]");
+  auto out1 = aotrace::rt::npy_read((dir / "out" / "out1.npy").string());
+  ASSERT_TRUE(out1.ok());
+  EXPECT_EQ(out1->data_as<float>()[0], 2.0f);
+}
+
 TEST_F(BundleCli, ScriptPrintsReachARedirectedStdout) {
   fs::path dir = root_ / "prints";
   fs::create_directories(dir);

@@ -150,6 +150,23 @@ TEST(Bundle, CApiRunsAndReportsErrors) {
   EXPECT_EQ(aotrace_entry_run(b, "forward", &wrong, 1, outs, 2),
             static_cast<int>(rt::StatusCode::invalid_argument));
   EXPECT_NE(std::string(aotrace_last_error()).find("got 3"), std::string::npos);
+  // Which variant, and the output shapes to allocate, before running.
+  size_t variant = 99;
+  const char* name = nullptr;
+  ASSERT_EQ(aotrace_entry_select(b, "forward", &in, 1, &variant, &name), 0) << aotrace_last_error();
+  EXPECT_EQ(variant, 0u);
+  EXPECT_STREQ(name, "v0");
+  EXPECT_EQ(aotrace_entry_select(b, "forward", &wrong, 1, &variant, nullptr), static_cast<int>(rt::StatusCode::invalid_argument));
+  int64_t dims[4] = {0, 0, 0, 0};
+  size_t rank = 0;
+  ASSERT_EQ(aotrace_entry_output_shape(b, "forward", &in, 1, 1, dims, 4, &rank), 0) << aotrace_last_error();
+  EXPECT_EQ(rank, 2u);
+  EXPECT_EQ(dims[0], 1);
+  EXPECT_EQ(dims[1], 4);
+  EXPECT_EQ(aotrace_entry_output_shape(b, "forward", &in, 1, 0, dims, 1, &rank), static_cast<int>(rt::StatusCode::invalid_argument));
+  EXPECT_EQ(rank, 2u);
+  EXPECT_NE(std::string(aotrace_last_error()).find("more than max_rank 1"), std::string::npos);
+  EXPECT_EQ(aotrace_entry_output_shape(b, "forward", &in, 1, 2, dims, 4, &rank), static_cast<int>(rt::StatusCode::invalid_argument));
   aotrace_bundle_close(b);
 }
 
