@@ -262,15 +262,22 @@ def export_onnx(target, inputs, path):
             raise RuntimeError("torch.onnx.export changed the model's training mode")
 
 
-def run_ort(name, inputs, workdir, min_time):
-    """Times the exported model with bench/ort_bench.js: its JSON result (raises on failure)."""
-    manifest = {"ort": str(pathlib.Path(ARGS.ort).resolve()), "model": str(workdir / f"{name}.onnx"),
-                "threads": ARGS.threads, "min_time": min_time, "output": str(workdir / f"{name}.ort_out0.bin"),
-                "inputs": []}
+def write_ort_inputs(name, inputs, workdir):
+    """The model's inputs as raw files for bench/ort_bench.js, and their part of its manifest."""
+    described = []
     for input_name, x in inputs.items():
         raw = workdir / f"{name}.{input_name}.bin"
         np.ascontiguousarray(x).tofile(raw)
-        manifest["inputs"].append({"name": input_name, "dtype": str(x.dtype), "shape": list(x.shape), "path": str(raw)})
+        described.append({"name": input_name, "dtype": str(x.dtype), "shape": list(x.shape), "path": str(raw)})
+    (workdir / f"{name}.ort_inputs.json").write_text(json.dumps(described))
+
+
+def run_ort(name, workdir, min_time):
+    """Times the exported model (inputs from write_ort_inputs) with bench/ort_bench.js: its JSON
+    result (raises on failure)."""
+    manifest = {"ort": str(pathlib.Path(ARGS.ort).resolve()), "model": str(workdir / f"{name}.onnx"),
+                "threads": ARGS.threads, "min_time": min_time, "output": str(workdir / f"{name}.ort_out0.bin"),
+                "inputs": json.loads((workdir / f"{name}.ort_inputs.json").read_text())}
     manifest_path = workdir / f"{name}.ort.json"
     manifest_path.write_text(json.dumps(manifest))
     r = subprocess.run(["node", str(HERE / "ort_bench.js"), str(manifest_path)], capture_output=True, text=True)
@@ -285,7 +292,8 @@ def setup_ort(name, target, inputs, workdir, row):
     """Exports the model and checks ORT's first output against eager (row["ort_error"] on failure)."""
     try:
         export_onnx(target, inputs, workdir / f"{name}.onnx")
-        result = run_ort(name, inputs, workdir, 0.0)
+        write_ort_inputs(name, inputs, workdir)
+        result = run_ort(name, workdir, 0.0)
         with torch.inference_mode():
             want = flatten(target(*[torch.from_numpy(x.copy()) for x in inputs.values()]))[0].numpy()
         got = np.fromfile(workdir / f"{name}.ort_out0.bin", dtype=want.dtype)
@@ -392,7 +400,7 @@ def main():
             if "ort_error" in row:
                 continue
             try:
-                ms = run_ort(row["model"], load_inputs(spec, row["model"], workdir), workdir, ARGS.min_time)["median_ms"]
+                ms = run_ort(row["model"], workdir, ARGS.min_time)["median_ms"]
                 row["ort_ms"] = min(ms, row.get("ort_ms", ms))
             except RuntimeError as err:
                 row["ort_error"] = str(err)
@@ -425,10 +433,6 @@ def main():
     for row in failures:
         print(f"\nFAILED {row['model']}: {row['error']}", file=sys.stderr)
     return 1 if failures else 0
-
-
-def load_inputs(spec, name, workdir):
-    return {i: np.load(input_path(workdir, name, i)) for i in spec["entries"][name]["inputs"]}
 
 
 def measure_fma_peak():

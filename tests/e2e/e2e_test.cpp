@@ -52,6 +52,22 @@ fs::path compiled(const fs::path& spec) {
   return out;
 }
 
+// A spec compiled (once per process) with its script run in the embedded interpreter, for
+// eager references, and its bundle opened.
+struct CompiledSpec {
+  shape_profiles::ProfileSet spec;
+  rt::Result<rt::Bundle> bundle;
+};
+
+CompiledSpec open_compiled(const fs::path& spec_path) {
+  const fs::path bundle_dir = compiled(spec_path);
+  CompiledSpec c{shape_profiles::parse_profile_file(spec_path), rt::Bundle::open(bundle_dir.string())};
+  embed::Interpreter::instance().run_script(c.spec.script);
+  return c;
+}
+
+const fs::path kDynamicSpec = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "e2e" / "dynamic" / "dynamic.yaml";
+
 // Floats from N(0, 1); integers in [0, 16), valid as token ids or indices of the test models.
 ir::HostTensor random_tensor(ir::DType dtype, const std::vector<int64_t>& shape, std::mt19937& rng) {
   ir::HostTensor t = ir::HostTensor::zeros(dtype, shape);
@@ -102,11 +118,7 @@ void check_call_against_eager(const rt::Entry& e, const std::string& call, std::
 }
 
 void check_example_against_eager(const fs::path& spec_path, double atol = kAtol, double rtol = kRtol) {
-  const fs::path bundle_dir = compiled(spec_path);
-  auto spec = shape_profiles::parse_profile_file(spec_path);
-  auto& interp = embed::Interpreter::instance();
-  interp.run_script(spec.script);
-  auto bundle = rt::Bundle::open(bundle_dir.string());
+  auto [spec, bundle] = open_compiled(spec_path);
   ASSERT_TRUE(bundle.ok()) << bundle.status().message();
   std::mt19937 rng(1234);
   int checked = 0;
@@ -129,12 +141,8 @@ void check_example_against_eager(const fs::path& spec_path, double atol = kAtol,
 // range against eager; dispatch takes the static variant at its size (opt, 1), the symbolic one
 // elsewhere, and a size outside the range is a guard miss naming the dim and its declaration.
 TEST(DynamicDims, EverySizeOfEveryRangeMatchesEager) {
-  const fs::path spec_path = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "e2e" / "dynamic" / "dynamic.yaml";
-  const fs::path bundle_dir = compiled(spec_path);
-  auto spec = shape_profiles::parse_profile_file(spec_path);
-  auto& interp = embed::Interpreter::instance();
-  interp.run_script(spec.script);
-  auto bundle = rt::Bundle::open(bundle_dir.string());
+  const fs::path& spec_path = kDynamicSpec;
+  auto [spec, bundle] = open_compiled(spec_path);
   ASSERT_TRUE(bundle.ok()) << bundle.status().message();
   std::mt19937 rng(99);
   std::map<std::string, std::set<std::string>> variants_used;
@@ -202,12 +210,8 @@ TEST(DynamicDims, EverySizeOfEveryRangeMatchesEager) {
 // every length, 0 included) at several sizes of the range, and refuses the masks where eager
 // would cut the sequence or take the padded path, saying why and where.
 TEST(DynamicDims, NestedTensorPathMatchesEagerAndItsMaskIsGuarded) {
-  const fs::path spec_path = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "e2e" / "dynamic" / "dynamic.yaml";
-  const fs::path bundle_dir = compiled(spec_path);
-  auto spec = shape_profiles::parse_profile_file(spec_path);
-  auto& interp = embed::Interpreter::instance();
-  interp.run_script(spec.script);
-  auto bundle = rt::Bundle::open(bundle_dir.string());
+  const fs::path& spec_path = kDynamicSpec;
+  auto [spec, bundle] = open_compiled(spec_path);
   ASSERT_TRUE(bundle.ok()) << bundle.status().message();
   auto e = bundle->entry("nested_encoder");
   ASSERT_TRUE(e.ok()) << e.status().message();
@@ -253,8 +257,7 @@ TEST(DynamicDims, NestedTensorPathMatchesEagerAndItsMaskIsGuarded) {
 // inspect shows each variant's dynamic dims and its arena at the dims' minima and maxima (the
 // runtime allocates the maxima); a static variant has one peak.
 TEST(DynamicDims, InspectShowsTheDimsAndTheArenaAtTheirMinimaAndMaxima) {
-  const fs::path spec_path = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "e2e" / "dynamic" / "dynamic.yaml";
-  const fs::path bundle_dir = compiled(spec_path);
+  const fs::path bundle_dir = compiled(kDynamicSpec);
   auto r = run_command(quote(AOTRACE_CLI) + " inspect " + quote(bundle_dir.string()) + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const nlohmann::json j = nlohmann::json::parse(r.output);
@@ -296,12 +299,10 @@ TEST(Models, EveryModelMatchesEagerAtBatch1And4) {
 // them (selftest); gpt2's token ids are small integers, not the capture's zeros.
 TEST(Models, GoldenVectorsAreEagerOutputsAndTheKernelsPassThem) {
   const fs::path spec_path = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "e2e" / "models" / "models.yaml";
-  const fs::path bundle_dir = compiled(spec_path);
-  auto spec = shape_profiles::parse_profile_file(spec_path);
-  auto& interp = embed::Interpreter::instance();
-  interp.run_script(spec.script);
-  auto bundle = rt::Bundle::open(bundle_dir.string());
+  auto [spec, bundle] = open_compiled(spec_path);
   ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  const fs::path bundle_dir = compiled(spec_path);  // its golden files
+  auto& interp = embed::Interpreter::instance();
   size_t pairs = 0, variants = 0;
   rt::Status selftest = bundle->selftest(&pairs);
   EXPECT_TRUE(selftest.ok()) << selftest.message();
