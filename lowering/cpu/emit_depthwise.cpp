@@ -222,11 +222,11 @@ void KernelEmitter::emit_depthwise_tasks(const DepthwisePlan& p, llvm::Value* be
         range_loop(i64(0), smin(i64(p.group), b_.CreateSub(oh1, first)), [&](llvm::Value* r) {
           llvm::Value* oh = b_.CreateAdd(first, r);
           llvm::Value* row_tile = b_.CreateInBoundsGEP(f32, tile, b_.CreateMul(r, i64(p.tile)));
-          loop_nest({p.out_w}, [&](const Index& w) {
-            Index idx = {batch, co, oh, w[0]};
+          row_loop(p.out_w, [&](llvm::Value* w) {
+            Index idx = {batch, co, oh, w};
             for (size_t d = 0; d < out.size(); ++d)
               if (is_one(out[d])) idx[d] = i64(0);  // what broadcast() gives every size-1 dim
-            llvm::Value* v = b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, row_tile, w[0]), llvm::Align(4));
+            llvm::Value* v = b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, row_tile, w), llvm::Align(4));
             if (n.operands.size() > 2) v = b_.CreateFAdd(v, emit(n.operands[2], Index{idx[1]}));
             memo_.back()[{k_.reduction, idx}] = v;
             store(k_.root, 0, idx, emit(k_.root, idx));

@@ -341,26 +341,31 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
 }
 
 // void ukernel(i64 kc, const float* a, const float* b, float* c, i64 ldc, i1 first,
-//              const float* prefetch, i64 lda, i64 valid_rows):
-// c[i*ldc + j] (+)= sum_p A(i, p) * b[p*NR + j] for `rows` rows of A and the NR columns of a B
-// panel; kc >= 1. A(i, p) is a[p*MR + i] in a packed MR-row panel, or with `direct_a`
+//              const float* prefetch, i64 lda, i64 valid_rows, i64 b_stride):
+// c[i*ldc + j] (+)= sum_p A(i, p) * B(p, j) for `rows` rows of A and the `panels`·NR columns of
+// `panels` adjacent B panels, panel q at b + q·b_stride (B(p, q·NR + j) = b[q·b_stride + p*NR + j]);
+// kc >= 1. A(i, p) is a[p*MR + i] in a packed MR-row panel, or with `direct_a`
 // a[min(i, valid_rows - 1)*lda + p]: A read in place, row by row (rows past the matrix repeat its
-// last row; their results are never stored). Step p also prefetches prefetch[p*NR .. p*NR + NR) into L2:
-// the caller points it at the next B panel, which then arrives while this one is in use. rows × NR/lanes accumulators stay in registers: 6 × 2 with
-// AVX2 (16 registers), 6 × 1 with AVX-512, 3 × 4 with SSE/NEON (then two calls per panel).
-llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a) {
-  int64_t lanes = std::min<int64_t>(target_.f32_lanes, plan.nr), nv = plan.nr / lanes;
-  std::string name = "aotrace.sgemm." + std::to_string(rows) + "x" + std::to_string(plan.nr) + (direct_a ? ".rows" : "");
+// last row; their results are never stored). Step p also prefetches each panel's
+// prefetch[q·b_stride + p*NR ..) into L2: the caller points it at the next B panels, which then
+// arrive while these are in use. rows × panels·NR/lanes accumulators stay in registers: 6 × 2
+// with AVX2 (16 registers), 6 × 2 with AVX-512 (two 16-wide panels per call: 12 of its 32
+// registers, enough independent FMAs to cover their latency), 3 × 4 with SSE/NEON (then two
+// calls per panel).
+llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a, int64_t panels) {
+  int64_t lanes = std::min<int64_t>(target_.f32_lanes, plan.nr), nv = plan.nr / lanes * panels;
+  std::string name = "aotrace.sgemm." + std::to_string(rows) + "x" + std::to_string(plan.nr * panels) +
+                     (direct_a ? ".rows" : "");
   if (llvm::Function* f = module_.getFunction(name)) return f;
   auto* ptr = b_.getPtrTy();
   auto* i64t = b_.getInt64Ty();
-  auto* type = llvm::FunctionType::get(b_.getVoidTy(), {i64t, ptr, ptr, ptr, i64t, b_.getInt1Ty(), ptr, i64t, i64t}, false);
+  auto* type = llvm::FunctionType::get(b_.getVoidTy(), {i64t, ptr, ptr, ptr, i64t, b_.getInt1Ty(), ptr, i64t, i64t, i64t, ptr}, false);
   auto* fn = llvm::Function::Create(type, llvm::Function::InternalLinkage, name, module_);
   fn->setDoesNotThrow();
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx_, "entry", fn));
   llvm::Value *kc = fn->getArg(0), *a = fn->getArg(1), *bp = fn->getArg(2), *c = fn->getArg(3),
               *ldc = fn->getArg(4), *first = fn->getArg(5), *prefetch = fn->getArg(6), *lda = fn->getArg(7),
-              *valid_rows = fn->getArg(8);
+              *valid_rows = fn->getArg(8), *b_stride = fn->getArg(9), *a_next = fn->getArg(10);
   llvm::Type* f32 = b.getFloatTy();
   auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(lanes));
   llvm::Value* zero = llvm::Constant::getNullValue(vec);
@@ -392,14 +397,22 @@ llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t ro
     acc.back()->addIncoming(v, pre);
   }
   std::vector<llvm::Value*> bv;
-  llvm::Value* brow = b.CreateInBoundsGEP(f32, bp, b.CreateMul(p, b.getInt64(static_cast<uint64_t>(plan.nr))));
-  for (int64_t j = 0; j < nv; ++j)
-    bv.push_back(b.CreateAlignedLoad(vec, b.CreateConstInBoundsGEP1_64(f32, brow, static_cast<uint64_t>(j * lanes)),
-                                     llvm::Align(4)));
-  // Not inbounds: the next panel may lie past the end of its buffer (a prefetch never faults).
-  llvm::Value* pf = b.CreateGEP(f32, prefetch, b.CreateMul(p, b.getInt64(static_cast<uint64_t>(plan.nr))));
-  b.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr}, {pf, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
+  llvm::Value* step = b.CreateMul(p, b.getInt64(static_cast<uint64_t>(plan.nr)));
+  for (int64_t q = 0; q < panels; ++q) {
+    llvm::Value* at = q == 0 ? step : b.CreateAdd(step, b.CreateMul(b_stride, b.getInt64(static_cast<uint64_t>(q))));
+    llvm::Value* brow = b.CreateInBoundsGEP(f32, bp, at);
+    for (int64_t j = 0; j < plan.nr / lanes; ++j)
+      bv.push_back(b.CreateAlignedLoad(vec, b.CreateConstInBoundsGEP1_64(f32, brow, static_cast<uint64_t>(j * lanes)),
+                                       llvm::Align(4)));
+    // Not inbounds: the next panel may lie past the end of its buffer (a prefetch never faults).
+    llvm::Value* pf = b.CreateGEP(f32, prefetch, at);
+    b.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr}, {pf, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
+  }
   llvm::Value* arow = b.CreateInBoundsGEP(f32, a, b.CreateMul(p, b.getInt64(static_cast<uint64_t>(plan.mr))));
+  if (!direct_a) {  // the next A panel too (a pre-packed weight streams from memory)
+    llvm::Value* pa = b.CreateGEP(f32, a_next, b.CreateMul(p, b.getInt64(static_cast<uint64_t>(plan.mr))));
+    b.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr}, {pa, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
+  }
   std::vector<llvm::Value*> next(acc.size());
   for (int64_t i = 0; i < rows; ++i) {
     llvm::Value* at = direct_a ? b.CreateGEP(f32, a_rows[static_cast<size_t>(i)], p)
@@ -462,11 +475,11 @@ void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm
     llvm::Value* rows = b_.CreateUDiv(nc, size(plan.row));
     llvm::Value* first_row = b_.CreateUDiv(jc, size(plan.row));
     range_loop(i64(0), rows, [&](llvm::Value* r) {
-      loop_nest({plan.out_w}, [&](const Index& w) {
+      row_loop(plan.out_w, [&](llvm::Value* w) {
         Index idx = {batch[0], m};
         if (out.size() == 4) idx.push_back(b_.CreateAdd(first_row, r));
-        idx.push_back(w[0]);
-        finish(idx, i, b_.CreateAdd(b_.CreateMul(r, size(plan.row)), w[0]));
+        idx.push_back(w);
+        finish(idx, i, b_.CreateAdd(b_.CreateMul(r, size(plan.row)), w));
       });
     });
   });
@@ -495,7 +508,11 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
   // Rows per microkernel call: a whole MR panel, or half of it where 6 rows would not fit the
   // registers (4-lane targets: 16 SSE registers).
   int64_t uk_rows = target_.f32_lanes == 4 ? plan.mr / 2 : plan.mr;
-  llvm::Function* ukernel = gemm_microkernel(plan, uk_rows, plan.direct_a);
+  // B panels per call: two where one panel is a single vector wide (AVX-512), so that a call
+  // keeps 12 accumulators in flight; the last panel of an odd count takes the one-panel kernel.
+  int64_t pair = plan.nr / std::min<int64_t>(target_.f32_lanes, plan.nr) == 1 ? 2 : 1;
+  llvm::Function* ukernel = gemm_microkernel(plan, uk_rows, plan.direct_a, 1);
+  llvm::Function* ukernel_pair = pair > 1 ? gemm_microkernel(plan, uk_rows, plan.direct_a, pair) : nullptr;
   // Weights pre-packed by pack_weights: their panels are read in place, never packed here.
   llvm::Value* packed_a = node.attrs.has("packed_a") ? packed_weight(plan.a, plan.mr) : nullptr;
   llvm::Value* packed_b = node.attrs.has("packed_b") ? packed_weight(plan.b, plan.nr) : nullptr;
@@ -527,36 +544,39 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
         llvm::Value* mc = min(b_.CreateSub(mt, row0), plan.mc);
         if (!packed_a && !plan.direct_a) gemm_pack(plan, true, batch, b_.CreateAdd(it, row0), mc, pc, kc, ap);
         llvm::Value* m_panels = ceil_div(mc, plan.mr);
-        range_loop(i64(0), n_panels, [&](llvm::Value* jr) {
+        // Distance between adjacent B panels: K·NR in a pre-packed weight, KC·NR when packed here.
+        llvm::Value* b_stride = packed_b ? b_.CreateMul(size(plan.k), i64(plan.nr)) : b_.CreateMul(kc, i64(plan.nr));
+        auto b_panel_at = [&](llvm::Value* q) {
+          if (!packed_b) return b_.CreateInBoundsGEP(f32, bp, b_.CreateMul(q, b_stride));
+          llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateUDiv(jc, i64(plan.nr)), q), size(plan.k)), pc);
+          return b_.CreateInBoundsGEP(f32, packed_b, b_.CreateMul(at, i64(plan.nr)));
+        };
+        // B panels [jr, jr + count) against every A panel of the block, `uk` taking them at once.
+        auto panels = [&](llvm::Value* jr, int64_t count, llvm::Function* uk) {
           range_loop(i64(0), m_panels, [&](llvm::Value* ir) {
-            // A pre-packed weight's panel q at K offset pc: weight + (q·K + pc)·width.
-            auto in_place = [&](llvm::Value* weight, llvm::Value* q, int64_t width) {
-              llvm::Value* at = b_.CreateAdd(b_.CreateMul(q, size(plan.k)), pc);
-              return b_.CreateInBoundsGEP(f32, weight, b_.CreateMul(at, i64(width)));
-            };
             llvm::Value* m0 = b_.CreateAdd(b_.CreateAdd(it, row0), b_.CreateMul(ir, i64(plan.mr)));  // in C
-            llvm::Value *a_panel, *lda = i64(0), *valid = i64(plan.mr);
+            llvm::Value *a_panel, *a_next, *lda = i64(0), *valid = i64(plan.mr);
             if (plan.direct_a) {
               const ir::Shape& as = dims(plan.a);
               Index ai = broadcast(ir::Shape(as.begin(), as.end() - 2), batch.size(), batch);
               ai.push_back(m0);
               ai.push_back(pc);
-              a_panel = strided_address(*plan.a_view, ai);
+              a_panel = a_next = strided_address(*plan.a_view, ai);
               lda = size(plan.a_view->strides[as.size() - 2]);
               valid = b_.CreateSub(size(plan.m), m0);
             } else if (packed_a) {
-              a_panel = in_place(packed_a, b_.CreateUDiv(m0, i64(plan.mr)), plan.mr);
+              // A pre-packed weight's panel q at K offset pc: weight + (q·K + pc)·MR.
+              llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(m0, i64(plan.mr)), size(plan.k)), pc);
+              a_panel = b_.CreateInBoundsGEP(f32, packed_a, b_.CreateMul(at, i64(plan.mr)));
+              a_next = b_.CreateGEP(f32, a_panel, b_.CreateMul(size(plan.k), i64(plan.mr)));
             } else {
               a_panel = b_.CreateInBoundsGEP(f32, ap, b_.CreateMul(b_.CreateMul(ir, kc), i64(plan.mr)));
+              a_next = b_.CreateGEP(f32, a_panel, b_.CreateMul(kc, i64(plan.mr)));
             }
-            auto b_panel_at = [&](llvm::Value* q) {
-              return packed_b ? in_place(packed_b, b_.CreateAdd(b_.CreateUDiv(jc, i64(plan.nr)), q), plan.nr)
-                              : b_.CreateInBoundsGEP(f32, bp, b_.CreateMul(b_.CreateMul(q, kc), i64(plan.nr)));
-            };
             llvm::Value* b_panel = b_panel_at(jr);
-            // The first A panel's call brings the next B panel (pre-packed weights come from
-            // memory); the others prefetch their own B panel, already in L1: a no-op.
-            llvm::Value* next_jr = b_.CreateAdd(jr, i64(1));
+            // The first A panel's call brings the next B panels (pre-packed weights come from
+            // memory); the others prefetch their own B panels, already in L1: a no-op.
+            llvm::Value* next_jr = b_.CreateAdd(jr, i64(count));
             llvm::Value* prefetch = b_.CreateSelect(
                 b_.CreateAnd(b_.CreateICmpEQ(ir, i64(0)), b_.CreateICmpULT(next_jr, n_panels)),
                 b_panel_at(next_jr), b_panel);
@@ -572,11 +592,17 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
                 a_rows = b_.CreateSelect(none, a_panel, a_rows);
                 rows_left = b_.CreateSelect(none, i64(1), rows_left);
               }
-              b_.CreateCall(ukernel, {kc, a_rows, b_panel,
-                                      b_.CreateConstInBoundsGEP1_64(f32, c_at, static_cast<uint64_t>(r0 * ncp)),
-                                      i64(ncp), first, prefetch, lda, rows_left});
+              b_.CreateCall(uk, {kc, a_rows, b_panel,
+                                 b_.CreateConstInBoundsGEP1_64(f32, c_at, static_cast<uint64_t>(r0 * ncp)),
+                                 i64(ncp), first, prefetch, lda, rows_left, b_stride, a_next});
             }
           });
+        };
+        range_loop(i64(0), ceil_div(n_panels, pair), [&](llvm::Value* q) {
+          llvm::Value* jr = b_.CreateMul(q, i64(pair));
+          if (pair == 1) return panels(jr, 1, ukernel);
+          if_else(b_.CreateICmpULT(b_.CreateAdd(jr, i64(pair - 1)), n_panels),
+                  [&] { panels(jr, pair, ukernel_pair); }, [&] { panels(jr, 1, ukernel); });
         });
       });
     });

@@ -386,6 +386,35 @@ void KernelEmitter::loop_level(const ir::Shape& extents, size_t d, Index& idx,
   b_.SetInsertPoint(exit);
 }
 
+void KernelEmitter::row_loop(const ir::SymExpr& extent, const std::function<void(llvm::Value*)>& body) {
+  if (is_zero(extent)) return;
+  llvm::Value* n = size(extent);
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, "row", fn_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "row.end", fn_);
+  if (extent.is_constant()) b_.CreateBr(header);
+  else b_.CreateCondBr(b_.CreateICmpSGT(n, i64(0)), header, exit);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, "w");
+  i->addIncoming(b_.getInt64(0), pre);
+  memo_.emplace_back();
+  body(i);
+  memo_.pop_back();
+  llvm::Value* next = b_.CreateNUWAdd(i, b_.getInt64(1));
+  i->addIncoming(next, b_.GetInsertBlock());
+  llvm::BranchInst* back = b_.CreateCondBr(b_.CreateICmpULT(next, n), header, exit);
+  if (target_.f32_lanes == 16) {  // AVX-512: masked vector ops for the row's tail
+    auto flag = [&](const char* name) {
+      return llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, name), llvm::ConstantAsMetadata::get(b_.getTrue())});
+    };
+    llvm::MDNode* id = llvm::MDNode::getDistinct(
+        ctx_, {nullptr, flag("llvm.loop.vectorize.enable"), flag("llvm.loop.vectorize.predicate.enable")});
+    id->replaceOperandWith(0, id);
+    back->setMetadata(llvm::LLVMContext::MD_loop, id);
+  }
+  b_.SetInsertPoint(exit);
+}
+
 llvm::Value* KernelEmitter::address(ir::ValueId v, int arg, const Index& idx) {
   const ir::Shape& shape = dims(v);
   llvm::Value* offset = b_.getInt64(0);

@@ -167,6 +167,11 @@ class KernelEmitter {
   ir::DType dtype(ir::ValueId v) const { return g_.type(v).dtype; }
   const ir::Node& producer(ir::ValueId v) const;
   void loop_nest(const ir::Shape& extents, const std::function<void(const Index&)>& body);
+  // for (w = 0; w < extent; ++w) body(w): an output row of an epilogue. Where the target has
+  // masked vector loads and stores (AVX-512), the vectoriser is asked to fold the row's tail
+  // into a masked vector instead of a scalar remainder (7-, 14- and 28-wide rows would be
+  // mostly remainder at 16 lanes).
+  void row_loop(const ir::SymExpr& extent, const std::function<void(llvm::Value*)>& body);
   void loop_level(const ir::Shape& extents, size_t d, Index& idx,
                   const std::function<void(const Index&)>& body);
   llvm::Value* address(ir::ValueId v, int arg, const Index& idx);
@@ -210,7 +215,7 @@ class KernelEmitter {
   // emit_gemm.cpp
   bool plan_gemm(GemmPlan& plan) const;
   void emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end);
-  llvm::Function* gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a);
+  llvm::Function* gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a, int64_t panels);
   llvm::Value* packed_weight(ir::ValueId view, int64_t width);
   void gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, llvm::Value* jc, llvm::Value* nc,
                         llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
