@@ -1,5 +1,6 @@
 // Depthwise conv kernels (groups > 1, one input channel per group: mobilenet's and
-// efficientnet's 3x3 and 5x5 convs), vectorised along the output width:
+// efficientnet's 3x3 and 5x5 convs), and 2-D max pools (resnet's 3x3 stride-2 pool: the same
+// windows, taps combined by max and -inf outside the input), vectorised along the output width:
 //
 //   per task = `channels` output channels × `rows` output rows of one batch index:
 //     for each channel: its kh×kw weights, loaded once and splatted
@@ -25,12 +26,13 @@
 // never stored.
 //
 // Taken: every conv is_depthwise_conv accepts (f32, 2-D, width stride 1 or 2, at most 64 taps)
-// that is its kernel's reduction, evaluated at the root's index. Dynamic dims: batch, H and W
+// and every f32 2-D max pool with such a window, that is its kernel's reduction, evaluated at
+// the root's index. Dynamic dims: batch, H and W
 // (and so the output's) may be symbolic; the vector width and the task blocking are chosen from
 // the sizes at their maxima, the counts are computed at run time, the tile is sized for the
 // output width's bound.
 //
-// Test: lowering_tests Depthwise.* (3x3 and 5x5, stride 1 and 2, padding 0/1/2, dilation 2,
+// Test: lowering_tests Depthwise.* (max pools: MaxPoolsOverWidths1To33WithCeilModeDilationAndNaN; 3x3 and 5x5, stride 1 and 2, padding 0/1/2, dilation 2,
 // widths 1 to 33, channel multiplier 2, bias + ReLU6, residual add, symbolic sizes), Ops.Conv*,
 // Dynamic.ConvReluMaxPoolWithSymbolicBatchAndSize, and every model test.
 #include "lowering/cpu/kernel_emitter.h"
@@ -47,16 +49,39 @@ constexpr int64_t kDepthwiseTaskWork = 8192;
 constexpr int64_t kDepthwiseMinTasks = 16;
 constexpr int64_t kDepthwiseRowGroup = 4;
 
+// A 2-D f32 max pool whose window the depthwise kernel can take: at most 64 taps, width stride
+// 1 or 2 (resnet's 3×3 stride-2 pool).
+static bool is_depthwise_max_pool(const ir::Graph& g, const ir::Node& n) {
+  if (n.op != ir::OpKind::Pool || n.attrs.s("kind") != "max") return false;
+  if (g.type(n.operands[0]).dtype != ir::DType::f32 || g.type(n.results[0]).dtype != ir::DType::f32) return false;
+  if (g.type(n.operands[0]).shape.size() != 4) return false;
+  std::vector<int64_t> kernel = n.attrs.ints("kernel"), stride = n.attrs.ints("stride");
+  return kernel.size() == 2 && kernel[0] * kernel[1] <= 64 && stride.size() == 2 && stride[0] >= 1 &&
+         stride[1] >= 1 && stride[1] <= 2;
+}
+
 bool KernelEmitter::plan_depthwise(DepthwisePlan& p) const {
   if (k_.reduction < 0 || dims(k_.root) != dims(k_.reduction)) return false;
   const ir::Node& n = producer(k_.reduction);
-  if (!is_depthwise_conv(g_, n) || read_arg_.count(n.operands[0]) == 0) return false;
+  p.max_pool = is_depthwise_max_pool(g_, n);
+  if (!(p.max_pool || is_depthwise_conv(g_, n)) || read_arg_.count(n.operands[0]) == 0) return false;
+  for (const ir::SymExpr& d : dims(k_.reduction))
+    if (is_zero(d)) return false;
   p.node = &n;
   p.x = n.operands[0];
-  p.w = n.operands[1];
-  std::vector<int64_t> ws = static_dims(g_, p.w);
-  std::vector<int64_t> stride = int_list(n.attrs, "stride"), dilation = int_list(n.attrs, "dilation"),
-                       pad = int_list(n.attrs, "pad_low");
+  std::vector<int64_t> ws;  // the conv weight's sizes; a pool's window as [C, 1, kh, kw]
+  std::vector<int64_t> stride = int_list(n.attrs, "stride"), dilation = {1, 1}, pad;
+  if (p.max_pool) {
+    std::vector<int64_t> kernel = int_list(n.attrs, "kernel");
+    ws = {planned(dims(p.x)[1]), 1, kernel[0], kernel[1]};
+    pad = int_list(n.attrs, "padding");
+    if (n.attrs.has("dilation")) dilation = int_list(n.attrs, "dilation");
+  } else {
+    p.w = n.operands[1];
+    ws = static_dims(g_, p.w);
+    dilation = int_list(n.attrs, "dilation");
+    pad = int_list(n.attrs, "pad_low");
+  }
   p.kh = ws[2];
   p.kw = ws[3];
   p.stride_h = stride[0];
@@ -65,7 +90,7 @@ bool KernelEmitter::plan_depthwise(DepthwisePlan& p) const {
   p.dilation_w = dilation[1];
   p.pad_h = pad[0];
   p.pad_w = pad[1];
-  p.multiplier = ws[0] / n.attrs.i("groups");
+  p.multiplier = p.max_pool ? 1 : ws[0] / n.attrs.i("groups");
   const ir::Shape& out = dims(k_.reduction);
   p.batches = out[0];
   p.out_c = out[1];
@@ -99,7 +124,8 @@ std::vector<llvm::Value*> KernelEmitter::depthwise_vectors(const DepthwisePlan& 
   const auto lanes = static_cast<unsigned>(p.lanes), wide = static_cast<unsigned>(p.lanes * p.stride_w);
   auto* vec = llvm::FixedVectorType::get(f32, lanes);
   auto* wide_vec = llvm::FixedVectorType::get(f32, wide);
-  llvm::Value* zero = llvm::Constant::getNullValue(wide_vec);
+  // What a lane outside the input holds: 0 (zero padding), or -inf for a max pool.
+  llvm::Value* zero = p.max_pool ? llvm::ConstantFP::getInfinity(wide_vec, true) : llvm::Constant::getNullValue(wide_vec);
   const ir::SymExpr& width = dims(p.x)[3];
   std::vector<int> pick;  // every stride_w-th input: the outputs' own columns
   for (unsigned j = 0; j < lanes; ++j) pick.push_back(static_cast<int>(j * p.stride_w));
@@ -120,7 +146,8 @@ std::vector<llvm::Value*> KernelEmitter::depthwise_vectors(const DepthwisePlan& 
   // are in flight.
   std::vector<llvm::Value*> out;
   for (size_t r = 0; r < rows.size(); ++r) {
-    llvm::Value* acc[2] = {llvm::Constant::getNullValue(vec), llvm::Constant::getNullValue(vec)};
+    llvm::Value* init = p.max_pool ? llvm::ConstantFP::getInfinity(vec, true) : llvm::Constant::getNullValue(vec);
+    llvm::Value* acc[2] = {init, init};
     int64_t tap = 0;
     for (int64_t i = 0; i < p.kh; ++i) {
       llvm::Value* row = rows[r][static_cast<size_t>(i)];
@@ -146,10 +173,12 @@ std::vector<llvm::Value*> KernelEmitter::depthwise_vectors(const DepthwisePlan& 
         }
         if (p.stride_w > 1) v = b_.CreateShuffleVector(v, pick);
         llvm::Value*& a = acc[tap % 2];
-        a = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec}, {v, weights[static_cast<size_t>(i * p.kw + j)], a});
+        a = p.max_pool ? emit_max(b_, v, a, ir::DType::f32)  // NaN propagates, as torch's
+                       : b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec}, {v, weights[static_cast<size_t>(i * p.kw + j)], a});
       }
     }
-    out.push_back(p.kh * p.kw > 1 ? b_.CreateFAdd(acc[0], acc[1]) : acc[0]);
+    if (p.kh * p.kw == 1) out.push_back(acc[0]);
+    else out.push_back(p.max_pool ? emit_max(b_, acc[0], acc[1], ir::DType::f32) : b_.CreateFAdd(acc[0], acc[1]));
   }
   return out;
 }
@@ -177,7 +206,7 @@ void KernelEmitter::emit_depthwise_tasks(const DepthwisePlan& p, llvm::Value* be
       llvm::Value* ci = p.multiplier == 1 ? co : b_.CreateUDiv(co, i64(p.multiplier));
       llvm::Value* plane = b_.CreateMul(b_.CreateAdd(b_.CreateMul(batch, size(xs[1])), ci), size(xs[2] * xs[3]));
       std::vector<llvm::Value*> weights;
-      for (int64_t i = 0; i < p.kh; ++i)
+      for (int64_t i = 0; i < p.kh && !p.max_pool; ++i)
         for (int64_t j = 0; j < p.kw; ++j)
           weights.push_back(b_.CreateVectorSplat(static_cast<unsigned>(p.lanes), emit(p.w, Index{co, i64(0), i64(i), i64(j)})));
       // Output rows in groups of `group` (the last group repeats the task's last row).
@@ -227,7 +256,7 @@ void KernelEmitter::emit_depthwise_tasks(const DepthwisePlan& p, llvm::Value* be
             for (size_t d = 0; d < out.size(); ++d)
               if (is_one(out[d])) idx[d] = i64(0);  // what broadcast() gives every size-1 dim
             llvm::Value* v = b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, row_tile, w), llvm::Align(4));
-            if (n.operands.size() > 2) v = b_.CreateFAdd(v, emit(n.operands[2], Index{idx[1]}));
+            if (!p.max_pool && n.operands.size() > 2) v = b_.CreateFAdd(v, emit(n.operands[2], Index{idx[1]}));
             memo_.back()[{k_.reduction, idx}] = v;
             store(k_.root, 0, idx, emit(k_.root, idx));
           });

@@ -44,6 +44,12 @@
 
 namespace aotrace::lowering::cpu {
 
+// B panels per microkernel call: two where one panel is a single vector wide (AVX-512), so that
+// a call keeps 12 accumulators in flight; one elsewhere.
+static int64_t panels_per_call(const CpuTarget& target, int64_t nr) {
+  return nr / std::min<int64_t>(target.f32_lanes, nr) == 1 ? 2 : 1;
+}
+
 bool KernelEmitter::plan_gemm(GemmPlan& p) const {
   if (k_.reduction < 0 || dtype(k_.reduction) != ir::DType::f32) return false;
   if (dims(k_.root) != dims(k_.reduction)) return false;
@@ -508,9 +514,8 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
   // Rows per microkernel call: a whole MR panel, or half of it where 6 rows would not fit the
   // registers (4-lane targets: 16 SSE registers).
   int64_t uk_rows = target_.f32_lanes == 4 ? plan.mr / 2 : plan.mr;
-  // B panels per call: two where one panel is a single vector wide (AVX-512), so that a call
-  // keeps 12 accumulators in flight; the last panel of an odd count takes the one-panel kernel.
-  int64_t pair = plan.nr / std::min<int64_t>(target_.f32_lanes, plan.nr) == 1 ? 2 : 1;
+  // B panels per call (the last panel of an odd count takes the one-panel kernel).
+  int64_t pair = panels_per_call(target_, plan.nr);
   llvm::Function* ukernel = gemm_microkernel(plan, uk_rows, plan.direct_a, 1);
   llvm::Function* ukernel_pair = pair > 1 ? gemm_microkernel(plan, uk_rows, plan.direct_a, pair) : nullptr;
   // Weights pre-packed by pack_weights: their panels are read in place, never packed here.

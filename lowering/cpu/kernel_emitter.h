@@ -103,7 +103,8 @@ struct GemmPlan {
 // c / multiplier.
 struct DepthwisePlan {
   const ir::Node* node = nullptr;  // the conv
-  ir::ValueId x = -1, w = -1;      // its (materialised) input and its weight
+  ir::ValueId x = -1, w = -1;      // its (materialised) input and its weight (-1: a max pool)
+  bool max_pool = false;           // a 2-D max pool: taps combined by max, -inf outside the input
   int64_t kh = 1, kw = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   int64_t pad_h = 0, pad_w = 0, multiplier = 1;
   int64_t lanes = 16, tile = 16;

@@ -5,6 +5,8 @@
 // hardswish, a residual add). Compared with the reference interpreter on the x86-64-v2 baseline
 // (4 lanes), and where this machine has them on x86-64-v3 (8 lanes) and x86-64-v4 (16 lanes).
 // Symbolic sizes: Dynamic.DepthwiseConvWithSymbolicBatchHeightAndWidth (dynamic_test.cpp).
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "tests/unit/lowering/reference_check.h"
@@ -112,6 +114,45 @@ TEST(Depthwise, BiasBatchNormActivationsAndResidualAreOneKernel) {
                   g.add(OpKind::Hardswish, {bn(conv(5, 2, false))}), g.add(OpKind::Add, {relu6(conv(3, 1, true)), res})});
   // Inputs in [-4, 4]: the sums reach past 6, so ReLU6 clips at both ends.
   EXPECT_EQ(expect_on_every_cpu(g, -4, 4).num_kernels(), 5);
+}
+
+ir::Attrs max_pool_attrs(Ints kernel, Ints stride, Ints padding, bool ceil_mode, Ints dilation) {
+  return attrs({{"kind", std::string("max")}, {"kernel", kernel}, {"stride", stride}, {"padding", padding},
+                {"dilation", dilation}, {"ceil_mode", int64_t{ceil_mode}}, {"count_include_pad", int64_t{1}}});
+}
+
+// Max pools take the same kernel, with -inf outside the input and max for the taps: windows 2,
+// 3 and 5, strides 1 and 2, padding up to half the window, ceil_mode (windows past the end),
+// dilation 2, over widths 1 to 33; NaN propagates as torch's does; a ReLU epilogue fuses.
+TEST(Depthwise, MaxPoolsOverWidths1To33WithCeilModeDilationAndNaN) {
+  for (int64_t width : {1, 3, 7, 17, 33}) {
+    ir::Graph g;
+    ir::ValueId x = g.add_input("x", f32({1, 3, 9, width}), "L['x']");
+    std::vector<ir::ValueId> outs;
+    for (int64_t k : {2, 3, 5})
+      for (int64_t stride : {1, 2})
+        for (int64_t pad = 0; pad <= k / 2; ++pad)
+          for (bool ceil_mode : {false, true}) {
+            if (width + 2 * pad < k) continue;
+            outs.push_back(g.add(OpKind::Pool, {x}, max_pool_attrs({k, k}, {stride, stride}, {pad, pad}, ceil_mode, {1, 1})));
+          }
+    if (width >= 5)
+      outs.push_back(g.add(OpKind::Pool, {x}, max_pool_attrs({3, 3}, {2, 1}, {1, 1}, false, {2, 2})));
+    outs.push_back(g.add(OpKind::Relu, {g.add(OpKind::Pool, {x}, max_pool_attrs({3, 3}, {2, 2}, {1, 1}, false, {1, 1}))}));
+    set_outputs(g, outs);
+    SCOPED_TRACE("width " + std::to_string(width));
+    EXPECT_EQ(expect_on_every_cpu(g, -4, 4).num_kernels(), static_cast<int>(outs.size()));
+    std::vector<ir::HostTensor> in = random_inputs(g, 3, -4, 4);
+    in[0].set(static_cast<int64_t>(width * 4 + width / 2), NAN);  // row 4 of channel 0
+    in[0].set(static_cast<int64_t>(2 * 9 * width + 8 * width), NAN);  // the last row's first column, channel 2
+    expect_outputs_match(g, in);
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+      Options v4;
+      v4.cpu = "x86-64-v4";
+      expect_outputs_match(g, in, std::nullopt, v4);
+    }
+  }
 }
 
 }  // namespace
