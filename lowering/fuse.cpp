@@ -1,8 +1,9 @@
 // fuse: decides which values are materialised (written to a buffer by a kernel) and which are
 // inlined into the kernel that reads them. Walking the graph from the outputs back:
 //   - Full, Arange and movement ops (reshape, permute, expand, slice, flip, pad, concat) are
-//     always inlined: a constant, or an index map (a view) applied when the consumer loads —
-//     broadcasts, transposes, slices and padding cost no copy;
+//     inlined: a constant, or an index map (a view) applied when the consumer loads —
+//     broadcasts, transposes, slices and padding cost no copy. But a reshape of a permute read
+//     by a matmul or conv (attention's heads merged back) is copied once (merges_permuted_dims);
 //   - an elementwise or index op (gather, index_select) is inlined when every use lands in one
 //     kernel and none is an operand of a matmul, conv or pool (those read each operand element
 //     many times: it would be recomputed per read), nor broadcast to at least kBroadcastReread
@@ -19,7 +20,7 @@
 //     conv kernels read it without index maps or bounds checks;
 //   - graph outputs and everything else are materialised: each is the root of a kernel.
 // Test: lowering_tests Fusion.* (an elementwise chain is one kernel, softmax's kernels, the
-// linear epilogue, conv + batch-norm + relu), and every end-to-end test through its kernels.
+// linear epilogue, conv + batch-norm + relu, the heads' merge copied for the GEMM), and every end-to-end test through its kernels.
 #include <algorithm>
 #include <set>
 #include <tuple>
@@ -59,14 +60,18 @@ struct Fuser {
   std::vector<ir::ValueId> kernel_reduction;               // kernel → its reduction or -1
   std::vector<ir::ValueId> kernel_root;
   std::vector<bool> materialised;
+  std::vector<int> producer_index;  // value → the node computing it, or -1
   ir::SymBindings max;  // dynamic dims at their maxima: sizes compared there
 
   explicit Fuser(const ir::Graph& graph)
       : g(graph), uses(graph.num_values()), contexts(graph.num_values()),
-        is_output(graph.num_values(), false), materialised(graph.num_values(), false), max(max_bindings(graph)) {
-    for (size_t i = 0; i < g.nodes.size(); ++i)
+        is_output(graph.num_values(), false), materialised(graph.num_values(), false),
+        producer_index(graph.num_values(), -1), max(max_bindings(graph)) {
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
       for (size_t p = 0; p < g.nodes[i].operands.size(); ++p)
         uses[static_cast<size_t>(g.nodes[i].operands[p])].push_back({i, static_cast<int>(p)});
+      for (ir::ValueId r : g.nodes[i].results) producer_index[static_cast<size_t>(r)] = static_cast<int>(i);
+    }
     for (ir::ValueId v : g.outputs) is_output[static_cast<size_t>(v)] = true;
     for (const auto& in : g.inputs) materialised[static_cast<size_t>(in.value)] = true;
     for (const auto& w : g.weights) materialised[static_cast<size_t>(w.value)] = true;
@@ -100,11 +105,34 @@ struct Fuser {
     return out;
   }
 
+  static bool any_reread(const std::set<Context>& ctxs) {
+    return std::any_of(ctxs.begin(), ctxs.end(), [](const Context& c) { return c.reread; });
+  }
+
+  // A reshape of a permute (attention's heads merged back: `y.transpose(1, 2).reshape(B, T, C)`,
+  // which eager computes as a copy): as a GEMM operand it is no strided view, so the GEMM would
+  // gather it element by element once per block of the other operand. Copied once instead.
+  bool merges_permuted_dims(ir::ValueId v) const {
+    const ir::Node* n = producer_of(v);
+    if (n == nullptr || n->op != ir::OpKind::Reshape) return false;
+    const ir::Node* from = producer_of(n->operands[0]);
+    if (from == nullptr || from->op != ir::OpKind::Permute) return false;
+    // A weight's permute + reshape is pack_weights' view of its panels, read in place.
+    return std::none_of(g.weights.begin(), g.weights.end(),
+                        [&](const auto& w) { return w.value == from->operands[0]; });
+  }
+
+  const ir::Node* producer_of(ir::ValueId v) const {
+    int i = producer_index[static_cast<size_t>(v)];
+    return i < 0 ? nullptr : &g.nodes[static_cast<size_t>(i)];
+  }
+
   bool can_inline(ir::ValueId v, ir::OpCategory cat, const std::set<Context>& ctxs) const {
     if (is_output[static_cast<size_t>(v)] || ctxs.empty() || always_materialised(cat)) return false;
     for (auto [node_index, pos] : uses[static_cast<size_t>(v)])
       if (g.nodes[node_index].op == ir::OpKind::Conv && pos == 0) return false;
-    if (cat == ir::OpCategory::Source || cat == ir::OpCategory::Movement) return true;
+    if (cat == ir::OpCategory::Source) return true;
+    if (cat == ir::OpCategory::Movement) return !(any_reread(ctxs) && merges_permuted_dims(v));
     bool one_kernel = std::all_of(ctxs.begin(), ctxs.end(), [&](const Context& c) {
       return c.kernel == ctxs.begin()->kernel && !c.reread;
     });

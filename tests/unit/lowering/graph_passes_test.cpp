@@ -225,5 +225,28 @@ TEST(Fusion, TopKIndicesOnlyKeepsItsOperandsKernels) {
   EXPECT_EQ(f.kernels[1].reads, (std::vector<ir::ValueId>{e}));
 }
 
+// Attention's heads merged back (`y.transpose(1, 2).reshape(B, T, C)`) and multiplied by the
+// output projection: the reshape of the permute is no strided view, so it is copied by a kernel
+// of its own (as eager's .contiguous() does) and the projection's GEMM reads the copy in place.
+// A weight's permute + reshape (pack_weights' panels) stays inlined. Values checked by
+// Gemm.AttentionOperandsAreStridedViews and the gpt2/bert model tests.
+TEST(Fusion, HeadsMergedByPermuteAndReshapeAreCopiedOnceForTheGemm) {
+  ir::Graph g;
+  ir::ValueId y = g.add_input("y", f32({1, 4, 8, 16}), "L['y']");  // [B, heads, T, head dim]
+  ir::ValueId w = g.add_input("w", f32({64, 64}), "L['w']");
+  ir::ValueId merged = g.add(OpKind::Reshape, {g.add(OpKind::Permute, {y}, perm_attrs({0, 2, 1, 3}))}, shape_attrs({1, 8, 64}));
+  set_outputs(g, {g.add(OpKind::Matmul, {merged, w})});
+  FusedGraph f = fused(g);
+  ASSERT_EQ(f.kernels.size(), 2u);
+  EXPECT_EQ(f.kernels[0].root, merged);
+  EXPECT_EQ(f.kernels[1].reads, (std::vector<ir::ValueId>{merged, w}));
+  // Without a GEMM reading it, the same view stays an index map of its consumer.
+  ir::Graph e;
+  ir::ValueId ye = e.add_input("y", f32({1, 4, 8, 16}), "L['y']");
+  ir::ValueId me = e.add(OpKind::Reshape, {e.add(OpKind::Permute, {ye}, perm_attrs({0, 2, 1, 3}))}, shape_attrs({1, 8, 64}));
+  set_outputs(e, {e.add(OpKind::Exp, {me})});
+  EXPECT_EQ(fused(e).kernels.size(), 1u);
+}
+
 }  // namespace
 }  // namespace aotrace::lowering
