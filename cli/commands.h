@@ -66,6 +66,8 @@ int explain_command(const std::filesystem::path& yaml, bool json, bool graph);
 // `aotrace profiles schema` / `aotrace profiles check SPEC` (profiles.cpp).
 int profiles_schema_command();
 int profiles_check_command(const std::filesystem::path& yaml, bool json);
+int profiles_init_command(const std::filesystem::path& script, const std::string& call,
+                          const std::filesystem::path& output, bool force);
 
 struct RunOptions {
   std::filesystem::path bundle;

@@ -27,13 +27,23 @@ int main(int argc, char** argv) {
   e->add_flag("--json", json, "one JSON object per profile");
   e->add_flag("--graph", graph, "include the captured graphs");
 
-  auto* prof = app.add_subcommand("profiles", "shape-profile YAML: its JSON Schema, and checks without lowering");
+  auto* prof = app.add_subcommand("profiles", "shape-profile YAML: a first spec for a script, its JSON Schema, and checks without lowering");
   prof->require_subcommand(1);
   auto* prof_schema = prof->add_subcommand("schema", "print the JSON Schema (draft 2020-12) of the profile YAML");
   auto* prof_check = prof->add_subcommand(
       "check", "everything compile would reject, without lowering: schema, capture and graph breaks, max_variants");
   prof_check->add_option("spec", yaml, "profile YAML")->required();
   prof_check->add_flag("--json", json, "one JSON object");
+  std::filesystem::path init_script, init_output;
+  std::string init_call;
+  bool init_force = false;
+  auto* prof_init = prof->add_subcommand(
+      "init", "write a first, commented spec for a script: its entries, and inputs inferred from the model");
+  prof_init->add_option("script", init_script, "the Python script that builds the model")->required();
+  prof_init->add_option("--call", init_call, "the entry: an nn.Module instance or a function of the script "
+                                              "(default: the last nn.Module it defines, else its last function)");
+  prof_init->add_option("-o,--output", init_output, "the spec to write (default: ./SCRIPT_STEM.yaml)");
+  prof_init->add_flag("--force", init_force, "replace the spec if it exists");
 
   cli::RunOptions run;
   auto* r = app.add_subcommand("run", "run a bundle on .npy inputs");
@@ -83,6 +93,7 @@ int main(int argc, char** argv) {
     if (*e) return cli::explain_command(yaml, json, graph);
     if (*prof_schema) return cli::profiles_schema_command();
     if (*prof_check) return cli::profiles_check_command(yaml, json);
+    if (*prof_init) return cli::profiles_init_command(init_script, init_call, init_output, init_force);
     if (*r && selftest) return cli::selftest_command(run.bundle);
     if (*r) return cli::run_command(run);
     if (*bn) return cli::bench_command(bench);

@@ -128,6 +128,11 @@ class Interpreter {
   // other torch call binds through torch's schemas or Python signature (embed/torch_schema.cpp).
   std::vector<std::string> torch_callables_parsed_by_hand();
 
+  // `aotrace profiles init`: the script's candidate entries and, for `call_expr` (empty: the
+  // last nn.Module the script defines, else its last function), forward's parameters and the
+  // inputs inferred from the model, as one JSON object (embed/survey.cpp). After run_script.
+  std::string survey_entries(const std::string& call_expr);
+
   Interpreter(const Interpreter&) = delete;
   Interpreter& operator=(const Interpreter&) = delete;
 

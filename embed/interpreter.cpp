@@ -321,6 +321,8 @@ void Interpreter::run_script(const std::filesystem::path& script) {
   Py_INCREF(main_namespace);
 }
 
+PyObject* script_namespace() { return main_namespace; }
+
 std::vector<CaptureArg> one_argument_per_input(const std::vector<CaptureInput>& inputs) {
   std::vector<CaptureArg> args;
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -51,6 +51,8 @@ PyRef import(const char* module);
 std::string callable_name(PyObject* o);
 PyRef getattr(PyObject* o, const char* name);  // internal_error when missing
 PyRef attribute_or_null(PyObject* o, const char* name);  // null (no Python error) when missing
+// The namespace of the script run_script ran (borrowed), or null before.
+PyObject* script_namespace();
 
 }  // namespace aotrace::embed
 

@@ -262,5 +262,88 @@ TEST(Profiles, CheckRefusesBreaksAndTooManyVariantsAndSummarisesAGoodSpec) {
   EXPECT_EQ(aotrace_cli("profiles").exit_code, 2);
 }
 
+// `aotrace profiles init` writes, for the examples, the GPT-2-style capture model, torchvision's
+// resnet18 and a TransformerEncoder, a commented spec with the schema line and its TODOs, whose
+// inputs come from the model (Linear's in_features, int64 token ids of the Embedding, the
+// attention's embed_dim, torchvision's 3x224x224), and that `profiles check` accepts as written.
+TEST(Profiles, InitWritesSpecsThatCheckAccepts) {
+  const fs::path dir = fs::temp_directory_path() / ("aotrace-init-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "vision.py") << "import torchvision\nmodel = torchvision.models.resnet18()\n";
+  std::ofstream(dir / "enc.py") << "import torch.nn as nn\n"
+                                   "layer = nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, batch_first=True)\n"
+                                   "encoder = nn.TransformerEncoder(layer, num_layers=2)\n";
+  const fs::path src(AOTRACE_SOURCE_DIR);
+  struct Case {
+    fs::path script;
+    std::string input;  // the inferred input line
+  };
+  const std::vector<Case> cases = {
+      {src / "examples" / "mlp" / "mlp.py", "x: {dtype: float32, shape: [batch, 784]}"},
+      {src / "examples" / "function" / "function.py", "q: {dtype: float32, shape: [batch, 16]}"},
+      {src / "tests" / "capture" / "models" / "gpt2.py", "idx: {dtype: int64, shape: [batch, seq]}"},
+      {dir / "vision.py", "x: {dtype: float32, shape: [batch, 3, 224, 224]}"},
+      {dir / "enc.py", "src: {dtype: float32, shape: [batch, seq, 64]}"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.script.string());
+    const fs::path spec = dir / (c.script.stem().string() + ".yaml");
+    auto r = aotrace_cli("profiles init " + quote(c.script.string()) + " -o " + quote(spec.string()));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    expect_contains(r.output, "wrote " + spec.string());
+    expect_contains(r.output, "the entry runs in eager on these shapes");
+    std::ifstream in(spec);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text.rfind("# yaml-language-server: $schema=aotrace-profile.schema.json\n", 0), 0u) << text;
+    expect_contains(text, c.input);
+    expect_contains(text, "# TODO: the batch sizes your callers use");
+    r = aotrace_cli("profiles check " + quote(spec.string()));
+    EXPECT_EQ(r.exit_code, 0) << text << r.output;
+    expect_contains(r.output, ": ok (1 entry");
+  }
+  EXPECT_TRUE(fs::exists(dir / "aotrace-profile.schema.json"));
+  // The GPT's sequence comes from its block_size; the encoder lists the other candidate.
+  std::ifstream gpt(dir / "gpt2.yaml");
+  expect_contains(std::string((std::istreambuf_iterator<char>(gpt)), std::istreambuf_iterator<char>()),
+                  "(the model's block_size = 16)\n  seq: [16]");
+  std::ifstream enc(dir / "enc.yaml");
+  const std::string enc_text((std::istreambuf_iterator<char>(enc)), std::istreambuf_iterator<char>());
+  expect_contains(enc_text, "other candidates (--call): layer");
+  expect_contains(enc_text, "left at their defaults (declare them under inputs to pass them): mask=None");
+  // --call picks another candidate.
+  auto r = aotrace_cli("profiles init " + quote((dir / "enc.py").string()) + " --call layer -o " +
+                       quote((dir / "layer.yaml").string()));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  expect_contains(r.output, "(entry forward: layer)");
+  fs::remove_all(dir);
+}
+
+// init never replaces a file without --force, and a --call the script does not define is a user
+// error (exit 1) with the fix.
+TEST(Profiles, InitRefusesToOverwriteAndExplainsABadCall) {
+  const fs::path dir = fs::temp_directory_path() / ("aotrace-init-bad-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path notes = dir / "notes.yaml", mlp = fs::path(AOTRACE_SOURCE_DIR) / "examples" / "mlp" / "mlp.py";
+  std::ofstream(notes) << "my notes\n";
+  auto r = aotrace_cli("profiles init " + quote(mlp.string()) + " -o " + quote(notes.string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "exists; profiles init does not overwrite it");
+  std::ifstream in(notes);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), "my notes\n");
+  r = aotrace_cli("profiles init " + quote(mlp.string()) + " -o " + quote(notes.string()) + " --force");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = aotrace_cli("profiles init " + quote(mlp.string()) + " --call no_such_model -o " + quote((dir / "x.yaml").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "cannot survey `no_such_model` in the script: NameError");
+  expect_contains(r.output, "hint: pass --call with an expression of the script's namespace");
+  EXPECT_FALSE(fs::exists(dir / "x.yaml"));
+  r = aotrace_cli("profiles init " + quote((dir / "missing.py").string()) + " -o " + quote((dir / "y.yaml").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "cannot read the script");
+  fs::remove_all(dir);
+}
+
 }  // namespace
 
