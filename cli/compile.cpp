@@ -1,5 +1,6 @@
 // `aotrace compile`: capture every profile, refuse graph breaks, group profiles into variants,
-// lower each variant, link the CPU library and write the bundle.
+// lower each variant, link the CPU library and write the bundle; then the depfile, and the
+// bundle into the compile cache. A cache hit writes the stored bundle without running Python.
 #include <sys/stat.h>
 
 #include <chrono>

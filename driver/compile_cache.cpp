@@ -198,6 +198,8 @@ std::optional<CompileCache> CompileCache::open(const fs::path& user_dir, uint64_
   }
   const fs::path dir = user_dir / kLayout;
   std::error_code ec;
+  // A folder of the user's that holds other things is not tagged as a cache as a whole.
+  const bool ours = !fs::exists(user_dir, ec) || fs::is_empty(user_dir, ec) || fs::exists(user_dir / "CACHEDIR.TAG", ec);
   for (const char* sub : {"bundles", "manifests", "tmp"}) {
     fs::create_directories(dir / sub, ec);
     if (ec) {
@@ -206,7 +208,7 @@ std::optional<CompileCache> CompileCache::open(const fs::path& user_dir, uint64_
     }
   }
   // Backup and indexing tools skip a folder holding this tag (https://bford.info/cachedir/).
-  if (!fs::exists(user_dir / "CACHEDIR.TAG", ec)) {
+  if (ours && !fs::exists(user_dir / "CACHEDIR.TAG", ec)) {
     std::string ignored;
     write_atomically(dir / "tmp", user_dir / "CACHEDIR.TAG",
                      "Signature: 8a477f597d28d172789f06886806bc55\n# the aotrace compile cache\n", &ignored);

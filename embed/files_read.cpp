@@ -56,12 +56,14 @@ int record_open(const char* event, PyObject* args, void*) {
   PyObject* path = PyTuple_GetItem(args, 0);
   PyObject* mode = PyTuple_Size(args) > 1 ? PyTuple_GetItem(args, 1) : nullptr;
   PyObject* flags = PyTuple_Size(args) > 2 ? PyTuple_GetItem(args, 2) : nullptr;
+  // open() audits the argument as given: a str, bytes, an os.PathLike (pathlib) or an fd.
+  PyRef fspath = path && !PyLong_Check(path) ? PyRef::steal(PyOS_FSPath(path)) : PyRef();
   std::string p;
-  if (path && PyUnicode_Check(path)) {
-    const char* s = PyUnicode_AsUTF8(path);
+  if (fspath && PyUnicode_Check(fspath.get())) {
+    const char* s = PyUnicode_AsUTF8(fspath.get());
     if (s) p = s;
-  } else if (path && PyBytes_Check(path)) {
-    p = PyBytes_AsString(path);
+  } else if (fspath && PyBytes_Check(fspath.get())) {
+    p = PyBytes_AsString(fspath.get());
   }
   if (PyErr_Occurred()) PyErr_Clear();
   if (p.empty() || !opens_for_reading(mode, flags)) return 0;

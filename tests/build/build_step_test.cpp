@@ -49,9 +49,8 @@ class BuildStep : public ::testing::Test {
     write_bytes(project_ / "helper.py", kHelper);
     write_bytes(project_ / "config.txt", "4\n");
     write_bytes(project_ / "model.py",
-                "import os\nimport torch\nimport helper\n\n"
-                "with open(os.path.join(os.path.dirname(__file__), 'config.txt')) as f:\n"
-                "    OUT = int(f.read())\n\n"
+                "import pathlib\nimport torch\nimport helper\n\n"
+                "OUT = int(pathlib.Path(__file__).with_name('config.txt').read_text())  # open() of a PathLike\n\n"
                 "class Net(torch.nn.Module):\n"
                 "    def __init__(self):\n        super().__init__()\n        self.fc = torch.nn.Linear(8, OUT)\n\n"
                 "    def forward(self, x):\n        return helper.act(self.fc(x))\n\n"
