@@ -110,4 +110,18 @@ void write_bundle(const BundleSpec&, const std::filesystem::path& out);
 // is never replaced. write_bundle checks it too; a compile calls it first, before any work.
 void check_bundle_output(const std::filesystem::path& out);
 
+// One file of a bundle: its path relative to the bundle directory, and its bytes.
+struct BundleFile {
+  std::string path;
+  std::string bytes;
+};
+// The regular files of the bundle directory `dir`, sorted by path (what a compile cache keeps).
+std::vector<BundleFile> read_bundle_files(const std::filesystem::path& dir);
+// Writes `files` verbatim as the bundle `out` (a cached bundle), with write_bundle's rules: `out`
+// is checked first, and an old bundle is replaced only by the complete new one.
+void write_bundle_copy(const std::vector<BundleFile>& files, const std::filesystem::path& out);
+// An identity of what write_bundle copies into every bundle from outside the compiler's binary
+// (the runtime sources and the schema header): their names and content hashes.
+std::string shipped_sources_identity();
+
 }  // namespace aotrace::artifacts

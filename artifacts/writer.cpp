@@ -206,24 +206,85 @@ void check_bundle_output(const fs::path& out_arg) {
   user_error(out.string() + " exists and is not an aotrace bundle (a directory without bundle.fb)", {}, hint);
 }
 
-void write_bundle(const BundleSpec& spec, const fs::path& out_arg) {
-  check_spec(spec);
-  check_bundle_output(out_arg);
-  fs::path out = output_dir(out_arg);
+namespace {
+// A fresh temporary directory next to `out`, where a bundle is written before move_into_place.
+fs::path temporary_next_to(const fs::path& out) {
   fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   fs::path tmp = parent / ("." + out.filename().string() + ".tmp-" + std::to_string(::getpid()));
   std::error_code ec;
   fs::remove_all(tmp, ec);
   if (!fs::create_directories(tmp, ec) || ec) write_failed(out, ec.message());
+  return tmp;
+}
 
+// Runs `write(tmp)`, then moves tmp into place; a failed write leaves `out` as it was and no
+// temporary behind.
+template <class Write>
+void write_then_move(const fs::path& out, Write write) {
+  const fs::path tmp = temporary_next_to(out);
+  std::error_code ec;
   try {
-    write_bundle_files(spec, tmp, out);
+    write(tmp);
   } catch (...) {
-    fs::remove_all(tmp, ec);  // a failed write leaves `out` as it was and no temporary behind
+    fs::remove_all(tmp, ec);
     throw;
   }
   move_into_place(tmp, out);
 }
+}  // namespace
 
+void write_bundle(const BundleSpec& spec, const fs::path& out_arg) {
+  check_spec(spec);
+  check_bundle_output(out_arg);
+  const fs::path out = output_dir(out_arg);
+  write_then_move(out, [&](const fs::path& tmp) { write_bundle_files(spec, tmp, out); });
+}
+
+std::vector<BundleFile> read_bundle_files(const fs::path& dir) {
+  std::vector<BundleFile> files;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file()) continue;
+    std::ifstream in(it->path(), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    AOT_CHECK(in.good() || in.eof(), "cannot read back " + it->path().string());
+    files.push_back({fs::relative(it->path(), dir).generic_string(), std::move(bytes)});
+  }
+  AOT_CHECK(!ec, "cannot list " + dir.string() + ": " + ec.message());
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+  return files;
+}
+
+void write_bundle_copy(const std::vector<BundleFile>& files, const fs::path& out_arg) {
+  check_bundle_output(out_arg);
+  const fs::path out = output_dir(out_arg);
+  write_then_move(out, [&](const fs::path& tmp) {
+    for (const BundleFile& f : files) {
+      const fs::path rel(f.path);
+      AOT_CHECK(!rel.is_absolute() && rel.lexically_normal().string().rfind("..", 0) != 0,
+                "a cached bundle file escapes the bundle: " + f.path);
+      std::error_code ec;
+      fs::create_directories((tmp / rel).parent_path(), ec);
+      std::ofstream o(tmp / rel, std::ios::binary | std::ios::trunc);
+      o.write(f.bytes.data(), static_cast<std::streamsize>(f.bytes.size()));
+      o.close();
+      if (ec || !o) write_failed(out, "cannot write " + (tmp / rel).string());
+    }
+  });
+}
+
+std::string shipped_sources_identity() {
+  std::vector<fs::path> sources = {AOTRACE_BUNDLE_SCHEMA_HEADER};
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(AOTRACE_RUNTIME_SOURCE_DIR, ec))
+    if (e.is_regular_file()) sources.push_back(e.path());
+  std::sort(sources.begin(), sources.end());
+  std::string id;
+  for (const fs::path& p : sources) {
+    const std::string bytes = read_file(p);
+    id += p.filename().string() + " " + std::to_string(XXH3_64bits(bytes.data(), bytes.size())) + "\n";
+  }
+  return id;
+}
 
 }  // namespace aotrace::artifacts

@@ -73,7 +73,8 @@ shape_profiles::Profile entry_profile(const shape_profiles::ProfileSet& spec, co
 
 }  // namespace
 
-std::vector<ProfileCapture> capture_all(const shape_profiles::ProfileSet& spec) {
+std::vector<ProfileCapture> capture_all(const shape_profiles::ProfileSet& spec,
+                                        const std::function<void(const ProfileCapture&)>& on_captured) {
   auto& interp = embed::Interpreter::instance();
   interp.run_script(spec.script);
   std::vector<ProfileCapture> out;
@@ -113,6 +114,7 @@ std::vector<ProfileCapture> capture_all(const shape_profiles::ProfileSet& spec) 
       ++captured;
       pc.owned_profile = std::make_shared<const shape_profiles::Profile>(std::move(profile));
       pc.profile = pc.owned_profile.get();
+      if (on_captured) on_captured(pc);
       out.push_back(std::move(pc));
     }
   }

@@ -2,7 +2,9 @@
 // the command line and maps errors to exit codes (0 ok, 1 user input, 2 usage, 3 internal).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -33,8 +35,10 @@ struct ProfileCapture {
   embed::Capture capture;
 };
 
-// Runs the spec's script and captures every profile of every entry.
-std::vector<ProfileCapture> capture_all(const shape_profiles::ProfileSet& spec);
+// Runs the spec's script and captures every profile of every entry; `on_captured`, when given,
+// is called after each profile's capture (compile's progress lines).
+std::vector<ProfileCapture> capture_all(const shape_profiles::ProfileSet& spec,
+                                        const std::function<void(const ProfileCapture&)>& on_captured = {});
 // How an entry's arguments are built from its inputs (the spec's tuples, lists and dicts).
 embed::CaptureArg capture_arg(const shape_profiles::ArgSpec& a, const shape_profiles::EntrySpec& entry);
 
@@ -60,6 +64,13 @@ struct CompileOptions {
   std::filesystem::path output;  // empty: ./<name>.aot
   std::string triple;
   std::string cpu;
+  std::filesystem::path depfile;  // empty: none
+  // The compile cache (driver.h): `cache_dir` empty is the default folder
+  // (driver::default_cache_dir), unless `no_cache` or AOTRACE_NO_CACHE in the environment.
+  std::filesystem::path cache_dir;
+  bool no_cache = false;
+  uint64_t cache_max_mb = 2048;
+  bool quiet = false;  // no progress lines, only the summary and warnings
 };
 int compile_command(const std::filesystem::path& yaml, const CompileOptions& options);
 int explain_command(const std::filesystem::path& yaml, bool json, bool graph);

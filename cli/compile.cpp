@@ -1,6 +1,11 @@
 // `aotrace compile`: capture every profile, refuse graph breaks, group profiles into variants,
-// lower each variant, link the CPU library and write the bundle.
+// lower each variant, link the CPU library and write the bundle; then the depfile, and the
+// bundle into the compile cache. A cache hit writes the stored bundle without running Python.
+#include <sys/stat.h>
+
 #include <chrono>
+#include <cstdlib>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -10,6 +15,7 @@
 #include "artifacts/artifacts.h"
 #include "artifacts/runtime/aotrace_runtime.h"
 #include "cli/commands.h"
+#include "driver/driver.h"
 #include "lowering/lowering.h"
 
 namespace aotrace::cli {
@@ -144,6 +150,86 @@ void refuse_unbuilt_targets(const shape_profiles::ProfileSet& spec) {
                  i < spec.target_locs.size() ? spec.target_locs[i] : SourceLoc{}, "remove " + spec.targets[i] + " from targets");
 }
 
+
+// The identity of a file by path, size and modification time (not content: for large files
+// that change only with an install, such as this executable and the package database).
+std::string stat_identity(const std::filesystem::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return p.string() + " missing\n";
+  return p.string() + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec) + "\n";
+}
+
+// The compile cache's base key (driver.h): everything a bundle depends on besides the files the
+// script reads, known without running Python.
+//   - aotrace itself: version, this executable, the runtime sources every bundle ships;
+//   - the Python environment: Debian's package database and the package folders, whose mtimes
+//     change when a package (torch, numpy) is installed, upgraded or removed;
+//   - the spec's path (the report names it) and the options, with the triple and CPUs resolved
+//     for this host (the default builds a library for the host's x86-64 level);
+//   - environment variables that change what capture accepts or reports.
+std::string cache_base_key(const std::filesystem::path& yaml, const CompileOptions& options, const lowering::Options& lo) {
+  std::string m = "aotrace compile cache 1\n" + std::string(AOTRACE_VERSION) + "\n";
+  std::error_code ec;
+  m += stat_identity(std::filesystem::read_symlink("/proc/self/exe", ec));
+  m += artifacts::shipped_sources_identity();
+  for (const char* p : {"/var/lib/dpkg/status", "/usr/lib/python3/dist-packages", "/usr/lib/python3.11",
+                        "/usr/local/lib/python3.11/dist-packages"})
+    m += stat_identity(p);
+  m += "spec " + std::filesystem::absolute(yaml).lexically_normal().string() + "\n";
+  m += "triple " + options.triple + " -> " + lowering::resolved_triple(lo) + "\n";
+  m += "cpu " + options.cpu + " ->";
+  for (const std::string& cpu : lowering::kernel_cpus(lo)) {
+    lowering::Options one = lo;
+    one.cpu = cpu;
+    m += " " + cpu + "(" + join(checkable_cpu_features(one), ",") + ")";
+  }
+  m += "\n";
+  for (const char* var : {"AOTRACE_STRICT_BINDING", "AOTRACE_LIBRARY_FRAMES"})
+    if (const char* v = std::getenv(var)) m += std::string(var) + "=" + v + "\n";
+  return driver::hash_hex(m);
+}
+
+// The cache this compile uses, or none: --no-cache, AOTRACE_NO_CACHE without --cache-dir,
+// AOTRACE_DUMP (a dump is asked of the lowering, which a hit skips), or a folder that cannot be
+// used (a warning: the compile goes on without it).
+std::optional<driver::CompileCache> open_cache(const CompileOptions& options) {
+  if (options.no_cache || std::getenv("AOTRACE_DUMP")) return std::nullopt;
+  const char* off = std::getenv("AOTRACE_NO_CACHE");
+  if (options.cache_dir.empty() && off && *off && std::string(off) != "0") return std::nullopt;
+  const std::filesystem::path dir = options.cache_dir.empty() ? driver::default_cache_dir() : options.cache_dir;
+  std::string why;
+  std::optional<driver::CompileCache> cache = driver::CompileCache::open(dir, options.cache_max_mb << 20, &why);
+  if (!cache)
+    std::cerr << "aotrace: warning: compiling without the compile cache: " << why
+              << "\n  hint: pass a writable --cache-dir, or --no-cache to silence this\n";
+  return cache;
+}
+
+// The files a compile read, for the depfile and the cache: the spec, then what Python read.
+std::vector<std::filesystem::path> compile_inputs(const std::filesystem::path& yaml) {
+  std::vector<std::filesystem::path> deps = {std::filesystem::absolute(yaml).lexically_normal()};
+  for (const auto& f : embed::Interpreter::instance().files_read())
+    if (f != deps.front()) deps.push_back(f);
+  return deps;
+}
+
+// The depfile's target: the bundle's bundle.fb, written last, so that it is the newest file.
+std::filesystem::path depfile_target(const std::filesystem::path& out) {
+  return (out.has_filename() ? out : out.parent_path()) / "bundle.fb";
+}
+
+// A compile served from the cache: the stored bundle, written as a fresh one would be.
+int compile_from_cache(const driver::CompileCache::Entry& hit, const std::filesystem::path& out,
+                       const CompileOptions& options, const driver::CompileCache& cache,
+                       std::chrono::steady_clock::time_point start) {
+  artifacts::write_bundle_copy(hit.files, out);
+  if (!options.depfile.empty()) driver::write_depfile(options.depfile, depfile_target(out), hit.deps);
+  std::cerr << "aotrace: compiled " << hit.summary << " -> " << out.string() << " in " << seconds_since(start)
+            << " s (cache hit: nothing was captured or lowered; " << cache.dir().string() << ")\n";
+  return 0;
+}
+
 }  // namespace
 
 int compile_command(const std::filesystem::path& yaml, const CompileOptions& options) {
@@ -157,10 +243,24 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   refuse_unbuilt_targets(spec);
   std::filesystem::path out = options.output.empty() ? std::filesystem::path(spec.name + ".aot") : options.output;
   artifacts::check_bundle_output(out);
-  auto captures = capture_all(spec);
+  if (!options.depfile.empty()) driver::check_depfile_writable(options.depfile);
+  std::optional<driver::CompileCache> cache = open_cache(options);
+  const std::string base_key = cache ? cache_base_key(yaml, options, lo) : std::string();
+  if (cache)
+    if (std::optional<driver::CompileCache::Entry> hit = cache->lookup(base_key))
+      return compile_from_cache(*hit, out, options, *cache, start);
+
+  auto captures = capture_all(spec, [&](const ProfileCapture& pc) {
+    if (!options.quiet)
+      std::cerr << "aotrace: captured " << pc.entry->name << ", profile " << pc.profile->name << " in "
+                << std::setprecision(3) << pc.capture.seconds << " s\n" << std::setprecision(6);
+  });
   refuse_graph_breaks(captures);
   // The planned variants against max_variants before any lowering.
   check_max_variants(spec, captures);
+  std::vector<std::vector<PlannedVariant>> plans;  // per entry
+  size_t planned_variants = 0;
+  for (const auto& entry : spec.entries) planned_variants += plans.emplace_back(plan_variants(captures, entry)).size();
 
   // The portable baseline, and by default on x86-64 this host's faster level too: each variant
   // is scheduled once and code-generated per CPU; the runtime picks a library at load.
@@ -176,17 +276,14 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   std::map<std::string, std::vector<int64_t>> weight_index;  // add_weights: by type and content
   std::vector<std::vector<ir::Bytes>> objects(cpus.size());  // per CPU, per variant
   json report_profiles = json::array();
-  struct VariantTiming {
-    std::string entry, profile;
-    double capture_seconds, lowering_seconds, golden_seconds;
-  };
-  std::vector<VariantTiming> timings;
   int kernels = 0;
+  size_t lowered = 0;
 
-  for (const auto& entry : spec.entries) {
+  for (size_t e = 0; e < spec.entries.size(); ++e) {
+    const shape_profiles::EntrySpec& entry = spec.entries[e];
     artifacts::EntrySpec es;
     es.name = entry.name;
-    for (const PlannedVariant& planned : plan_variants(captures, entry)) {
+    for (const PlannedVariant& planned : plans[e]) {
       const ProfileCapture& pc = captures[planned.captures.front()];
       const std::string vname = "v" + std::to_string(es.variants.size());
       const auto lower_start = std::chrono::steady_clock::now();
@@ -202,8 +299,15 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
         objects[i + 1].push_back(std::move(lv.extra_objects[i]));
       kernels += static_cast<int>(vs.plan.calls.size());
       // Timings are printed, not stored: the same inputs must give a byte-identical bundle.
-      timings.push_back({entry.name, pc.profile->name, pc.capture.seconds,
-                         seconds_since(lower_start) - golden_seconds, golden_seconds});
+      if (!options.quiet) {
+        std::string profiles;
+        for (size_t k : planned.captures) profiles += (profiles.empty() ? "" : ", ") + captures[k].profile->name;
+        std::cerr << "aotrace: [" << ++lowered << "/" << planned_variants << "] " << entry.name << " " << vname
+                  << " (" << profiles << "): lowered in " << std::setprecision(3)
+                  << seconds_since(lower_start) - golden_seconds << " s";
+        if (golden_seconds >= 0.05) std::cerr << ", golden vectors " << golden_seconds << " s";
+        std::cerr << "\n" << std::setprecision(6);
+      }
       for (size_t k = 0; k < planned.captures.size(); ++k) {
         const ProfileCapture& member = captures[planned.captures[k]];
         if (k > 0) vs.profiles.push_back(member.profile->name);
@@ -241,15 +345,22 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   bundle.report_json = report.dump(2);
 
   artifacts::write_bundle(bundle, out);
+  const std::vector<std::filesystem::path> deps = compile_inputs(yaml);
+  if (!options.depfile.empty()) driver::write_depfile(options.depfile, depfile_target(out), deps);
   size_t variants = 0;
   for (const auto& e : bundle.entries) variants += e.variants.size();
-  std::cerr << "aotrace: compiled " << spec.profiles.size() * spec.entries.size() << " profile(s) into "
-            << variants << " variant(s), " << kernels << " kernel(s), " << bundle.weights.size()
-            << " weight(s), kernels for " << join(cpus, " and ") << " -> " << out.string() << " in "
-            << seconds_since(start) << " s\n";
-  for (const auto& t : timings)
-    std::cerr << "  " << t.entry << ", profile " << t.profile << ": capture " << t.capture_seconds
-              << " s, lowering " << t.lowering_seconds << " s, golden vectors " << t.golden_seconds << " s\n";
+  const std::string summary = std::to_string(spec.profiles.size() * spec.entries.size()) + " profile(s) into " +
+                              std::to_string(variants) + " variant(s), " + std::to_string(kernels) + " kernel(s), " +
+                              std::to_string(bundle.weights.size()) + " weight(s), kernels for " + join(cpus, " and ");
+  std::string cache_note;
+  if (cache) {
+    std::string why;
+    const bool stored = cache->store(base_key, {deps, artifacts::read_bundle_files(out), summary}, &why);
+    cache_note = stored ? " (cache miss: stored in " + cache->dir().string() + ")" : "";
+    if (!stored) std::cerr << "aotrace: warning: the bundle was not stored in the compile cache: " << why << "\n";
+  }
+  std::cerr << "aotrace: compiled " << summary << " -> " << out.string() << " in " << seconds_since(start) << " s"
+            << cache_note << "\n";
   return 0;
 }
 

@@ -20,6 +20,17 @@ int main(int argc, char** argv) {
   c->add_option("--cpu", compile.cpu,
                 "build the kernels for this CPU only (default: x86-64-v2, plus a faster library "
                 "for this host's level, x86-64-v3 or -v4, chosen at load)");
+  c->add_option("--depfile", compile.depfile,
+                "also write a Make/Ninja depfile: OUT/bundle.fb and every file the compile read "
+                "(the spec, the script, its own imported modules, the files it opened)");
+  auto* cache_dir = c->add_option("--cache-dir", compile.cache_dir,
+                                  "compile cache folder (default: $XDG_CACHE_HOME/aotrace or ~/.cache/aotrace; "
+                                  "AOTRACE_NO_CACHE=1 turns the default off)");
+  c->add_flag("--no-cache", compile.no_cache, "neither read nor write the compile cache")->excludes(cache_dir);
+  c->add_option("--cache-max-mb", compile.cache_max_mb,
+                "bound on the cache's size in MiB; the least recently used bundles go first (default 2048)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
+  c->add_flag("-q,--quiet", compile.quiet, "no progress lines on stderr (the summary line and warnings stay)");
 
   bool json = false, graph = false;
   auto* e = app.add_subcommand("explain", "capture only: graphs, breaks, guards, timings");

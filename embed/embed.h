@@ -100,6 +100,11 @@ class Interpreter {
   // From now on the scripts' print() (sys.stdout) writes to stderr: for commands whose stdout
   // is a report (explain), so that the model's output never mixes into it.
   void send_prints_to_stderr();
+  // Every file of the user's that this process read through Python so far, sorted, absolute:
+  // the script, the modules it imported and the files it opened for reading (weights, data),
+  // without the Python installation's and the system's files (the rule: embed/files_read.cpp).
+  // For depfiles and the compile cache's key.
+  std::vector<std::filesystem::path> files_read();
 
   // Captures one call of `call_expr` (evaluated in the script's namespace: an nn.Module, whose
   // forward is traced in eval mode under no_grad, or a function) for inputs of these shapes.

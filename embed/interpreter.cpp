@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "embed/embed.h"
+#include "embed/files_read.h"
 #include "embed/frame_hook.h"
 #include "embed/translator.h"
 
@@ -285,6 +286,7 @@ Interpreter::Interpreter() {
   if (PyStatus_Exception(status))
     internal_error(std::string("initialising the embedded CPython 3.11 failed: ") +
                    (status.err_msg ? status.err_msg : "?"));
+  install_file_read_hook();
   PyObject* torch = PyImport_ImportModule("torch");
   if (!torch)
     user_error("importing torch in the embedded Python 3.11 failed: " + fetch_python_error(), {},

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <sys/wait.h>
 
@@ -15,7 +16,10 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 
+// Tests compile fresh, whatever the machine's compile cache holds: the commands run with
+// AOTRACE_NO_CACHE=1, and a test of the cache passes --cache-dir, which overrides it.
 inline CommandResult run_command(const std::string& command) {
+  ::setenv("AOTRACE_NO_CACHE", "1", 1);
   CommandResult r;
   FILE* p = popen((command + " 2>&1").c_str(), "r");
   if (!p) return r;

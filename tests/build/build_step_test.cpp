@@ -1,0 +1,217 @@
+// `aotrace compile` as a build step, on a two-variant project in a folder whose name holds a
+// space: the compile cache (a hit is fast and gives the same bundle, an edit to an imported
+// module misses, two compiles at once share one cache), the depfile's contents, progress lines
+// and --quiet, and the user errors of --depfile and --cache-dir.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "tests/support/subprocess.h"
+
+namespace {
+namespace fs = std::filesystem;
+using aotrace::test::expect_contains;
+using aotrace::test::quote;
+using aotrace::test::run_command;
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void write_bytes(const fs::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+// The regular files of a bundle, by relative path.
+std::map<std::string, std::string> bundle_files(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& f : fs::recursive_directory_iterator(dir))
+    if (f.is_regular_file()) files[fs::relative(f.path(), dir).string()] = read_bytes(f.path());
+  return files;
+}
+
+constexpr const char* kHelper = "import torch\nSCALE = 2.0\n\ndef act(x):\n    return torch.relu(x) * SCALE\n";
+
+class BuildStep : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    root_ = fs::temp_directory_path() / ("aotrace_build_step_" + std::to_string(::getpid())) / info->name();
+    fs::remove_all(root_);
+    project_ = root_ / "my project";
+    fs::create_directories(project_);
+    write_bytes(project_ / "helper.py", kHelper);
+    write_bytes(project_ / "config.txt", "4\n");
+    write_bytes(project_ / "model.py",
+                "import pathlib\nimport torch\nimport helper\n\n"
+                "OUT = int(pathlib.Path(__file__).with_name('config.txt').read_text())  # open() of a PathLike\n\n"
+                "class Net(torch.nn.Module):\n"
+                "    def __init__(self):\n        super().__init__()\n        self.fc = torch.nn.Linear(8, OUT)\n\n"
+                "    def forward(self, x):\n        return helper.act(self.fc(x))\n\n"
+                "torch.manual_seed(0)\nmodel = Net().eval()\n");
+    write_bytes(project_ / "tiny.yaml",
+                "version: 1\nname: tiny\nscript: model.py\nentries:\n  forward:\n    call: model\n    inputs:\n"
+                "      x: {dtype: float32, shape: [batch, 8]}\ndims:\n  batch: [1, 4]\n");
+    cache_ = root_ / "cache";
+  }
+  void TearDown() override {
+    if (HasFailure()) return;
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+    fs::remove(root_.parent_path(), ec);  // the process's folder, once its last test is gone
+  }
+
+  // `aotrace compile` of the project into root/NAME.aot with `args`, and its wall time.
+  aotrace::test::CommandResult compile(const std::string& name, const std::string& args, double* seconds = nullptr) {
+    const auto start = std::chrono::steady_clock::now();
+    auto r = run_command(quote(AOTRACE_CLI) + " compile " + quote((project_ / "tiny.yaml").string()) +
+                         " --cpu x86-64-v2 -o " + quote(bundle(name).string()) + " " + args);
+    if (seconds) *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+  }
+  fs::path bundle(const std::string& name) const { return root_ / (name + ".aot"); }
+  std::string cache_arg() const { return "--cache-dir " + quote(cache_.string()); }
+  void expect_verifies(const std::string& name) {
+    auto v = run_command(quote(AOTRACE_CLI) + " verify " + quote(bundle(name).string()));
+    EXPECT_EQ(v.exit_code, 0) << v.output;
+  }
+
+  fs::path root_, project_, cache_;
+};
+
+TEST_F(BuildStep, UnchangedSpecIsACacheHitWithTheSameBundle) {
+  auto first = compile("fresh", cache_arg());
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  expect_contains(first.output, "(cache miss: stored in ");
+  double seconds = 0;
+  auto second = compile("cached", cache_arg(), &seconds);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  expect_contains(second.output, "(cache hit: nothing was captured or lowered");
+  expect_contains(second.output, "aotrace: compiled 2 profile(s) into 2 variant(s)");
+  EXPECT_EQ(second.output.find("aotrace: captured"), std::string::npos) << second.output;
+  EXPECT_LT(seconds, 1.0) << second.output;
+  const auto fresh = bundle_files(bundle("fresh")), cached = bundle_files(bundle("cached"));
+  EXPECT_EQ(fresh.size(), cached.size());
+  EXPECT_GT(fresh.size(), 10u);
+  for (const auto& [path, bytes] : fresh) EXPECT_TRUE(cached.count(path) && cached.at(path) == bytes) << path;
+  expect_verifies("cached");
+  // Without the cache, the same bytes again: a hit is what a fresh compile gives.
+  auto uncached = compile("uncached", "--no-cache");
+  ASSERT_EQ(uncached.exit_code, 0) << uncached.output;
+  EXPECT_EQ(uncached.output.find("(cache "), std::string::npos) << uncached.output;
+  EXPECT_EQ(read_bytes(bundle("uncached") / "bundle.fb"), cached.at("bundle.fb"));
+}
+
+TEST_F(BuildStep, EditingAnImportedModuleIsACacheMiss) {
+  ASSERT_EQ(compile("before", cache_arg()).exit_code, 0);
+  write_bytes(project_ / "helper.py", std::string(kHelper).replace(std::string(kHelper).find("2.0"), 3, "3.0"));
+  auto edited = compile("edited", cache_arg());
+  ASSERT_EQ(edited.exit_code, 0) << edited.output;
+  expect_contains(edited.output, "(cache miss: stored in ");
+  expect_contains(edited.output, "aotrace: captured forward");
+  EXPECT_NE(bundle_files(bundle("before")), bundle_files(bundle("edited")));  // other golden outputs
+  expect_verifies("edited");
+  // Content-addressed: the edit undone finds the first bundle again.
+  write_bytes(project_ / "helper.py", kHelper);
+  auto undone = compile("undone", cache_arg());
+  ASSERT_EQ(undone.exit_code, 0) << undone.output;
+  expect_contains(undone.output, "(cache hit");
+  EXPECT_EQ(bundle_files(bundle("before")), bundle_files(bundle("undone")));
+}
+
+TEST_F(BuildStep, EditingAFileTheScriptOpensIsACacheMiss) {
+  ASSERT_EQ(compile("before", cache_arg()).exit_code, 0);
+  write_bytes(project_ / "config.txt", "5\n");
+  auto edited = compile("edited", cache_arg());
+  ASSERT_EQ(edited.exit_code, 0) << edited.output;
+  expect_contains(edited.output, "(cache miss");
+}
+
+TEST_F(BuildStep, TwoConcurrentCompilesShareOneCache) {
+  const std::string one = quote(AOTRACE_CLI) + " compile " + quote((project_ / "tiny.yaml").string()) +
+                          " --cpu x86-64-v2 " + cache_arg() + " -o ";
+  auto both = run_command("(" + one + quote(bundle("a").string()) + " > " + quote((root_ / "a.log").string()) +
+                          " 2>&1 & pa=$!; " + one + quote(bundle("b").string()) + " > " +
+                          quote((root_ / "b.log").string()) + " 2>&1 & pb=$!; wait $pa; ra=$?; wait $pb; rb=$?; " +
+                          "echo \"exit $ra $rb\")");
+  expect_contains(both.output, "exit 0 0");
+  for (const char* name : {"a", "b"}) {
+    SCOPED_TRACE(read_bytes(root_ / (std::string(name) + ".log")));
+    expect_verifies(name);
+  }
+  EXPECT_EQ(bundle_files(bundle("a")), bundle_files(bundle("b")));
+  auto third = compile("c", cache_arg());
+  ASSERT_EQ(third.exit_code, 0) << third.output;
+  expect_contains(third.output, "(cache hit");
+  EXPECT_TRUE(fs::is_empty(cache_ / "v1" / "tmp")) << "a temporary was left behind";
+}
+
+TEST_F(BuildStep, DepfileListsTheSpecTheScriptItsModulesAndItsDataButNotTorch) {
+  const fs::path dep = root_ / "tiny.d";
+  auto r = compile("tiny", cache_arg() + " --depfile " + quote(dep.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string text = read_bytes(dep);
+  const std::string escaped_project = std::string(root_.string()) + "/my\\ project/";
+  EXPECT_EQ(text.rfind(bundle("tiny").string() + "/bundle.fb:", 0), 0u) << text;
+  for (const char* file : {"tiny.yaml", "model.py", "helper.py", "config.txt"})
+    expect_contains(text, escaped_project + file);
+  for (const char* absent : {"/torch/", "dist-packages", "site-packages", "/usr/lib/python3.11/", "__pycache__"})
+    EXPECT_EQ(text.find(absent), std::string::npos) << absent << " in:\n" << text;
+  // A cache hit writes the same depfile.
+  fs::remove(dep);
+  auto hit = compile("tiny", cache_arg() + " --depfile " + quote(dep.string()));
+  ASSERT_EQ(hit.exit_code, 0) << hit.output;
+  expect_contains(hit.output, "(cache hit");
+  EXPECT_EQ(read_bytes(dep), text);
+}
+
+TEST_F(BuildStep, ProgressLinesPerVariantAndQuietSilencesThem) {
+  auto loud = compile("loud", "--no-cache");
+  ASSERT_EQ(loud.exit_code, 0) << loud.output;
+  for (const char* line : {"aotrace: captured forward, profile batch=1 in ", "aotrace: [1/2] forward v0 (batch=1): lowered in ",
+                           "aotrace: [2/2] forward v1 (batch=4): lowered in ", "aotrace: compiled "})
+    expect_contains(loud.output, line);
+  auto quiet = compile("quiet", "--no-cache --quiet");
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.output;
+  EXPECT_EQ(quiet.output.find("aotrace: captured"), std::string::npos) << quiet.output;
+  EXPECT_EQ(quiet.output.find("lowered in"), std::string::npos) << quiet.output;
+  expect_contains(quiet.output, "aotrace: compiled ");
+}
+
+TEST_F(BuildStep, DepfileInAMissingFolderIsAUserErrorBeforeAnyWork) {
+  auto r = compile("tiny", "--no-cache --depfile " + quote((root_ / "no such dir" / "tiny.d").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "aotrace: error: cannot write the depfile ");
+  expect_contains(r.output, "does not exist");
+  expect_contains(r.output, "hint: create its folder");
+  EXPECT_EQ(r.output.find("captured"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(bundle("tiny")));
+}
+
+TEST_F(BuildStep, DepfileThatIsAFolderIsAUserError) {
+  auto r = compile("tiny", "--no-cache --depfile " + quote(root_.string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "it is a folder");
+}
+
+TEST_F(BuildStep, UnusableCacheDirWarnsAndCompilesWithoutIt) {
+  write_bytes(root_ / "a file", "not a folder\n");
+  auto r = compile("tiny", "--cache-dir " + quote((root_ / "a file").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_contains(r.output, "aotrace: warning: compiling without the compile cache: cannot create ");
+  expect_contains(r.output, "hint: pass a writable --cache-dir, or --no-cache");
+  expect_verifies("tiny");
+}
+
+TEST_F(BuildStep, NoCacheAndCacheDirTogetherIsAUsageError) {
+  auto r = compile("tiny", "--no-cache " + cache_arg());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+}  // namespace
