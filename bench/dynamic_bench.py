@@ -52,7 +52,7 @@ def main():
             spec.write_text(SPEC.format(name=f"{model}_{kind}", script=HERE / "models.py", model=model,
                                         input=input_name, dims=dims))
             bundle = out / f"{model}_{kind}.aot"
-            r = subprocess.run([args.aotrace, "compile", str(spec), "-o", str(bundle)], capture_output=True, text=True)
+            r = subprocess.run([args.aotrace, "compile", "--no-cache", str(spec), "-o", str(bundle)], capture_output=True, text=True)
             if r.returncode != 0:
                 print(f"{model} ({kind}): compile failed:\n{r.stderr}", file=sys.stderr)
                 failed = True

@@ -171,7 +171,7 @@ def one_entry_yaml(spec, script, name, workdir):
 
 def compile_bundle(aotrace, yaml_path, bundle):
     start = time.perf_counter()
-    r = subprocess.run([aotrace, "compile", str(yaml_path), "-o", str(bundle)], capture_output=True, text=True)
+    r = subprocess.run([aotrace, "compile", "--no-cache", str(yaml_path), "-o", str(bundle)], capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if r.returncode != 0:
         raise RuntimeError(f"aotrace compile failed (exit {r.returncode}):\n{r.stderr.strip()}")

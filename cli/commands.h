@@ -71,12 +71,17 @@ struct CompileOptions {
   bool no_cache = false;
   uint64_t cache_max_mb = 2048;
   bool quiet = false;  // no progress lines, only the summary and warnings
+  bool timings = false;  // a table of where the time went: capture, each lowering pass and LLVM phase, link
 };
 int compile_command(const std::filesystem::path& yaml, const CompileOptions& options);
 int explain_command(const std::filesystem::path& yaml, bool json, bool graph);
 // `aotrace profiles schema` / `aotrace profiles check SPEC` (profiles.cpp).
 int profiles_schema_command();
 int profiles_check_command(const std::filesystem::path& yaml, bool json);
+int profiles_record_command(const std::filesystem::path& driver, const std::filesystem::path& spec,
+                            const std::string& entry, const std::filesystem::path& output);
+int profiles_suggest_command(const std::filesystem::path& spec, const std::filesystem::path& sizes, int max_variants,
+                             bool write, bool measure);
 int profiles_init_command(const std::filesystem::path& script, const std::string& call,
                           const std::filesystem::path& output, bool force);
 

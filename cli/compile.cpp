@@ -278,6 +278,14 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   json report_profiles = json::array();
   int kernels = 0;
   size_t lowered = 0;
+  // --timings: seconds per phase, summed over variants, in the order phases first ran.
+  std::vector<std::pair<std::string, double>> phase_seconds;
+  auto add_time = [&](const std::string& phase, double seconds) {
+    for (auto& [name, s] : phase_seconds)
+      if (name == phase) return void(s += seconds);
+    phase_seconds.push_back({phase, seconds});
+  };
+  for (const ProfileCapture& pc : captures) add_time("capture", pc.capture.seconds);
 
   for (size_t e = 0; e < spec.entries.size(); ++e) {
     const shape_profiles::EntrySpec& entry = spec.entries[e];
@@ -292,6 +300,8 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
       const auto golden_start = std::chrono::steady_clock::now();
       vs.golden = golden_of(pc, vname);
       const double golden_seconds = seconds_since(golden_start);
+      for (const lowering::PassTiming& pt : lv.timings) add_time("lowering: " + pt.pass, pt.seconds);
+      add_time("golden vectors", golden_seconds);
       vs.plan = std::move(lv.plan);
       add_weights(lv.graph, vs.plan, bundle, weight_index);
       objects[0].push_back(std::move(lv.object));
@@ -320,6 +330,7 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
     }
     bundle.entries.push_back(std::move(es));
   }
+  const auto link_start = std::chrono::steady_clock::now();
   bundle.cpu_library = lowering::link_cpu_library(objects[0], lo);
   for (size_t i = cpus.size(); i-- > 1;) {  // fastest first
     lowering::Options faster = lo;
@@ -328,6 +339,7 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
     bundle.faster_cpu_libraries.push_back(
         {cpus[i], checkable_cpu_features(faster), lowering::link_cpu_library(objects[i], faster)});
   }
+  add_time("link (ld.lld)", seconds_since(link_start));
   json entries = json::array();
   for (const auto& e : spec.entries) {
     json inputs = json::array();
@@ -344,7 +356,9 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
                  {"profiles", report_profiles}};
   bundle.report_json = report.dump(2);
 
+  const auto write_start = std::chrono::steady_clock::now();
   artifacts::write_bundle(bundle, out);
+  add_time("write the bundle", seconds_since(write_start));
   const std::vector<std::filesystem::path> deps = compile_inputs(yaml);
   if (!options.depfile.empty()) driver::write_depfile(options.depfile, depfile_target(out), deps);
   size_t variants = 0;
@@ -359,8 +373,20 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
     cache_note = stored ? " (cache miss: stored in " + cache->dir().string() + ")" : "";
     if (!stored) std::cerr << "aotrace: warning: the bundle was not stored in the compile cache: " << why << "\n";
   }
-  std::cerr << "aotrace: compiled " << summary << " -> " << out.string() << " in " << seconds_since(start) << " s"
+  const double total = seconds_since(start);
+  std::cerr << "aotrace: compiled " << summary << " -> " << out.string() << " in " << total << " s"
             << cache_note << "\n";
+  if (options.timings) {
+    // codegen's LLVM phases (codegen.llvm-*) are part of codegen's time, and the extra CPUs'
+    // codegen runs alongside the first: the shares of the lines do not add up to 100%.
+    std::cerr << "aotrace: timings (" << variants << " variant(s), " << total << " s in all; codegen.* is part of codegen, "
+              << "codegen-CPU runs alongside codegen):\n";
+    for (const auto& [name, s] : phase_seconds) {
+      char line[160];
+      std::snprintf(line, sizeof line, "  %-36s %9.3f s %6.1f%%\n", name.c_str(), s, 100 * s / total);
+      std::cerr << line;
+    }
+  }
   return 0;
 }
 

@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
   c->add_option("--cache-max-mb", compile.cache_max_mb,
                 "bound on the cache's size in MiB; the least recently used bundles go first (default 2048)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
+  c->add_flag("--timings", compile.timings,
+              "print where the compile's time went: capture, each lowering pass and LLVM phase (summed over "
+              "variants), golden vectors, linking, writing");
   c->add_flag("-q,--quiet", compile.quiet, "no progress lines on stderr (the summary line and warnings stay)");
 
   bool json = false, graph = false;
@@ -55,6 +58,23 @@ int main(int argc, char** argv) {
                                               "(default: the last nn.Module it defines, else its last function)");
   prof_init->add_option("-o,--output", init_output, "the spec to write (default: ./SCRIPT_STEM.yaml)");
   prof_init->add_flag("--force", init_force, "replace the spec if it exists");
+  std::filesystem::path rec_driver, rec_spec, rec_output, sizes_file;
+  std::string rec_entry;
+  auto* prof_record = prof->add_subcommand(
+      "record", "run a driver script that calls the model and record the input sizes of every call");
+  prof_record->add_option("driver", rec_driver, "the driver: a Python script that calls the spec's entry")->required();
+  prof_record->add_option("--spec", rec_spec, "the spec whose entry is recorded")->required();
+  prof_record->add_option("--entry", rec_entry, "the entry (default: the spec's only one)");
+  prof_record->add_option("-o,--output", rec_output, "the sizes file to write (JSON)")->required();
+  int sug_max = 0;
+  bool sug_write = false, sug_no_measure = false;
+  auto* prof_suggest = prof->add_subcommand(
+      "suggest", "compare a dynamic range, padding buckets and static sizes on recorded sizes");
+  prof_suggest->add_option("spec", yaml, "profile YAML")->required();
+  prof_suggest->add_option("--sizes", sizes_file, "the sizes file of `profiles record`")->required();
+  prof_suggest->add_option("--max-variants", sug_max, "the most variants (default: the spec's max_variants)");
+  prof_suggest->add_flag("--write", sug_write, "put the suggestion into the spec's dims (comments kept)");
+  prof_suggest->add_flag("--no-measure", sug_no_measure, "do not compile one variant to measure the compile time");
 
   cli::RunOptions run;
   auto* r = app.add_subcommand("run", "run a bundle on .npy inputs");
@@ -104,6 +124,8 @@ int main(int argc, char** argv) {
     if (*e) return cli::explain_command(yaml, json, graph);
     if (*prof_schema) return cli::profiles_schema_command();
     if (*prof_check) return cli::profiles_check_command(yaml, json);
+    if (*prof_record) return cli::profiles_record_command(rec_driver, rec_spec, rec_entry, rec_output);
+    if (*prof_suggest) return cli::profiles_suggest_command(yaml, sizes_file, sug_max, sug_write, !sug_no_measure);
     if (*prof_init) return cli::profiles_init_command(init_script, init_call, init_output, init_force);
     if (*r && selftest) return cli::selftest_command(run.bundle);
     if (*r) return cli::run_command(run);

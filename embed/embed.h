@@ -138,6 +138,13 @@ class Interpreter {
   // inputs inferred from the model, as one JSON object (embed/survey.cpp). After run_script.
   std::string survey_entries(const std::string& call_expr);
 
+  // `aotrace profiles record`: runs `driver` (after run_script ran the spec's script) with a
+  // hook on the code of `call_expr`'s entry; returns every call's arguments named `parameters`
+  // (flattened as the bundle's inputs: NAME.i, NAME.key) as a JSON list of {name: {dtype,
+  // shape}} (embed/record.cpp).
+  std::string record_calls(const std::string& call_expr, const std::vector<std::string>& parameters,
+                           const std::filesystem::path& driver);
+
   Interpreter(const Interpreter&) = delete;
   Interpreter& operator=(const Interpreter&) = delete;
 

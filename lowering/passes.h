@@ -100,7 +100,9 @@ struct Schedule {
 
 Schedule schedule(FusedGraph fused, const std::string& symbol_prefix);  // schedule.cpp
 ir::ExecutionPlan plan_memory(const Schedule& s);                       // memory_plan.cpp
-ir::Bytes codegen_cpu(const Schedule& s, const Options& options);       // cpu/codegen.cpp
+// cpu/codegen.cpp; `phases` (when given) gets the LLVM phases' times: llvm-ir (emitting the
+// kernels' IR), llvm-opt (the O2 pipeline), llvm-mc (instruction selection to the object).
+ir::Bytes codegen_cpu(const Schedule& s, const Options& options, std::vector<PassTiming>* phases = nullptr);
 
 // Rebuilding a graph in a pass: copies inputs, weights and symbols; `map` sends old values to new.
 struct GraphCopy {

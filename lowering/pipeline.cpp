@@ -98,22 +98,26 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
   // 9. Codegen: one LLVM function per kernel, optimised (O2) and emitted as an ELF object; for
   //    each extra CPU too, on the same schedule, in threads (separate LLVMContexts). Timed per CPU.
   std::vector<std::future<ir::Bytes>> extra;
-  std::vector<std::vector<PassTiming>> extra_timings(options.extra_cpus.size());
+  std::vector<std::vector<PassTiming>> extra_timings(options.extra_cpus.size()), extra_phases(extra_timings.size());
+  std::vector<PassTiming> phases;
   for (size_t i = 0; i < options.extra_cpus.size(); ++i)
     extra.push_back(std::async(std::launch::async, [&, i] {
       Options o = options;
       o.cpu = options.extra_cpus[i];
       o.extra_cpus.clear();
-      return run_pass(extra_timings[i], "codegen-" + o.cpu, [&] { return codegen_cpu(sched, o); });
+      return run_pass(extra_timings[i], "codegen-" + o.cpu, [&] { return codegen_cpu(sched, o, &extra_phases[i]); });
     }));
   out.object = run_pass(t, "codegen", [&] {
     Options o = options;
     o.extra_cpus.clear();
-    return codegen_cpu(sched, o);
+    return codegen_cpu(sched, o, &phases);
   });
+  // The LLVM phases under their codegen: "codegen.llvm-opt", "codegen-x86-64-v4.llvm-mc".
+  for (const PassTiming& ph : phases) t.push_back({"codegen." + ph.pass, ph.seconds});
   for (size_t i = 0; i < extra.size(); ++i) {
     out.extra_objects.push_back(extra[i].get());
     t.insert(t.end(), extra_timings[i].begin(), extra_timings[i].end());
+    for (const PassTiming& ph : extra_phases[i]) t.push_back({extra_timings[i].back().pass + "." + ph.pass, ph.seconds});
   }
   // 10. Memory plan last: it needs the final kernel order to know each buffer's live range.
   out.plan = run_pass(t, "memory-plan", [&] { return plan_memory(sched); });

@@ -53,6 +53,8 @@ void emit_kernel(llvm::Module& module, const ir::Graph& g, const ScheduledKernel
 
 std::unique_ptr<llvm::TargetMachine> make_target_machine(const Options& options);
 // Verifies, optimises (PassBuilder O<opt_level>) and emits `module` as an ELF object.
-ir::Bytes optimise_and_emit(llvm::Module& module, llvm::TargetMachine& tm, int opt_level);
+// `phases`, when given, gets llvm-opt and llvm-mc's times.
+ir::Bytes optimise_and_emit(llvm::Module& module, llvm::TargetMachine& tm, int opt_level,
+                            std::vector<PassTiming>* phases = nullptr);
 
 }  // namespace aotrace::lowering::cpu

@@ -1,6 +1,7 @@
 // The target side of the CPU backend: triple and CPU from Options (default: the host triple,
 // normalised, with the portable "x86-64-v2" CPU), the LLVM O2 pipeline (so loops vectorise),
 // and ELF object emission into memory. Test: lowering_tests Target.*, Determinism.*.
+#include <chrono>
 #include <mutex>
 
 #include <llvm/IR/LegacyPassManager.h>
@@ -82,7 +83,7 @@ static void optimise(llvm::Module& module, llvm::TargetMachine& tm, int opt_leve
   mpm.run(module, mam);
 }
 
-ir::Bytes optimise_and_emit(llvm::Module& module, llvm::TargetMachine& tm, int opt_level) {
+ir::Bytes optimise_and_emit(llvm::Module& module, llvm::TargetMachine& tm, int opt_level, std::vector<PassTiming>* phases) {
   module.setTargetTriple(tm.getTargetTriple().str());
   module.setDataLayout(tm.createDataLayout());
   std::string problems;
@@ -95,13 +96,20 @@ ir::Bytes optimise_and_emit(llvm::Module& module, llvm::TargetMachine& tm, int o
   if (cpu_target(tm).f32_lanes == 16)
     for (llvm::Function& f : module)
       if (!f.isDeclaration()) f.addFnAttr("prefer-vector-width", "512");
+  auto opt_start = std::chrono::steady_clock::now();
   optimise(module, tm, opt_level);
+  auto mc_start = std::chrono::steady_clock::now();
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream out(buffer);
   llvm::legacy::PassManager pm;
   if (tm.addPassesToEmitFile(pm, out, nullptr, llvm::CGFT_ObjectFile))
     internal_error("the target cannot emit object files");
   pm.run(module);
+  if (phases != nullptr) {
+    const auto end = std::chrono::steady_clock::now();
+    phases->push_back({"llvm-opt", std::chrono::duration<double>(mc_start - opt_start).count()});
+    phases->push_back({"llvm-mc", std::chrono::duration<double>(end - mc_start).count()});
+  }
   return ir::Bytes(buffer.begin(), buffer.end());
 }
 

@@ -345,5 +345,68 @@ TEST(Profiles, InitRefusesToOverwriteAndExplainsABadCall) {
   fs::remove_all(dir);
 }
 
+// `profiles record` runs a driver that feeds an encoder a skewed length distribution (most
+// sequences short) and writes the sizes; `profiles suggest` compares a range, buckets chosen by
+// dynamic programming and static sizes with their padding waste, and --write puts its choice
+// into the spec, keeping the comments. Calls beyond the spec's dtypes are reported.
+TEST(Profiles, RecordAndSuggestOnASkewedEncoder) {
+  const fs::path dir = fs::temp_directory_path() / ("aotrace-record-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "enc.py") << "import torch\nimport torch.nn as nn\ntorch.manual_seed(0)\n"
+                                   "layer = nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, batch_first=True)\n"
+                                   "encoder = nn.TransformerEncoder(layer, num_layers=1).eval()\n"
+                                   "def double(x):\n    return x * 2\n";
+  std::ofstream(dir / "enc.yaml") << "version: 1\nscript: enc.py\nentries:\n  forward:\n    call: encoder\n"
+                                     "    inputs:\n      src: {dtype: float32, shape: [2, seq, 32]}\n"
+                                     "dims:\n  # the lengths, from traffic\n  seq: [64]   # a first guess\n";
+  // 70 calls of length 8, 20 of 16, 8 of 40, 2 of 64.
+  std::ofstream(dir / "driver.py") << "import torch\nfrom enc import encoder\nwith torch.no_grad():\n"
+                                      "    for n, times in ((8, 70), (16, 20), (40, 8), (64, 2)):\n"
+                                      "        for _ in range(times):\n            encoder(torch.randn(2, n, 32))\n";
+  auto r = run_command("cd " + quote(dir.string()) + " && " + quote(AOTRACE_CLI) +
+                       " profiles record driver.py --spec enc.yaml -o sizes.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_contains(r.output, "recorded 100 call(s) of entry 'forward' -> sizes.json");
+  expect_contains(r.output, "seq: 4 size(s) in [8, 64], most often 8 (70% of calls)");
+  r = aotrace_cli("profiles suggest " + quote((dir / "enc.yaml").string()) + " --sizes " +
+                  quote((dir / "sizes.json").string()) + " --max-variants 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_contains(r.output, "seq: 100 calls, 4 sizes in [8, 64] (compile: about ");
+  expect_contains(r.output, "dynamic range {min: 8, max: 64}");
+  // The best two buckets are {8, 16} → 16 and {40, 64} → 64: padded work 90·16 + 10·64 = 2080
+  // against 1328 real, 36.2% waste ({8} and the rest → 64 would pad to 2480).
+  expect_contains(r.output, "buckets [16, 64]                          36.2%         2");
+  expect_contains(r.output, "static [8, 16, 40, 64]                     0.0%         4");
+  expect_contains(r.output, "(over max_variants)");
+  r = aotrace_cli("profiles suggest " + quote((dir / "enc.yaml").string()) + " --sizes " +
+                  quote((dir / "sizes.json").string()) + " --no-measure --write");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(dir / "enc.yaml");
+  const std::string spec((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  expect_contains(spec, "  # the lengths, from traffic\n  seq: [8, 16, 40, 64]   # a first guess\n");
+  r = aotrace_cli("profiles check " + quote((dir / "enc.yaml").string()));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  expect_contains(r.output, "4 profile(s) in 4 variant(s)");
+  // A function entry fed one float64 call: reported as beyond the spec.
+  std::ofstream(dir / "fn.yaml") << "version: 1\nscript: enc.py\nentries:\n  double:\n    call: double\n"
+                                    "    inputs:\n      x: {dtype: float32, shape: [batch, 8]}\ndims:\n  batch: [1]\n";
+  std::ofstream(dir / "fn_driver.py") << "import torch\nfrom enc import double\n"
+                                         "for b in (1, 1, 4):\n    double(torch.randn(b, 8))\n"
+                                         "double(torch.randn(3, 8, dtype=torch.float64))\n";
+  r = run_command("cd " + quote(dir.string()) + " && " + quote(AOTRACE_CLI) +
+                  " profiles record fn_driver.py --spec fn.yaml -o fn.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_contains(r.output, "recorded 4 call(s) of entry 'double'");
+  expect_contains(r.output, "warning: 1 call(s) beyond the spec: x: dtype float64, the spec declares float32");
+  // A driver that never calls the entry is a user error.
+  std::ofstream(dir / "idle.py") << "import enc\n";
+  r = run_command("cd " + quote(dir.string()) + " && " + quote(AOTRACE_CLI) +
+                  " profiles record idle.py --spec fn.yaml -o idle.json");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "never called entry 'double'");
+  fs::remove_all(dir);
+}
+
 }  // namespace
 

@@ -251,7 +251,8 @@ TEST(Lowering, TimesEveryPass) {
   for (const auto& t : v.timings) passes.push_back(t.pass);
   EXPECT_EQ(passes, (std::vector<std::string>{"decompose", "fold-constants", "cse", "dce",
                                               "pad-conv-inputs", "pack-weights", "fuse", "schedule",
-                                              "codegen", "memory-plan"}));
+                                              "codegen", "codegen.llvm-ir", "codegen.llvm-opt",
+                                              "codegen.llvm-mc", "memory-plan"}));
 }
 
 TEST(Target, CrossCompilesForAarch64) {
