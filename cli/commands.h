@@ -72,6 +72,7 @@ struct CompileOptions {
   uint64_t cache_max_mb = 2048;
   bool quiet = false;  // no progress lines, only the summary and warnings
   bool timings = false;  // a table of where the time went: capture, each lowering pass and LLVM phase, link
+  lowering::Options::Winograd winograd = lowering::Options::Winograd::automatic;
 };
 int compile_command(const std::filesystem::path& yaml, const CompileOptions& options);
 int explain_command(const std::filesystem::path& yaml, bool json, bool graph);

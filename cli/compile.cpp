@@ -185,6 +185,7 @@ std::string cache_base_key(const std::filesystem::path& yaml, const CompileOptio
     m += " " + cpu + "(" + join(checkable_cpu_features(one), ",") + ")";
   }
   m += "\n";
+  m += "winograd " + std::to_string(static_cast<int>(lo.winograd)) + "\n";
   for (const char* var : {"AOTRACE_STRICT_BINDING", "AOTRACE_LIBRARY_FRAMES"})
     if (const char* v = std::getenv(var)) m += std::string(var) + "=" + v + "\n";
   return driver::hash_hex(m);
@@ -237,6 +238,7 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   lowering::Options lo;
   lo.triple = options.triple;
   lo.cpu = options.cpu;
+  lo.winograd = options.winograd;
   // Everything the user gave is checked before the script runs: a capture takes seconds.
   lowering::check_target(lo);
   auto spec = shape_profiles::parse_profile_file(yaml);

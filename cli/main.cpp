@@ -33,6 +33,11 @@ int main(int argc, char** argv) {
   c->add_flag("--timings", compile.timings,
               "print where the compile's time went: capture, each lowering pass and LLVM phase (summed over "
               "variants), golden vectors, linking, writing");
+  std::string winograd = "auto";
+  c->add_option("--winograd", winograd,
+                "3x3 stride-1 convs as Winograd F(2x2,3x3): auto (where it pays: 16/36 of the multiplies, a few ulps "
+                "from the direct conv), always, or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
   c->add_flag("-q,--quiet", compile.quiet, "no progress lines on stderr (the summary line and warnings stay)");
 
   bool json = false, graph = false;
@@ -120,7 +125,11 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   try {
-    if (*c) return cli::compile_command(yaml, compile);
+    if (*c) {
+      using W = lowering::Options::Winograd;
+      compile.winograd = winograd == "always" ? W::always : winograd == "never" ? W::never : W::automatic;
+      return cli::compile_command(yaml, compile);
+    }
     if (*e) return cli::explain_command(yaml, json, graph);
     if (*prof_schema) return cli::profiles_schema_command();
     if (*prof_check) return cli::profiles_check_command(yaml, json);

@@ -121,7 +121,7 @@ struct TensorType {
 // Ops
 enum class OpCategory : uint8_t {
   Source, Unary, Binary, Compare, Ternary, Cast, Reduce, Scan, Matmul, Movement, Index, Conv,
-  Pool, Sort, Composite
+  Pool, Sort, Transform, Composite
 };
 
 enum class OpKind : uint16_t {

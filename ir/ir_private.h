@@ -68,6 +68,8 @@ InferFn infer_tri(std::string_view op);
 InferFn infer_conv();
 InferFn infer_conv_transpose();
 InferFn infer_pool();
+InferFn infer_winograd_input();
+InferFn infer_winograd_output();
 InferFn infer_clamp();
 InferFn infer_var();
 InferFn infer_layer_norm();
@@ -111,6 +113,8 @@ ReferenceFn reference_topk(InferFn infer);
 // op_reference_nn.cpp
 ReferenceFn reference_conv(InferFn infer);
 ReferenceFn reference_pool(InferFn infer);
+ReferenceFn reference_winograd_input(InferFn infer);
+ReferenceFn reference_winograd_output(InferFn infer);
 
 // Decompositions of the composites into primitives (op_decompose.cpp).
 DecomposeFn decompose_linear();

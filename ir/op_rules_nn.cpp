@@ -3,6 +3,7 @@
 // Tested by tests/unit/ir/shape_rules_ops_test.cpp.
 #include "ir/ir.h"
 #include "ir/ir_private.h"
+#include "ir/winograd.h"
 
 namespace aotrace::ir {
 namespace {
@@ -82,6 +83,33 @@ InferFn infer_conv() {
       r.shape.push_back(floordiv(padded - span, stride[i]) + 1);
     }
     return std::vector<TensorType>{r};
+  };
+}
+
+// The Winograd transforms (ops.def): made by lowering on static f32 shapes only, so a
+// mismatch is a bug in the pass, not the user's.
+InferFn infer_winograd_input() {
+  return [](Types t, const Attrs& attrs) {
+    const TensorType& x = t[0];
+    auto dims = x.static_shape();
+    if (x.rank() != 4 || !dims || x.dtype != DType::f32)
+      internal_error("winograd_input takes a static f32 [N, C, H, W], got " + x.str());
+    const auto& out = per_dim("winograd_input", attrs, "out", 2);
+    per_dim("winograd_input", attrs, "pad_low", 2);
+    int64_t tiles = winograd::tiles(out[0]) * winograd::tiles(out[1]);
+    return std::vector<TensorType>{{x.dtype, x.device, {16, (*dims)[1], (*dims)[0] * tiles}}};
+  };
+}
+
+InferFn infer_winograd_output() {
+  return [](Types t, const Attrs& attrs) {
+    const TensorType& m = t[0];
+    auto dims = m.static_shape();
+    const auto& out = per_dim("winograd_output", attrs, "out", 2);
+    int64_t tiles = winograd::tiles(out[0]) * winograd::tiles(out[1]);
+    if (m.rank() != 3 || !dims || m.dtype != DType::f32 || (*dims)[0] != 16 || tiles < 1 || (*dims)[2] % tiles != 0)
+      internal_error("winograd_output takes a static f32 [16, O, N·tiles], got " + m.str());
+    return std::vector<TensorType>{{m.dtype, m.device, {(*dims)[2] / tiles, (*dims)[1], out[0], out[1]}}};
   };
 }
 

@@ -161,6 +161,8 @@ std::vector<OpInfo> build_table() {
   primitive(OpKind::Conv, infer_conv(), reference_conv);
   primitive(OpKind::Pool, infer_pool(), reference_pool);
   primitive(OpKind::TopK, infer_topk(), reference_topk);
+  primitive(OpKind::WinogradInput, infer_winograd_input(), reference_winograd_input);
+  primitive(OpKind::WinogradOutput, infer_winograd_output(), reference_winograd_output);
   // Composites: no reference; evaluate() runs their decomposition.
   def(OpKind::Linear, infer_linear(), nullptr, decompose_linear());
   def(OpKind::Mean, infer_reduce("mean", false, true), nullptr, decompose_mean());

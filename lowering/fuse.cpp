@@ -17,7 +17,9 @@
 //   - scans (cumsum) and sorts (topk, two results) are always materialised: they walk an axis
 //     in order, in a kernel of their own;
 //   - the input of a conv is materialised (a contiguous buffer, padded by pad_conv_inputs), so
-//     conv kernels read it without index maps or bounds checks;
+//     conv kernels read it without index maps or bounds checks; so are the operands and the
+//     input tiles of the Winograd transforms (the tiles are a GEMM operand), while the output
+//     transform is inlined as its consumers' reduction;
 //   - graph outputs and everything else are materialised: each is the root of a kernel.
 // Test: lowering_tests Fusion.* (an elementwise chain is one kernel, softmax's kernels, the
 // linear epilogue, conv + batch-norm + relu, the heads' merge copied for the GEMM), and every end-to-end test through its kernels.
@@ -43,9 +45,11 @@ struct Context {
 // times per element: an elementwise producer is then computed once, not per read.
 constexpr int64_t kBroadcastReread = 4;
 
+// Winograd transforms count as reductions: each a kernel's one loop structure of its own
+// (cpu/emit_winograd.cpp), the output transform with its elementwise consumers as epilogue.
 bool is_reduction(ir::OpCategory c) {
   using C = ir::OpCategory;
-  return c == C::Reduce || c == C::Matmul || c == C::Conv || c == C::Pool;
+  return c == C::Reduce || c == C::Matmul || c == C::Conv || c == C::Pool || c == C::Transform;
 }
 
 bool always_materialised(ir::OpCategory c) {
@@ -92,7 +96,7 @@ struct Fuser {
           // Their operands are read many times per result (topk compares each element k
           // times): computing a fused producer once is cheaper than at every read.
           if (cat == ir::OpCategory::Matmul || cat == ir::OpCategory::Conv ||
-              cat == ir::OpCategory::Pool || cat == ir::OpCategory::Sort)
+              cat == ir::OpCategory::Pool || cat == ir::OpCategory::Sort || cat == ir::OpCategory::Transform)
             ctx.reread = true;
           // Broadcast into a result kBroadcastReread times bigger: each element read that often
           // (not concat's or pad's: each operand element lands once in their bigger result).
@@ -129,8 +133,13 @@ struct Fuser {
 
   bool can_inline(ir::ValueId v, ir::OpCategory cat, const std::set<Context>& ctxs) const {
     if (is_output[static_cast<size_t>(v)] || ctxs.empty() || always_materialised(cat)) return false;
-    for (auto [node_index, pos] : uses[static_cast<size_t>(v)])
-      if (g.nodes[node_index].op == ir::OpKind::Conv && pos == 0) return false;
+    for (auto [node_index, pos] : uses[static_cast<size_t>(v)]) {
+      const ir::Node& user = g.nodes[node_index];
+      if ((user.op == ir::OpKind::Conv && pos == 0) || ir::op_info(user.op).category == ir::OpCategory::Transform)
+        return false;
+    }
+    // The input transform's tiles are a GEMM operand: computed once, into a buffer.
+    if (const ir::Node* n = producer_of(v); n != nullptr && n->op == ir::OpKind::WinogradInput) return false;
     if (cat == ir::OpCategory::Source) return true;
     if (cat == ir::OpCategory::Movement) return !(any_reread(ctxs) && merges_permuted_dims(v));
     bool one_kernel = std::all_of(ctxs.begin(), ctxs.end(), [&](const Context& c) {

@@ -31,6 +31,10 @@ struct Options {
   // the same schedule (concurrently, each in its own LLVMContext), so symbols and plan are
   // shared and a runtime may load any of the libraries (LoweredVariant::extra_objects).
   std::vector<std::string> extra_cpus;
+  // 3×3 stride-1 convs as Winograd F(2×2, 3×3) (lowering/winograd.cpp): where it pays
+  // (automatic), for every conv it applies to (always: tests), or never (every conv direct).
+  enum class Winograd { automatic, always, never };
+  Winograd winograd = Winograd::automatic;
 };
 
 struct PassTiming {

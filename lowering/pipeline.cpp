@@ -84,18 +84,21 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
   g = run_pass(t, "cse", [&] { return cse(std::move(g)); });
   // 4. DCE last among graph passes: folding and CSE leave nodes without uses.
   g = run_pass(t, "dce", [&] { return dce(std::move(g)); });
-  // 5. Padding out of convs, into a pad that fusion materialises as the conv's input: the conv
-  //    kernels then read without bounds checks (after DCE: only live convs are rewritten).
+  // 5. 3×3 stride-1 convs as Winograd transforms around 16 GEMMs, where that pays (after DCE:
+  //    only live convs; before padding: the input transform zero-fills the border itself).
+  g = run_pass(t, "winograd", [&] { return winograd(std::move(g), options.winograd); });
+  // 6. Padding out of convs, into a pad that fusion materialises as the conv's input: the conv
+  //    kernels then read without bounds checks.
   g = run_pass(t, "pad-conv-inputs", [&] { return pad_conv_inputs(std::move(g)); });
-  // 6. GEMM weights into their panel layout, read in place by the kernels (the last graph pass:
+  // 7. GEMM weights into their panel layout, read in place by the kernels (the last graph pass:
   //    the views it leaves must reach fusion as they are).
   g = run_pass(t, "pack-weights", [&] { return pack_weights(std::move(g)); });
   out.graph = g;
-  // 7. Fusion on the clean graph: which values are materialised, which inlined into kernels.
+  // 8. Fusion on the clean graph: which values are materialised, which inlined into kernels.
   FusedGraph fused = run_pass(t, "fuse", [&] { return fuse(std::move(g)); });
-  // 8. Schedule: kernel order, buffers, loop nests, copies for aliased outputs.
+  // 9. Schedule: kernel order, buffers, loop nests, copies for aliased outputs.
   Schedule sched = run_pass(t, "schedule", [&] { return schedule(std::move(fused), symbol_prefix); });
-  // 9. Codegen: one LLVM function per kernel, optimised (O2) and emitted as an ELF object; for
+  // 10. Codegen: one LLVM function per kernel, optimised (O2) and emitted as an ELF object; for
   //    each extra CPU too, on the same schedule, in threads (separate LLVMContexts). Timed per CPU.
   std::vector<std::future<ir::Bytes>> extra;
   std::vector<std::vector<PassTiming>> extra_timings(options.extra_cpus.size()), extra_phases(extra_timings.size());
@@ -119,7 +122,7 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
     t.insert(t.end(), extra_timings[i].begin(), extra_timings[i].end());
     for (const PassTiming& ph : extra_phases[i]) t.push_back({extra_timings[i].back().pass + "." + ph.pass, ph.seconds});
   }
-  // 10. Memory plan last: it needs the final kernel order to know each buffer's live range.
+  // 11. Memory plan last: it needs the final kernel order to know each buffer's live range.
   out.plan = run_pass(t, "memory-plan", [&] { return plan_memory(sched); });
   return out;
 }

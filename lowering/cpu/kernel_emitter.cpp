@@ -134,6 +134,7 @@ llvm::Value* KernelEmitter::size(const ir::SymExpr& e) {
 
 // The body's loops over its tasks [begin, end):
 //   - a depthwise conv kernel (emit_depthwise.cpp): one task per block of channels × rows;
+//   - a Winograd transform (emit_winograd.cpp): one task per row of tiles of one channel;
 //   - a GEMM kernel (emit_gemm.cpp): one task per block of the output matrix;
 //   - a scan: one task, the whole kernel (it walks its axis in order);
 //   - a materialised pad: one task per row, its padding and interior as separate loops
@@ -147,6 +148,12 @@ ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end, 
   if (plan_depthwise(depthwise)) {
     emit_depthwise_tasks(depthwise, begin, end);
     return depthwise.tasks();
+  }
+  WinogradPlan winograd;
+  if (plan_winograd(winograd)) {
+    if (winograd.input) emit_winograd_input(winograd, begin, end);
+    else emit_winograd_output(winograd, begin, end);
+    return winograd.tasks();
   }
   GemmPlan gemm;
   if (plan_gemm(gemm)) {
@@ -224,6 +231,7 @@ double KernelEmitter::work_estimate() const {
     case ir::OpCategory::Pool:
       for (int64_t e : int_list(n.attrs, "kernel")) per_output *= static_cast<double>(e);
       break;
+    case ir::OpCategory::Transform: per_output = 8; break;  // a few adds per element
     default: break;
   }
   return outputs * std::max(1.0, per_output);

@@ -5,6 +5,8 @@
 //                        kernel's elementwise ops as epilogue
 //   emit_depthwise.cpp   depthwise conv kernels: output rows in vectors along the width, the
 //                        window's taps unrolled, the kernel's elementwise ops as epilogue
+//   emit_winograd.cpp    the Winograd F(2×2, 3×3) transforms, in vectors of tiles; the output
+//                        transform with the kernel's elementwise ops as epilogue
 //   emit_views.cpp       ops that map the index: movement (reshape, permute, expand, slice,
 //                        flip, pad, concat), index loads (gather, index_select), arange
 //   emit_reductions.cpp  ops with an inner loop per output element: reduce, arg-reduce,
@@ -115,6 +117,18 @@ struct DepthwisePlan {
   ir::SymExpr c_blocks() const { return floordiv(out_c + (channels - 1), channels); }
   ir::SymExpr r_blocks() const { return floordiv(out_h + (rows - 1), rows); }
   ir::SymExpr tasks() const { return batches * c_blocks() * r_blocks(); }
+};
+
+// A Winograd transform kernel (emit_winograd.cpp): one task per (batch, channel) plane, its
+// rows of 2×2 output tiles in order, `vectors` vectors of `lanes` tiles along each row. Static sizes only (the pass
+// rewrites static convs). `channels`: the input's C (input transform) or the output's O.
+struct WinogradPlan {
+  const ir::Node* node = nullptr;  // the winograd_input or winograd_output
+  bool input = false;
+  int64_t batches = 1, channels = 1, in_h = 0, in_w = 0, pad_h = 0, pad_w = 0;
+  int64_t out_h = 0, out_w = 0, tiles_h = 0, tiles_w = 0;
+  int64_t lanes = 4, vectors = 1;
+  int64_t tasks() const { return batches * channels; }
 };
 
 // How a depthwise vector reads its inputs: `interior` (every column of the window inside the
@@ -246,6 +260,11 @@ class KernelEmitter {
                                               const std::vector<std::vector<llvm::Value*>>& rows,
                                               const std::vector<std::vector<llvm::Value*>>& row_ok,
                                               const std::vector<llvm::Value*>& weights, DepthwiseLoads loads);
+
+  // emit_winograd.cpp
+  bool plan_winograd(WinogradPlan& plan) const;
+  void emit_winograd_input(const WinogradPlan& plan, llvm::Value* begin, llvm::Value* end);
+  void emit_winograd_output(const WinogradPlan& plan, llvm::Value* begin, llvm::Value* end);
 
   // emit_reductions.cpp
   llvm::Value* emit_reduce(const ir::Node& n, const Index& idx);

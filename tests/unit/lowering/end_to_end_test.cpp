@@ -249,7 +249,7 @@ TEST(Lowering, TimesEveryPass) {
   LoweredVariant v = lower_graph(g, "t_", Options{});
   std::vector<std::string> passes;
   for (const auto& t : v.timings) passes.push_back(t.pass);
-  EXPECT_EQ(passes, (std::vector<std::string>{"decompose", "fold-constants", "cse", "dce",
+  EXPECT_EQ(passes, (std::vector<std::string>{"decompose", "fold-constants", "cse", "dce", "winograd",
                                               "pad-conv-inputs", "pack-weights", "fuse", "schedule",
                                               "codegen", "codegen.llvm-ir", "codegen.llvm-opt",
                                               "codegen.llvm-mc", "memory-plan"}));

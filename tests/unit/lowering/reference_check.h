@@ -65,19 +65,20 @@ inline LoweredVariant expect_matches_reference_in(const ir::Graph& g, double lo,
 
 // On the x86-64-v2 baseline (4 lanes) and, where this machine has them, on x86-64-v3 (8 lanes:
 // AVX2) and x86-64-v4 (16 lanes: AVX-512, where the GEMM takes two B panels per call); returns
-// the baseline's lowering.
+// the baseline's lowering. `base`: the other options (the CPU is set on it).
 inline LoweredVariant expect_on_every_cpu(const ir::Graph& g, double lo = -1, double hi = 1,
-                                          std::optional<Tolerance> tol = std::nullopt) {
-  LoweredVariant baseline = expect_matches_reference_in(g, lo, hi, 1, tol);
+                                          std::optional<Tolerance> tol = std::nullopt,
+                                          const Options& base = {}) {
+  LoweredVariant baseline = expect_matches_reference_in(g, lo, hi, 1, tol, base);
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    Options v3;
+    Options v3 = base;
     v3.cpu = "x86-64-v3";
     SCOPED_TRACE("x86-64-v3");
     expect_matches_reference_in(g, lo, hi, 1, tol, v3);
   }
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
-    Options v4;
+    Options v4 = base;
     v4.cpu = "x86-64-v4";
     SCOPED_TRACE("x86-64-v4");
     expect_matches_reference_in(g, lo, hi, 1, tol, v4);
