@@ -5,8 +5,11 @@
 // window loads are plain loads. Costs one copy of the input per padded conv. Depthwise convs
 // that the CPU depthwise kernel takes (is_depthwise_conv) keep their padding: that kernel splits
 // each row into interior vectors (plain loads) and border vectors (masked loads), which is
-// cheaper than a copy of the input.
+// cheaper than a copy of the input. A strided 1×1 conv (resnet's downsampling shortcut) gets
+// its input subsampled by a strided slice instead, and stride 1.
 // Test: lowering_tests GraphPasses.PadConvInputs, Gemm.*, Ops.Conv*, Depthwise.*.
+#include <algorithm>
+
 #include "lowering/passes.h"
 
 namespace aotrace::lowering {
@@ -34,6 +37,10 @@ bool is_depthwise_conv(const ir::Graph& g, const ir::Node& n) {
   return true;
 }
 
+namespace {
+bool is_zero_dim(const ir::SymExpr& e) { return e.as_constant() == std::optional<int64_t>(0); }
+}  // namespace
+
 ir::Graph pad_conv_inputs(ir::Graph old) {
   GraphCopy c = copy_signature(old);
   for (const ir::Node& n : old.nodes) {
@@ -56,6 +63,26 @@ ir::Graph pad_conv_inputs(ir::Graph old) {
         operands[0] = c.graph.add(ir::OpKind::Pad, {operands[0]}, pad, n.loc);
         attrs.set("pad_low", std::vector<int64_t>(low.size(), 0))
             .set("pad_high", std::vector<int64_t>(high.size(), 0));
+      }
+      // A strided 1×1 conv reads every s-th input position only: the input is subsampled
+      // (a strided slice, copied once by the input's kernel) and the conv becomes a stride-1
+      // 1×1 conv, whose GEMM packs contiguous rows instead of gathering each column.
+      const ir::Shape& ws = old.type(n.operands[1]).shape;
+      std::vector<int64_t> stride = attrs.ints("stride");
+      bool one_by_one = ws.size() >= 3;
+      for (size_t d = 2; d < ws.size(); ++d) one_by_one = one_by_one && ws[d].as_constant() == std::optional<int64_t>(1);
+      if (one_by_one && !negative && std::any_of(stride.begin(), stride.end(), [](int64_t v) { return v > 1; })) {
+        const ir::Shape& out = old.type(n.results[0]).shape;
+        for (size_t d = 0; d < stride.size(); ++d) {
+          if (stride[d] == 1 || is_zero_dim(out[2 + d])) continue;  // an empty output reads nothing
+          ir::SymExpr end = (out[2 + d] - 1) * stride[d] + 1;
+          ir::Attrs slice;
+          slice.set("axis", static_cast<int64_t>(2 + d)).set("start", int64_t{0}).set("step", stride[d]);
+          if (auto e = end.as_constant()) slice.set("end", *e);
+          else slice.set("end", ir::Shape{end});
+          operands[0] = c.graph.add(ir::OpKind::Slice, {operands[0]}, slice, n.loc);
+        }
+        attrs.set("stride", std::vector<int64_t>(stride.size(), 1));
       }
     }
     std::vector<ir::ValueId> results = c.graph.add_node(n.op, operands, attrs, n.loc);

@@ -3,6 +3,7 @@
 
 #include "lowering/passes.h"
 #include "tests/unit/lowering/plan_runner.h"
+#include "tests/unit/lowering/reference_check.h"
 #include "tests/unit/lowering/test_graphs.h"
 
 namespace aotrace::lowering {
@@ -131,6 +132,28 @@ TEST(GraphPasses, PadConvInputs) {
   EXPECT_EQ(p.nodes[2].operands[0], x);  // no padding: unchanged
   // Fusion materialises the pad as the conv's input: a kernel of its own.
   EXPECT_EQ(fuse(p).kernels.size(), 3u);
+}
+
+// A strided 1×1 conv (resnet's downsampling shortcut) reads a strided slice of its input as a
+// stride-1 conv: strides (2, 2) and (3, 1) over odd sizes, with padding and a bias, batch 2.
+TEST(GraphPasses, StridedOneByOneConvsReadASubsampledInput) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({2, 8, 13, 11}), "L['x']");
+  ir::ValueId w = g.add_weight("w", f32({12, 8, 1, 1}), "L['self'].w", random_weight_bytes({12, 8, 1, 1}, 1));
+  ir::ValueId b = g.add_weight("b", f32({12}), "L['self'].b", random_weight_bytes({12}, 2));
+  auto conv = [&](std::vector<int64_t> stride, std::vector<int64_t> pad) {
+    ir::Attrs a;
+    a.set("stride", stride).set("dilation", std::vector<int64_t>{1, 1}).set("groups", int64_t{1})
+        .set("pad_low", pad).set("pad_high", pad);
+    return g.add(OpKind::Conv, {x, w, b}, a);
+  };
+  set_outputs(g, {conv({2, 2}, {0, 0}), conv({3, 1}, {0, 0}), conv({2, 2}, {1, 1})});
+  ir::Graph p = pad_conv_inputs(g);
+  ASSERT_EQ(op_names(p), (Names{"slice", "slice", "conv", "slice", "conv", "pad", "slice", "slice", "conv"}));
+  for (const ir::Node& n : p.nodes)
+    if (n.op == OpKind::Conv) EXPECT_EQ(n.attrs.ints("stride"), (std::vector<int64_t>{1, 1}));
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(p.type(p.outputs[i]).str(), g.type(g.outputs[i]).str());
+  expect_matches_reference_in(g, -1, 1);
 }
 
 TEST(GraphPasses, PackWeightsKeepsTheMeaning) {
