@@ -6,9 +6,13 @@
 //     its loop nest: the root's shape (SymExprs), row-major, innermost dim contiguous (what the LLVM loop
 //     vectoriser wants); a reduction adds its loops inside, per output element;
 //   - every Output buffer is written by a kernel: an output that aliases an input, a weight or
-//     another output gets a copy kernel.
-// Test: lowering_tests Schedule.*, EndToEnd.OutputAliases*.
+//     another output gets a copy kernel;
+//   - kernels whose code is the same (kernel_code: resnet's repeated blocks, a transformer's
+//     layers) share one symbol, so codegen emits each function once.
+// Test: lowering_tests Schedule.*, EndToEnd.OutputAliases*, Schedule.RepeatedLayersShareTheirKernels.
 #include <algorithm>
+#include <functional>
+#include <map>
 
 #include "lowering/passes.h"
 
@@ -63,6 +67,40 @@ static std::string kernel_text(const ir::Graph& g, const std::vector<int>& produ
     const size_t slash = loc.file.find_last_of('/');
     s += " (" + (slash == std::string::npos ? loc.file : loc.file.substr(slash + 1)) + ":" + std::to_string(loc.line) + ")";
   }
+  return s;
+}
+
+// The code of kernel `k` as text: what its function computes, independent of which values it
+// reads and writes. The root's producer and every inlined value down to the materialised
+// values it reads (named by their position among the kernel's reads, with their types), each
+// op with its attributes and result type; a value reached twice is referred back to. Kernels
+// with equal text emit identical functions (the emitter reads nothing else of the graph but the
+// symbols' ranges, shared by the variant), so they share one (resnet's repeated blocks).
+static std::string kernel_code(const ir::Graph& g, const std::vector<int>& producer, const ScheduledKernel& k) {
+  std::map<ir::ValueId, size_t> read_index, seen;
+  for (size_t r = 0; r < k.read_values.size(); ++r) read_index.emplace(k.read_values[r], r);
+  std::string s = "loops";
+  for (const ir::SymExpr& e : k.loop_extents) s += " " + e.str();
+  s += "\n";
+  std::function<void(ir::ValueId)> visit = [&](ir::ValueId v) {
+    if (auto it = seen.find(v); it != seen.end()) {
+      s += "@" + std::to_string(it->second) + "\n";
+      return;
+    }
+    seen.emplace(v, seen.size());
+    if (v == k.reduction) s += "reduction ";
+    // A copy kernel reads its own root.
+    if (auto it = read_index.find(v); it != read_index.end()) {
+      s += "read " + std::to_string(it->second) + " " + g.type(v).str() + "\n";
+      return;
+    }
+    const ir::Node& n = g.nodes[static_cast<size_t>(producer[static_cast<size_t>(v)])];
+    size_t result = 0;
+    while (n.results[result] != v) ++result;
+    s += std::string(ir::op_name(n.op)) + "#" + std::to_string(result) + " " + n.attrs.str() + " -> " + g.type(v).str() + "\n";
+    for (ir::ValueId o : n.operands) visit(o);
+  };
+  visit(k.root);
   return s;
 }
 
@@ -124,6 +162,14 @@ Schedule schedule(FusedGraph fused, const std::string& symbol_prefix) {
   for (size_t i = 0; i < g.outputs.size(); ++i)
     if (holder[static_cast<size_t>(g.outputs[i])] != output_buffer[i])
       add_kernel(g.outputs[i], -1, output_buffer[i], {g.outputs[i]});
+
+  // Kernels that compute the same code share its function: the plan calls it with their own
+  // buffers, codegen emits it once.
+  std::map<std::string, std::string> symbol_of_code;
+  for (ScheduledKernel& k : s.kernels) {
+    auto [it, first] = symbol_of_code.emplace(kernel_code(g, producer, k), k.symbol);
+    if (!first) k.symbol = it->second;
+  }
 
   s.fused = std::move(fused);
   return s;

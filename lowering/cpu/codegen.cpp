@@ -1,6 +1,7 @@
 // codegen_cpu: the scheduled kernels of one variant as one LLVM module → one ELF object.
 // Test: lowering_tests EndToEnd.* (run the kernels), Determinism.SameObjectTwice.
 #include <chrono>
+#include <set>
 
 #include <llvm/IR/LLVMContext.h>
 
@@ -15,7 +16,10 @@ ir::Bytes codegen_cpu(const Schedule& s, const Options& options, std::vector<Pas
   module.setSourceFileName("aotrace_kernels");
   std::unique_ptr<llvm::TargetMachine> tm = cpu::make_target_machine(options);
   cpu::CpuTarget target = cpu::cpu_target(*tm);
-  for (const ScheduledKernel& k : s.kernels) cpu::emit_kernel(module, s.fused.graph, k, target);
+  // Kernels with the same code share a symbol (schedule): emitted once.
+  std::set<std::string> emitted;
+  for (const ScheduledKernel& k : s.kernels)
+    if (emitted.insert(k.symbol).second) cpu::emit_kernel(module, s.fused.graph, k, target);
   if (phases != nullptr)
     phases->push_back({"llvm-ir", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
   return cpu::optimise_and_emit(module, *tm, options.opt_level, phases);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 
 #include "lowering/passes.h"
 #include "tests/unit/lowering/plan_runner.h"
@@ -240,6 +241,29 @@ TEST(Lowering, SymbolicRangeIncludingOneIsAUserError) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("includes size 0 or 1"), std::string::npos) << e.what();
   }
+}
+
+// Three layers of the same shapes (different weights: their own buffers) share one kernel
+// per distinct computation: the plan calls one symbol three times; a layer of another width and
+// the last layer's different epilogue get their own. The results are each layer's own.
+TEST(Schedule, RepeatedLayersShareTheirKernels) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({8, 32}), "L['x']");
+  ir::ValueId v = x;
+  for (uint32_t i = 0; i < 3; ++i) {
+    ir::ValueId w = g.add_weight("w" + std::to_string(i), f32({32, 32}), "L['self'].w" + std::to_string(i),
+                                 random_weight_bytes({32, 32}, i + 1));
+    v = g.add(OpKind::Relu, {g.add(OpKind::Matmul, {v, w})});
+  }
+  ir::ValueId wide = g.add_weight("wide", f32({32, 48}), "L['self'].wide", random_weight_bytes({32, 48}, 9));
+  ir::ValueId out = g.add(OpKind::Tanh, {g.add(OpKind::Matmul, {v, wide})});
+  set_outputs(g, {out});
+  LoweredVariant lowered = expect_matches_reference(g, 5);
+  std::map<std::string, int> calls;
+  for (const auto& c : lowered.plan.calls) ++calls[c.symbol];
+  ASSERT_EQ(lowered.plan.calls.size(), 4u);
+  EXPECT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[lowered.plan.calls[0].symbol], 3);
 }
 
 TEST(Lowering, TimesEveryPass) {
