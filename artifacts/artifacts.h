@@ -54,9 +54,22 @@ struct VariantSpec {
   std::vector<SymbolSpec> symbols;
 };
 
+// A dim declared `{buckets: [...]}` (format 1.7): which input axes the runtime pads, with what,
+// and which output axes it slices back (found by compile's padding check).
+struct BucketSpec {
+  struct Axis {
+    int index = 0, axis = 0;
+    double pad = 0;  // inputs
+  };
+  std::string dim;
+  std::vector<int64_t> sizes;
+  std::vector<Axis> inputs, outputs;
+};
+
 struct EntrySpec {
   std::string name;
   std::vector<VariantSpec> variants;
+  std::vector<BucketSpec> buckets;
 };
 
 struct WeightSpec {

@@ -215,6 +215,24 @@ std::vector<uint8_t> build_bundle_fb(const BundleSpec& spec, const std::vector<F
         if (g.kind == ir::Guard::Kind::ValueEq) require("scalar-inputs");
         else if (g.kind == ir::Guard::Kind::PaddingMask) require("value-guards");
     }
+    for (const BucketSpec& bs : e.buckets) {
+      auto d = std::make_unique<fb::BucketedDimT>();
+      d->name = bs.dim;
+      d->sizes = bs.sizes;
+      for (const auto* side : {&bs.inputs, &bs.outputs})
+        for (const BucketSpec::Axis& a : *side) {
+          auto axis = std::make_unique<fb::BucketAxisT>();
+          axis->index = a.index;
+          axis->axis = a.axis;
+          axis->pad = a.pad;
+          (side == &bs.inputs ? d->inputs : d->outputs).push_back(std::move(axis));
+        }
+      t->buckets.push_back(std::move(d));
+    }
+    if (!e.buckets.empty()) {
+      if (std::find(b.required_features.begin(), b.required_features.end(), "padding-buckets") == b.required_features.end())
+        b.required_features.push_back("padding-buckets");
+    }
     b.entries.push_back(std::move(t));
   }
   b.cpu = spec.cpu;

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "artifacts/artifacts.h"
 #include "artifacts/runtime/aotrace_runtime.h"
 #include "embed/embed.h"
 #include "lowering/lowering.h"
@@ -34,6 +35,14 @@ struct ProfileCapture {
   std::vector<embed::CaptureInput> inputs;
   embed::Capture capture;
 };
+
+// The bucketed dims of `entry` (dims declared `{buckets: [...]}`), each proved safe to pad in
+// eager at sizes below every bucket: which input axes the runtime pads and with what, which
+// output axes it cuts back. UserError naming the output, index and cause when padding changes
+// the valid region of an output (buckets.cpp).
+std::vector<artifacts::BucketSpec> check_padding_buckets(const shape_profiles::ProfileSet& spec,
+                                                         const shape_profiles::EntrySpec& entry,
+                                                         const std::vector<ProfileCapture>& captures);
 
 // Runs the spec's script and captures every profile of every entry; `on_captured`, when given,
 // is called after each profile's capture (compile's progress lines).

@@ -330,6 +330,9 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
       }
       es.variants.push_back(std::move(vs));
     }
+    const auto buckets_start = std::chrono::steady_clock::now();
+    es.buckets = check_padding_buckets(spec, entry, captures);
+    if (!es.buckets.empty()) add_time("padding check (eager)", seconds_since(buckets_start));
     bundle.entries.push_back(std::move(es));
   }
   const auto link_start = std::chrono::steady_clock::now();

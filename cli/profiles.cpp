@@ -39,8 +39,13 @@ int profiles_check_command(const std::filesystem::path& yaml, bool as_json) {
       assumptions += first.assumptions.size();
       profiles += v.captures.size();
     }
+    // Padding buckets: proved safe in eager as compile does (a UserError when not).
+    nlohmann::json buckets = nlohmann::json::array();
+    for (const artifacts::BucketSpec& b : check_padding_buckets(spec, entry, captures))
+      buckets.push_back({{"dim", b.dim}, {"sizes", b.sizes}, {"padded_inputs", b.inputs.size()},
+                         {"cut_outputs", b.outputs.size()}});
     entries.push_back({{"name", entry.name}, {"profiles", profiles}, {"variants", plan.size()},
-                       {"guards", guards}, {"assumptions", assumptions},
+                       {"guards", guards}, {"assumptions", assumptions}, {"buckets", buckets},
                        {"plan", variant_plan_text(captures, plan)}});
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -57,6 +62,9 @@ int profiles_check_command(const std::filesystem::path& yaml, bool as_json) {
     std::cout << "  entry " << e["name"].get<std::string>() << ": " << e["profiles"] << " profile(s) in "
               << e["variants"] << " variant(s) (max_variants " << spec.max_variants << "), " << e["guards"]
               << " guards, " << e["assumptions"] << " assumptions\n";
+    for (const auto& b : e["buckets"])
+      std::cout << "    dim " << b["dim"].get<std::string>() << ": buckets " << b["sizes"].dump()
+                << ", padding checked in eager below every bucket\n";
     const std::string text = e["plan"];
     for (size_t at = 0; at < text.size();) {
       const size_t end = text.find('\n', at);

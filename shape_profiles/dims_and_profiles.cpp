@@ -1,6 +1,7 @@
 // dims and profiles: the sizes a bundle is specialised for (DESIGN §6).
 //   dims:     batch: [1, 8, 32]  (static: one specialisation per value)
 //             seq: {min: 16, max: 512, multiple_of: 8}  (dynamic: one symbolic dim)
+//             seq: {buckets: [32, 64, 128]}  (static per bucket; calls padded up to a bucket)
 //   profiles: named combinations of static dim values; default: every combination.
 #include <algorithm>
 #include <set>
@@ -89,6 +90,21 @@ void parse_range(const Value& v, DimSpec& dim) {
   }
 }
 
+// `seq: {buckets: [32, 64, 128]}`: one static variant per bucket; a call's size is padded up to
+// the smallest bucket that holds it (the inputs' `pad:` values), the outputs sliced back.
+void parse_buckets(const Value& v, DimSpec& dim) {
+  constexpr std::string_view kBucketKeys[] = {"buckets"};
+  const char* example = "write e.g. `seq: {buckets: [32, 64, 128]}`, and `pad:` on each input with this dim";
+  std::vector<Field> keys = map_fields(v, kBucketKeys, example);
+  const Value& list = require_field(keys, v, "buckets", example).value;
+  parse_static_values(list, dim);
+  for (size_t i = 1; i < dim.values.size(); ++i)
+    if (dim.values[i] <= dim.values[i - 1])
+      user_error("the buckets of dim '" + dim.name + "' must grow: " + values_str(dim.values), list.loc,
+                 "list them from the smallest size to the largest");
+  dim.is_bucketed = true;
+}
+
 DimSpec parse_dim(const Field& field) {
   require_identifier(field.key, field.value.key_loc, "dim name");
   if (field.key == "name")
@@ -97,7 +113,9 @@ DimSpec parse_dim(const Field& field) {
   DimSpec dim;
   dim.name = field.key;
   dim.loc = field.value.key_loc;
-  if (field.value.node.IsMap())
+  if (field.value.node.IsMap() && field.value.node["buckets"])
+    parse_buckets(field.value, dim);
+  else if (field.value.node.IsMap())
     parse_range(field.value, dim);
   else if (field.value.node.IsSequence() || field.value.node.IsScalar())
     parse_static_values(field.value, dim);
@@ -193,6 +211,18 @@ void check_dim_uses(const std::vector<EntrySpec>& entries, const std::vector<Dim
                        ref.name + "', which is not declared under 'dims'", ref.loc,
                    hint.empty() ? "declare it, e.g. `dims: {" + ref.name + ": [1, 8]}`" : hint);
       }
+      // Padding to a bucket needs the value that fills the input; elsewhere `pad` means nothing.
+      const DimRef* bucketed = nullptr;
+      for (const DimRef& ref : input.shape)
+        if (const DimSpec* d = ref.is_named ? find_dim(dims, ref.name) : nullptr; d && d->is_bucketed) bucketed = &ref;
+      if (bucketed && !input.pad)
+        user_error("input '" + input.name + "' of entry '" + entry.name + "' has the bucketed dim '" + bucketed->name +
+                       "' but no `pad:` value", input.loc,
+                   "say what fills it up to the bucket: `pad: 0` for token ids and values the model masks, "
+                   "`pad: true` for a key-padding mask (True = ignore)");
+      if (!bucketed && input.pad)
+        user_error("input '" + input.name + "' of entry '" + entry.name + "' has `pad:` but no bucketed dim", input.pad_loc,
+                   "remove it: only inputs with a dim declared as `{buckets: [...]}` are padded");
     }
   }
   for (const DimSpec& d : dims)

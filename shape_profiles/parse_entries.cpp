@@ -10,7 +10,7 @@ namespace aotrace::shape_profiles::detail {
 namespace {
 
 constexpr std::string_view kEntryKeys[] = {"call", "inputs"};
-constexpr std::string_view kInputKeys[] = {"type", "dtype", "shape", "value", "items"};
+constexpr std::string_view kInputKeys[] = {"type", "dtype", "shape", "value", "items", "pad"};
 constexpr std::string_view kTypes[] = {"tensor", "int", "float", "bool", "tuple", "list", "dict"};
 
 const char* kInputExample =
@@ -104,7 +104,7 @@ ArgSpec parse_arg(const Value& value, const std::string& key, const std::string&
   ArgSpec arg;
   arg.key = key;
   if (type == "tuple" || type == "list" || type == "dict") {
-    for (std::string_view k : {"dtype", "shape", "value"}) refuse(k, "a " + type + " input");
+    for (std::string_view k : {"dtype", "shape", "value", "pad"}) refuse(k, "a " + type + " input");
     arg.kind = type == "tuple" ? ArgSpec::Kind::Tuple : type == "list" ? ArgSpec::Kind::List : ArgSpec::Kind::Dict;
     const Value& items = require_field(keys, value, "items",
                                        type == "dict" ? "add `items: {KEY: {dtype: float32, shape: [...]}, ...}`"
@@ -133,7 +133,15 @@ ArgSpec parse_arg(const Value& value, const std::string& key, const std::string&
         require_field(keys, value, "shape", "add `shape: [batch, 784]`; [] is a scalar").value;
     for (const Value& dim : list_items(shape, "write the shape as a list: [batch, 784]"))
       input.shape.push_back(parse_dim_ref(dim));
+    if (const Field* pad = find_field(keys, "pad")) {
+      // A number, or true/false (a mask): the value padded positions get.
+      const std::string text = pad->value.node.IsScalar() ? pad->value.node.Scalar() : "";
+      input.pad = text == "true" || text == "True" ? 1.0 : text == "false" || text == "False" ? 0.0
+                  : parse_scalar_value(pad->value, InputSpec::Kind::Float);
+      input.pad_loc = pad->value.loc;
+    }
   } else {
+    refuse("pad", "a Python " + type + " (only tensors with a bucketed dim are padded)");
     refuse("dtype", "a Python " + type + " (it is passed as a 0-d " +
                         (type == "int" ? "int64" : type == "float" ? "float64" : "bool") + " tensor)");
     refuse("shape", "a Python " + type);

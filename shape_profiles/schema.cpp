@@ -22,7 +22,9 @@ std::string profile_json_schema() {
                                 "int32", "int8", "uint8", "bool"]},
          "shape": {"type": "array", "items": {"anyOf": [
            {"type": "integer", "minimum": 1},
-           {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}]}}}},
+           {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}]}},
+         "pad": {"type": ["number", "boolean"],
+                 "description": "what fills the input where a bucketed dim is padded (0 for token ids, true for a key-padding mask)"}}},
       {"type": "object", "additionalProperties": false, "required": ["type", "value"],
        "description": "a Python int, compiled in and guarded at run time (a 0-d int64 tensor)",
        "properties": {"type": {"const": "int"}, "value": {"type": "integer"}}},
@@ -80,7 +82,11 @@ std::string profile_json_schema() {
                         "multiple_of": {"type": "integer", "minimum": 1},
                         "opt": {"anyOf": [{"type": "integer", "minimum": 0},
                                           {"type": "array", "uniqueItems": true,
-                                           "items": {"type": "integer", "minimum": 0}}]}}}]}
+                                           "items": {"type": "integer", "minimum": 0}}]}}},
+        {"type": "object", "additionalProperties": false, "required": ["buckets"],
+         "description": "one variant per bucket; a call is padded up to the smallest bucket that holds it",
+         "properties": {"buckets": {"type": "array", "minItems": 1, "uniqueItems": true,
+                                    "items": {"type": "integer", "minimum": 1}}}}]}
     },
     "profiles": {
       "type": "array", "minItems": 1,

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ struct InputSpec {
   ir::DType dtype = ir::DType::f32; // scalars: int64, float64, bool
   std::vector<DimRef> shape;        // scalars: []
   double value = 0;                 // scalars: the value
+  // `pad: 0` / `pad: true`: what fills the input where a bucketed dim is padded (required for
+  // inputs with a bucketed dim, refused elsewhere).
+  std::optional<double> pad;
+  SourceLoc pad_loc;
   SourceLoc loc;
   bool is_scalar() const { return kind != Kind::Tensor; }
 };
@@ -56,6 +61,9 @@ struct DimSpec {
   bool is_dynamic = false;          // {min, max, multiple_of[, opt]}
   ir::SymRange range;
   std::vector<int64_t> opt;         // dynamic: sizes that get static variants of their own too
+  // {buckets: [...]}: `values` are the buckets, ascending, each a static variant; a call's size
+  // is padded up to the smallest bucket that holds it (InputSpec::pad), its outputs sliced back.
+  bool is_bucketed = false;
   SourceLoc loc;
 };
 

@@ -293,7 +293,7 @@ class Bundle {
 
 // The bundle format this runtime reads: every minor of its major (COMPATIBILITY.md).
 constexpr uint32_t kFormatMajor = 1;
-constexpr uint32_t kFormatMinor = 6;
+constexpr uint32_t kFormatMinor = 7;
 // Required features this runtime knows (a bundle naming any other is refused).
 std::vector<std::string> known_features();
 

@@ -252,7 +252,8 @@ const std::string& Bundle::cpu_library() const { return data_->cpu_libraries[dat
 const std::vector<CpuLibraryInfo>& Bundle::cpu_libraries() const { return data_->cpu_libraries; }
 
 std::vector<std::string> known_features() {
-  return {"output-constants", "input-updates", "scalar-inputs", "random", "dynamic-dims", "value-guards"};
+  return {"output-constants", "input-updates", "scalar-inputs", "random", "dynamic-dims", "value-guards",
+          "padding-buckets"};
 }
 
 }  // namespace aotrace::rt

@@ -122,9 +122,21 @@ struct RngState {
   std::atomic<uint64_t> next_offset{0};
 };
 
+// A bucketed dim (format 1.7, bundle.fbs BucketedDim).
+struct BucketData {
+  struct Axis {
+    size_t index = 0, axis = 0;
+    double pad = 0;
+  };
+  std::string name;
+  std::vector<int64_t> sizes;
+  std::vector<Axis> inputs, outputs;
+};
+
 struct EntryData {
   std::unique_ptr<RngState> rng = std::make_unique<RngState>();
   std::string name;
+  std::vector<BucketData> buckets;
   std::string output_tree;
   std::vector<OutputNode> output_nodes;
   std::vector<VariantData> variants;
@@ -206,5 +218,19 @@ bool guard_holds(const GuardData&, const std::vector<TensorRef>& inputs, std::st
 size_t first_failed_guard(const std::vector<GuardData>& guards, const std::vector<TensorRef>& inputs);
 Status no_variant_status(const EntryData&, const std::vector<TensorRef>& inputs,
                          const std::vector<size_t>& failed_guard);
+
+// Padding buckets (buckets.cpp, format 1.7). A call of an entry with bucketed dims runs on
+// `inputs`: the caller's tensors, or copies padded up to each dim's bucket (kept in `padded`).
+struct BucketedCall {
+  std::vector<Tensor> padded;
+  std::vector<TensorRef> inputs;
+  std::vector<int64_t> sizes;    // per EntryData::buckets: the call's size
+  std::vector<int64_t> buckets;  // per EntryData::buckets: the bucket it runs at
+  bool any_padded = false;
+};
+// invalid_argument when a size is above the last bucket or the inputs disagree on a dim.
+Status bucket_call(const EntryData& e, const std::vector<TensorRef>& inputs, BucketedCall& call);
+// The outputs of the bucket's variant cut back to the call's sizes (nothing when unpadded).
+Status unbucket_outputs(const EntryData& e, const BucketedCall& call, std::vector<Tensor>& outputs);
 
 }  // namespace aotrace::rt

@@ -231,6 +231,7 @@ VariantData read_variant(const fb::Variant& v, bool* ok) {
 Status validate_variant(const std::string& dir, const BundleData& b, const EntryData& e,
                         const VariantData& v);
 Status validate_cpu_libraries(const std::string& dir, const BundleData& b);
+Status validate_buckets(const std::string& dir, const EntryData& e);
 
 Result<std::shared_ptr<BundleData>> read_bundle_fb(const std::string& dir,
                                                    const OpenOptions& /*options*/) {
@@ -281,6 +282,17 @@ Result<std::shared_ptr<BundleData>> parse_bundle_fb(const std::string& dir, std:
         entry.output_tree = str(e->variants()->Get(0)->output_tree());
         entry.output_nodes = read_output_nodes(*e->variants()->Get(0));
       }
+      if (e->buckets())
+        for (const auto* d : *e->buckets()) {
+          BucketData bucket;
+          bucket.name = str(d->name());
+          bucket.sizes = longs(d->sizes());
+          for (auto [from, to] : {std::pair{d->inputs(), &bucket.inputs}, std::pair{d->outputs(), &bucket.outputs}})
+            if (from)
+              for (const auto* a : *from)  // a negative index or axis wraps: validate_buckets refuses it
+                to->push_back({static_cast<size_t>(a->index()), static_cast<size_t>(a->axis()), a->pad()});
+          entry.buckets.push_back(std::move(bucket));
+        }
       data->entries.push_back(std::move(entry));
     }
   if (!ok) return corrupt(dir, "unknown dtype in bundle.fb");
@@ -289,6 +301,7 @@ Result<std::shared_ptr<BundleData>> parse_bundle_fb(const std::string& dir, std:
     if (e.variants.empty()) return corrupt(dir, "entry '" + e.name + "' has no variants");
     for (const VariantData& v : e.variants)
       if (Status s = validate_variant(dir, *data, e, v); !s.ok()) return s;
+    if (Status s = validate_buckets(dir, e); !s.ok()) return s;
   }
   return data;
 }

@@ -164,4 +164,25 @@ Status validate_variant(const std::string& dir, const BundleData& bundle, const 
                                            "' variant '" + v.name + "': " + why);
 }
 
+// Bucketed dims (format 1.7): ascending positive sizes, axes inside every variant's inputs and
+// outputs.
+Status validate_buckets(const std::string& dir, const EntryData& e) {
+  for (const BucketData& b : e.buckets) {
+    std::string why;
+    if (b.sizes.empty()) why = "no sizes";
+    for (size_t i = 0; i < b.sizes.size() && why.empty(); ++i)
+      if (b.sizes[i] < 1 || (i > 0 && b.sizes[i] <= b.sizes[i - 1])) why = "sizes not ascending and positive";
+    if (b.inputs.empty() && why.empty()) why = "no input axis";
+    for (const VariantData& v : e.variants)
+      for (auto [axes, infos] : {std::pair{&b.inputs, &v.inputs}, std::pair{&b.outputs, &v.outputs}})
+        for (const BucketData::Axis& a : *axes)
+          if (why.empty() && (a.index >= infos->size() || a.axis >= (*infos)[a.index].shape.size()))
+            why = "an axis outside variant '" + v.name + "'";
+    if (!why.empty())
+      return Status(StatusCode::data_loss, "bundle " + dir + " is corrupt: entry '" + e.name + "' bucketed dim '" +
+                                               b.name + "': " + why);
+  }
+  return Status::Ok();
+}
+
 }  // namespace aotrace::rt

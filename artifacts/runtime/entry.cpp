@@ -200,6 +200,12 @@ std::vector<std::string> Entry::guard_texts(size_t v) const {
 }
 
 Result<size_t> Entry::select(const std::vector<TensorRef>& inputs) const {
+  if (!data_->buckets.empty() && inputs.size() == num_inputs()) {
+    // A bucketed dim selects the bucket's variant: the guards see the padded inputs.
+    BucketedCall call;
+    if (Status s = bucket_call(*data_, inputs, call); !s.ok()) return s;
+    if (call.any_padded) return select(call.inputs);
+  }
   if (data_->variants.empty()) return invalid("entry '" + data_->name + "' has no variants");
   if (inputs.size() != num_inputs())
     return invalid("entry '" + data_->name + "' takes " + std::to_string(num_inputs()) +
@@ -215,6 +221,22 @@ Result<size_t> Entry::select(const std::vector<TensorRef>& inputs) const {
 
 Status Entry::run_into(const std::vector<TensorRef>& inputs,
                        const std::vector<TensorRef>& outputs) const {
+  if (!data_->buckets.empty()) {
+    // Padded calls run into the bucket's outputs, then are cut back into the caller's.
+    Result<std::vector<Tensor>> r = run(inputs);
+    if (!r.ok()) return r.status();
+    if (outputs.size() != r->size())
+      return invalid("entry '" + data_->name + "' has " + std::to_string(r->size()) + " outputs, got " +
+                     std::to_string(outputs.size()) + " buffers");
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      const Tensor& t = (*r)[o];
+      if (outputs[o].shape != t.shape() || outputs[o].dtype != t.dtype() || !outputs[o].is_contiguous())
+        return invalid("output " + std::to_string(o) + " is " + dtype_name(t.dtype()) + shape_str(t.shape()) +
+                       ": its buffer must be a contiguous tensor of that dtype and shape");
+      if (t.nbytes() > 0) std::memcpy(outputs[o].data, t.data(), t.nbytes());
+    }
+    return Status::Ok();
+  }
   Result<size_t> v = select(inputs);
   if (!v.ok()) return v.status();
   return run_variant(*bundle_, *data_, data_->variants[*v], inputs, outputs);
@@ -264,6 +286,21 @@ Status allocate_outputs(const VariantData& variant, const std::vector<TensorRef>
 }  // namespace
 
 Result<std::vector<Tensor>> Entry::run(const std::vector<TensorRef>& inputs) const {
+  if (!data_->buckets.empty() && inputs.size() == num_inputs()) {
+    BucketedCall call;
+    if (Status s = bucket_call(*data_, inputs, call); !s.ok()) return s;
+    if (call.any_padded) {
+      Result<size_t> v = select(call.inputs);
+      if (!v.ok()) return v.status();
+      const VariantData& variant = data_->variants[*v];
+      std::vector<Tensor> outputs;
+      std::vector<TensorRef> refs;
+      if (Status s = allocate_outputs(variant, call.inputs, outputs, refs); !s.ok()) return s;
+      if (Status s = run_variant(*bundle_, *data_, variant, call.inputs, refs); !s.ok()) return s;
+      if (Status s = unbucket_outputs(*data_, call, outputs); !s.ok()) return s;
+      return outputs;
+    }
+  }
   Result<size_t> v = select(inputs);
   if (!v.ok()) return v.status();
   const VariantData& variant = data_->variants[*v];
@@ -276,6 +313,11 @@ Result<std::vector<Tensor>> Entry::run(const std::vector<TensorRef>& inputs) con
 
 Result<std::vector<Entry::KernelTime>> Entry::profile(const std::vector<TensorRef>& inputs, int calls) const {
   if (calls < 1) return invalid("profile needs at least 1 call, got " + std::to_string(calls));
+  if (!data_->buckets.empty() && inputs.size() == num_inputs()) {
+    BucketedCall call;  // the bucket's variant, on the padded inputs
+    if (Status s = bucket_call(*data_, inputs, call); !s.ok()) return s;
+    if (call.any_padded) return profile(call.inputs, calls);
+  }
   Result<size_t> v = select(inputs);
   if (!v.ok()) return v.status();
   const VariantData& variant = data_->variants[*v];

@@ -205,6 +205,58 @@ TEST(DynamicDims, EverySizeOfEveryRangeMatchesEager) {
   EXPECT_GE(pairs, 10u);  // every variant whose golden pair fits the size limit
 }
 
+const fs::path kBucketsDir = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "e2e" / "buckets";
+
+// Issue 15: an encoder bundle with seq in buckets [16, 32, 64, 128] at every length 1..128
+// against eager: lengths between buckets are padded up (src with 0, the mask with True) and cut
+// back; half the calls mask their own last quarter too. The bucket's variant runs, and a length
+// above the last bucket is refused, saying so.
+TEST(PaddingBuckets, EveryLengthTo128MatchesEagerOnTheValidPositions) {
+  auto [spec, bundle] = open_compiled(kBucketsDir / "buckets.yaml");
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  auto e = bundle->entry("forward");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->num_variants(), 4u);
+  std::mt19937 rng(7);
+  std::set<std::string> variants;
+  for (int64_t len = 1; len <= 128; ++len) {
+    std::vector<ir::HostTensor> inputs = {random_tensor(ir::DType::f32, {1, len, 64}, rng),
+                                          ir::HostTensor::zeros(ir::DType::b8, {1, len})};
+    if (len % 2 == 0)
+      for (int64_t i = len - len / 4; i < len; ++i) inputs[1].set(i, 1);
+    std::string variant;
+    check_call_against_eager(*e, "model", inputs, "seq " + std::to_string(len), 1e-4, 1e-4, &variant);
+    if (::testing::Test::HasFatalFailure()) return;
+    const int64_t bucket = len <= 16 ? 16 : len <= 32 ? 32 : len <= 64 ? 64 : 128;
+    EXPECT_EQ(variant, e->variant_name(bucket == 16 ? 0 : bucket == 32 ? 1 : bucket == 64 ? 2 : 3)) << len;
+    variants.insert(variant);
+  }
+  EXPECT_EQ(variants.size(), 4u);
+  ir::HostTensor src = random_tensor(ir::DType::f32, {1, 129, 64}, rng), mask = ir::HostTensor::zeros(ir::DType::b8, {1, 129});
+  auto miss = e->run({ref(src), ref(mask)});
+  ASSERT_FALSE(miss.ok());
+  expect_contains(miss.status().message(), "dim 'seq' is 129 (input 'src' dim 1), above the last bucket 128");
+  // The inputs must agree on the dim.
+  ir::HostTensor short_mask = ir::HostTensor::zeros(ir::DType::b8, {1, 20});
+  ir::HostTensor src30 = random_tensor(ir::DType::f32, {1, 30, 64}, rng);
+  auto disagree = e->run({ref(src30), ref(short_mask)});
+  ASSERT_FALSE(disagree.ok());
+  expect_contains(disagree.status().message(), "input 'mask' dim 1 is 20 but input 'src' dim 1 is 30");
+}
+
+// A model whose outputs change with the padding (a mean over the sequence) is refused at compile
+// time, naming the output, the first differing index and the cause.
+TEST(PaddingBuckets, AModelThatDoesNotMaskItsPaddingIsRefused) {
+  const fs::path out = temp_dir() / "nomask.aot";
+  auto r = run_command(quote(AOTRACE_CLI) + " compile " + quote((kBucketsDir / "nomask.yaml").string()) + " -o " +
+                       quote(out.string()) + " --no-cache");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "dim 'seq' = 1 padded up to the bucket 16 changes output 0 of entry 'forward': at [0, 0]");
+  expect_contains(r.output, "nomask.yaml:11:3");
+  expect_contains(r.output, "the model does not mask padded positions");
+  EXPECT_FALSE(fs::exists(out));
+}
+
 // A key-padding mask alone takes torch 1.13's nested-tensor path, whose output has zeros at the
 // padded positions: the bundle matches eager for left-aligned masks with a full row (rows of
 // every length, 0 included) at several sizes of the range, and refuses the masks where eager

@@ -237,7 +237,8 @@ TEST(Profiles, SchemaValidatesEveryExampleSpecWithARealValidator) {
 }
 
 // `aotrace profiles check` reports what compile would refuse, exit 1 with file:line, without
-// lowering; a good spec gets its plan and exit 0.
+// lowering (graph breaks, too many variants, schema errors, padding a model does not mask); a
+// good spec gets its plan and exit 0.
 TEST(Profiles, CheckRefusesBreaksAndTooManyVariantsAndSummarisesAGoodSpec) {
   auto r = aotrace_cli("profiles check " + quote((kCases / "item_branch.yaml").string()));
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -250,6 +251,15 @@ TEST(Profiles, CheckRefusesBreaksAndTooManyVariantsAndSummarisesAGoodSpec) {
   r = aotrace_cli("profiles check " + quote((kCases / "bad_dtype.yaml").string()));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   expect_contains(r.output, "bad_dtype.yaml:");
+  // Padding buckets the model does not mask (issue 15): refused as compile refuses them.
+  const fs::path buckets = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "e2e" / "buckets";
+  r = aotrace_cli("profiles check " + quote((buckets / "nomask.yaml").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "changes output 0 of entry 'forward'");
+  expect_contains(r.output, "the model does not mask padded positions");
+  r = aotrace_cli("profiles check " + quote((buckets / "buckets.yaml").string()));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  expect_contains(r.output, "dim seq: buckets [16,32,64,128], padding checked in eager below every bucket");
   const fs::path mlp = fs::path(AOTRACE_SOURCE_DIR) / "examples" / "mlp" / "mlp.yaml";
   r = aotrace_cli("profiles check " + quote(mlp.string()));
   EXPECT_EQ(r.exit_code, 0) << r.output;

@@ -330,6 +330,53 @@ TEST_F(SpecTest, DynamicDimUnknownKey) {
   EXPECT_NE(e.hint().find("'min', 'max', 'multiple_of'"), std::string::npos) << e.hint();
 }
 
+// ---- padding buckets (issue 15) ----------------------------------------------------------------
+
+const char* kBucketed = R"(version: 1
+script: mlp.py
+entries:
+  forward:
+    call: model
+    inputs:
+      x: {dtype: float32, shape: [1, seq], pad: 0}
+      w: {dtype: float32, shape: [16]}
+)";
+
+TEST_F(SpecTest, BucketsParseAsOneStaticVariantEach) {
+  ProfileSet set = parse(std::string(kBucketed) + "dims:\n  seq: {buckets: [16, 32, 64]}\n");
+  ASSERT_EQ(set.dims.size(), 1u);
+  EXPECT_TRUE(set.dims[0].is_bucketed);
+  EXPECT_EQ(set.dims[0].values, (std::vector<int64_t>{16, 32, 64}));
+  EXPECT_EQ(set.profiles.size(), 3u);
+  EXPECT_EQ(set.entries[0].inputs[0].pad, std::optional<double>(0.0));
+  EXPECT_EQ(set.entries[0].inputs[1].pad, std::nullopt);
+}
+
+TEST_F(SpecTest, BucketsMustGrow) {
+  expect_error(std::string(kBucketed) + "dims:\n  seq: {buckets: [32, 16]}\n", 10, 18,
+               "the buckets of dim 'seq' must grow: [32, 16]");
+}
+
+TEST_F(SpecTest, BucketsWithRangeKeysAreRefused) {
+  expect_error(std::string(kBucketed) + "dims:\n  seq: {buckets: [16], max: 32}\n", 10, 24,
+               "unknown key 'max' in 'dims.seq'");
+}
+
+TEST_F(SpecTest, ABucketedInputNeedsItsPadValue) {
+  std::string text = kBucketed;
+  text.replace(text.find(", pad: 0"), 8, "");
+  UserError e = expect_error(text + "dims:\n  seq: {buckets: [16]}\n", 7, 7,
+                             "input 'x' of entry 'forward' has the bucketed dim 'seq' but no `pad:` value");
+  EXPECT_NE(e.hint().find("`pad: true` for a key-padding mask"), std::string::npos) << e.hint();
+}
+
+TEST_F(SpecTest, PadWithoutABucketedDimIsRefused) {
+  std::string text = kBucketed;
+  text.replace(text.find("shape: [16]}"), 12, "shape: [16], pad: true}");
+  expect_error(text + "dims:\n  seq: {buckets: [16]}\n", 8, 45,
+               "input 'w' of entry 'forward' has `pad:` but no bucketed dim");
+}
+
 // ---- profiles ----------------------------------------------------------------------------------
 
 const char* kTwoDims = R"(version: 1
