@@ -36,6 +36,9 @@ struct ProfileCapture {
   embed::Capture capture;
 };
 
+// A UserError at the spec's `targets:` for a target this aotrace cannot build (cuda).
+void refuse_unbuilt_targets(const shape_profiles::ProfileSet& spec);
+
 // The bucketed dims of `entry` (dims declared `{buckets: [...]}`), each proved safe to pad in
 // eager at sizes below every bucket: which input axes the runtime pads and with what, which
 // output axes it cuts back. UserError naming the output, index and cause when padding changes

@@ -142,14 +142,6 @@ std::vector<artifacts::GoldenPair> golden_of(const ProfileCapture& pc, const std
   return golden;
 }
 
-// The CUDA backend does not exist yet: a spec that asks for it must not get a CPU-only bundle.
-void refuse_unbuilt_targets(const shape_profiles::ProfileSet& spec) {
-  for (size_t i = 0; i < spec.targets.size(); ++i)
-    if (spec.targets[i] != "cpu")
-      user_error("target '" + spec.targets[i] + "' is not supported yet: this aotrace builds CPU bundles only (issue 17)",
-                 i < spec.target_locs.size() ? spec.target_locs[i] : SourceLoc{}, "remove " + spec.targets[i] + " from targets");
-}
-
 
 // The identity of a file by path, size and modification time (not content: for large files
 // that change only with an install, such as this executable and the package database).
@@ -232,6 +224,14 @@ int compile_from_cache(const driver::CompileCache::Entry& hit, const std::filesy
 }
 
 }  // namespace
+
+// The CUDA backend does not exist yet: a spec that asks for it must not get a CPU-only bundle.
+void refuse_unbuilt_targets(const shape_profiles::ProfileSet& spec) {
+  for (size_t i = 0; i < spec.targets.size(); ++i)
+    if (spec.targets[i] != "cpu")
+      user_error("target '" + spec.targets[i] + "' is not supported yet: this aotrace builds CPU bundles only (issue 17)",
+                 i < spec.target_locs.size() ? spec.target_locs[i] : SourceLoc{}, "remove " + spec.targets[i] + " from targets");
+}
 
 int compile_command(const std::filesystem::path& yaml, const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();

@@ -251,6 +251,11 @@ TEST(Profiles, CheckRefusesBreaksAndTooManyVariantsAndSummarisesAGoodSpec) {
   r = aotrace_cli("profiles check " + quote((kCases / "bad_dtype.yaml").string()));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   expect_contains(r.output, "bad_dtype.yaml:");
+  // A target this aotrace cannot build, as compile refuses it.
+  r = aotrace_cli("profiles check " + quote((kCases / "cuda_target.yaml").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "target 'cuda' is not supported yet");
+  expect_contains(r.output, "cuda_target.yaml:8:");
   // Padding buckets the model does not mask (issue 15): refused as compile refuses them.
   const fs::path buckets = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "e2e" / "buckets";
   r = aotrace_cli("profiles check " + quote((buckets / "nomask.yaml").string()));
