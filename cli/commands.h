@@ -85,6 +85,8 @@ struct CompileOptions {
   bool quiet = false;  // no progress lines, only the summary and warnings
   bool timings = false;  // a table of where the time went: capture, each lowering pass and LLVM phase, link
   lowering::Options::Winograd winograd = lowering::Options::Winograd::automatic;
+  std::vector<std::string> dump;  // --dump: passes whose result goes to stderr (no cache then)
+  std::filesystem::path report;   // --report: a JSON file of what the compile did (empty: none)
 };
 int compile_command(const std::filesystem::path& yaml, const CompileOptions& options);
 int explain_command(const std::filesystem::path& yaml, bool json, bool graph);

@@ -3,6 +3,7 @@
 // bundle into the compile cache. A cache hit writes the stored bundle without running Python.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iomanip>
@@ -184,10 +185,10 @@ std::string cache_base_key(const std::filesystem::path& yaml, const CompileOptio
 }
 
 // The cache this compile uses, or none: --no-cache, AOTRACE_NO_CACHE without --cache-dir,
-// AOTRACE_DUMP (a dump is asked of the lowering, which a hit skips), or a folder that cannot be
+// --dump or AOTRACE_DUMP (a dump is asked of the lowering, which a hit skips), or a folder that cannot be
 // used (a warning: the compile goes on without it).
 std::optional<driver::CompileCache> open_cache(const CompileOptions& options) {
-  if (options.no_cache || std::getenv("AOTRACE_DUMP")) return std::nullopt;
+  if (options.no_cache || !options.dump.empty() || std::getenv("AOTRACE_DUMP")) return std::nullopt;
   const char* off = std::getenv("AOTRACE_NO_CACHE");
   if (options.cache_dir.empty() && off && *off && std::string(off) != "0") return std::nullopt;
   const std::filesystem::path dir = options.cache_dir.empty() ? driver::default_cache_dir() : options.cache_dir;
@@ -218,6 +219,17 @@ int compile_from_cache(const driver::CompileCache::Entry& hit, const std::filesy
                        std::chrono::steady_clock::time_point start) {
   artifacts::write_bundle_copy(hit.files, out);
   if (!options.depfile.empty()) driver::write_depfile(options.depfile, depfile_target(out), hit.deps);
+  if (!options.report.empty()) {
+    // Nothing ran: the report says so, with the bundle's own report (capture, guards, plans).
+    json stored;
+    for (const artifacts::BundleFile& f : hit.files)
+      if (f.path == "report.json") stored = json::parse(f.bytes, nullptr, false);
+    driver::write_output_file(options.report,
+                              json{{"bundle", out.string()}, {"cache", "hit"}, {"cache_dir", cache.dir().string()},
+                                   {"seconds", seconds_since(start)}, {"summary", hit.summary}, {"bundle_report", stored}}
+                                      .dump(2) + "\n",
+                              "report", "--report");
+  }
   std::cerr << "aotrace: compiled " << hit.summary << " -> " << out.string() << " in " << seconds_since(start)
             << " s (cache hit: nothing was captured or lowered; " << cache.dir().string() << ")\n";
   return 0;
@@ -239,6 +251,16 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   lo.triple = options.triple;
   lo.cpu = options.cpu;
   lo.winograd = options.winograd;
+  for (const std::string& pass : options.dump) {
+    const std::vector<std::string>& names = lowering::pass_names();
+    const std::string name = pass.rfind("after-", 0) == 0 ? pass.substr(6) : pass;
+    if (name != "all" && std::find(names.begin(), names.end(), name) == names.end()) {
+      std::string list;
+      for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+      user_error("--dump: unknown pass '" + pass + "'", {}, "the passes are " + list + ", or all");
+    }
+    lo.dump.push_back(name);
+  }
   // Everything the user gave is checked before the script runs: a capture takes seconds.
   lowering::check_target(lo);
   auto spec = shape_profiles::parse_profile_file(yaml);
@@ -246,6 +268,7 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   std::filesystem::path out = options.output.empty() ? std::filesystem::path(spec.name + ".aot") : options.output;
   artifacts::check_bundle_output(out);
   if (!options.depfile.empty()) driver::check_depfile_writable(options.depfile);
+  if (!options.report.empty()) driver::check_output_file(options.report, "report", "--report");
   std::optional<driver::CompileCache> cache = open_cache(options);
   const std::string base_key = cache ? cache_base_key(yaml, options, lo) : std::string();
   if (cache)
@@ -278,6 +301,7 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   std::map<std::string, std::vector<int64_t>> weight_index;  // add_weights: by type and content
   std::vector<std::vector<ir::Bytes>> objects(cpus.size());  // per CPU, per variant
   json report_profiles = json::array();
+  json report_variants = json::array();  // --report
   int kernels = 0;
   size_t lowered = 0;
   // --timings: seconds per phase, summed over variants, in the order phases first ran.
@@ -319,6 +343,31 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
                   << seconds_since(lower_start) - golden_seconds << " s";
         if (golden_seconds >= 0.05) std::cerr << ", golden vectors " << golden_seconds << " s";
         std::cerr << "\n" << std::setprecision(6);
+      }
+      if (!options.report.empty()) {
+        json kernels = json::array();
+        for (const ir::KernelCall& call : vs.plan.calls) {
+          json nodes = json::array();
+          for (int32_t n : call.nodes) {
+            const ir::Node& node = lv.graph.nodes[static_cast<size_t>(n)];
+            nodes.push_back({{"op", std::string(ir::op_name(node.op))},
+                             {"source", node.loc.known() ? node.loc.file + ":" + std::to_string(node.loc.line) : ""}});
+          }
+          kernels.push_back({{"symbol", call.symbol}, {"what", call.what}, {"nodes", nodes}});
+        }
+        json guards = json::array(), phases = json::array();
+        for (const ir::Guard& g : vs.guards) guards.push_back(g.str());
+        for (const lowering::PassTiming& pt : lv.timings) phases.push_back({{"pass", pt.pass}, {"seconds", pt.seconds}});
+        int64_t weight_bytes = 0;
+        for (const ir::PlanBuffer& b : vs.plan.buffers)
+          if (b.kind == ir::PlanBuffer::Kind::Weight) weight_bytes += b.size_bytes;
+        std::vector<std::string> profile_names;
+        for (size_t k : planned.captures) profile_names.push_back(captures[k].profile->name);
+        report_variants.push_back({{"entry", entry.name}, {"variant", vname}, {"profiles", profile_names},
+                                   {"capture_seconds", pc.capture.seconds}, {"lowering_seconds", seconds_since(lower_start) - golden_seconds},
+                                   {"golden_seconds", golden_seconds}, {"phases", phases}, {"guards", guards},
+                                   {"arena_bytes", vs.plan.arena_bytes}, {"weight_bytes", weight_bytes},
+                                   {"kernels", kernels}});
       }
       for (size_t k = 0; k < planned.captures.size(); ++k) {
         const ProfileCapture& member = captures[planned.captures[k]];
@@ -381,6 +430,19 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   const double total = seconds_since(start);
   std::cerr << "aotrace: compiled " << summary << " -> " << out.string() << " in " << total << " s"
             << cache_note << "\n";
+  if (!options.report.empty()) {
+    json phases = json::array();
+    for (const auto& [name, sec] : phase_seconds) phases.push_back({{"phase", name}, {"seconds", sec}});
+    json libraries = json::array();
+    libraries.push_back({{"cpu", cpus.front()}, {"bytes", bundle.cpu_library.size()}});
+    for (const auto& l : bundle.faster_cpu_libraries) libraries.push_back({{"cpu", l.cpu}, {"bytes", l.library.size()}});
+    driver::write_output_file(options.report,
+                              json{{"bundle", out.string()}, {"spec", std::filesystem::absolute(yaml).lexically_normal().string()},
+                                   {"cache", cache ? "miss" : "off"}, {"seconds", total}, {"summary", summary},
+                                   {"phases", phases}, {"libraries", libraries}, {"variants", report_variants}}
+                                      .dump(2) + "\n",
+                              "report", "--report");
+  }
   if (options.timings) {
     // codegen's LLVM phases (codegen.llvm-*) are part of codegen's time, and the extra CPUs'
     // codegen runs alongside the first: the shares of the lines do not add up to 100%.

@@ -38,6 +38,14 @@ int main(int argc, char** argv) {
                 "3x3 stride-1 convs as Winograd F(2x2,3x3): auto (where it pays: 16/36 of the multiplies, a few ulps "
                 "from the direct conv), always, or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
+  c->add_option("--dump", compile.dump,
+                "print the result of these lowering passes to stderr, e.g. --dump fuse,schedule or --dump all "
+                "(the passes: decompose, fold-constants, cse, dce, winograd, pad-conv-inputs, pack-weights, fuse, "
+                "schedule, codegen, memory-plan); the compile cache is not used")
+      ->delimiter(',');
+  c->add_option("--report", compile.report,
+                "write a JSON report: per variant its guards, kernels with the graph nodes and source lines each "
+                "computes, per-pass timings, arena and weight sizes; the cache hit or miss");
   c->add_flag("-q,--quiet", compile.quiet, "no progress lines on stderr (the summary line and warnings stay)");
 
   bool json = false, graph = false;

@@ -23,9 +23,10 @@ std::string escaped(const std::string& path) {
   return out;
 }
 
-[[noreturn]] void depfile_error(const fs::path& depfile, const std::string& why) {
-  user_error("cannot write the depfile " + depfile.string() + ": " + why, {},
-             "create its folder, make it writable, or choose another --depfile path");
+[[noreturn]] void output_error(const fs::path& path, const std::string& what, const std::string& flag,
+                               const std::string& why) {
+  user_error("cannot write the " + what + " " + path.string() + ": " + why, {},
+             "create its folder, make it writable, or choose another " + flag + " path");
 }
 
 }  // namespace
@@ -40,21 +41,20 @@ std::string depfile_text(const fs::path& target, const std::vector<fs::path>& de
   return text + "\n";
 }
 
-void check_depfile_writable(const fs::path& depfile) {
-  if (depfile.empty()) depfile_error(depfile, "the path is empty");
+void check_output_file(const fs::path& path, const std::string& what, const std::string& flag) {
+  if (path.empty()) output_error(path, what, flag, "the path is empty");
   std::error_code ec;
-  if (fs::is_directory(depfile, ec)) depfile_error(depfile, "it is a folder");
-  const fs::path dir = depfile.parent_path().empty() ? fs::path(".") : depfile.parent_path();
-  if (!fs::is_directory(dir, ec)) depfile_error(depfile, "the folder " + dir.string() + " does not exist");
-  if (::access(dir.c_str(), W_OK) != 0) depfile_error(depfile, "the folder " + dir.string() + " is not writable");
-  if (fs::exists(depfile, ec) && ::access(depfile.c_str(), W_OK) != 0) depfile_error(depfile, "the file is not writable");
+  if (fs::is_directory(path, ec)) output_error(path, what, flag, "it is a folder");
+  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  if (!fs::is_directory(dir, ec)) output_error(path, what, flag, "the folder " + dir.string() + " does not exist");
+  if (::access(dir.c_str(), W_OK) != 0) output_error(path, what, flag, "the folder " + dir.string() + " is not writable");
+  if (fs::exists(path, ec) && ::access(path.c_str(), W_OK) != 0) output_error(path, what, flag, "the file is not writable");
 }
 
-void write_depfile(const fs::path& depfile, const fs::path& target, const std::vector<fs::path>& deps) {
-  check_depfile_writable(depfile);
-  const fs::path dir = depfile.parent_path().empty() ? fs::path(".") : depfile.parent_path();
-  const fs::path tmp = dir / ("." + depfile.filename().string() + ".tmp-" + std::to_string(::getpid()));
-  const std::string text = depfile_text(target, deps);
+void write_output_file(const fs::path& path, const std::string& text, const std::string& what, const std::string& flag) {
+  check_output_file(path, what, flag);
+  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  const fs::path tmp = dir / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << text;
@@ -62,15 +62,21 @@ void write_depfile(const fs::path& depfile, const fs::path& target, const std::v
     if (!out) {
       std::error_code ec;
       fs::remove(tmp, ec);
-      depfile_error(depfile, "writing " + tmp.string() + " failed");
+      output_error(path, what, flag, "writing " + tmp.string() + " failed");
     }
   }
   std::error_code ec;
-  fs::rename(tmp, depfile, ec);
+  fs::rename(tmp, path, ec);
   if (ec) {
     fs::remove(tmp, ec);
-    depfile_error(depfile, "renaming " + tmp.string() + " into place failed: " + ec.message());
+    output_error(path, what, flag, "renaming " + tmp.string() + " into place failed: " + ec.message());
   }
+}
+
+void check_depfile_writable(const fs::path& depfile) { check_output_file(depfile, "depfile", "--depfile"); }
+
+void write_depfile(const fs::path& depfile, const fs::path& target, const std::vector<fs::path>& deps) {
+  write_output_file(depfile, depfile_text(target, deps), "depfile", "--depfile");
 }
 
 }  // namespace aotrace::driver

@@ -28,6 +28,11 @@ void check_depfile_writable(const std::filesystem::path& depfile);
 // Writes depfile_text atomically (a temporary next to it, renamed into place).
 void write_depfile(const std::filesystem::path& depfile, const std::filesystem::path& target,
                    const std::vector<std::filesystem::path>& deps);
+// The same for any file a compile writes beside the bundle (`what`: "depfile", "report"; `flag`:
+// the option that names it, for the hint).
+void check_output_file(const std::filesystem::path& path, const std::string& what, const std::string& flag);
+void write_output_file(const std::filesystem::path& path, const std::string& text, const std::string& what,
+                       const std::string& flag);
 
 // ---- Compile cache -------------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ std::string UserError::render() const {
 std::string InternalError::render() const {
   return "aotrace: internal error (this is a bug in aotrace): " + std::string(what()) +
          "\n  hint: please report it with the spec, the script and the output of "
-         "`AOTRACE_DUMP=all aotrace explain SPEC.yaml --graph`\n";
+         "`aotrace compile SPEC.yaml --dump all`\n";
 }
 
 void user_error(std::string what, SourceLoc loc, std::string hint) {

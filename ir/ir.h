@@ -337,6 +337,9 @@ struct KernelCall {
   // What it computes, for profiles: "conv f32[1, 64, 56, 56] <- f32[1, 64, 56, 56], f32[64, 64, 3, 3]
   // + add, relu (model.py:12)".
   std::string what;
+  // The nodes of the lowered graph it computes (lowering::LoweredVariant::graph), in graph
+  // order: for compile --report (not stored in the bundle).
+  std::vector<int32_t> nodes{};
 };
 
 struct ExecutionPlan {

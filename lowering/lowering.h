@@ -35,7 +35,13 @@ struct Options {
   // (automatic), for every conv it applies to (always: tests), or never (every conv direct).
   enum class Winograd { automatic, always, never };
   Winograd winograd = Winograd::automatic;
+  // Passes whose result is printed to stderr (`compile --dump`): names of pass_names(), or
+  // "all". The environment variable AOTRACE_DUMP (after-<pass>,... or all) adds to it.
+  std::vector<std::string> dump;
 };
+
+// The lowering passes in pipeline order, as --dump and --timings name them.
+const std::vector<std::string>& pass_names();
 
 struct PassTiming {
   std::string pass;

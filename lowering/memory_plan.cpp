@@ -56,7 +56,7 @@ ir::ExecutionPlan plan_memory(const Schedule& s) {
     const LogicalBuffer& lb = s.buffers[b];
     plan.buffers.push_back(ir::PlanBuffer{lb.kind, lb.index, offsets[b], lb.size_bytes});
   }
-  for (const ScheduledKernel& k : s.kernels) plan.calls.push_back({k.symbol, k.buffers, k.what});
+  for (const ScheduledKernel& k : s.kernels) plan.calls.push_back({k.symbol, k.buffers, k.what, k.nodes});
   return plan;
 }
 

@@ -91,6 +91,7 @@ struct ScheduledKernel {
   std::vector<ir::ValueId> read_values;  // value held by buffers[1..]
   ir::Shape loop_extents;                // the output loop nest (row-major; empty: scalar)
   std::string what;                      // what it computes (ir::KernelCall::what)
+  std::vector<int> nodes;                // the graph nodes it computes, in graph order
 };
 
 struct Schedule {

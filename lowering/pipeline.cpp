@@ -1,7 +1,7 @@
 // lower_graph: the lowering pipeline, one pass per line (DESIGN §4, STYLE 4).
 // Every pass is timed (LoweredVariant::timings, shown by `explain`), the graph is verified
-// after each graph pass, and AOTRACE_DUMP=after-<pass>[,after-<pass>…] or AOTRACE_DUMP=all
-// prints the result of a pass to stderr.
+// after each graph pass, and Options::dump (`compile --dump fuse,schedule` or `--dump all`; also
+// AOTRACE_DUMP=after-<pass>[,…] or all) prints the result of a pass to stderr.
 #include <chrono>
 #include <cstdlib>
 #include <future>
@@ -14,14 +14,16 @@
 namespace aotrace::lowering {
 namespace {
 
-bool dump_requested(const std::string& pass) {
+bool dump_requested(const Options& options, const std::string& pass) {
+  for (const std::string& item : options.dump)
+    if (item == "all" || item == pass || item == "after-" + pass) return true;
   const char* env = std::getenv("AOTRACE_DUMP");
   if (env == nullptr) return false;
   std::string spec = env;
   if (spec == "all") return true;
   std::stringstream items(spec);
   for (std::string item; std::getline(items, item, ',');)
-    if (item == "after-" + pass) return true;
+    if (item == "after-" + pass || item == pass) return true;
   return false;
 }
 
@@ -56,18 +58,25 @@ std::string describe(const ir::ExecutionPlan& p) {
 
 // Runs one pass: times it, verifies a resulting graph, dumps it when asked.
 template <class Pass>
-auto run_pass(std::vector<PassTiming>& timings, const std::string& name, Pass pass) {
+auto run_pass(const Options& options, std::vector<PassTiming>& timings, const std::string& name, Pass pass) {
   auto start = std::chrono::steady_clock::now();
   auto result = pass();
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   timings.push_back({name, took.count()});
   if constexpr (std::is_same_v<decltype(result), ir::Graph>) ir::verify(result);
-  if (dump_requested(name))
+  if (dump_requested(options, name))
     std::cerr << "// ----- after " << name << " -----\n" << describe(result);
   return result;
 }
 
 }  // namespace
+
+const std::vector<std::string>& pass_names() {
+  static const std::vector<std::string> names = {"decompose", "fold-constants", "cse", "dce", "winograd",
+                                                 "pad-conv-inputs", "pack-weights", "fuse", "schedule", "codegen",
+                                                 "memory-plan"};
+  return names;
+}
 
 LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_prefix,
                            const Options& options) {
@@ -77,27 +86,27 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
   // Symbols must be declared with a finite range: refuse a graph without before doing any work.
   check_codegen_supported(graph);
   // 1. Composites first, so every later pass (and the backend) sees primitives only.
-  ir::Graph g = run_pass(t, "decompose", [&] { return decompose(graph); });
+  ir::Graph g = run_pass(options, t, "decompose", [&] { return decompose(graph); });
   // 2. Fold splat constants: decompositions and Python scalars leave constant arithmetic.
-  g = run_pass(t, "fold-constants", [&] { return fold_constants(std::move(g)); });
+  g = run_pass(options, t, "fold-constants", [&] { return fold_constants(std::move(g)); });
   // 3. CSE after folding, so that equal folded constants merge too.
-  g = run_pass(t, "cse", [&] { return cse(std::move(g)); });
+  g = run_pass(options, t, "cse", [&] { return cse(std::move(g)); });
   // 4. DCE last among graph passes: folding and CSE leave nodes without uses.
-  g = run_pass(t, "dce", [&] { return dce(std::move(g)); });
+  g = run_pass(options, t, "dce", [&] { return dce(std::move(g)); });
   // 5. 3×3 stride-1 convs as Winograd transforms around 16 GEMMs, where that pays (after DCE:
   //    only live convs; before padding: the input transform zero-fills the border itself).
-  g = run_pass(t, "winograd", [&] { return winograd(std::move(g), options.winograd); });
+  g = run_pass(options, t, "winograd", [&] { return winograd(std::move(g), options.winograd); });
   // 6. Padding out of convs, into a pad that fusion materialises as the conv's input: the conv
   //    kernels then read without bounds checks.
-  g = run_pass(t, "pad-conv-inputs", [&] { return pad_conv_inputs(std::move(g)); });
+  g = run_pass(options, t, "pad-conv-inputs", [&] { return pad_conv_inputs(std::move(g)); });
   // 7. GEMM weights into their panel layout, read in place by the kernels (the last graph pass:
   //    the views it leaves must reach fusion as they are).
-  g = run_pass(t, "pack-weights", [&] { return pack_weights(std::move(g)); });
+  g = run_pass(options, t, "pack-weights", [&] { return pack_weights(std::move(g)); });
   out.graph = g;
   // 8. Fusion on the clean graph: which values are materialised, which inlined into kernels.
-  FusedGraph fused = run_pass(t, "fuse", [&] { return fuse(std::move(g)); });
+  FusedGraph fused = run_pass(options, t, "fuse", [&] { return fuse(std::move(g)); });
   // 9. Schedule: kernel order, buffers, loop nests, copies for aliased outputs.
-  Schedule sched = run_pass(t, "schedule", [&] { return schedule(std::move(fused), symbol_prefix); });
+  Schedule sched = run_pass(options, t, "schedule", [&] { return schedule(std::move(fused), symbol_prefix); });
   // 10. Codegen: one LLVM function per kernel, optimised (O2) and emitted as an ELF object; for
   //    each extra CPU too, on the same schedule, in threads (separate LLVMContexts). Timed per CPU.
   std::vector<std::future<ir::Bytes>> extra;
@@ -108,9 +117,9 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
       Options o = options;
       o.cpu = options.extra_cpus[i];
       o.extra_cpus.clear();
-      return run_pass(extra_timings[i], "codegen-" + o.cpu, [&] { return codegen_cpu(sched, o, &extra_phases[i]); });
+      return run_pass(o, extra_timings[i], "codegen-" + o.cpu, [&] { return codegen_cpu(sched, o, &extra_phases[i]); });
     }));
-  out.object = run_pass(t, "codegen", [&] {
+  out.object = run_pass(options, t, "codegen", [&] {
     Options o = options;
     o.extra_cpus.clear();
     return codegen_cpu(sched, o, &phases);
@@ -123,7 +132,7 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
     for (const PassTiming& ph : extra_phases[i]) t.push_back({extra_timings[i].back().pass + "." + ph.pass, ph.seconds});
   }
   // 11. Memory plan last: it needs the final kernel order to know each buffer's live range.
-  out.plan = run_pass(t, "memory-plan", [&] { return plan_memory(sched); });
+  out.plan = run_pass(options, t, "memory-plan", [&] { return plan_memory(sched); });
   return out;
 }
 

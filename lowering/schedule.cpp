@@ -24,9 +24,8 @@ static int64_t bytes_of(const ir::Graph& g, const ir::SymBindings& at, ir::Value
   return n * static_cast<int64_t>(ir::dtype_size(g.type(v).dtype));
 }
 
-// What kernel `k` computes, for profiles: its reduction (with its operand types) or root op, the
-// ops it fuses in graph order, and the user's line of the reduction or root.
-static std::string kernel_text(const ir::Graph& g, const std::vector<int>& producer, const ScheduledKernel& k) {
+// The graph nodes kernel `k` computes (its root's and every inlined value's), in graph order.
+static std::vector<int> kernel_nodes(const ir::Graph& g, const std::vector<int>& producer, const ScheduledKernel& k) {
   std::vector<bool> seen(g.num_values(), false);
   for (ir::ValueId r : k.read_values) seen[static_cast<size_t>(r)] = true;
   std::vector<int> nodes;
@@ -43,6 +42,13 @@ static std::string kernel_text(const ir::Graph& g, const std::vector<int>& produ
   }
   std::sort(nodes.begin(), nodes.end());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  return nodes;
+}
+
+// What kernel `k` computes, for profiles: its reduction (with its operand types) or root op, the
+// ops it fuses in graph order, and the user's line of the reduction or root.
+static std::string kernel_text(const ir::Graph& g, const std::vector<int>& producer, const ScheduledKernel& k) {
+  const std::vector<int>& nodes = k.nodes;
   if (nodes.empty()) return "copy " + g.type(k.root).str();
   const int main_node = k.reduction >= 0 ? producer[static_cast<size_t>(k.reduction)] : nodes.back();
   const ir::Node& main = g.nodes[static_cast<size_t>(main_node)];
@@ -153,6 +159,7 @@ Schedule schedule(FusedGraph fused, const std::string& symbol_prefix) {
       sk.read_values.push_back(r);
     }
     sk.loop_extents = g.type(root).shape;
+    sk.nodes = kernel_nodes(g, producer, sk);
     sk.what = kernel_text(g, producer, sk);
     s.kernels.push_back(std::move(sk));
   };

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <iterator>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/support/subprocess.h"
 
 namespace {
@@ -182,6 +184,59 @@ TEST_F(BuildStep, ProgressLinesPerVariantAndQuietSilencesThem) {
   EXPECT_EQ(quiet.output.find("aotrace: captured"), std::string::npos) << quiet.output;
   EXPECT_EQ(quiet.output.find("lowered in"), std::string::npos) << quiet.output;
   expect_contains(quiet.output, "aotrace: compiled ");
+}
+
+// --report: per variant its guards, kernels with the graph nodes and source lines each
+// computes, per-pass timings and sizes; the cache miss, then the hit with the bundle's own
+// report; a report path in a missing folder is refused before any work.
+TEST_F(BuildStep, ReportListsEachVariantsKernelsWithTheirSourceLinesAndTheCache) {
+  const fs::path report = root_ / "report.json";
+  auto r = compile("tiny", cache_arg() + " --report " + quote(report.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json j = nlohmann::json::parse(read_bytes(report));
+  EXPECT_EQ(j["cache"], "miss");
+  ASSERT_EQ(j["variants"].size(), 2u);
+  const nlohmann::json& v = j["variants"][0];
+  EXPECT_EQ(v["entry"], "forward");
+  EXPECT_EQ(v["profiles"][0], "batch=1");
+  EXPECT_FALSE(v["guards"].empty());
+  EXPECT_GT(v["weight_bytes"].get<int64_t>(), 0);
+  bool matmul_line = false, relu_line = false;
+  for (const auto& k : v["kernels"])
+    for (const auto& n : k["nodes"]) {
+      const std::string src = n["source"];
+      matmul_line |= n["op"] == "matmul" && src == (project_ / "model.py").string() + ":13";
+      relu_line |= n["op"] == "relu" && src == (project_ / "helper.py").string() + ":5";
+    }
+  EXPECT_TRUE(matmul_line && relu_line) << v["kernels"].dump(1);
+  bool timed_fuse = false;
+  for (const auto& p : v["phases"]) timed_fuse |= p["pass"] == "fuse";
+  EXPECT_TRUE(timed_fuse);
+  r = compile("again", cache_arg() + " --report " + quote(report.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  j = nlohmann::json::parse(read_bytes(report));
+  EXPECT_EQ(j["cache"], "hit");
+  EXPECT_EQ(j["bundle_report"]["name"], "tiny");
+  r = compile("none", "--no-cache --report " + quote((root_ / "missing" / "r.json").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "cannot write the report ");
+  expect_contains(r.output, "does not exist");
+  EXPECT_EQ(r.output.find("captured"), std::string::npos) << r.output;
+}
+
+// --dump prints the asked passes' results, bypassing the cache; an unknown pass is a user error
+// listing them.
+TEST_F(BuildStep, DumpPrintsTheAskedPassesAndSkipsTheCache) {
+  auto r = compile("dumped", cache_arg() + " --dump fuse,after-schedule");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_contains(r.output, "// ----- after fuse -----");
+  expect_contains(r.output, "// ----- after schedule -----");
+  EXPECT_EQ(r.output.find("// ----- after dce -----"), std::string::npos);
+  EXPECT_EQ(r.output.find("(cache "), std::string::npos) << r.output;
+  r = compile("typo", "--no-cache --dump fsue");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "--dump: unknown pass 'fsue'");
+  expect_contains(r.output, "the passes are decompose, fold-constants");
 }
 
 TEST_F(BuildStep, DepfileInAMissingFolderIsAUserErrorBeforeAnyWork) {
