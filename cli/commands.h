@@ -87,6 +87,7 @@ struct CompileOptions {
   lowering::Options::Winograd winograd = lowering::Options::Winograd::automatic;
   std::vector<std::string> dump;  // --dump: passes whose result goes to stderr (no cache then)
   std::filesystem::path report;   // --report: a JSON file of what the compile did (empty: none)
+  int jobs = 0;  // variants lowered at once; 0: the CPUs divided by the kernel libraries built per variant
 };
 int compile_command(const std::filesystem::path& yaml, const CompileOptions& options);
 int explain_command(const std::filesystem::path& yaml, bool json, bool graph);

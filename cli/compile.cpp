@@ -4,12 +4,16 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include <xxhash.h>
 
@@ -235,6 +239,66 @@ int compile_from_cache(const driver::CompileCache::Entry& hit, const std::filesy
   return 0;
 }
 
+// Lowers the planned variants on `jobs` threads, in plan order; take(i) waits for variant i.
+// Lowering is pure C++ and LLVM (each codegen in its own LLVMContext): the Python-side work
+// (golden vectors) stays on the calling thread, in order, so that the bundle is the same for
+// any --jobs.
+class ParallelLowering {
+ public:
+  struct Task {
+    const ir::Graph* graph;
+    std::string prefix;
+  };
+  ParallelLowering(std::vector<Task> tasks, const lowering::Options& lo, int jobs)
+      : tasks_(std::move(tasks)), lo_(lo), results_(tasks_.size()), errors_(tasks_.size()),
+        seconds_(tasks_.size()), done_(tasks_.size(), false) {
+    const size_t threads = std::min<size_t>(static_cast<size_t>(std::max(1, jobs)), tasks_.size());
+    for (size_t t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
+  }
+  ~ParallelLowering() {
+    stop_ = true;  // a failed compile does not wait for variants it will not use
+    for (std::thread& w : workers_) w.join();
+  }
+  lowering::LoweredVariant take(size_t i, double* seconds) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return done_[i]; });
+    if (errors_[i]) std::rethrow_exception(errors_[i]);
+    *seconds = seconds_[i];
+    return std::move(*results_[i]);
+  }
+
+ private:
+  void work() {
+    for (size_t i; !stop_ && (i = next_++) < tasks_.size();) {
+      const auto start = std::chrono::steady_clock::now();
+      std::optional<lowering::LoweredVariant> lv;
+      std::exception_ptr error;
+      try {
+        lv = lowering::lower_graph(*tasks_[i].graph, tasks_[i].prefix, lo_);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      results_[i] = std::move(lv);
+      errors_[i] = error;
+      seconds_[i] = seconds_since(start);
+      done_[i] = true;
+      cv_.notify_all();
+    }
+  }
+  std::vector<Task> tasks_;
+  lowering::Options lo_;
+  std::vector<std::optional<lowering::LoweredVariant>> results_;
+  std::vector<std::exception_ptr> errors_;
+  std::vector<double> seconds_;
+  std::vector<bool> done_;
+  std::atomic<size_t> next_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<std::thread> workers_;
+};
+
 }  // namespace
 
 // The CUDA backend does not exist yet: a spec that asks for it must not get a CPU-only bundle.
@@ -313,6 +377,16 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
   };
   for (const ProfileCapture& pc : captures) add_time("capture", pc.capture.seconds);
 
+  // Every variant's lowering, --jobs at a time (each also builds its extra CPUs' code in threads).
+  std::vector<ParallelLowering::Task> tasks;
+  for (size_t e = 0; e < spec.entries.size(); ++e)
+    for (size_t v = 0; v < plans[e].size(); ++v)
+      tasks.push_back({&captures[plans[e][v].captures.front()].capture.graph,
+                       spec.entries[e].name + "_v" + std::to_string(v) + "_"});
+  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ParallelLowering lowerings(std::move(tasks), lo,
+                             options.jobs > 0 ? options.jobs : std::max(1, hardware / static_cast<int>(cpus.size())));
+  size_t task = 0;
   for (size_t e = 0; e < spec.entries.size(); ++e) {
     const shape_profiles::EntrySpec& entry = spec.entries[e];
     artifacts::EntrySpec es;
@@ -320,12 +394,12 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
     for (const PlannedVariant& planned : plans[e]) {
       const ProfileCapture& pc = captures[planned.captures.front()];
       const std::string vname = "v" + std::to_string(es.variants.size());
-      const auto lower_start = std::chrono::steady_clock::now();
-      lowering::LoweredVariant lv = lowering::lower_graph(pc.capture.graph, entry.name + "_" + vname + "_", lo);
       artifacts::VariantSpec vs = variant_spec(pc, vname);
       const auto golden_start = std::chrono::steady_clock::now();
       vs.golden = golden_of(pc, vname);
       const double golden_seconds = seconds_since(golden_start);
+      double lowering_seconds = 0;
+      lowering::LoweredVariant lv = lowerings.take(task++, &lowering_seconds);
       for (const lowering::PassTiming& pt : lv.timings) add_time("lowering: " + pt.pass, pt.seconds);
       add_time("golden vectors", golden_seconds);
       vs.plan = std::move(lv.plan);
@@ -340,7 +414,7 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
         for (size_t k : planned.captures) profiles += (profiles.empty() ? "" : ", ") + captures[k].profile->name;
         std::cerr << "aotrace: [" << ++lowered << "/" << planned_variants << "] " << entry.name << " " << vname
                   << " (" << profiles << "): lowered in " << std::setprecision(3)
-                  << seconds_since(lower_start) - golden_seconds << " s";
+                  << lowering_seconds << " s";
         if (golden_seconds >= 0.05) std::cerr << ", golden vectors " << golden_seconds << " s";
         std::cerr << "\n" << std::setprecision(6);
       }
@@ -364,7 +438,7 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
         std::vector<std::string> profile_names;
         for (size_t k : planned.captures) profile_names.push_back(captures[k].profile->name);
         report_variants.push_back({{"entry", entry.name}, {"variant", vname}, {"profiles", profile_names},
-                                   {"capture_seconds", pc.capture.seconds}, {"lowering_seconds", seconds_since(lower_start) - golden_seconds},
+                                   {"capture_seconds", pc.capture.seconds}, {"lowering_seconds", lowering_seconds},
                                    {"golden_seconds", golden_seconds}, {"phases", phases}, {"guards", guards},
                                    {"arena_bytes", vs.plan.arena_bytes}, {"weight_bytes", weight_bytes},
                                    {"kernels", kernels}});

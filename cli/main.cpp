@@ -46,6 +46,10 @@ int main(int argc, char** argv) {
   c->add_option("--report", compile.report,
                 "write a JSON report: per variant its guards, kernels with the graph nodes and source lines each "
                 "computes, per-pass timings, arena and weight sizes; the cache hit or miss");
+  c->add_option("-j,--jobs", compile.jobs,
+                "variants lowered at once (default: the CPUs divided by the kernel libraries each builds); "
+                "the bundle is the same for any value")
+      ->check(CLI::Range(1, 1024));
   c->add_flag("-q,--quiet", compile.quiet, "no progress lines on stderr (the summary line and warnings stay)");
 
   bool json = false, graph = false;

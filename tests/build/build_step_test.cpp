@@ -224,6 +224,19 @@ TEST_F(BuildStep, ReportListsEachVariantsKernelsWithTheirSourceLinesAndTheCache)
   EXPECT_EQ(r.output.find("captured"), std::string::npos) << r.output;
 }
 
+// --jobs lowers variants at once: the bundle is byte for byte the one of --jobs 1.
+TEST_F(BuildStep, JobsLowerVariantsAtOnceAndDoNotChangeTheBundle) {
+  auto one = compile("one", "--no-cache --jobs 1");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  auto three = compile("three", "--no-cache -j 3");
+  ASSERT_EQ(three.exit_code, 0) << three.output;
+  expect_contains(three.output, "aotrace: [2/2] forward v1 (batch=4): lowered in ");
+  const auto a = bundle_files(bundle("one")), b = bundle_files(bundle("three"));
+  EXPECT_EQ(a.size(), b.size());
+  for (const auto& [path, bytes] : a) EXPECT_TRUE(b.count(path) && b.at(path) == bytes) << path;
+  EXPECT_EQ(compile("zero", "--no-cache --jobs 0").exit_code, 2);
+}
+
 // --dump prints the asked passes' results, bypassing the cache; an unknown pass is a user error
 // listing them.
 TEST_F(BuildStep, DumpPrintsTheAskedPassesAndSkipsTheCache) {
