@@ -159,7 +159,18 @@ json bundle_json(const std::string& dir, const fb::Bundle& b) {
           variants.push_back(variant_json(*v));
           peak = std::max<int64_t>(peak, variants.back()["arena_bytes"].get<int64_t>());
         }
-      entries.push_back({{"name", str(e->name())}, {"variants", variants}});
+      json buckets = json::array();  // format 1.7
+      if (e->buckets())
+        for (const auto* d : *e->buckets()) {
+          json sizes = json::array(), padded = json::array(), cut = json::array();
+          if (d->sizes()) for (int64_t n : *d->sizes()) sizes.push_back(n);
+          if (d->inputs())
+            for (const auto* a : *d->inputs()) padded.push_back({{"input", a->index()}, {"axis", a->axis()}, {"pad", a->pad()}});
+          if (d->outputs())
+            for (const auto* a : *d->outputs()) cut.push_back({{"output", a->index()}, {"axis", a->axis()}});
+          buckets.push_back({{"dim", str(d->name())}, {"sizes", sizes}, {"padded_inputs", padded}, {"cut_outputs", cut}});
+        }
+      entries.push_back({{"name", str(e->name())}, {"variants", variants}, {"buckets", buckets}});
     }
   std::vector<std::string> cpu_features = string_vector(b.required_cpu_features());
   json load_here;
@@ -217,6 +228,10 @@ std::string inspect_text(const json& j) {
   }
   for (const auto& e : j["entries"]) {
     line("  entry " + e["name"].get<std::string>() + ": " + std::to_string(e["variants"].size()) + " variant(s)");
+    for (const auto& b : e["buckets"])
+      line("    dim " + b["dim"].get<std::string>() + " in buckets [" + join(b["sizes"]) + "]: calls padded up to a bucket (" +
+           std::to_string(b["padded_inputs"].size()) + " input axes), " + std::to_string(b["cut_outputs"].size()) +
+           " output axes cut back");
     for (const auto& v : e["variants"]) {
       line("    variant " + v["name"].get<std::string>() + " (profiles: " + join(v["profiles"]) + ")");
       for (const auto& t : v["inputs"])

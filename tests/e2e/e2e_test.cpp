@@ -242,6 +242,10 @@ TEST(PaddingBuckets, EveryLengthTo128MatchesEagerOnTheValidPositions) {
   auto disagree = e->run({ref(src30), ref(short_mask)});
   ASSERT_FALSE(disagree.ok());
   expect_contains(disagree.status().message(), "input 'mask' dim 1 is 20 but input 'src' dim 1 is 30");
+  // inspect lists the bucketed dim: both inputs padded, the one output cut back.
+  auto shown = run_command(quote(AOTRACE_CLI) + " inspect " + quote(compiled(kBucketsDir / "buckets.yaml").string()));
+  EXPECT_EQ(shown.exit_code, 0) << shown.output;
+  expect_contains(shown.output, "dim seq in buckets [16, 32, 64, 128]: calls padded up to a bucket (2 input axes), 1 output axes cut back");
 }
 
 // A model whose outputs change with the padding (a mean over the sequence) is refused at compile
