@@ -170,5 +170,30 @@ TEST(Bundle, CApiRunsAndReportsErrors) {
   aotrace_bundle_close(b);
 }
 
+// Entry::run and run_into say which variant ran; variant_profiles names its profiles.
+TEST(Bundle, RunSaysWhichVariantRanAndItsProfiles) {
+  fs::path dir = written_bundle("which_variant");
+  auto bundle = rt::Bundle::open(dir.string());
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  auto entry = bundle->entry("forward");
+  ASSERT_TRUE(entry.ok());
+  std::vector<float> x(8, 1.0f);
+  size_t variant = 99;
+  auto outs = entry->run({TensorRef{DType::f32, {2, 4}, x.data()}}, &variant);
+  ASSERT_TRUE(outs.ok()) << outs.status().message();
+  EXPECT_EQ(variant, 1u);
+  EXPECT_EQ(entry->variant_profiles(variant), std::vector<std::string>{"batch=2"});
+  std::vector<float> y0(4), y1(4);
+  ASSERT_TRUE(entry->run_into({TensorRef{DType::f32, {1, 4}, x.data()}},
+                              {TensorRef{DType::f32, {1, 4}, y0.data()}, TensorRef{DType::f32, {1, 4}, y1.data()}},
+                              &variant)
+                  .ok());
+  EXPECT_EQ(variant, 0u);
+  EXPECT_EQ(entry->variant_profiles(0), std::vector<std::string>{"batch=1"});
+  variant = 99;
+  EXPECT_FALSE(entry->run({TensorRef{DType::f32, {3, 4}, x.data()}}, &variant).ok());
+  EXPECT_EQ(variant, 99u) << "a guard miss leaves the variant alone";
+}
+
 }  // namespace
 }  // namespace aotrace::testing
