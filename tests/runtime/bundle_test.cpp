@@ -6,6 +6,8 @@
 #include "bundle_generated.h"
 #include "tiny_bundle.h"
 
+extern "C" const char* c_api_call_tiny_bundle(const char* dir);  // c_api_calls.c
+
 namespace aotrace::testing {
 namespace {
 namespace fs = std::filesystem;
@@ -193,6 +195,13 @@ TEST(Bundle, RunSaysWhichVariantRanAndItsProfiles) {
   variant = 99;
   EXPECT_FALSE(entry->run({TensorRef{DType::f32, {3, 4}, x.data()}}, &variant).ok());
   EXPECT_EQ(variant, 99u) << "a guard miss leaves the variant alone";
+}
+
+// From C: after aotrace_entry_call, the variant that ran and each output's shape and dtype.
+TEST(Bundle, CApiCallGivesTheVariantAndEachOutputsShapeAndDtype) {
+  fs::path dir = written_bundle("capi_call");
+  const char* failure = c_api_call_tiny_bundle(dir.c_str());
+  EXPECT_EQ(failure, nullptr) << failure;
 }
 
 }  // namespace
