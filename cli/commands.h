@@ -18,6 +18,10 @@
 #include "lowering/lowering.h"
 #include "shape_profiles/shape_profiles.h"
 
+namespace CLI {
+class App;
+}
+
 namespace aotrace::cli {
 
 // The value of a runtime result, or a UserError with its message and `hint`.
@@ -126,5 +130,12 @@ int bench_command(const BenchOptions& options);
 int inspect_command(const std::filesystem::path& bundle, bool json);
 int verify_command(const std::filesystem::path& bundle);
 int selftest_command(const std::filesystem::path& bundle);  // `aotrace run BUNDLE --selftest`
+
+// A user_error for a mistyped subcommand in `args` (argv without the program), with the closest
+// real name ("unknown subcommand 'compil'; did you mean 'compile'?") or, when none is close, the
+// list of them; nothing when every subcommand named exists (subcommand_typos.cpp).
+void refuse_unknown_subcommand(const CLI::App& app, const std::vector<std::string>& args);
+// The name of `names` closest to `typo` by edit distance, "" when none is close.
+std::string closest_name(const std::string& typo, const std::vector<std::string>& names);
 
 }  // namespace aotrace::cli

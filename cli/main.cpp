@@ -119,12 +119,13 @@ int main(int argc, char** argv) {
   r->add_option("--output-dir", run.output_dir, "where out0.npy, out1.npy, … are written");
 
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& err) {
-    int code = app.exit(err);
-    return code == 0 ? 0 : 2;
-  }
-  try {
+    cli::refuse_unknown_subcommand(app, std::vector<std::string>(argv + 1, argv + argc));
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& err) {
+      int code = app.exit(err);
+      return code == 0 ? 0 : 2;
+    }
     if (*c) {
       using W = lowering::Options::Winograd;
       compile.winograd = winograd == "always" ? W::always : winograd == "never" ? W::never : W::automatic;
