@@ -26,7 +26,8 @@ TEST(Bundle, WritesTheDocumentedLayout) {
                         "graphs/forward.v0.json", "graphs/forward.v1.json", "report.json",
                         "runtime/CMakeLists.txt", "runtime/aotrace_runtime.h",
                         "runtime/aotrace_kernel_abi.h", "runtime/bundle_generated.h",
-                        "runtime/aotrace_run_main.cpp", "runtime/npy.h"})
+                        "runtime/aotrace_run_main.cpp", "runtime/run_tool.h", "runtime/run_tool.cpp",
+                        "runtime/npy.h"})
     EXPECT_TRUE(fs::exists(dir / f)) << f;
   EXPECT_EQ(read_bytes(dir / "graphs/forward.v1.json"), "{\"variant\": \"v1\"}\n");
   // bias (16 bytes) at 0, extra (24 bytes) at the next 64-byte boundary.
