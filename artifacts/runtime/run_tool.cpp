@@ -350,7 +350,7 @@ ToolStatus parse_run_tool_args(const std::vector<std::string>& args, RunToolOpti
   const std::string more = "--help lists the options";
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
-    if (arg.size() < 2 || arg[0] != '-' || (arg[1] != '-' && arg != "-h")) {
+    if (arg.size() < 2 || arg[0] != '-') {  // a negative number is only ever an option's value
       if (!options.bundle.empty())
         return usage_failure("unexpected argument '" + arg + "' (the bundle is " + options.bundle + ")",
                              "give one bundle; each input as --input NAME=FILE.npy");

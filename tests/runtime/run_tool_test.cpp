@@ -87,6 +87,7 @@ TEST(RunTool, CommandLineErrorsAreExit2WithWhatToType) {
   EXPECT_EQ(parse({"b.aot", "c.aot"}).what, "unexpected argument 'c.aot' (the bundle is b.aot)");
   EXPECT_EQ(parse({"b.aot", "--seed", "-1"}).what, "--seed takes a number from 0 to 2^64-1, got '-1'");
   EXPECT_EQ(parse({"b.aot", "--json=yes"}).what, "--json takes no value");
+  EXPECT_EQ(parse({"b.aot", "-x"}).what, "unknown option '-x'");
   EXPECT_EQ(parse({"b.aot", "--threads", "--json"}).what, "--threads needs a value: --threads N");
   EXPECT_EQ(parse({"b.aot", "--threads", "1025"}).exit_code, 2);
   ASSERT_TRUE(parse({"--seed=7", "b.aot", "-h"}).ok());
