@@ -18,6 +18,10 @@
 #include "lowering/lowering.h"
 #include "shape_profiles/shape_profiles.h"
 
+namespace CLI {
+class App;
+}
+
 namespace aotrace::cli {
 
 // The value of a runtime result, or a UserError with its message and `hint`.
@@ -101,15 +105,9 @@ int profiles_suggest_command(const std::filesystem::path& spec, const std::files
 int profiles_init_command(const std::filesystem::path& script, const std::string& call,
                           const std::filesystem::path& output, bool force);
 
-struct RunOptions {
-  std::filesystem::path bundle;
-  std::string entry;
-  std::vector<std::string> inputs;  // NAME=FILE.npy
-  std::filesystem::path output_dir = ".";
-  int threads = 0;  // 0: AOTRACE_NUM_THREADS or the CPU count
-  uint64_t seed = 0;  // Entry::manual_seed
-};
-int run_command(const RunOptions& options);
+// `aotrace run ARGS...`: the words after `run`, parsed and run by the command it shares with the
+// standalone aotrace_run (artifacts/runtime/run_tool.h); --help included.
+int run_command(const std::vector<std::string>& args);
 
 struct BenchOptions {
   std::filesystem::path bundle;
@@ -128,6 +126,12 @@ int bench_command(const BenchOptions& options);
 // Bundle tools (inspect.cpp, verify.cpp): exit 0 ok, 1 when the bundle fails.
 int inspect_command(const std::filesystem::path& bundle, bool json);
 int verify_command(const std::filesystem::path& bundle);
-int selftest_command(const std::filesystem::path& bundle);  // `aotrace run BUNDLE --selftest`
+
+// A user_error for a mistyped subcommand in `args` (argv without the program), with the closest
+// real name ("unknown subcommand 'compil'; did you mean 'compile'?") or, when none is close, the
+// list of them; nothing when every subcommand named exists (subcommand_typos.cpp).
+void refuse_unknown_subcommand(const CLI::App& app, const std::vector<std::string>& args);
+// The name of `names` closest to `typo` by edit distance, "" when none is close.
+std::string closest_name(const std::string& typo, const std::vector<std::string>& names);
 
 }  // namespace aotrace::cli

@@ -93,16 +93,10 @@ int main(int argc, char** argv) {
   prof_suggest->add_flag("--write", sug_write, "put the suggestion into the spec's dims (comments kept)");
   prof_suggest->add_flag("--no-measure", sug_no_measure, "do not compile one variant to measure the compile time");
 
-  cli::RunOptions run;
-  auto* r = app.add_subcommand("run", "run a bundle on .npy inputs");
-  r->add_option("bundle", run.bundle, "bundle directory")->required();
-  r->add_option("--entry", run.entry, "entry name (default: the only entry, or 'forward')");
-  r->add_option("--input", run.inputs, "NAME=FILE.npy, once per input");
-  bool selftest = false;
-  r->add_flag("--selftest", selftest, "run the bundle's golden vectors instead of inputs");
-  r->add_option("--threads", run.threads, "kernel threads, 0 = AOTRACE_NUM_THREADS or all CPUs")
-      ->check(CLI::Range(0, 1024));
-  r->add_option("--seed", run.seed, "seed of the bundle's random numbers (torch.randn, dropout in training mode)");
+  // run's words, --help included, go to the parser it shares with aotrace_run (run_tool.h).
+  auto* r = app.add_subcommand("run", "run a bundle on .npy inputs (`aotrace run --help` lists its options)");
+  r->prefix_command();
+  r->set_help_flag();
 
   cli::BenchOptions bench;
   auto* bn = app.add_subcommand("bench", "time an entry on random inputs: median, p10, p90 latency");
@@ -128,15 +122,15 @@ int main(int argc, char** argv) {
   ins->add_flag("--json", json, "one JSON object");
   auto* ver = app.add_subcommand("verify", "check a bundle's integrity and that it runs here");
   ver->add_option("bundle", bundle_dir, "bundle directory")->required();
-  r->add_option("--output-dir", run.output_dir, "where out0.npy, out1.npy, … are written");
 
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& err) {
-    int code = app.exit(err);
-    return code == 0 ? 0 : 2;
-  }
-  try {
+    cli::refuse_unknown_subcommand(app, std::vector<std::string>(argv + 1, argv + argc));
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& err) {
+      int code = app.exit(err);
+      return code == 0 ? 0 : 2;
+    }
     if (*c) {
       using W = lowering::Options::Winograd;
       compile.winograd = winograd == "always" ? W::always : winograd == "never" ? W::never : W::automatic;
@@ -148,8 +142,7 @@ int main(int argc, char** argv) {
     if (*prof_record) return cli::profiles_record_command(rec_driver, rec_spec, rec_entry, rec_output);
     if (*prof_suggest) return cli::profiles_suggest_command(yaml, sizes_file, sug_max, sug_write, !sug_no_measure);
     if (*prof_init) return cli::profiles_init_command(init_script, init_call, init_output, init_force);
-    if (*r && selftest) return cli::selftest_command(run.bundle);
-    if (*r) return cli::run_command(run);
+    if (*r) return cli::run_command(r->remaining());
     if (*bn) return cli::bench_command(bench);
     if (*ins) return cli::inspect_command(bundle_dir, json);
     if (*ver) return cli::verify_command(bundle_dir);

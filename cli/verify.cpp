@@ -1,7 +1,7 @@
 // `aotrace verify BUNDLE`: integrity (every file's size and XXH3, the FlatBuffers verifier, the
 // plans' consistency) and compatibility with this machine (format version, required features,
-// target triple, CPU features, kernels loadable), then the golden vectors; and
-// `aotrace run BUNDLE --selftest`, the golden vectors alone.
+// target triple, CPU features, kernels loadable), then the golden vectors (`aotrace run BUNDLE
+// --selftest` runs those alone: run_tool.cpp).
 #include <iostream>
 
 #include "artifacts/runtime/aotrace_runtime.h"
@@ -36,21 +36,6 @@ int verify_command(const std::filesystem::path& bundle) {
     return 1;
   }
   std::cout << "aotrace verify: " << dir << ": " << checked << " golden pair(s) match\n";
-  return 0;
-}
-
-int selftest_command(const std::filesystem::path& bundle) {
-  auto b = rt::Bundle::open(bundle.string());
-  if (!b.ok()) throw UserError(b.status().message(), {}, "run `aotrace verify` for details");
-  size_t checked = 0;
-  rt::Status s = b->selftest(&checked);
-  if (!s.ok()) {
-    std::cerr << "aotrace run --selftest: FAILED: " << s.message() << "\n";
-    return 1;
-  }
-  if (checked == 0) user_error("bundle " + bundle.string() + " has no golden vectors", {},
-                               "recompile it with this aotrace, which writes golden/");
-  std::cout << "aotrace run --selftest: " << checked << " golden pair(s) match\n";
   return 0;
 }
 

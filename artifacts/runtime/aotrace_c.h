@@ -55,6 +55,27 @@ int aotrace_entry_select(const aotrace_bundle* bundle, const char* entry, const 
 int aotrace_entry_output_shape(const aotrace_bundle* bundle, const char* entry, const aotrace_tensor* inputs,
                                size_t num_inputs, size_t output, int64_t* out_shape, size_t max_rank,
                                size_t* out_rank);
+/* The dtype code (as aotrace_tensor.dtype) of output `output` of variant `variant` (an index of
+ * aotrace_entry_select), to allocate the buffers of aotrace_entry_run. */
+int aotrace_entry_output_dtype(const aotrace_bundle* bundle, const char* entry, size_t variant, size_t output,
+                               int* out_dtype);
+
+/* A finished run whose outputs the runtime allocated (aotrace_entry_call): the variant that ran
+ * and each output's dtype, shape and data, readable until aotrace_result_close. */
+typedef struct aotrace_result aotrace_result;
+/* Runs `entry` on `inputs` (guards checked; inputs the entry updates in place are written back
+ * into `inputs`), allocating the outputs, which *out_result holds. NULL on failure. */
+int aotrace_entry_call(const aotrace_bundle* bundle, const char* entry, const aotrace_tensor* inputs,
+                       size_t num_inputs, aotrace_result** out_result);
+/* The variant that ran: its index in *out_variant and its name ("v1") in *out_name, either may
+ * be NULL; the name lives as long as the result. */
+void aotrace_result_variant(const aotrace_result* result, size_t* out_variant, const char** out_name);
+size_t aotrace_result_num_outputs(const aotrace_result* result);
+/* Output `output` (in the flattened output order): its dtype, rank, shape and contiguous data,
+ * which belong to the result. invalid_argument past the last output. */
+int aotrace_result_output(const aotrace_result* result, size_t output, aotrace_tensor* out_tensor);
+void aotrace_result_close(aotrace_result* result);
+
 const char* aotrace_last_error(void);
 
 #ifdef __cplusplus

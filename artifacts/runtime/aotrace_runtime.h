@@ -193,6 +193,9 @@ class Entry {
   size_t num_outputs() const;
   size_t num_variants() const;
   const std::string& variant_name(size_t variant) const;
+  // The spec's profiles the variant was compiled for ("online"; several when their graphs and
+  // guards came out the same).
+  const std::vector<std::string>& variant_profiles(size_t variant) const;
   const std::vector<TensorInfo>& inputs(size_t variant = 0) const;
   const std::vector<TensorInfo>& outputs(size_t variant = 0) const;
   const std::string& output_tree() const;             // "(0, [1, 2])"
@@ -233,9 +236,14 @@ class Entry {
 
   // Selects a variant, allocates the outputs and runs the kernels.
   Result<std::vector<Tensor>> run(const std::vector<TensorRef>& inputs) const;
+  // Same, and the variant that ran in *out_variant (the index variant_name, outputs and
+  // variant_profiles take), set once the guards chose it.
+  Result<std::vector<Tensor>> run(const std::vector<TensorRef>& inputs, size_t* out_variant) const;
   // Same, writing into caller buffers (contiguous, of the selected variant's output shapes).
   Status run_into(const std::vector<TensorRef>& inputs,
                   const std::vector<TensorRef>& outputs) const;
+  Status run_into(const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs,
+                  size_t* out_variant) const;
 
   // Where a call's time goes: runs the variant the inputs select once to warm up, then `calls`
   // times timing each kernel call (wall time; a kernel's threads included). In plan order.

@@ -1,12 +1,20 @@
 // The C API (aotrace_c.h) over the C++ runtime.
 #include "aotrace_c.h"
 
+#include <memory>
+
 #include "aotrace_runtime.h"
 
 using namespace aotrace::rt;
 
 struct aotrace_bundle {
   Bundle bundle;
+};
+
+struct aotrace_result {
+  std::vector<Tensor> outputs;
+  size_t variant = 0;
+  std::string variant_name;
 };
 
 namespace {
@@ -141,6 +149,63 @@ int aotrace_entry_output_shape(const aotrace_bundle* bundle, const char* entry, 
   for (size_t d = 0; d < shape.size(); ++d) out_shape[d] = shape[d];
   return 0;
 }
+
+int aotrace_entry_output_dtype(const aotrace_bundle* bundle, const char* entry, size_t variant, size_t output,
+                               int* out_dtype) {
+  auto e = bundle->bundle.entry(entry);
+  if (!e.ok()) return report(e.status());
+  if (variant >= e->num_variants())
+    return report(Status(StatusCode::invalid_argument, "entry '" + std::string(entry) + "' has " +
+                                                           std::to_string(e->num_variants()) + " variants, asked for variant " +
+                                                           std::to_string(variant)));
+  const std::vector<TensorInfo>& outputs = e->outputs(variant);
+  if (output >= outputs.size())
+    return report(Status(StatusCode::invalid_argument, "entry '" + std::string(entry) + "' has " +
+                                                           std::to_string(outputs.size()) + " outputs, asked for output " +
+                                                           std::to_string(output)));
+  *out_dtype = static_cast<int>(outputs[output].dtype);
+  return 0;
+}
+
+int aotrace_entry_call(const aotrace_bundle* bundle, const char* entry, const aotrace_tensor* inputs,
+                       size_t num_inputs, aotrace_result** out_result) {
+  *out_result = nullptr;
+  try {  // the runtime returns statuses; only an allocation can throw here
+    if (Status s = check_dtypes(inputs, num_inputs); !s.ok()) return report(s);
+    auto e = bundle->bundle.entry(entry);
+    if (!e.ok()) return report(e.status());
+    auto result = std::make_unique<aotrace_result>();
+    auto outputs = e->run(to_refs(inputs, num_inputs), &result->variant);
+    if (!outputs.ok()) return report(outputs.status());
+    result->outputs = std::move(*outputs);
+    result->variant_name = e->variant_name(result->variant);
+    *out_result = result.release();
+    return 0;
+  } catch (const std::exception& err) {
+    return report(Status(StatusCode::io_error, std::string("aotrace_entry_call: ") + err.what()));
+  }
+}
+
+void aotrace_result_variant(const aotrace_result* result, size_t* out_variant, const char** out_name) {
+  if (out_variant) *out_variant = result->variant;
+  if (out_name) *out_name = result->variant_name.c_str();
+}
+
+size_t aotrace_result_num_outputs(const aotrace_result* result) { return result->outputs.size(); }
+
+int aotrace_result_output(const aotrace_result* result, size_t output, aotrace_tensor* out_tensor) {
+  if (output >= result->outputs.size())
+    return report(Status(StatusCode::invalid_argument, "the result has " + std::to_string(result->outputs.size()) +
+                                                           " outputs, asked for output " + std::to_string(output)));
+  const Tensor& t = result->outputs[output];
+  out_tensor->dtype = static_cast<int>(t.dtype());
+  out_tensor->rank = static_cast<int>(t.shape().size());
+  out_tensor->shape = t.shape().data();
+  out_tensor->data = const_cast<void*>(t.data());
+  return 0;
+}
+
+void aotrace_result_close(aotrace_result* result) { delete result; }
 
 const char* aotrace_last_error(void) { return last_error.c_str(); }
 

@@ -171,6 +171,7 @@ size_t Entry::num_inputs() const { return data_->variants.front().inputs.size();
 size_t Entry::num_outputs() const { return data_->variants.front().outputs.size(); }
 size_t Entry::num_variants() const { return data_->variants.size(); }
 const std::string& Entry::variant_name(size_t v) const { return data_->variants.at(v).name; }
+const std::vector<std::string>& Entry::variant_profiles(size_t v) const { return data_->variants.at(v).profiles; }
 const std::vector<TensorInfo>& Entry::inputs(size_t v) const { return data_->variants.at(v).inputs; }
 const std::vector<TensorInfo>& Entry::outputs(size_t v) const { return data_->variants.at(v).outputs; }
 const std::string& Entry::output_tree() const { return data_->output_tree; }
@@ -221,9 +222,14 @@ Result<size_t> Entry::select(const std::vector<TensorRef>& inputs) const {
 
 Status Entry::run_into(const std::vector<TensorRef>& inputs,
                        const std::vector<TensorRef>& outputs) const {
+  return run_into(inputs, outputs, nullptr);
+}
+
+Status Entry::run_into(const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs,
+                       size_t* out_variant) const {
   if (!data_->buckets.empty()) {
     // Padded calls run into the bucket's outputs, then are cut back into the caller's.
-    Result<std::vector<Tensor>> r = run(inputs);
+    Result<std::vector<Tensor>> r = run(inputs, out_variant);
     if (!r.ok()) return r.status();
     if (outputs.size() != r->size())
       return invalid("entry '" + data_->name + "' has " + std::to_string(r->size()) + " outputs, got " +
@@ -239,6 +245,7 @@ Status Entry::run_into(const std::vector<TensorRef>& inputs,
   }
   Result<size_t> v = select(inputs);
   if (!v.ok()) return v.status();
+  if (out_variant) *out_variant = *v;
   return run_variant(*bundle_, *data_, data_->variants[*v], inputs, outputs);
 }
 
@@ -285,13 +292,16 @@ Status allocate_outputs(const VariantData& variant, const std::vector<TensorRef>
 
 }  // namespace
 
-Result<std::vector<Tensor>> Entry::run(const std::vector<TensorRef>& inputs) const {
+Result<std::vector<Tensor>> Entry::run(const std::vector<TensorRef>& inputs) const { return run(inputs, nullptr); }
+
+Result<std::vector<Tensor>> Entry::run(const std::vector<TensorRef>& inputs, size_t* out_variant) const {
   if (!data_->buckets.empty() && inputs.size() == num_inputs()) {
     BucketedCall call;
     if (Status s = bucket_call(*data_, inputs, call); !s.ok()) return s;
     if (call.any_padded) {
       Result<size_t> v = select(call.inputs);
       if (!v.ok()) return v.status();
+      if (out_variant) *out_variant = *v;
       const VariantData& variant = data_->variants[*v];
       std::vector<Tensor> outputs;
       std::vector<TensorRef> refs;
@@ -303,6 +313,7 @@ Result<std::vector<Tensor>> Entry::run(const std::vector<TensorRef>& inputs) con
   }
   Result<size_t> v = select(inputs);
   if (!v.ok()) return v.status();
+  if (out_variant) *out_variant = *v;
   const VariantData& variant = data_->variants[*v];
   std::vector<Tensor> outputs;
   std::vector<TensorRef> refs;

@@ -102,7 +102,8 @@ void expect_close(const rt::Tensor& got, const ir::HostTensor& want, const std::
 }
 
 // Runs `call` eagerly and entry `e` of the bundle on `inputs`, and compares every output; the
-// variant that ran goes to `variant`.
+// variant that ran goes to `variant`, and run must name the one select chose (a padded call's
+// bucket included).
 void check_call_against_eager(const rt::Entry& e, const std::string& call, std::vector<ir::HostTensor>& inputs,
                               const std::string& what, double atol, double rtol, std::string* variant = nullptr) {
   std::vector<ir::HostTensor> want = embed::Interpreter::instance().run_eager(call, inputs);
@@ -111,8 +112,10 @@ void check_call_against_eager(const rt::Entry& e, const std::string& call, std::
   auto v = e.select(refs);
   ASSERT_TRUE(v.ok()) << what << ": " << v.status().message();
   if (variant) *variant = e.variant_name(*v);
-  auto got = e.run(refs);
+  size_t ran = e.num_variants();
+  auto got = e.run(refs, &ran);
   ASSERT_TRUE(got.ok()) << what << ": " << got.status().message();
+  EXPECT_EQ(ran, *v) << what << ": run names variant " << ran << ", select chose " << *v;
   ASSERT_EQ(got->size(), want.size()) << what;
   for (size_t i = 0; i < want.size(); ++i) expect_close((*got)[i], want[i], what + " out" + std::to_string(i), atol, rtol);
 }

@@ -212,6 +212,36 @@ TEST(UsageErrors, UnknownOptionIsExit2) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
 }
 
+// A mistyped subcommand is the user's error (exit 1), with the closest real name and the command
+// line to type instead; with nothing close, the list of subcommands. CLI11 alone only said that
+// a subcommand is required.
+TEST(UsageErrors, MistypedSubcommandSuggestsTheClosestName) {
+  auto r = aotrace_cli("compil x.yaml -o 'my out.aot'");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "aotrace: error: unknown subcommand 'compil'; did you mean 'compile'?\n");
+  expect_contains(r.output, "  hint: aotrace compile x.yaml -o 'my out.aot'\n");
+  EXPECT_EQ(r.output.find("A subcommand is required"), std::string::npos) << r.output;
+  r = aotrace_cli("profiles chek x.yaml");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "aotrace: error: unknown subcommand 'chek'; did you mean 'check'?");
+  expect_contains(r.output, "hint: aotrace profiles check x.yaml");
+  r = aotrace_cli("inpsect b.aot");  // two letters swapped
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "did you mean 'inspect'?");
+  r = aotrace_cli("frobnicate");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "aotrace: error: unknown subcommand 'frobnicate' of `aotrace`\n");
+  expect_contains(r.output, "hint: the subcommands are compile, explain, profiles, run, bench, inspect, verify; "
+                            "`aotrace --help` describes them");
+  r = aotrace_cli("profiles zzz");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "unknown subcommand 'zzz' of `aotrace profiles`");
+  expect_contains(r.output, "the subcommands are schema, check, init, record, suggest");
+  // Real subcommands still parse as before.
+  EXPECT_EQ(aotrace_cli("profiles schema").exit_code, 0);
+  EXPECT_EQ(aotrace_cli("profiles").exit_code, 2);
+}
+
 TEST(RunErrors, MissingBundle) {
   auto r = aotrace_cli("run /nonexistent.aot --input x=x.npy");
   EXPECT_EQ(r.exit_code, 1) << r.output;

@@ -328,12 +328,23 @@ TEST_F(BundleCli, CompileReplacesAnOldBundleAndTakesAnEmptyFolder) {
     EXPECT_EQ(f.path().filename().string().find(".replaced"), std::string::npos) << f.path();
 }
 
-// The script's prints reach aotrace's stdout when it is a pipe or a file (block-buffered there,
-// and the embedded interpreter is never finalised), before aotrace's own lines.
-// `run` says which variant ran and where each file sits in the returned structure (a dict's
-// keys, a tuple's positions), on stdout and in outputs.json.
-TEST_F(BundleCli, RunNamesTheVariantAndEachOutputsPlaceInTheResult) {
-  fs::path dir = root_ / "dict_out";
+// stdout and stderr of a command apart.
+struct SplitOutput {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+SplitOutput run_split(const std::string& command, const fs::path& err_file) {
+  auto r = run_command("(" + command + " 2> " + quote(err_file.string()) + ")");
+  return {r.exit_code, r.output, read_bytes(err_file)};
+}
+
+// A function returning a dict that holds a tuple: three outputs, two of them inside the tuple.
+// Compiled once for the tests of `run` and `aotrace_run` below.
+fs::path dict_bundle(const fs::path& root) {
+  static fs::path compiled;
+  if (!compiled.empty()) return compiled;
+  fs::path dir = root / "dict_out";
   fs::create_directories(dir);
   write_bytes(dir / "net.py", "def net(x):\n    return {'logits': x * 2, 'pair': (x + 1, x - 1)}\n");
   write_bytes(dir / "net.yaml",
@@ -341,25 +352,122 @@ TEST_F(BundleCli, RunNamesTheVariantAndEachOutputsPlaceInTheResult) {
               "      x: {dtype: float32, shape: [batch, 3]}\ndims:\n  batch: [1, 2]\n");
   auto r = run_command(cli() + " compile " + quote((dir / "net.yaml").string()) + " --cpu x86-64-v2 -o " +
                        quote((dir / "net.aot").string()));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
   std::vector<float> x(6, 1.0f);
-  ASSERT_TRUE(aotrace::rt::npy_write((dir / "x.npy").string(), aotrace::rt::TensorRef(aotrace::rt::DType::f32, {2, 3}, x.data())).ok());
-  r = run_command(cli() + " run " + quote((dir / "net.aot").string()) + " --input x=" + quote((dir / "x.npy").string()) +
-                  " --output-dir " + quote((dir / "out").string()));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  expect_contains(r.output, "entry 'net' ran variant v1\n");
-  expect_contains(r.output, "out0.npy  result['logits']  float32 [2, 3]");
-  expect_contains(r.output, "out2.npy  result['pair'][1]  float32 [2, 3]");
-  const json manifest = json::parse(std::ifstream(dir / "out" / "outputs.json"));
-  EXPECT_EQ(manifest["variant"], "v1");
-  ASSERT_EQ(manifest["files"].size(), 3u);
-  EXPECT_EQ(manifest["files"][1]["file"], "out1.npy");
-  EXPECT_EQ(manifest["files"][1]["output"], "result['pair'][0]");
-  auto out1 = aotrace::rt::npy_read((dir / "out" / "out1.npy").string());
-  ASSERT_TRUE(out1.ok());
-  EXPECT_EQ(out1->data_as<float>()[0], 2.0f);
+  EXPECT_TRUE(aotrace::rt::npy_write((dir / "x.npy").string(),
+                                     aotrace::rt::TensorRef(aotrace::rt::DType::f32, {2, 3}, x.data())).ok());
+  if (r.exit_code == 0) compiled = dir / "net.aot";
+  return compiled;
 }
 
+// `run` names the entry, the variant and its profile on stderr; lists each file with its place
+// in the returned structure on stdout; writes an output inside a dict under its keys as well as
+// its position (logits.npy beside out0.npy); creates a missing output folder; and with --json
+// prints one JSON object, the one outputs.json holds.
+TEST_F(BundleCli, RunNamesTheVariantAndWritesDictOutputsUnderTheirKeys) {
+  const fs::path net = dict_bundle(root_);
+  ASSERT_FALSE(net.empty());
+  const fs::path dir = net.parent_path(), out = dir / "new" / "out";
+  const std::string run = cli() + " run " + quote(net.string()) + " --input x=" + quote((dir / "x.npy").string()) +
+                          " --output-dir " + quote(out.string());
+  SplitOutput r = run_split(run, dir / "stderr.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.err, "aotrace: entry 'net', variant v1 (profile batch=2)\n");
+  expect_contains(r.out, "  " + (out / "out0.npy").string() + "  result['logits']  float32 [2, 3]\n");
+  expect_contains(r.out, "  " + (out / "logits.npy").string() + "  result['logits']  float32 [2, 3]\n");
+  expect_contains(r.out, "  " + (out / "out2.npy").string() + "  result['pair'][1]  float32 [2, 3]\n");
+  expect_contains(r.out, "  " + (out / "pair.1.npy").string() + "  result['pair'][1]  float32 [2, 3]\n");
+  for (const char* f : {"out0.npy", "out1.npy", "out2.npy", "logits.npy", "pair.0.npy", "pair.1.npy"})
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+  EXPECT_EQ(read_bytes(out / "logits.npy"), read_bytes(out / "out0.npy"));
+  EXPECT_EQ(read_bytes(out / "pair.0.npy"), read_bytes(out / "out1.npy"));
+  auto pair0 = aotrace::rt::npy_read((out / "pair.0.npy").string());
+  ASSERT_TRUE(pair0.ok());
+  EXPECT_EQ(pair0->data_as<float>()[0], 2.0f);
+
+  r = run_split(run + " --json", dir / "stderr.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.err, "aotrace: entry 'net', variant v1 (profile batch=2)\n");
+  const json j = json::parse(r.out);  // one object, nothing else on stdout
+  EXPECT_EQ(j["entry"], "net");
+  EXPECT_EQ(j["variant"], "v1");
+  EXPECT_EQ(j["profiles"], json::array({"batch=2"}));
+  EXPECT_EQ(j["output_dir"], out.string());
+  ASSERT_EQ(j["outputs"].size(), 3u) << j;
+  EXPECT_EQ(j["outputs"][0], json::parse(R"({"position": 0, "name": "logits", "place": "result['logits']",
+      "dtype": "float32", "shape": [2, 3], "files": ["out0.npy", "logits.npy"]})"));
+  EXPECT_EQ(j["outputs"][2]["name"], "pair.1");
+  EXPECT_EQ(j["outputs"][2]["files"], json::array({"out2.npy", "pair.1.npy"}));
+  EXPECT_TRUE(j["updated_inputs"].empty());
+  EXPECT_EQ(json::parse(std::ifstream(out / "outputs.json")), j);
+}
+
+// aotrace_run (the bundle's own runner) is the same command as `aotrace run`: --help lists the
+// same options; the same run prints the same lines and writes the same files, into a folder it
+// creates; --selftest, and the errors with their exit codes, are the same.
+TEST_F(BundleCli, AotraceRunTakesTheSameOptionsAndPrintsTheSameLines) {
+  const fs::path net = dict_bundle(root_);
+  ASSERT_FALSE(net.empty());
+  const fs::path dir = net.parent_path();
+  const std::string runner = quote(AOTRACE_RUN), aotrace_run = cli() + " run";
+  auto replace_all = [](std::string s, const std::string& from, const std::string& to) {
+    for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+    return s;
+  };
+
+  auto help = run_command(runner + " --help");
+  ASSERT_EQ(help.exit_code, 0) << help.output;
+  for (const char* option : {"--entry NAME", "--input NAME=FILE.npy", "--output-dir DIR", "--json", "--selftest",
+                             "--threads N", "--seed N", "--help"})
+    expect_contains(help.output, option);
+  auto cli_help = run_command(aotrace_run + " --help");
+  ASSERT_EQ(cli_help.exit_code, 0) << cli_help.output;
+  EXPECT_EQ(replace_all(cli_help.output, "aotrace run", "aotrace_run"), help.output);
+
+  const std::string args = " " + quote(net.string()) + " --entry net --input x=" + quote((dir / "x.npy").string()) +
+                           " --threads 1 --seed 3 --output-dir " + quote((dir / "same" / "deeper").string());
+  SplitOutput a = run_split(runner + args, dir / "stderr.txt");
+  ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
+  EXPECT_TRUE(fs::exists(dir / "same" / "deeper" / "logits.npy"));
+  SplitOutput b = run_split(aotrace_run + args, dir / "stderr.txt");
+  ASSERT_EQ(b.exit_code, 0) << b.out << b.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(a.err, "aotrace_run: entry 'net', variant v1 (profile batch=2)\n");
+  EXPECT_EQ(replace_all(b.err, "aotrace:", "aotrace_run:"), a.err);
+  a = run_split(runner + args + " --json", dir / "stderr.txt");
+  ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
+  b = run_split(aotrace_run + args + " --json", dir / "stderr.txt");
+  EXPECT_EQ(json::parse(a.out), json::parse(b.out));
+
+  auto selftest = run_command(runner + " " + quote(bundle().string()) + " --selftest");
+  EXPECT_EQ(selftest.exit_code, 0) << selftest.output;
+  expect_contains(selftest.output, "aotrace_run --selftest: 3 golden pair(s) match (kernels cpu/");
+  selftest = run_command(aotrace_run + " " + quote(bundle().string()) + " --selftest");
+  EXPECT_EQ(selftest.exit_code, 0) << selftest.output;
+  expect_contains(selftest.output, "aotrace run --selftest: 3 golden pair(s) match (kernels cpu/");
+
+  struct Case {
+    std::string args, message;
+    int exit_code;
+  };
+  for (const Case& c : std::vector<Case>{
+           {" --entry nope", "error: bundle " + net.string() + " has no entry 'nope'", 1},
+           {" --entry net", "error: entry 'net' needs input 'x'\n  hint: pass --input x=FILE.npy (inputs: x)", 1},
+           {" --threads many", "error: --threads takes a number from 0 to 1024, got 'many'", 2},
+           {" --frobnicate", "error: unknown option '--frobnicate'\n  hint: --help lists the options", 2},
+           {" --entry", "error: --entry needs a value: --entry NAME", 2},
+           {" --selftest --input x=x.npy", "error: --selftest runs the bundle's golden vectors, not --input", 2}}) {
+    auto standalone = run_command(runner + " " + quote(net.string()) + c.args);
+    EXPECT_EQ(standalone.exit_code, c.exit_code) << c.args << "\n" << standalone.output;
+    expect_contains(standalone.output, "aotrace_run: " + c.message);
+    auto through_cli = run_command(aotrace_run + " " + quote(net.string()) + c.args);
+    EXPECT_EQ(through_cli.exit_code, c.exit_code) << c.args << "\n" << through_cli.output;
+    EXPECT_EQ(replace_all(through_cli.output, "aotrace:", "aotrace_run:"), standalone.output) << c.args;
+  }
+}
+
+// The script's prints reach aotrace's stdout when it is a pipe or a file (block-buffered there,
+// and the embedded interpreter is never finalised), before aotrace's own lines.
 TEST_F(BundleCli, ScriptPrintsReachARedirectedStdout) {
   fs::path dir = root_ / "prints";
   fs::create_directories(dir);

@@ -6,6 +6,8 @@
 #include "bundle_generated.h"
 #include "tiny_bundle.h"
 
+extern "C" const char* c_api_call_tiny_bundle(const char* dir);  // c_api_calls.c
+
 namespace aotrace::testing {
 namespace {
 namespace fs = std::filesystem;
@@ -24,7 +26,8 @@ TEST(Bundle, WritesTheDocumentedLayout) {
                         "graphs/forward.v0.json", "graphs/forward.v1.json", "report.json",
                         "runtime/CMakeLists.txt", "runtime/aotrace_runtime.h",
                         "runtime/aotrace_kernel_abi.h", "runtime/bundle_generated.h",
-                        "runtime/aotrace_run_main.cpp", "runtime/npy.h"})
+                        "runtime/aotrace_run_main.cpp", "runtime/run_tool.h", "runtime/run_tool.cpp",
+                        "runtime/npy.h"})
     EXPECT_TRUE(fs::exists(dir / f)) << f;
   EXPECT_EQ(read_bytes(dir / "graphs/forward.v1.json"), "{\"variant\": \"v1\"}\n");
   // bias (16 bytes) at 0, extra (24 bytes) at the next 64-byte boundary.
@@ -168,6 +171,38 @@ TEST(Bundle, CApiRunsAndReportsErrors) {
   EXPECT_NE(std::string(aotrace_last_error()).find("more than max_rank 1"), std::string::npos);
   EXPECT_EQ(aotrace_entry_output_shape(b, "forward", &in, 1, 2, dims, 4, &rank), static_cast<int>(rt::StatusCode::invalid_argument));
   aotrace_bundle_close(b);
+}
+
+// Entry::run and run_into say which variant ran; variant_profiles names its profiles.
+TEST(Bundle, RunSaysWhichVariantRanAndItsProfiles) {
+  fs::path dir = written_bundle("which_variant");
+  auto bundle = rt::Bundle::open(dir.string());
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  auto entry = bundle->entry("forward");
+  ASSERT_TRUE(entry.ok());
+  std::vector<float> x(8, 1.0f);
+  size_t variant = 99;
+  auto outs = entry->run({TensorRef{DType::f32, {2, 4}, x.data()}}, &variant);
+  ASSERT_TRUE(outs.ok()) << outs.status().message();
+  EXPECT_EQ(variant, 1u);
+  EXPECT_EQ(entry->variant_profiles(variant), std::vector<std::string>{"batch=2"});
+  std::vector<float> y0(4), y1(4);
+  ASSERT_TRUE(entry->run_into({TensorRef{DType::f32, {1, 4}, x.data()}},
+                              {TensorRef{DType::f32, {1, 4}, y0.data()}, TensorRef{DType::f32, {1, 4}, y1.data()}},
+                              &variant)
+                  .ok());
+  EXPECT_EQ(variant, 0u);
+  EXPECT_EQ(entry->variant_profiles(0), std::vector<std::string>{"batch=1"});
+  variant = 99;
+  EXPECT_FALSE(entry->run({TensorRef{DType::f32, {3, 4}, x.data()}}, &variant).ok());
+  EXPECT_EQ(variant, 99u) << "a guard miss leaves the variant alone";
+}
+
+// From C: after aotrace_entry_call, the variant that ran and each output's shape and dtype.
+TEST(Bundle, CApiCallGivesTheVariantAndEachOutputsShapeAndDtype) {
+  fs::path dir = written_bundle("capi_call");
+  const char* failure = c_api_call_tiny_bundle(dir.c_str());
+  EXPECT_EQ(failure, nullptr) << failure;
 }
 
 }  // namespace
