@@ -321,7 +321,9 @@ int compile_command(const std::filesystem::path& yaml, const CompileOptions& opt
     if (name != "all" && std::find(names.begin(), names.end(), name) == names.end()) {
       std::string list;
       for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-      user_error("--dump: unknown pass '" + pass + "'", {}, "the passes are " + list + ", or all");
+      const std::string close = closest_name(name, names);
+      user_error("--dump: unknown pass '" + pass + "'" + (close.empty() ? "" : "; did you mean '" + close + "'?"), {},
+                 "the passes are " + list + ", or all");
     }
     lo.dump.push_back(name);
   }

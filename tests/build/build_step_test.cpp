@@ -248,7 +248,7 @@ TEST_F(BuildStep, DumpPrintsTheAskedPassesAndSkipsTheCache) {
   EXPECT_EQ(r.output.find("(cache "), std::string::npos) << r.output;
   r = compile("typo", "--no-cache --dump fsue");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  expect_contains(r.output, "--dump: unknown pass 'fsue'");
+  expect_contains(r.output, "--dump: unknown pass 'fsue'; did you mean 'fuse'?");
   expect_contains(r.output, "the passes are decompose, fold-constants");
 }
 
