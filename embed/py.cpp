@@ -1,3 +1,5 @@
+#include <map>
+
 #include "embed/py.h"
 
 #include "ir/ir.h"
@@ -20,6 +22,20 @@ std::string fetch_python_error() {
 PyRef check(PyObject* o, const char* what) {
   if (!o) internal_error(std::string(what) + ": " + fetch_python_error());
   return PyRef::steal(o);
+}
+
+PyObject* helper_module(const char* name, const char* source) {
+  static std::map<std::string, PyObject*> made;  // name → its dict (one reference kept)
+  if (auto it = made.find(name); it != made.end()) return it->second;
+  PyRef module = check(PyModule_New(name), "module");
+  PyObject* dict = PyModule_GetDict(module.get());
+  PyDict_SetItemString(dict, "__builtins__", PyEval_GetBuiltins());
+  const std::string file = std::string("<") + name + ">";
+  PyRef code = check(Py_CompileString(source, file.c_str(), Py_file_input), name);
+  check(PyEval_EvalCode(code.get(), dict, dict), name);
+  Py_INCREF(dict);
+  made.emplace(name, dict);
+  return dict;
 }
 
 namespace {

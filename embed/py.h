@@ -53,6 +53,9 @@ PyRef getattr(PyObject* o, const char* name);  // internal_error when missing
 PyRef attribute_or_null(PyObject* o, const char* name);  // null (no Python error) when missing
 // The namespace of the script run_script ran (borrowed), or null before.
 PyObject* script_namespace();
+// The globals (borrowed, kept for the process) of a helper module named `name` made from
+// Python `source`: compiled and run on the first call, the same dict on every later one.
+PyObject* helper_module(const char* name, const char* source);
 
 }  // namespace aotrace::embed
 

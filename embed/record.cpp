@@ -61,19 +61,7 @@ def stop():
     return json.dumps(_calls)
 )PY";
 
-PyObject* record_helper() {
-  static PyObject* helper = nullptr;  // the helper module's dict, compiled once
-  if (helper == nullptr) {
-    PyRef module = check(PyModule_New("__aotrace_record__"), "module");
-    PyObject* dict = PyModule_GetDict(module.get());
-    PyDict_SetItemString(dict, "__builtins__", PyEval_GetBuiltins());
-    PyRef code = check(Py_CompileString(kRecordSource, "<aotrace record>", Py_file_input), "the record helper");
-    check(PyEval_EvalCode(code.get(), dict, dict), "the record helper");
-    helper = dict;
-    Py_INCREF(helper);
-  }
-  return helper;
-}
+PyObject* record_helper() { return helper_module("__aotrace_record__", kRecordSource); }
 
 PyRef call_helper(const char* function, PyObject* args) {
   PyObject* f = PyDict_GetItemString(record_helper(), function);  // borrowed

@@ -131,16 +131,7 @@ def survey(ns, call):
 std::string Interpreter::survey_entries(const std::string& call_expr) {
   PyObject* ns = script_namespace();
   AOT_CHECK(ns != nullptr, "survey before run_script");
-  static PyObject* helper = nullptr;  // the helper module's dict, compiled once
-  if (helper == nullptr) {
-    PyRef module = check(PyModule_New("__aotrace_survey__"), "module");
-    PyObject* dict = PyModule_GetDict(module.get());
-    PyDict_SetItemString(dict, "__builtins__", PyEval_GetBuiltins());
-    PyRef code = check(Py_CompileString(kSurveySource, "<aotrace survey>", Py_file_input), "the survey helper");
-    check(PyEval_EvalCode(code.get(), dict, dict), "the survey helper");
-    helper = dict;
-    Py_INCREF(helper);
-  }
+  PyObject* helper = helper_module("__aotrace_survey__", kSurveySource);
   PyObject* survey = PyDict_GetItemString(helper, "survey");  // borrowed
   PyRef result = PyRef::steal(PyObject_CallFunction(survey, "Os", ns, call_expr.c_str()));
   if (!result) {

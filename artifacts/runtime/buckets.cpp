@@ -80,7 +80,7 @@ Status bucket_call(const EntryData& e, const std::vector<TensorRef>& inputs, Buc
     const BucketData::Axis* first = nullptr;
     for (const BucketData::Axis& a : b.inputs) {
       if (a.index >= inputs.size() || a.axis >= inputs[a.index].shape.size())
-        return invalid("input '" + infos.at(a.index).name + "' has rank " +
+        return invalid("input '" + infos[a.index].name + "' has rank " +
                        std::to_string(a.index < inputs.size() ? inputs[a.index].shape.size() : 0) + ", but its dim " +
                        std::to_string(a.axis) + " is the bucketed dim '" + b.name + "'");
       const int64_t n = inputs[a.index].shape[a.axis];

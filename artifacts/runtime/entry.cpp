@@ -200,24 +200,71 @@ std::vector<std::string> Entry::guard_texts(size_t v) const {
   return texts;
 }
 
-Result<size_t> Entry::select(const std::vector<TensorRef>& inputs) const {
-  if (!data_->buckets.empty() && inputs.size() == num_inputs()) {
-    // A bucketed dim selects the bucket's variant: the guards see the padded inputs.
-    BucketedCall call;
-    if (Status s = bucket_call(*data_, inputs, call); !s.ok()) return s;
-    if (call.any_padded) return select(call.inputs);
-  }
-  if (data_->variants.empty()) return invalid("entry '" + data_->name + "' has no variants");
-  if (inputs.size() != num_inputs())
-    return invalid("entry '" + data_->name + "' takes " + std::to_string(num_inputs()) +
-                   " inputs, got " + std::to_string(inputs.size()));
-  for (size_t v = 0; v < data_->variants.size(); ++v)
-    if (first_failed_guard(data_->variants[v].guards, inputs) == data_->variants[v].guards.size()) return v;
+namespace {
+
+// The first variant whose guards all hold for `inputs` (already padded to their buckets).
+Result<size_t> select_variant(const EntryData& e, const std::vector<TensorRef>& inputs) {
+  if (e.variants.empty()) return invalid("entry '" + e.name + "' has no variants");
+  const size_t n = e.variants.front().inputs.size();
+  if (inputs.size() != n)
+    return invalid("entry '" + e.name + "' takes " + std::to_string(n) + " inputs, got " + std::to_string(inputs.size()));
+  for (size_t v = 0; v < e.variants.size(); ++v)
+    if (first_failed_guard(e.variants[v].guards, inputs) == e.variants[v].guards.size()) return v;
   // A miss: evaluate again to name the failed guards (no allocation on the hit path).
-  std::vector<size_t> failed(data_->variants.size());
-  for (size_t v = 0; v < data_->variants.size(); ++v)
-    failed[v] = first_failed_guard(data_->variants[v].guards, inputs);
-  return no_variant_status(*data_, inputs, failed);
+  std::vector<size_t> failed(e.variants.size());
+  for (size_t v = 0; v < e.variants.size(); ++v) failed[v] = first_failed_guard(e.variants[v].guards, inputs);
+  return no_variant_status(e, inputs, failed);
+}
+
+// The inputs a call runs on: the caller's, or (bucketed dims, format 1.7) copies padded up to
+// the buckets, kept in `call`. Entries without buckets pay nothing.
+Result<const std::vector<TensorRef>*> call_inputs(const EntryData& e, const std::vector<TensorRef>& inputs,
+                                                  BucketedCall& call) {
+  if (e.buckets.empty() || e.variants.empty() || inputs.size() != e.variants.front().inputs.size()) return &inputs;
+  if (Status s = bucket_call(e, inputs, call); !s.ok()) return s;
+  return call.any_padded ? &call.inputs : &inputs;
+}
+
+// The outputs of `variant` for these inputs, allocated, and references to them.
+Status allocate_outputs(const VariantData& variant, const std::vector<TensorRef>& inputs, std::vector<Tensor>& outputs,
+                        std::vector<TensorRef>& refs) {
+  std::vector<int64_t> symbols(variant.symbols.size());
+  bind_symbols(variant, inputs, symbols.data());
+  for (size_t o = 0; o < variant.outputs.size(); ++o) {
+    const TensorInfo& info = variant.outputs[o];
+    outputs.emplace_back(info.dtype, concrete_shape(variant, variant.raw_output_shapes[o], symbols.data()));
+    if (!outputs.back().data())
+      return Status(StatusCode::io_error, "cannot allocate output '" + info.name + "'");
+    refs.push_back(outputs.back().ref());
+  }
+  return Status::Ok();
+}
+
+
+// Runs the variant `inputs` select (call_inputs' result for `call`) into outputs allocated here,
+// cut back to the call's sizes where `call` padded.
+Result<std::vector<Tensor>> run_call(const BundleData& b, const EntryData& e, const std::vector<TensorRef>& inputs,
+                                     const BucketedCall& call, size_t* out_variant) {
+  Result<size_t> v = select_variant(e, inputs);
+  if (!v.ok()) return v.status();
+  if (out_variant) *out_variant = *v;
+  const VariantData& variant = e.variants[*v];
+  std::vector<Tensor> outputs;
+  std::vector<TensorRef> refs;
+  if (Status s = allocate_outputs(variant, inputs, outputs, refs); !s.ok()) return s;
+  if (Status s = run_variant(b, e, variant, inputs, refs); !s.ok()) return s;
+  if (Status s = unbucket_outputs(e, call, outputs); !s.ok()) return s;
+  return outputs;
+}
+
+
+}  // namespace
+
+Result<size_t> Entry::select(const std::vector<TensorRef>& inputs) const {
+  BucketedCall call;
+  Result<const std::vector<TensorRef>*> in = call_inputs(*data_, inputs, call);
+  if (!in.ok()) return in.status();
+  return select_variant(*data_, **in);
 }
 
 Status Entry::run_into(const std::vector<TensorRef>& inputs,
@@ -227,9 +274,12 @@ Status Entry::run_into(const std::vector<TensorRef>& inputs,
 
 Status Entry::run_into(const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs,
                        size_t* out_variant) const {
-  if (!data_->buckets.empty()) {
-    // Padded calls run into the bucket's outputs, then are cut back into the caller's.
-    Result<std::vector<Tensor>> r = run(inputs, out_variant);
+  BucketedCall call;
+  Result<const std::vector<TensorRef>*> in = call_inputs(*data_, inputs, call);
+  if (!in.ok()) return in.status();
+  if (call.any_padded) {
+    // A padded call runs into the bucket's outputs, which are cut back into the caller's.
+    Result<std::vector<Tensor>> r = run_call(*bundle_, *data_, **in, call, out_variant);
     if (!r.ok()) return r.status();
     if (outputs.size() != r->size())
       return invalid("entry '" + data_->name + "' has " + std::to_string(r->size()) + " outputs, got " +
@@ -243,7 +293,7 @@ Status Entry::run_into(const std::vector<TensorRef>& inputs, const std::vector<T
     }
     return Status::Ok();
   }
-  Result<size_t> v = select(inputs);
+  Result<size_t> v = select_variant(*data_, inputs);
   if (!v.ok()) return v.status();
   if (out_variant) *out_variant = *v;
   return run_variant(*bundle_, *data_, data_->variants[*v], inputs, outputs);
@@ -273,73 +323,33 @@ Result<std::vector<std::vector<int64_t>>> Entry::output_shapes(size_t v, const s
   return shapes;
 }
 
-namespace {
-
-// The outputs of `variant` for these inputs, allocated, and references to them.
-Status allocate_outputs(const VariantData& variant, const std::vector<TensorRef>& inputs, std::vector<Tensor>& outputs,
-                        std::vector<TensorRef>& refs) {
-  std::vector<int64_t> symbols(variant.symbols.size());
-  bind_symbols(variant, inputs, symbols.data());
-  for (size_t o = 0; o < variant.outputs.size(); ++o) {
-    const TensorInfo& info = variant.outputs[o];
-    outputs.emplace_back(info.dtype, concrete_shape(variant, variant.raw_output_shapes[o], symbols.data()));
-    if (!outputs.back().data())
-      return Status(StatusCode::io_error, "cannot allocate output '" + info.name + "'");
-    refs.push_back(outputs.back().ref());
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 Result<std::vector<Tensor>> Entry::run(const std::vector<TensorRef>& inputs) const { return run(inputs, nullptr); }
 
+
 Result<std::vector<Tensor>> Entry::run(const std::vector<TensorRef>& inputs, size_t* out_variant) const {
-  if (!data_->buckets.empty() && inputs.size() == num_inputs()) {
-    BucketedCall call;
-    if (Status s = bucket_call(*data_, inputs, call); !s.ok()) return s;
-    if (call.any_padded) {
-      Result<size_t> v = select(call.inputs);
-      if (!v.ok()) return v.status();
-      if (out_variant) *out_variant = *v;
-      const VariantData& variant = data_->variants[*v];
-      std::vector<Tensor> outputs;
-      std::vector<TensorRef> refs;
-      if (Status s = allocate_outputs(variant, call.inputs, outputs, refs); !s.ok()) return s;
-      if (Status s = run_variant(*bundle_, *data_, variant, call.inputs, refs); !s.ok()) return s;
-      if (Status s = unbucket_outputs(*data_, call, outputs); !s.ok()) return s;
-      return outputs;
-    }
-  }
-  Result<size_t> v = select(inputs);
-  if (!v.ok()) return v.status();
-  if (out_variant) *out_variant = *v;
-  const VariantData& variant = data_->variants[*v];
-  std::vector<Tensor> outputs;
-  std::vector<TensorRef> refs;
-  if (Status s = allocate_outputs(variant, inputs, outputs, refs); !s.ok()) return s;
-  if (Status s = run_variant(*bundle_, *data_, variant, inputs, refs); !s.ok()) return s;
-  return outputs;
+  BucketedCall call;
+  Result<const std::vector<TensorRef>*> in = call_inputs(*data_, inputs, call);
+  if (!in.ok()) return in.status();
+  return run_call(*bundle_, *data_, **in, call, out_variant);
 }
 
 Result<std::vector<Entry::KernelTime>> Entry::profile(const std::vector<TensorRef>& inputs, int calls) const {
   if (calls < 1) return invalid("profile needs at least 1 call, got " + std::to_string(calls));
-  if (!data_->buckets.empty() && inputs.size() == num_inputs()) {
-    BucketedCall call;  // the bucket's variant, on the padded inputs
-    if (Status s = bucket_call(*data_, inputs, call); !s.ok()) return s;
-    if (call.any_padded) return profile(call.inputs, calls);
-  }
-  Result<size_t> v = select(inputs);
+  BucketedCall call;  // a padded call profiles the bucket's variant on the padded inputs
+  Result<const std::vector<TensorRef>*> in = call_inputs(*data_, inputs, call);
+  if (!in.ok()) return in.status();
+  Result<size_t> v = select_variant(*data_, **in);
   if (!v.ok()) return v.status();
   const VariantData& variant = data_->variants[*v];
   std::vector<Tensor> outputs;
   std::vector<TensorRef> refs;
-  if (Status s = allocate_outputs(variant, inputs, outputs, refs); !s.ok()) return s;
+  if (Status s = allocate_outputs(variant, **in, outputs, refs); !s.ok()) return s;
   // Inputs updated in place change between calls, as they would in a loop of real calls.
-  if (Status s = run_variant(*bundle_, *data_, variant, inputs, refs); !s.ok()) return s;  // warm-up
+  if (Status s = run_variant(*bundle_, *data_, variant, **in, refs); !s.ok()) return s;  // warm-up
   std::vector<double> seconds(variant.calls.size(), 0.0);
   for (int c = 0; c < calls; ++c)
-    if (Status s = run_variant(*bundle_, *data_, variant, inputs, refs, nullptr, seconds.data()); !s.ok()) return s;
+    if (Status s = run_variant(*bundle_, *data_, variant, **in, refs, nullptr, seconds.data()); !s.ok()) return s;
   std::vector<KernelTime> out;
   for (size_t k = 0; k < variant.calls.size(); ++k)
     out.push_back({variant.calls[k].symbol, variant.calls[k].what, 1e3 * seconds[k] / calls});
