@@ -4,6 +4,9 @@
 //   - matmul(x, permute(W, [1, 0])), a linear layer's W [N, K], or matmul(x, W [K, N]): B panels,
 //     [⌈N/NR⌉, K, NR]; W may be a slice of a weight (the q, k, v rows of attention's in_proj);
 //   - conv(x, W) with groups 1, W [Cout, Cin, kh, kw]: A panels, [⌈Cout/MR⌉, Cin·kh·kw, MR];
+//   - matmul(W, x) with W [batch..., M, K] a weight of x's batch dims (winograd's transformed
+//     filters U [16, O, C]): A panels per batch, [batch..., ⌈M/MR⌉, K, MR], so that the GEMM
+//     takes its widest microkernel and streams the weight in order;
 // zero-padded to whole panels. The node's operand becomes the view that reads the original
 // weight back out of the packed one (permute, reshape, slice: movement ops, so the graph keeps
 // its meaning for the verifier and the reference interpreter), and the node is marked
@@ -124,6 +127,42 @@ struct Packer {
                        attrs_of({{"axis", int64_t{1}}, {"start", int64_t{0}}, {"end", n}, {"step", int64_t{1}}}), loc);
   }
 
+  // Matmul A [batch..., M, K] read from a weight, with the batch dims of the result (no
+  // broadcast): A panels per batch; returns the view of A, or -1.
+  ir::ValueId pack_matmul_a(const ir::Node& mm, const SourceLoc& loc) {
+    ir::ValueId a = mm.operands[0];
+    int w = weight_index[static_cast<size_t>(a)];
+    if (w < 0 || old.type(a).dtype != ir::DType::f32 || old.type(mm.operands[1]).dtype != ir::DType::f32) return -1;
+    std::vector<int64_t> as = static_dims(old, a);
+    const ir::Shape& out = old.type(mm.results[0]).shape;
+    if (as.size() < 2 || as.size() != out.size()) return -1;
+    for (size_t d = 0; d + 2 < as.size(); ++d)
+      if (!(out[d] == ir::SymExpr(as[d]))) return -1;
+    int64_t m = as[as.size() - 2], k = as.back(), n = planned_size(out.back(), max), batch = 1;
+    for (size_t d = 0; d + 2 < as.size(); ++d) batch *= as[d];
+    if (m < 4 || n < 8 || k < 8) return -1;
+    const float* src = data(w);
+    int64_t count = (m + kPackedMR - 1) / kPackedMR, per_batch = count * k * kPackedMR;
+    auto bytes = std::make_shared<ir::Bytes>(static_cast<size_t>(batch * per_batch) * sizeof(float), 0);
+    for (int64_t bi = 0; bi < batch; ++bi) {
+      auto one = panels(m, k, kPackedMR, [&](int64_t r, int64_t col) { return src[(bi * m + r) * k + col]; });
+      std::memcpy(bytes->data() + static_cast<size_t>(bi * per_batch) * sizeof(float), one->data(), one->size());
+    }
+    std::vector<int64_t> dims(as.begin(), as.end() - 2), view(as.begin(), as.end() - 2);
+    dims.insert(dims.end(), {count, k, kPackedMR});
+    ir::ValueId packed = add_packed(w, "packed_a" + std::to_string(kPackedMR) + "_mk", dims, std::move(bytes));
+    // [batch..., count, K, MR] → [batch..., count, MR, K] → [batch..., count·MR, K] → rows [0, M).
+    std::vector<int64_t> perm;
+    for (size_t d = 0; d + 2 < as.size(); ++d) perm.push_back(static_cast<int64_t>(d));
+    int64_t r = static_cast<int64_t>(as.size()) - 2;
+    perm.insert(perm.end(), {r, r + 2, r + 1});
+    ir::ValueId v = c.graph.add(ir::OpKind::Permute, {packed}, attrs_of({{"perm", perm}}), loc);
+    view.insert(view.end(), {count * kPackedMR, k});
+    v = c.graph.add(ir::OpKind::Reshape, {v}, attrs_of({{"shape", shape_of(view)}}), loc);
+    return c.graph.add(ir::OpKind::Slice, {v},
+                       attrs_of({{"axis", r}, {"start", int64_t{0}}, {"end", m}, {"step", int64_t{1}}}), loc);
+  }
+
   // Conv W [Cout, Cin, kh, kw] (groups 1): A panels; returns the view of W, or -1.
   ir::ValueId pack_a(const ir::Node& conv, const SourceLoc& loc) {
     if (conv.attrs.has("groups") && conv.attrs.i("groups") != 1) return -1;
@@ -167,6 +206,9 @@ ir::Graph pack_weights(ir::Graph old) {
       if (ir::ValueId v = packer.pack_b(n, n.loc); v >= 0) {
         operands[1] = v;
         attrs.set("packed_b", kPackedNR);
+      } else if (ir::ValueId a = packer.pack_matmul_a(n, n.loc); a >= 0) {
+        operands[0] = a;
+        attrs.set("packed_a", kPackedMR);
       }
     } else if (n.op == ir::OpKind::Conv && f32) {
       if (ir::ValueId v = packer.pack_a(n, n.loc); v >= 0) {

@@ -69,7 +69,7 @@ bool KernelEmitter::plan_gemm(GemmPlan& p) const {
     p.n = out.back();
     p.k = as.back();
     for (size_t d = 0; d + 2 < out.size(); ++d) p.batches = p.batches * out[d];
-    p.a_view = strided_view(p.a);
+    if (!n.attrs.has("packed_a")) p.a_view = strided_view(p.a);
     if (!n.attrs.has("packed_b")) p.b_view = strided_view(p.b);
     p.direct_a = p.a_view && is_one(p.a_view->strides.back());
   } else {
@@ -350,16 +350,18 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
 //              const float* prefetch, i64 lda, i64 valid_rows, i64 b_stride):
 // c[i*ldc + j] (+)= sum_p A(i, p) * B(p, j) for `rows` rows of A and the `panels`·NR columns of
 // `panels` adjacent B panels, panel q at b + q·b_stride (B(p, q·NR + j) = b[q·b_stride + p*NR + j]);
-// kc >= 1. A(i, p) is a[p*MR + i] in a packed MR-row panel, or with `direct_a`
-// a[min(i, valid_rows - 1)*lda + p]: A read in place, row by row (rows past the matrix repeat its
-// last row; their results are never stored). Step p also prefetches each panel's
-// prefetch[q·b_stride + p*NR ..) into L2: the caller points it at the next B panels, which then
-// arrive while these are in use. rows × panels·NR/lanes accumulators stay in registers: 6 × 2
-// with AVX2 (16 registers), 6 × 2 with AVX-512 (two 16-wide panels per call: 12 of its 32
-// registers, enough independent FMAs to cover their latency), 3 × 4 with SSE/NEON (then two
-// calls per panel).
+// kc >= 1. A(i, p) is a[(i / MR)*lda + p*MR + i % MR] in packed MR-row panels (`rows` may span two
+// adjacent panels, lda apart), or with `direct_a` a[min(i, valid_rows - 1)*lda + p]: A read in
+// place, row by row (rows past the matrix repeat its last row; their results are never stored).
+// Step p also prefetches each panel's prefetch[q·b_stride + p*NR ..) into L2: the caller points
+// it at the next B panels, which then arrive while these are in use. rows × panels·NR/lanes
+// accumulators stay in registers: 6 × 2 with AVX2 (16 registers); 12 × 2 with AVX-512 (two A and
+// two 16-wide B panels per call: 24 of its 32 registers, so that each step's 14 loads feed 24
+// FMAs: with 6 × 2, the loads and prefetches alone kept the load ports busy); 3 × 4 with
+// SSE/NEON (then two calls per panel).
 llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a, int64_t panels) {
   int64_t lanes = std::min<int64_t>(target_.f32_lanes, plan.nr), nv = plan.nr / lanes * panels;
+  AOT_CHECK(rows <= plan.mr || rows == 2 * plan.mr, "a microkernel spans one or two A panels");
   std::string name = "aotrace.sgemm." + std::to_string(rows) + "x" + std::to_string(plan.nr * panels) +
                      (direct_a ? ".rows" : "");
   if (llvm::Function* f = module_.getFunction(name)) return f;
@@ -384,7 +386,7 @@ llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t ro
     for (int64_t j = 0; j < nv; ++j)
       init.push_back(b.CreateSelect(first, zero, b.CreateAlignedLoad(vec, c_at(i, j), llvm::Align(4))));
   std::vector<llvm::Value*> a_rows;  // direct_a: the row pointers
-  for (int64_t i = 0; direct_a && i < rows; ++i) {
+  for (int64_t i = 0; direct_a && rows <= plan.mr && i < rows; ++i) {
     llvm::Value* last = b.CreateSub(valid_rows, b.getInt64(1));
     llvm::Value* r = b.CreateSelect(b.CreateICmpSLT(b.getInt64(static_cast<uint64_t>(i)), last),
                                     b.getInt64(static_cast<uint64_t>(i)), last);
@@ -415,14 +417,21 @@ llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t ro
     b.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr}, {pf, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
   }
   llvm::Value* arow = b.CreateInBoundsGEP(f32, a, b.CreateMul(p, b.getInt64(static_cast<uint64_t>(plan.mr))));
-  if (!direct_a) {  // the next A panel too (a pre-packed weight streams from memory)
-    llvm::Value* pa = b.CreateGEP(f32, a_next, b.CreateMul(p, b.getInt64(static_cast<uint64_t>(plan.mr))));
+  for (int64_t i = 0; !direct_a && i < rows; i += plan.mr) {  // the next A panels too (pre-packed
+    // weights stream from memory)
+    llvm::Value* pa = b.CreateGEP(f32, a_next, b.CreateAdd(b.CreateMul(p, b.getInt64(static_cast<uint64_t>(plan.mr))),
+                                                           b.CreateMul(lda, b.getInt64(static_cast<uint64_t>(i / plan.mr)))));
     b.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr}, {pa, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
   }
   std::vector<llvm::Value*> next(acc.size());
   for (int64_t i = 0; i < rows; ++i) {
-    llvm::Value* at = direct_a ? b.CreateGEP(f32, a_rows[static_cast<size_t>(i)], p)
-                               : b.CreateConstInBoundsGEP1_64(f32, arow, static_cast<uint64_t>(i));
+    // Two panels read in place: every row is there (the caller's promise), at a + i·lda: offsets
+    // from a few base registers, where 12 row pointers would not all stay in registers.
+    llvm::Value* at =
+        direct_a && rows > plan.mr ? b.CreateGEP(f32, a, b.CreateAdd(b.CreateMul(lda, b.getInt64(static_cast<uint64_t>(i))), p))
+        : direct_a ? b.CreateGEP(f32, a_rows[static_cast<size_t>(i)], p)
+                 : b.CreateGEP(f32, arow, b.CreateAdd(b.CreateMul(lda, b.getInt64(static_cast<uint64_t>(i / plan.mr))),
+                                                      b.getInt64(static_cast<uint64_t>(i % plan.mr))));
     llvm::Value* ai = b.CreateAlignedLoad(f32, at, llvm::Align(4));
     llvm::Value* splat = b.CreateVectorSplat(static_cast<unsigned>(lanes), ai);
     for (int64_t j = 0; j < nv; ++j) {
@@ -491,12 +500,13 @@ void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm
   });
 }
 
-// The buffer of the packed weight behind `view` (pack_weights' permute/reshape/slice chain).
+// The buffer of the packed weight behind `view` (pack_weights' permute/reshape/slice chain):
+// [batch..., panels, K, width].
 llvm::Value* KernelEmitter::packed_weight(ir::ValueId view, int64_t width) {
   ir::ValueId v = view;
   while (read_arg_.count(v) == 0) v = producer(v).operands[0];
   std::vector<int64_t> d = static_dims(g_, v);
-  AOT_CHECK(d.size() == 3 && d[2] == width, "a packed GEMM operand is not a panel weight");
+  AOT_CHECK(d.size() >= 3 && d.back() == width, "a packed GEMM operand is not a panel weight");
   return buffers_[static_cast<size_t>(read_arg_.at(v))];
 }
 
@@ -516,8 +526,13 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
   int64_t uk_rows = target_.f32_lanes == 4 ? plan.mr / 2 : plan.mr;
   // B panels per call (the last panel of an odd count takes the one-panel kernel).
   int64_t pair = panels_per_call(target_, plan.nr);
-  llvm::Function* ukernel = gemm_microkernel(plan, uk_rows, plan.direct_a, 1);
-  llvm::Function* ukernel_pair = pair > 1 ? gemm_microkernel(plan, uk_rows, plan.direct_a, pair) : nullptr;
+  // A panels per call: two where a 16-lane register file holds 12 × 2 accumulators (AVX-512).
+  int64_t a_pair = target_.f32_lanes >= 16 ? 2 : 1;
+  // ukernels[a][b]: a + 1 A panels by b + 1 B panels per call (the last of an odd count takes one).
+  llvm::Function* ukernels[2][2] = {};
+  for (int64_t a = 0; a < a_pair; ++a)
+    for (int64_t q = 0; q < pair; ++q)
+      ukernels[a][q] = gemm_microkernel(plan, uk_rows * (a + 1), plan.direct_a, q + 1);
   // Weights pre-packed by pack_weights: their panels are read in place, never packed here.
   llvm::Value* packed_a = node.attrs.has("packed_a") ? packed_weight(plan.a, plan.mr) : nullptr;
   llvm::Value* packed_b = node.attrs.has("packed_b") ? packed_weight(plan.b, plan.nr) : nullptr;
@@ -529,7 +544,8 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
     llvm::Value* jb = b_.CreateURem(t, size(plan.n_blocks()));
     llvm::Value* rest = b_.CreateUDiv(t, size(plan.n_blocks()));
     llvm::Value* ib = b_.CreateURem(rest, size(plan.m_tasks()));
-    Index batch = unflatten(b_.CreateUDiv(rest, size(plan.m_tasks())), batch_extents);
+    llvm::Value* batch_flat = b_.CreateUDiv(rest, size(plan.m_tasks()));
+    Index batch = unflatten(batch_flat, batch_extents);
     llvm::Value* it = b_.CreateMul(ib, i64(plan.mt));
     llvm::Value* jc = b_.CreateMul(jb, size(plan.nc));
     llvm::Value* mt = min(b_.CreateSub(size(plan.m), it), plan.mt);
@@ -556,11 +572,14 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
           llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateUDiv(jc, i64(plan.nr)), q), size(plan.k)), pc);
           return b_.CreateInBoundsGEP(f32, packed_b, b_.CreateMul(at, i64(plan.nr)));
         };
-        // B panels [jr, jr + count) against every A panel of the block, `uk` taking them at once.
-        auto panels = [&](llvm::Value* jr, int64_t count, llvm::Function* uk) {
-          range_loop(i64(0), m_panels, [&](llvm::Value* ir) {
+        // B panels [jr, jr + count) against every A panel of the block, a_pair of them per call
+        // where they are there.
+        auto panels = [&](llvm::Value* jr, int64_t count) {
+          // A panels [ir, ir + a_count) against the B panels, with one call of `uk`.
+          auto call = [&](llvm::Value* ir, int64_t a_count, llvm::Function* uk) {
             llvm::Value* m0 = b_.CreateAdd(b_.CreateAdd(it, row0), b_.CreateMul(ir, i64(plan.mr)));  // in C
-            llvm::Value *a_panel, *a_next, *lda = i64(0), *valid = i64(plan.mr);
+            // lda: the row stride of A read in place, else the distance between A panels.
+            llvm::Value *a_panel, *a_next, *lda, *valid = i64(plan.mr * a_count);
             if (plan.direct_a) {
               const ir::Shape& as = dims(plan.a);
               Index ai = broadcast(ir::Shape(as.begin(), as.end() - 2), batch.size(), batch);
@@ -570,16 +589,22 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
               lda = size(plan.a_view->strides[as.size() - 2]);
               valid = b_.CreateSub(size(plan.m), m0);
             } else if (packed_a) {
-              // A pre-packed weight's panel q at K offset pc: weight + (q·K + pc)·MR.
-              llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(m0, i64(plan.mr)), size(plan.k)), pc);
+              // A pre-packed weight's panel q at K offset pc: weight + (q·K + pc)·MR, in the
+              // batch's panels (a matmul's A has the result's batch dims: pack_weights).
+              llvm::Value* q = b_.CreateUDiv(m0, i64(plan.mr));
+              if (!plan.is_conv)
+                q = b_.CreateAdd(q, b_.CreateMul(batch_flat, size(floordiv(plan.m + (plan.mr - 1), plan.mr))));
+              llvm::Value* at = b_.CreateAdd(b_.CreateMul(q, size(plan.k)), pc);
               a_panel = b_.CreateInBoundsGEP(f32, packed_a, b_.CreateMul(at, i64(plan.mr)));
-              a_next = b_.CreateGEP(f32, a_panel, b_.CreateMul(size(plan.k), i64(plan.mr)));
+              lda = b_.CreateMul(size(plan.k), i64(plan.mr));
+              a_next = b_.CreateGEP(f32, a_panel, b_.CreateMul(lda, i64(a_count)));
             } else {
               a_panel = b_.CreateInBoundsGEP(f32, ap, b_.CreateMul(b_.CreateMul(ir, kc), i64(plan.mr)));
-              a_next = b_.CreateGEP(f32, a_panel, b_.CreateMul(kc, i64(plan.mr)));
+              lda = b_.CreateMul(kc, i64(plan.mr));
+              a_next = b_.CreateGEP(f32, a_panel, b_.CreateMul(lda, i64(a_count)));
             }
             llvm::Value* b_panel = b_panel_at(jr);
-            // The first A panel's call brings the next B panels (pre-packed weights come from
+            // The first A panels' call brings the next B panels (pre-packed weights come from
             // memory); the others prefetch their own B panels, already in L1: a no-op.
             llvm::Value* next_jr = b_.CreateAdd(jr, i64(count));
             llvm::Value* prefetch = b_.CreateSelect(
@@ -588,7 +613,7 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
             llvm::Value* c_row = b_.CreateAdd(row0, b_.CreateMul(ir, i64(plan.mr)));
             llvm::Value* c_at = b_.CreateInBoundsGEP(
                 f32, tile, b_.CreateAdd(b_.CreateMul(c_row, i64(ncp)), b_.CreateMul(jr, i64(plan.nr))));
-            for (int64_t r0 = 0; r0 < plan.mr; r0 += uk_rows) {
+            for (int64_t r0 = 0; r0 < plan.mr * a_count; r0 += uk_rows * a_count) {
               llvm::Value* a_rows = plan.direct_a ? b_.CreateGEP(f32, a_panel, b_.CreateMul(lda, i64(r0)))
                                                   : b_.CreateConstInBoundsGEP1_64(f32, a_panel, static_cast<uint64_t>(r0));
               llvm::Value* rows_left = b_.CreateSub(valid, i64(r0));
@@ -601,13 +626,32 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
                                  b_.CreateConstInBoundsGEP1_64(f32, c_at, static_cast<uint64_t>(r0 * ncp)),
                                  i64(ncp), first, prefetch, lda, rows_left, b_stride, a_next});
             }
+          };
+          llvm::Function* one = ukernels[0][count - 1];
+          range_loop(i64(0), ceil_div(m_panels, a_pair), [&](llvm::Value* qa) {
+            llvm::Value* ir = b_.CreateMul(qa, i64(a_pair));
+            if (a_pair == 1) return call(ir, 1, one);
+            // Both panels there; read in place, all their rows too (see gemm_microkernel).
+            llvm::Value* both = b_.CreateICmpULT(b_.CreateAdd(ir, i64(1)), m_panels);
+            if (plan.direct_a) {
+              llvm::Value* end = b_.CreateAdd(b_.CreateAdd(b_.CreateAdd(it, row0), b_.CreateMul(ir, i64(plan.mr))),
+                                              i64(2 * plan.mr));
+              both = b_.CreateAnd(both, b_.CreateICmpSLE(end, size(plan.m)));
+            }
+            if_else(both,
+                    [&] { call(ir, 2, ukernels[1][count - 1]); },
+                    [&] {  // the last panel, or two panels not all of whose rows are there
+                      call(ir, 1, one);
+                      llvm::Value* second = b_.CreateAdd(ir, i64(1));
+                      if_else(b_.CreateICmpULT(second, m_panels), [&] { call(second, 1, one); }, [] {});
+                    });
           });
         };
         range_loop(i64(0), ceil_div(n_panels, pair), [&](llvm::Value* q) {
           llvm::Value* jr = b_.CreateMul(q, i64(pair));
-          if (pair == 1) return panels(jr, 1, ukernel);
+          if (pair == 1) return panels(jr, 1);
           if_else(b_.CreateICmpULT(b_.CreateAdd(jr, i64(pair - 1)), n_panels),
-                  [&] { panels(jr, pair, ukernel_pair); }, [&] { panels(jr, 1, ukernel); });
+                  [&] { panels(jr, pair); }, [&] { panels(jr, 1); });
         });
       });
     });

@@ -23,13 +23,26 @@ ir::Attrs conv_attrs(Ints stride, Ints dilation, Ints low, Ints high) {
 }
 
 // Each test compares on every vector width this machine has (expect_on_every_cpu): 4 lanes
-// (microkernels of 3 rows), 8 (6 rows), 16 (6 rows, two B panels per call).
+// (microkernels of 3 rows), 8 (6 rows), 16 (two A panels, 12 rows, by two B panels per call,
+// where both are there: A read in place takes 12 rows only where all 12 exist).
 TEST(Gemm, MatmulEdgeBlocksInEveryDimAndTwoKPanels) {
   ir::Graph g;
   ir::ValueId a = g.add_input("a", f32({150, 301}), "L['a']");  // M: 72 + 72 + 6; K: 151 + 150
   ir::ValueId b = g.add_input("b", f32({301, 290}), "L['b']");  // N: 128 + 128 + 34
   set_outputs(g, {g.add(OpKind::Matmul, {a, b})});
   EXPECT_EQ(expect_on_every_cpu(g).num_kernels(), 1);
+}
+
+// M = 26 (6 + 6 + 6 + 6 + 2: two pairs of A panels, then a lone partial one) and M = 20 read in
+// place (rows 12..19: a pair whose second panel is partial, so two single calls).
+TEST(Gemm, PairsOfAPanelsAndTheirRemainders) {
+  ir::Graph g;
+  ir::ValueId a = g.add_input("a", f32({20, 40}), "L['a']");
+  ir::ValueId b = g.add_input("b", f32({40, 50}), "L['b']");
+  ir::ValueId w = weight(g, "w", {3, 26, 40}, 5);  // pre-packed: A panels per batch
+  ir::ValueId x = g.add_input("x", f32({3, 40, 35}), "L['x']");
+  set_outputs(g, {g.add(OpKind::Matmul, {a, b}), g.add(OpKind::Relu, {g.add(OpKind::Matmul, {w, x})})});
+  expect_on_every_cpu(g);
 }
 
 TEST(Gemm, TasksOfSeveralRowBlocks) {

@@ -184,6 +184,26 @@ TEST(GraphPasses, PackWeightsKeepsTheMeaning) {
   EXPECT_EQ(pack_weights(one).weights.size(), 1u);
 }
 
+// A weight as a batched matmul's A (winograd's U [16, O, C]): A panels per batch, read back
+// through permute + reshape + slice; one that broadcasts over the batch is left alone.
+TEST(GraphPasses, PackWeightsPacksABatchedWeightA) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({3, 20, 9}), "L['x']");
+  ir::ValueId u = g.add_weight("u", f32({3, 8, 20}), "L['self'].u", random_weight_bytes({3, 8, 20}, 1));
+  ir::ValueId shared = g.add_weight("s", f32({8, 20}), "L['self'].s", random_weight_bytes({8, 20}, 2));
+  set_outputs(g, {g.add(OpKind::Matmul, {u, x}), g.add(OpKind::Matmul, {shared, x})});
+  ir::Graph p = pack_weights(g);
+  ASSERT_EQ(p.weights.size(), 3u);
+  EXPECT_EQ(p.type(p.weights[2].value).str(), "f32[3, 2, 20, 6]");  // 8 rows in panels of 6
+  EXPECT_EQ(p.weights[2].source, "packed_a6_mk(L['self'].u)");
+  int packed = 0;
+  for (const ir::Node& n : p.nodes) packed += n.attrs.has("packed_a") ? 1 : 0;
+  EXPECT_EQ(packed, 1);
+  std::vector<ir::HostTensor> inputs = {random_tensor({3, 20, 9}, 3)};
+  std::vector<ir::HostTensor> before = ir::evaluate(g, inputs), after = ir::evaluate(p, inputs);
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(compare(after[i], before[i], 0, 0), "") << i;
+}
+
 FusedGraph fused(const ir::Graph& g) { return fuse(dce(cse(fold_constants(decompose(g))))); }
 
 TEST(Fusion, ElementwiseChainIsOneKernel) {
