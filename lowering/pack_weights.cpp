@@ -31,17 +31,23 @@ ir::Attrs attrs_of(std::initializer_list<std::pair<std::string, ir::AttrValue>> 
 
 ir::Shape shape_of(std::vector<int64_t> dims) { return ir::Shape(dims.begin(), dims.end()); }
 
-// rows × cols row-major f32 (`at(r, c)`) as [⌈rows/width⌉, cols, width] panels, zero-padded.
+// rows × cols row-major f32 (`at(b, r, c)`, for each of `batch` matrices) as
+// [batch, ⌈rows/width⌉, cols, width] panels, zero-padded.
+std::shared_ptr<const ir::Bytes> panels(int64_t batch, int64_t rows, int64_t cols, int64_t width,
+                                        const std::function<float(int64_t, int64_t, int64_t)>& at) {
+  int64_t count = (rows + width - 1) / width;
+  auto bytes = std::make_shared<ir::Bytes>(static_cast<size_t>(batch * count * cols * width) * sizeof(float), 0);
+  auto* out = reinterpret_cast<float*>(bytes->data());
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t q = 0; q < count; ++q)
+      for (int64_t k = 0; k < cols; ++k)
+        for (int64_t i = 0; i < width && q * width + i < rows; ++i)
+          out[((b * count + q) * cols + k) * width + i] = at(b, q * width + i, k);
+  return bytes;
+}
 std::shared_ptr<const ir::Bytes> panels(int64_t rows, int64_t cols, int64_t width,
                                         const std::function<float(int64_t, int64_t)>& at) {
-  int64_t count = (rows + width - 1) / width;
-  auto bytes = std::make_shared<ir::Bytes>(static_cast<size_t>(count * cols * width) * sizeof(float), 0);
-  auto* out = reinterpret_cast<float*>(bytes->data());
-  for (int64_t q = 0; q < count; ++q)
-    for (int64_t k = 0; k < cols; ++k)
-      for (int64_t i = 0; i < width && q * width + i < rows; ++i)
-        out[(q * cols + k) * width + i] = at(q * width + i, k);
-  return bytes;
+  return panels(1, rows, cols, width, [&](int64_t, int64_t r, int64_t c) { return at(r, c); });
 }
 
 struct Packer {
@@ -127,6 +133,22 @@ struct Packer {
                        attrs_of({{"axis", int64_t{1}}, {"start", int64_t{0}}, {"end", n}, {"step", int64_t{1}}}), loc);
   }
 
+  // The view of M × K matrices (after the batch dims `batch`) read back out of their A panels
+  // `packed` [batch..., ⌈M/MR⌉, K, MR]: permute to [batch..., ⌈M/MR⌉, MR, K], reshape to
+  // [batch..., ⌈M/MR⌉·MR, K], rows [0, M).
+  ir::ValueId a_panels_view(ir::ValueId packed, std::vector<int64_t> batch, int64_t m, int64_t k,
+                            const SourceLoc& loc) {
+    int64_t r = static_cast<int64_t>(batch.size()), count = (m + kPackedMR - 1) / kPackedMR;
+    std::vector<int64_t> perm;
+    for (int64_t d = 0; d < r; ++d) perm.push_back(d);
+    perm.insert(perm.end(), {r, r + 2, r + 1});
+    ir::ValueId v = c.graph.add(ir::OpKind::Permute, {packed}, attrs_of({{"perm", perm}}), loc);
+    batch.insert(batch.end(), {count * kPackedMR, k});
+    v = c.graph.add(ir::OpKind::Reshape, {v}, attrs_of({{"shape", shape_of(batch)}}), loc);
+    return c.graph.add(ir::OpKind::Slice, {v},
+                       attrs_of({{"axis", r}, {"start", int64_t{0}}, {"end", m}, {"step", int64_t{1}}}), loc);
+  }
+
   // Matmul A [batch..., M, K] read from a weight, with the batch dims of the result (no
   // broadcast): A panels per batch; returns the view of A, or -1.
   ir::ValueId pack_matmul_a(const ir::Node& mm, const SourceLoc& loc) {
@@ -142,25 +164,13 @@ struct Packer {
     for (size_t d = 0; d + 2 < as.size(); ++d) batch *= as[d];
     if (m < 4 || n < 8 || k < 8) return -1;
     const float* src = data(w);
-    int64_t count = (m + kPackedMR - 1) / kPackedMR, per_batch = count * k * kPackedMR;
-    auto bytes = std::make_shared<ir::Bytes>(static_cast<size_t>(batch * per_batch) * sizeof(float), 0);
-    for (int64_t bi = 0; bi < batch; ++bi) {
-      auto one = panels(m, k, kPackedMR, [&](int64_t r, int64_t col) { return src[(bi * m + r) * k + col]; });
-      std::memcpy(bytes->data() + static_cast<size_t>(bi * per_batch) * sizeof(float), one->data(), one->size());
-    }
-    std::vector<int64_t> dims(as.begin(), as.end() - 2), view(as.begin(), as.end() - 2);
-    dims.insert(dims.end(), {count, k, kPackedMR});
-    ir::ValueId packed = add_packed(w, "packed_a" + std::to_string(kPackedMR) + "_mk", dims, std::move(bytes));
-    // [batch..., count, K, MR] → [batch..., count, MR, K] → [batch..., count·MR, K] → rows [0, M).
-    std::vector<int64_t> perm;
-    for (size_t d = 0; d + 2 < as.size(); ++d) perm.push_back(static_cast<int64_t>(d));
-    int64_t r = static_cast<int64_t>(as.size()) - 2;
-    perm.insert(perm.end(), {r, r + 2, r + 1});
-    ir::ValueId v = c.graph.add(ir::OpKind::Permute, {packed}, attrs_of({{"perm", perm}}), loc);
-    view.insert(view.end(), {count * kPackedMR, k});
-    v = c.graph.add(ir::OpKind::Reshape, {v}, attrs_of({{"shape", shape_of(view)}}), loc);
-    return c.graph.add(ir::OpKind::Slice, {v},
-                       attrs_of({{"axis", r}, {"start", int64_t{0}}, {"end", m}, {"step", int64_t{1}}}), loc);
+    std::vector<int64_t> batch_dims(as.begin(), as.end() - 2), dims = batch_dims;
+    dims.insert(dims.end(), {(m + kPackedMR - 1) / kPackedMR, k, kPackedMR});
+    ir::ValueId packed = add_packed(w, "packed_a" + std::to_string(kPackedMR) + "_mk", dims,
+                                    panels(batch, m, k, kPackedMR, [&](int64_t b, int64_t r, int64_t col) {
+                                      return src[(b * m + r) * k + col];
+                                    }));
+    return a_panels_view(packed, batch_dims, m, k, loc);
   }
 
   // Conv W [Cout, Cin, kh, kw] (groups 1): A panels; returns the view of W, or -1.
@@ -179,11 +189,8 @@ struct Packer {
     int64_t count = (m + kPackedMR - 1) / kPackedMR;
     ir::ValueId packed = add_packed(w, "packed_a" + std::to_string(kPackedMR), {count, k, kPackedMR},
                                     panels(m, k, kPackedMR, [&](int64_t r, int64_t col) { return src[r * k + col]; }));
-    ir::ValueId v = c.graph.add(ir::OpKind::Permute, {packed}, attrs_of({{"perm", std::vector<int64_t>{0, 2, 1}}}), loc);
-    v = c.graph.add(ir::OpKind::Reshape, {v}, attrs_of({{"shape", shape_of({count * kPackedMR, k})}}), loc);
-    v = c.graph.add(ir::OpKind::Slice, {v},
-                    attrs_of({{"axis", int64_t{0}}, {"start", int64_t{0}}, {"end", m}, {"step", int64_t{1}}}), loc);
-    return c.graph.add(ir::OpKind::Reshape, {v}, attrs_of({{"shape", shape_of(ws)}}), loc);
+    return c.graph.add(ir::OpKind::Reshape, {a_panels_view(packed, {}, m, k, loc)},
+                       attrs_of({{"shape", shape_of(ws)}}), loc);
   }
 };
 

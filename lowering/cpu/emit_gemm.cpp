@@ -424,15 +424,17 @@ llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t ro
     b.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr}, {pa, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
   }
   std::vector<llvm::Value*> next(acc.size());
+  // Where A(i, p) is. Two panels read in place: every row is there (the caller's promise), at
+  // a + i·lda: offsets from a few base registers, where 12 row pointers would not all stay in
+  // registers.
+  auto a_at = [&](int64_t i) -> llvm::Value* {
+    auto c = [&](int64_t v) { return b.getInt64(static_cast<uint64_t>(v)); };
+    if (!direct_a) return b.CreateGEP(f32, arow, b.CreateAdd(b.CreateMul(lda, c(i / plan.mr)), c(i % plan.mr)));
+    if (rows > plan.mr) return b.CreateGEP(f32, a, b.CreateAdd(b.CreateMul(lda, c(i)), p));
+    return b.CreateGEP(f32, a_rows[static_cast<size_t>(i)], p);
+  };
   for (int64_t i = 0; i < rows; ++i) {
-    // Two panels read in place: every row is there (the caller's promise), at a + i·lda: offsets
-    // from a few base registers, where 12 row pointers would not all stay in registers.
-    llvm::Value* at =
-        direct_a && rows > plan.mr ? b.CreateGEP(f32, a, b.CreateAdd(b.CreateMul(lda, b.getInt64(static_cast<uint64_t>(i))), p))
-        : direct_a ? b.CreateGEP(f32, a_rows[static_cast<size_t>(i)], p)
-                 : b.CreateGEP(f32, arow, b.CreateAdd(b.CreateMul(lda, b.getInt64(static_cast<uint64_t>(i / plan.mr))),
-                                                      b.getInt64(static_cast<uint64_t>(i % plan.mr))));
-    llvm::Value* ai = b.CreateAlignedLoad(f32, at, llvm::Align(4));
+    llvm::Value* ai = b.CreateAlignedLoad(f32, a_at(i), llvm::Align(4));
     llvm::Value* splat = b.CreateVectorSplat(static_cast<unsigned>(lanes), ai);
     for (int64_t j = 0; j < nv; ++j) {
       size_t s = static_cast<size_t>(i * nv + j);
