@@ -1,17 +1,13 @@
-// `aotrace inspect BUNDLE [--json]`: what a bundle holds, read from its bundle.fb (verified
-// first) without loading its kernels, so bundles for other machines can be inspected too.
+// `aotrace inspect BUNDLE [--json]`: what a bundle holds, read through the runtime's metadata
+// API (rt::read_bundle_info: bundle.fb read and validated as open() reads it) without loading its
+// kernels, so bundles for other machines can be inspected too.
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <iterator>
-
-#include <flatbuffers/flatbuffers.h>
 
 #include "artifacts/runtime/aotrace_runtime.h"
-#include "bundle_generated.h"
 #include "cli/commands.h"
 
 namespace aotrace::cli {
@@ -20,13 +16,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
-
-json strings(const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v) {
-  json out = json::array();
-  if (v) for (const auto* s : *v) out.push_back(str(s));
-  return out;
-}
+json strings(const std::vector<std::string>& v) { return json(v); }
 
 std::string hex64(uint64_t v) {
   char buf[17];
@@ -34,68 +24,39 @@ std::string hex64(uint64_t v) {
   return buf;
 }
 
-const char* dtype_name(fb::DType d) {
-  return static_cast<uint8_t>(d) <= static_cast<uint8_t>(fb::DType::b8)
-             ? rt::dtype_name(static_cast<rt::DType>(d))
-             : "unknown";
+json texts(const std::vector<rt::TextWithOrigin>& v) {
+  json out = json::array();
+  for (const rt::TextWithOrigin& t : v) out.push_back({{"text", t.text}, {"origin", t.origin}});
+  return out;
 }
 
-// A shape: sizes, and a dynamic dim (format 1.5, code < 0) as its expression ("seq").
-json tensors(const flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>>* v, const fb::Variant& variant) {
+// A shape: sizes, and a dynamic dim (format 1.5) as its expression ("seq").
+json tensors(const std::vector<rt::TensorInfo>& v) {
   json out = json::array();
-  if (!v) return out;
-  for (const auto* t : *v) {
+  for (const rt::TensorInfo& t : v) {
     json shape = json::array();
-    if (t->shape())
-      for (int64_t d : *t->shape()) {
-        const uint64_t k = d < 0 ? static_cast<uint64_t>(-(d + 1)) : 0;
-        if (d >= 0) shape.push_back(d);
-        else if (variant.dim_exprs() && k < variant.dim_exprs()->size())
-          shape.push_back(str(variant.dim_exprs()->Get(static_cast<flatbuffers::uoffset_t>(k))->text()));
-        else shape.push_back("?");
-      }
-    out.push_back({{"name", str(t->name())}, {"dtype", dtype_name(t->dtype())}, {"shape", shape},
-                   {"source", str(t->source())}});
+    for (size_t d = 0; d < t.shape.size(); ++d)
+      if (t.shape[d] >= 0) shape.push_back(t.shape[d]);
+      else shape.push_back(d < t.dims.size() ? t.dims[d] : "?");
+    out.push_back({{"name", t.name}, {"dtype", rt::dtype_name(t.dtype)}, {"shape", shape}, {"source", t.source}});
   }
   return out;
 }
 
-// The variant's dynamic dims (format 1.5): name, range, and the input dim each is read from.
-json dynamic_dims(const fb::Variant& v) {
-  json out = json::array();
-  if (!v.symbols()) return out;
-  for (const auto* s : *v.symbols())
-    out.push_back({{"name", str(s->name())}, {"min", s->min()}, {"max", s->max()}, {"multiple_of", s->multiple_of()},
-                   {"input", s->input()}, {"dim", s->dim()}});
-  return out;
-}
-
-json variant_json(const fb::Variant& v) {
-  json guards = json::array(), assumptions = json::array(), kernels = json::array();
-  if (v.guards())
-    for (const auto* g : *v.guards()) guards.push_back({{"text", str(g->text())}, {"origin", str(g->origin())}});
-  if (v.assumptions())
-    for (const auto* a : *v.assumptions())
-      assumptions.push_back({{"text", str(a->text())}, {"origin", str(a->origin())}});
-  int64_t arena = 0, arena_at_min = 0;
-  if (const auto* plan = v.plan()) {
-    arena = plan->arena_bytes();
-    // Before format 1.6 the field is absent (0): the plan's one peak.
-    arena_at_min = plan->arena_bytes_at_min() > 0 ? plan->arena_bytes_at_min() : arena;
-    if (plan->calls())
-      for (const auto* c : *plan->calls()) kernels.push_back(str(c->symbol()));
-  }
+json variant_json(const rt::EntryInfo& e, const rt::VariantInfo& v) {
   json updated = json::array();  // names of the inputs changed in place (format 1.4)
-  if (v.input_updates() && v.inputs())
-    for (int32_t i : *v.input_updates())
-      if (i >= 0 && static_cast<flatbuffers::uoffset_t>(i) < v.inputs()->size())
-        updated.push_back(str(v.inputs()->Get(static_cast<flatbuffers::uoffset_t>(i))->name()));
-  return {{"name", str(v.name())}, {"profiles", strings(v.profiles())}, {"inputs", tensors(v.inputs(), v)},
-          {"outputs", tensors(v.outputs(), v)}, {"output_tree", str(v.output_tree())},
+  for (int32_t i : v.updated_inputs)
+    if (i >= 0 && static_cast<size_t>(i) < v.inputs.size()) updated.push_back(v.inputs[static_cast<size_t>(i)].name);
+  json dims = json::array();  // the dynamic dims (format 1.5): range, and the input dim each is read from
+  for (const rt::DynamicDimInfo& d : v.dynamic_dims)
+    dims.push_back({{"name", d.name}, {"min", d.min}, {"max", d.max}, {"multiple_of", d.multiple_of},
+                    {"input", d.input}, {"dim", d.dim}});
+  return {{"name", v.name}, {"profiles", strings(v.profiles)}, {"inputs", tensors(v.inputs)},
+          {"outputs", tensors(v.outputs)}, {"output_tree", e.output_tree},
           {"updated_inputs", updated},
-          {"guards", guards}, {"assumptions", assumptions}, {"kernels", kernels},
-          {"arena_bytes", arena}, {"arena_bytes_at_min", arena_at_min}, {"golden_pairs", v.golden() ? v.golden()->size() : 0},
-          {"dynamic_dims", dynamic_dims(v)}};
+          {"guards", texts(v.guards)}, {"assumptions", texts(v.assumptions)}, {"kernels", strings(v.kernels)},
+          {"arena_bytes", v.arena_bytes}, {"arena_bytes_at_min", v.arena_bytes_at_min}, {"golden_pairs", v.golden_pairs},
+          {"dynamic_dims", dims}};
 }
 
 // The stripped runtime library built next to aotrace (runtime/CMakeLists.txt), if present.
@@ -108,22 +69,12 @@ json runtime_library_json() {
                    "), C API and C++ API; the per-bundle runtime/ folder builds the same sources"}};
 }
 
-std::vector<std::string> string_vector(const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v) {
-  std::vector<std::string> out;
-  if (v) for (const auto* s : *v) out.push_back(str(s));
-  return out;
-}
-
 // The kernel libraries (baseline first, then faster ones) and the one the runtime would load
 // here (rt::choose_cpu_library; AOTRACE_DISABLE_CPU_FEATURES counts), null when none would.
-json cpu_libraries_json(const fb::Bundle& b, json& load_here) {
-  std::vector<rt::CpuLibraryInfo> libs;
-  libs.push_back({str(b.cpu_library()), str(b.cpu()), string_vector(b.required_cpu_features())});
-  if (b.faster_cpu_libraries())
-    for (const auto* l : *b.faster_cpu_libraries())
-      libs.push_back({str(l->path()), str(l->cpu()), string_vector(l->required_cpu_features())});
+json cpu_libraries_json(const rt::BundleInfo& b, json& load_here) {
+  const std::vector<rt::CpuLibraryInfo>& libs = b.cpu_libraries;
   json out = json::array();
-  if (libs.front().path.empty() && libs.size() == 1) {
+  if (libs.empty() || (libs.front().path.empty() && libs.size() == 1)) {
     load_here = nullptr;
     return out;
   }
@@ -131,64 +82,54 @@ json cpu_libraries_json(const fb::Bundle& b, json& load_here) {
     out.push_back({{"path", libs[i].path}, {"cpu", libs[i].cpu}, {"baseline", i == 0},
                    {"cpu_features", libs[i].features},
                    {"missing_on_this_machine", rt::missing_cpu_features(libs[i].features)}});
-  int chosen = rt::triple_matches_host(str(b.triple())) ? rt::choose_cpu_library(libs) : -1;
+  int chosen = rt::triple_matches_host(b.triple) ? rt::choose_cpu_library(libs) : -1;
   load_here = chosen < 0 ? json(nullptr) : json(libs[static_cast<size_t>(chosen)].path);
   return out;
 }
 
-json bundle_json(const std::string& dir, const fb::Bundle& b) {
+json bundle_json(const rt::BundleInfo& b) {
   json files = json::array(), weights = json::array(), entries = json::array();
-  if (b.files())
-    for (const auto* f : *b.files())
-      files.push_back({{"path", str(f->path())}, {"size", f->size()}, {"xxh3", hex64(f->xxh3())}});
+  for (const rt::FileInfo& f : b.files) files.push_back({{"path", f.path}, {"size", f.size}, {"xxh3", hex64(f.xxh3)}});
   uint64_t weight_bytes = 0;
-  if (b.weights())
-    for (const auto* w : *b.weights()) {
-      json shape = json::array();
-      if (w->shape()) for (int64_t d : *w->shape()) shape.push_back(d);
-      weights.push_back({{"name", str(w->name())}, {"dtype", dtype_name(w->dtype())}, {"shape", shape},
-                         {"offset", w->offset()}, {"size", w->size()}});
-      weight_bytes += w->size();
-    }
+  for (const rt::WeightInfo& w : b.weights) {
+    weights.push_back({{"name", w.name}, {"dtype", rt::dtype_name(w.dtype)}, {"shape", w.shape},
+                       {"offset", w.offset}, {"size", w.size}});
+    weight_bytes += w.size;
+  }
   int64_t peak = 0;
-  if (b.entries())
-    for (const auto* e : *b.entries()) {
-      json variants = json::array();
-      if (e->variants())
-        for (const auto* v : *e->variants()) {
-          variants.push_back(variant_json(*v));
-          peak = std::max<int64_t>(peak, variants.back()["arena_bytes"].get<int64_t>());
-        }
-      json buckets = json::array();  // format 1.7
-      if (e->buckets())
-        for (const auto* d : *e->buckets()) {
-          json sizes = json::array(), padded = json::array(), cut = json::array();
-          if (d->sizes()) for (int64_t n : *d->sizes()) sizes.push_back(n);
-          if (d->inputs())
-            for (const auto* a : *d->inputs()) padded.push_back({{"input", a->index()}, {"axis", a->axis()}, {"pad", a->pad()}});
-          if (d->outputs())
-            for (const auto* a : *d->outputs()) cut.push_back({{"output", a->index()}, {"axis", a->axis()}});
-          buckets.push_back({{"dim", str(d->name())}, {"sizes", sizes}, {"padded_inputs", padded}, {"cut_outputs", cut}});
-        }
-      entries.push_back({{"name", str(e->name())}, {"variants", variants}, {"buckets", buckets}});
+  for (const rt::EntryInfo& e : b.entries) {
+    json variants = json::array();
+    for (const rt::VariantInfo& v : e.variants) {
+      variants.push_back(variant_json(e, v));
+      peak = std::max(peak, v.arena_bytes);
     }
-  std::vector<std::string> cpu_features = string_vector(b.required_cpu_features());
+    json buckets = json::array();  // format 1.7
+    for (const rt::BucketInfo& d : e.buckets) {
+      json padded = json::array(), cut = json::array();
+      for (const auto& a : d.inputs) padded.push_back({{"input", a.index}, {"axis", a.axis}, {"pad", a.pad}});
+      for (const auto& a : d.outputs) cut.push_back({{"output", a.index}, {"axis", a.axis}});
+      buckets.push_back({{"dim", d.name}, {"sizes", d.sizes}, {"padded_inputs", padded}, {"cut_outputs", cut}});
+    }
+    entries.push_back({{"name", e.name}, {"variants", variants}, {"buckets", buckets}});
+  }
+  const std::vector<std::string> cpu_features =
+      b.cpu_libraries.empty() ? std::vector<std::string>() : b.cpu_libraries.front().features;
   json load_here;
   json cpu_libraries = cpu_libraries_json(b, load_here);
-  return {{"bundle", dir},
-          {"name", str(b.name())},
-          {"format_version", std::to_string(b.format_major()) + "." + std::to_string(b.format_minor())},
+  return {{"bundle", b.dir},
+          {"name", b.name},
+          {"format_version", std::to_string(b.format_major) + "." + std::to_string(b.format_minor)},
           {"runtime_format_version", std::to_string(rt::kFormatMajor) + "." + std::to_string(rt::kFormatMinor)},
-          {"required_features", strings(b.required_features())},
-          {"kernel_abi_version", b.kernel_abi_version()},
-          {"tool_version", str(b.tool_version())},
-          {"toolchain", str(b.toolchain())},
-          {"hardware", {{"triple", str(b.triple())}, {"cpu", str(b.cpu())},
+          {"required_features", strings(b.required_features)},
+          {"kernel_abi_version", b.kernel_abi_version},
+          {"tool_version", b.tool_version},
+          {"toolchain", b.toolchain},
+          {"hardware", {{"triple", b.triple}, {"cpu", b.cpu_libraries.empty() ? "" : b.cpu_libraries.front().cpu},
                         {"cpu_features", cpu_features},
                         {"missing_on_this_machine", rt::missing_cpu_features(cpu_features)},
                         {"cpu_libraries", cpu_libraries},
                         {"cpu_library_loaded_here", load_here}}},
-          {"cpu_library", str(b.cpu_library())},
+          {"cpu_library", b.cpu_libraries.empty() ? "" : b.cpu_libraries.front().path},
           {"entries", entries},
           {"weights", weights},
           {"weights_bytes", weight_bytes},
@@ -274,16 +215,13 @@ std::string inspect_text(const json& j) {
 
 int inspect_command(const std::filesystem::path& bundle, bool as_json) {
   const std::string dir = bundle.string();
-  std::ifstream in(bundle / "bundle.fb", std::ios::binary);
-  if (!in)
-    user_error("cannot open " + (bundle / "bundle.fb").string() + ": not a bundle directory", {},
-               "pass the NAME.aot directory written by `aotrace compile`");
-  std::vector<uint8_t> buf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  flatbuffers::Verifier verifier(buf.data(), buf.size());
-  if (!fb::VerifyBundleBuffer(verifier))
-    user_error("bundle " + dir + " is corrupt: bundle.fb fails verification (or is of another format major)",
-               {}, "run `aotrace verify " + dir + "` for details, or recompile the bundle");
-  json j = bundle_json(dir, *fb::GetBundle(buf.data()));
+  rt::Result<rt::BundleInfo> info = rt::read_bundle_info(dir);
+  if (!info.ok()) {
+    if (info.status().code() == rt::StatusCode::not_found)
+      user_error(info.status().message(), {}, "pass the NAME.aot directory written by `aotrace compile`");
+    user_error(info.status().message(), {}, "run `aotrace verify " + dir + "` for details, or recompile the bundle");
+  }
+  json j = bundle_json(*info);
   if (as_json) std::cout << j.dump(2) << "\n";
   else std::cout << inspect_text(j);
   return 0;

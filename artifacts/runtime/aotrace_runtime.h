@@ -318,4 +318,70 @@ int choose_cpu_library(const std::vector<CpuLibraryInfo>& libraries,
 // Whether kernels built for `triple` run on this machine's architecture (open() refuses others).
 bool triple_matches_host(const std::string& triple);
 
+// ---------------------------------------------------------------------------------------------
+// A bundle's metadata, read and validated as open() reads it but without loading its kernels or
+// weights, so that bundles for other machines can be described too (`aotrace inspect`).
+struct TextWithOrigin {
+  std::string text;    // "L['x'].size()[0] == 8"
+  std::string origin;  // "model.py:12", or empty
+};
+struct DynamicDimInfo {  // format 1.5: the size of dim `dim` of input `input`
+  std::string name;
+  size_t input = 0, dim = 0;
+  int64_t min = 0, max = 0, multiple_of = 1;
+};
+struct VariantInfo {
+  std::string name;
+  std::vector<std::string> profiles;
+  std::vector<TensorInfo> inputs, outputs;
+  std::vector<int32_t> updated_inputs;  // inputs changed in place (format 1.4)
+  std::vector<TextWithOrigin> guards, assumptions;
+  std::vector<std::string> kernels;     // the memory plan's calls, in order
+  int64_t arena_bytes = 0;              // at the dynamic dims' maxima
+  int64_t arena_bytes_at_min = 0;       // at their minima (format 1.6; arena_bytes before)
+  size_t golden_pairs = 0;
+  std::vector<DynamicDimInfo> dynamic_dims;
+};
+// A bucketed dim (format 1.7): calls are padded up to one of `sizes`.
+struct BucketInfo {
+  struct Axis {
+    size_t index = 0, axis = 0;  // an input (padded, with `pad`) or an output (cut back)
+    double pad = 0;
+  };
+  std::string name;
+  std::vector<int64_t> sizes;
+  std::vector<Axis> inputs, outputs;
+};
+struct EntryInfo {
+  std::string name;
+  std::string output_tree;  // "(0, [1, 2])"
+  std::vector<VariantInfo> variants;
+  std::vector<BucketInfo> buckets;
+};
+struct WeightInfo {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  uint64_t offset = 0;  // in weights.bin
+  uint64_t size = 0;
+};
+struct FileInfo {
+  std::string path;  // relative to the bundle directory
+  uint64_t size = 0;
+  uint64_t xxh3 = 0;
+};
+struct BundleInfo {
+  std::string dir, name, tool_version, toolchain, triple;
+  uint32_t format_major = 0, format_minor = 0, kernel_abi_version = 0;
+  std::vector<std::string> required_features;
+  // The kernel libraries: [0] the baseline (its path empty when the bundle has no kernels), then
+  // the faster ones, fastest first (choose_cpu_library picks among them).
+  std::vector<CpuLibraryInfo> cpu_libraries;
+  std::vector<EntryInfo> entries;
+  std::vector<WeightInfo> weights;
+  std::vector<FileInfo> files;
+};
+// not_found when `dir` holds no bundle.fb; open()'s errors for one it cannot read.
+Result<BundleInfo> read_bundle_info(const std::string& dir);
+
 }  // namespace aotrace::rt

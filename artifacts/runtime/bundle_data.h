@@ -36,11 +36,7 @@ struct GuardData {
 };
 
 // A shape symbol of a variant (bundle.fbs Symbol): the size of dim `dim` of input `input`.
-struct SymbolData {
-  std::string name;
-  size_t input = 0, dim = 0;
-  int64_t min = 0, max = 0, multiple_of = 1;
-};
+using SymbolData = DynamicDimInfo;
 
 // The most values a size program (bundle.fbs SymProgram) may stack; the reader refuses deeper.
 constexpr size_t kMaxSymStack = 16;
@@ -97,9 +93,11 @@ struct VariantData {
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;
   std::vector<GuardData> guards;
+  std::vector<TextWithOrigin> assumptions;  // what capture assumed (never checked at run time)
   std::vector<BufferData> buffers;
   std::vector<CallData> calls;
   int64_t arena_bytes = 0;
+  int64_t arena_bytes_at_min = 0;  // format 1.6 (arena_bytes before)
   std::vector<GoldenData> golden;
   // Inputs changed in place: Output buffer outputs.size() + k is the new value of input
   // updated_inputs[k], copied into the caller's tensor after the kernels ran.
@@ -122,16 +120,7 @@ struct RngState {
   std::atomic<uint64_t> next_offset{0};
 };
 
-// A bucketed dim (format 1.7, bundle.fbs BucketedDim).
-struct BucketData {
-  struct Axis {
-    size_t index = 0, axis = 0;
-    double pad = 0;
-  };
-  std::string name;
-  std::vector<int64_t> sizes;
-  std::vector<Axis> inputs, outputs;
-};
+using BucketData = BucketInfo;  // bundle.fbs BucketedDim
 
 struct EntryData {
   std::unique_ptr<RngState> rng = std::make_unique<RngState>();
@@ -142,13 +131,7 @@ struct EntryData {
   std::vector<VariantData> variants;
 };
 
-struct WeightData {
-  std::string name;
-  DType dtype = DType::f32;
-  std::vector<int64_t> shape;
-  uint64_t offset = 0;
-  uint64_t size = 0;
-};
+using WeightData = WeightInfo;
 
 // An mmap'ed file; unmapped on destruction.
 struct MappedFile {
@@ -160,16 +143,14 @@ struct MappedFile {
   ~MappedFile();
 };
 
-struct FileData {
-  std::string path;  // relative to the bundle directory
-  uint64_t size = 0;
-  uint64_t xxh3 = 0;
-};
+using FileData = FileInfo;
 
 struct BundleData {
   std::string dir;
   std::vector<FileData> files;
   std::string name, tool_version, toolchain, triple;
+  std::vector<std::string> required_features;
+  uint32_t kernel_abi_version = 0;
   // The kernel libraries: [0] the baseline (bundle.fb's cpu_library, cpu, required_cpu_features;
   // its path empty when the bundle has no kernels), then the faster ones, fastest first.
   std::vector<CpuLibraryInfo> cpu_libraries;

@@ -217,7 +217,10 @@ VariantData read_variant(const fb::Variant& v, bool* ok) {
         d.calls.push_back(std::move(call));
       }
     d.arena_bytes = plan->arena_bytes();
+    d.arena_bytes_at_min = plan->arena_bytes_at_min() > 0 ? plan->arena_bytes_at_min() : d.arena_bytes;
   }
+  if (v.assumptions())
+    for (const auto* a : *v.assumptions()) d.assumptions.push_back({str(a->text()), str(a->origin())});
   if (v.golden())
     for (const auto* g : *v.golden()) d.golden.push_back({strings(g->inputs()), strings(g->outputs())});
   if (v.input_updates()) d.updated_inputs.assign(v.input_updates()->begin(), v.input_updates()->end());
@@ -242,6 +245,33 @@ Result<std::shared_ptr<BundleData>> read_bundle_fb(const std::string& dir,
   return parse_bundle_fb(dir, std::move(buf));
 }
 
+Result<BundleInfo> read_bundle_info(const std::string& dir) {
+  Result<std::shared_ptr<BundleData>> read = read_bundle_fb(dir, OpenOptions{});
+  if (!read.ok()) return read.status();
+  const BundleData& b = **read;
+  BundleInfo info{b.dir, b.name, b.tool_version, b.toolchain, b.triple, b.format_major, b.format_minor,
+                  b.kernel_abi_version, b.required_features, b.cpu_libraries, {}, b.weights, b.files};
+  for (const EntryData& e : b.entries) {
+    EntryInfo& entry = info.entries.emplace_back(EntryInfo{e.name, e.output_tree, {}, e.buckets});
+    for (const VariantData& v : e.variants) {
+      VariantInfo& vi = entry.variants.emplace_back();
+      vi.name = v.name;
+      vi.profiles = v.profiles;
+      vi.inputs = v.inputs;
+      vi.outputs = v.outputs;
+      vi.updated_inputs = v.updated_inputs;
+      for (const GuardData& g : v.guards) vi.guards.push_back({g.text, g.origin});
+      vi.assumptions = v.assumptions;
+      for (const CallData& c : v.calls) vi.kernels.push_back(c.symbol);
+      vi.arena_bytes = v.arena_bytes;
+      vi.arena_bytes_at_min = v.arena_bytes_at_min;
+      vi.golden_pairs = v.golden.size();
+      vi.dynamic_dims = v.symbols;
+    }
+  }
+  return info;
+}
+
 Result<std::shared_ptr<BundleData>> parse_bundle_fb(const std::string& dir, std::vector<uint8_t> buf) {
   std::optional<uint64_t> footer_hash = strip_footer(buf);
   if (Status s = check_version(dir, buf); !s.ok()) return s;
@@ -259,6 +289,8 @@ Result<std::shared_ptr<BundleData>> parse_bundle_fb(const std::string& dir, std:
   data->triple = str(fbb.triple());
   data->format_major = fbb.format_major();
   data->format_minor = fbb.format_minor();
+  data->kernel_abi_version = fbb.kernel_abi_version();
+  data->required_features = strings(fbb.required_features());
   data->cpu_libraries.push_back({str(fbb.cpu_library()), str(fbb.cpu()), strings(fbb.required_cpu_features())});
   if (fbb.faster_cpu_libraries())
     for (const auto* l : *fbb.faster_cpu_libraries())

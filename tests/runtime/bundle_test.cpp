@@ -125,6 +125,47 @@ TEST(Bundle, UnknownEntryAndMissingDirectoryAreErrors) {
   EXPECT_EQ(missing.status().code(), rt::StatusCode::not_found);
 }
 
+// The metadata API (what `aotrace inspect` prints) reads bundle.fb as open() does but loads no
+// kernels: it describes a bundle whose kernel library is gone, which open() refuses.
+TEST(Bundle, ReadBundleInfoDescribesItWithoutLoadingKernels) {
+  fs::path dir = written_bundle("info");
+  fs::remove(dir / "cpu/x86_64-unknown-linux-gnu.so");
+  ASSERT_FALSE(rt::Bundle::open(dir.string()).ok());
+  rt::Result<rt::BundleInfo> info = rt::read_bundle_info(dir.string());
+  ASSERT_TRUE(info.ok()) << info.status().message();
+  EXPECT_EQ(info->name, "tiny");
+  EXPECT_EQ(info->triple, "x86_64-unknown-linux-gnu");
+  EXPECT_EQ(info->format_major, rt::kFormatMajor);
+  ASSERT_EQ(info->cpu_libraries.size(), 1u);
+  EXPECT_EQ(info->cpu_libraries[0].path, "cpu/x86_64-unknown-linux-gnu.so");
+  ASSERT_EQ(info->weights.size(), 2u);
+  EXPECT_EQ(info->weights[1].name, "extra");
+  EXPECT_EQ(info->weights[1].dtype, DType::i64);
+  EXPECT_EQ(info->weights[1].offset, 64u);
+  ASSERT_EQ(info->entries.size(), 1u);
+  const rt::EntryInfo& e = info->entries[0];
+  EXPECT_EQ(e.name, "forward");
+  EXPECT_EQ(e.output_tree, "(0, 1)");
+  ASSERT_EQ(e.variants.size(), 2u);
+  const rt::VariantInfo& v = e.variants[1];
+  EXPECT_EQ(v.name, "v1");
+  EXPECT_EQ(v.profiles, std::vector<std::string>{"batch=2"});
+  ASSERT_EQ(v.inputs.size(), 1u);
+  EXPECT_EQ(v.inputs[0].shape, (std::vector<int64_t>{2, 4}));
+  ASSERT_EQ(v.guards.size(), 4u);
+  EXPECT_EQ(v.guards[2].text, "L['x'].size()[0] == 2");
+  EXPECT_EQ(v.guards[2].origin, "model.py:12");
+  ASSERT_EQ(v.assumptions.size(), 1u);
+  EXPECT_EQ(v.assumptions[0].text, "L['self'].training == False");
+  EXPECT_EQ(v.kernels, (std::vector<std::string>{"k_add_bias_b2", "k_scale2_n8", "k_copy_n8"}));
+  EXPECT_EQ(v.arena_bytes, 64);
+  EXPECT_EQ(v.arena_bytes_at_min, 64);
+  EXPECT_FALSE(info->files.empty());
+  auto missing = rt::read_bundle_info("/nonexistent/m.aot");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), rt::StatusCode::not_found);
+}
+
 TEST(Bundle, MissingKernelSymbolIsRefusedAtOpen) {
   artifacts::BundleSpec spec = tiny_bundle_spec();
   spec.entries[0].variants[1].plan.calls[0].symbol = "k_not_there";
