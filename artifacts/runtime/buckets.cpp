@@ -2,7 +2,7 @@
 // the buckets is padded up to the smallest bucket that holds it, input by input and axis by
 // axis with the input's pad value, and the outputs of that bucket's variant are cut back along
 // the axes that follow the dim. compile proved for each bucket that the padding leaves the
-// valid region of every output as eager computes it (cli/buckets.cpp).
+// valid region of every output as eager computes it (driver/buckets.cpp).
 #include <cstring>
 
 #include "bundle_data.h"

@@ -8,9 +8,9 @@
 #include <cmath>
 #include <set>
 
-#include "cli/commands.h"
+#include "driver/compile.h"
 
-namespace aotrace::cli {
+namespace aotrace::driver {
 namespace {
 
 using Axes = std::vector<std::pair<int, int>>;  // (input or output index, axis)
@@ -162,4 +162,4 @@ std::vector<artifacts::BucketSpec> check_padding_buckets(const shape_profiles::P
   return out;
 }
 
-}  // namespace aotrace::cli
+}  // namespace aotrace::driver
