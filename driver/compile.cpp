@@ -204,6 +204,27 @@ std::optional<CompileCache> open_cache(const CompileOptions& options) {
   return cache;
 }
 
+// Codegen's objects in the compile cache (lowering::ObjectCache): keyed by the compile's base key
+// (aotrace's identity and the options) and what codegen says the object is compiled from.
+class CachedObjects : public lowering::ObjectCache {
+ public:
+  CachedObjects(const CompileCache& cache, std::string base_key) : cache_(cache), base_key_(std::move(base_key)) {}
+  std::optional<ir::Bytes> lookup(const std::string& material) const override {
+    std::optional<std::string> bytes = cache_.lookup_object(key(material));
+    if (!bytes) return std::nullopt;
+    return ir::Bytes(bytes->begin(), bytes->end());
+  }
+  void store(const std::string& material, const ir::Bytes& object) const override {
+    std::string why;  // a cache that cannot keep an object costs a later compile time, no more
+    (void)cache_.store_object(key(material), std::string(object.begin(), object.end()), &why);
+  }
+
+ private:
+  std::string key(const std::string& material) const { return hash_hex(base_key_ + "\n" + material); }
+  const CompileCache& cache_;
+  std::string base_key_;
+};
+
 // The files a compile read, for the depfile and the cache: the spec, then what Python read.
 std::vector<std::filesystem::path> compile_inputs(const std::filesystem::path& yaml) {
   std::vector<std::filesystem::path> deps = {std::filesystem::absolute(yaml).lexically_normal()};
@@ -329,6 +350,9 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
   if (cache)
     if (std::optional<CompileCache::Entry> hit = cache->lookup(base_key))
       return compile_from_cache(*hit, out, options, *cache, start);
+  // A miss still reuses the objects of kernel modules compiled before (an unchanged entry's).
+  std::optional<CachedObjects> objects_cache;
+  if (cache) lo.object_cache = &objects_cache.emplace(*cache, base_key);
 
   auto captures = capture_all(spec, [&](const ProfileCapture& pc) {
     if (!options.quiet)

@@ -140,7 +140,7 @@ void evict(const fs::path& dir, uint64_t max_bytes) {
   };
   std::vector<File> files;
   uint64_t total = 0;
-  for (const char* sub : {"bundles", "manifests"})
+  for (const char* sub : {"bundles", "manifests", "objects"})
     for (fs::directory_iterator it(dir / sub, ec), end; !ec && it != end; it.increment(ec)) {
       std::error_code e2;
       if (!it->is_regular_file(e2)) continue;
@@ -200,7 +200,7 @@ std::optional<CompileCache> CompileCache::open(const fs::path& user_dir, uint64_
   std::error_code ec;
   // A folder of the user's that holds other things is not tagged as a cache as a whole.
   const bool ours = !fs::exists(user_dir, ec) || fs::is_empty(user_dir, ec) || fs::exists(user_dir / "CACHEDIR.TAG", ec);
-  for (const char* sub : {"bundles", "manifests", "tmp"}) {
+  for (const char* sub : {"bundles", "manifests", "objects", "tmp"}) {
     fs::create_directories(dir / sub, ec);
     if (ec) {
       *why = "cannot create " + (dir / sub).string() + ": " + ec.message();
@@ -214,7 +214,7 @@ std::optional<CompileCache> CompileCache::open(const fs::path& user_dir, uint64_
                      "Signature: 8a477f597d28d172789f06886806bc55\n# the aotrace compile cache\n", &ignored);
   }
   if (::access((dir / "tmp").c_str(), W_OK) != 0 || ::access((dir / "bundles").c_str(), W_OK) != 0 ||
-      ::access((dir / "manifests").c_str(), W_OK) != 0) {
+      ::access((dir / "manifests").c_str(), W_OK) != 0 || ::access((dir / "objects").c_str(), W_OK) != 0) {
     *why = (dir).string() + " is not writable";
     return std::nullopt;
   }
@@ -260,6 +260,27 @@ bool CompileCache::store(const std::string& base_key, const Entry& entry, std::s
   // entry that is not there yet (it would only miss, but then compile for nothing).
   if (!write_atomically(dir_ / "tmp", dir_ / "bundles" / (*key + ".aotc"), bytes, why)) return false;
   if (!write_atomically(dir_ / "tmp", dir_ / "manifests" / base_key, manifest.dump(1) + "\n", why)) return false;
+  evict(dir_, max_bytes_);
+  return true;
+}
+
+std::optional<std::string> CompileCache::lookup_object(const std::string& key) const {
+  const fs::path path = dir_ / "objects" / (key + ".o");
+  std::optional<std::string> bytes = read_whole(path);
+  if (!bytes) return std::nullopt;
+  std::optional<Entry> entry = parse_entry(*bytes);
+  if (!entry || entry->files.size() != 1) return std::nullopt;
+  touch(path);
+  return std::move(entry->files[0].bytes);
+}
+
+bool CompileCache::store_object(const std::string& key, const std::string& object, std::string* why) const {
+  const std::string bytes = entry_bytes({{}, {{"object.o", object}}, ""});
+  if (bytes.size() > max_bytes_) {
+    *why = "the object is larger than the cache's bound";
+    return false;
+  }
+  if (!write_atomically(dir_ / "tmp", dir_ / "objects" / (key + ".o"), bytes, why)) return false;
   evict(dir_, max_bytes_);
   return true;
 }

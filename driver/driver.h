@@ -49,6 +49,8 @@ std::optional<std::string> file_hash_hex(const std::filesystem::path& file);
 //   manifests/<base key>   the files the last compile with this base key read (JSON)
 //   bundles/<key>.aotc     one bundle's files, key = hash(base key, each listed file's path and
 //                          content hash), with a trailing XXH3 checked on every read
+//   objects/<key>.o        one kernel module's object, key = hash(aotrace, LLVM, target, IR):
+//                          after an edit, the entries whose kernels did not change skip LLVM
 //
 // The base key covers what is known before Python runs (aotrace's identity, the options, the
 // target, the spec's path); the files a compile reads are only known after it, hence the
@@ -72,6 +74,10 @@ class CompileCache {
   // Stores a compile's bundle and the files it read; false with the reason in `why` when it could not (the compile
   // still succeeded). Evicts old entries past the size bound.
   bool store(const std::string& base_key, const Entry& entry, std::string* why) const;
+  // Compiled kernel objects (objects/<key>.o, the entry format with one file), shared by every
+  // compile and evicted with the bundles: `key` names what the object was compiled from.
+  std::optional<std::string> lookup_object(const std::string& key) const;
+  bool store_object(const std::string& key, const std::string& object, std::string* why) const;
 
   const std::filesystem::path& dir() const { return dir_; }
   uint64_t max_bytes() const { return max_bytes_; }

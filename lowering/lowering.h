@@ -15,12 +15,25 @@
 //   - argmax/argmin/reduce_max of an empty dim: give 0 / the reduction's identity.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/ir.h"
 
 namespace aotrace::lowering {
+
+// Compiled objects by what they were compiled from (the driver keeps them in its compile cache):
+// codegen asks before running LLVM's pipeline on a module and stores what it compiled, so that
+// an unchanged kernel module is never compiled twice. Thread-safe: the CPUs' codegens run at once.
+class ObjectCache {
+ public:
+  virtual ~ObjectCache() = default;
+  // `material`: everything the object is a function of (LLVM and the pipeline's version, the
+  // target, the module's IR).
+  virtual std::optional<ir::Bytes> lookup(const std::string& material) const = 0;
+  virtual void store(const std::string& material, const ir::Bytes& object) const = 0;
+};
 
 struct Options {
   std::string triple;    // empty: the host's ("x86_64-unknown-linux-gnu")
@@ -31,6 +44,8 @@ struct Options {
   // the same schedule (concurrently, each in its own LLVMContext), so symbols and plan are
   // shared and a runtime may load any of the libraries (LoweredVariant::extra_objects).
   std::vector<std::string> extra_cpus;
+  // Where codegen finds and keeps compiled objects; none: every module goes through LLVM.
+  const ObjectCache* object_cache = nullptr;
   // 3×3 stride-1 convs as Winograd F(2×2, 3×3) (lowering/winograd.cpp): where it pays
   // (automatic), for every conv it applies to (always: tests), or never (every conv direct).
   enum class Winograd { automatic, always, never };

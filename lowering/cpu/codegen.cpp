@@ -1,9 +1,13 @@
-// codegen_cpu: the scheduled kernels of one variant as one LLVM module → one ELF object.
+// codegen_cpu: the scheduled kernels of one variant as one LLVM module → one ELF object, taken
+// from Options::object_cache when the same module was compiled for the same target before.
+// The phases then say llvm-cache-hit instead of llvm-opt and llvm-mc.
 // Test: lowering_tests EndToEnd.* (run the kernels), Determinism.SameObjectTwice.
 #include <chrono>
 #include <set>
 
+#include <llvm/Config/llvm-config.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include "lowering/cpu/llvm_backend.h"
 
@@ -22,7 +26,22 @@ ir::Bytes codegen_cpu(const Schedule& s, const Options& options, std::vector<Pas
     if (emitted.insert(k.symbol).second) cpu::emit_kernel(module, s.fused.graph, k, target);
   if (phases != nullptr)
     phases->push_back({"llvm-ir", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
-  return cpu::optimise_and_emit(module, *tm, options.opt_level, phases);
+  if (options.object_cache == nullptr) return cpu::optimise_and_emit(module, *tm, options.opt_level, phases);
+  const auto lookup_start = std::chrono::steady_clock::now();
+  std::string material = "aotrace object 1\n" AOTRACE_VERSION "\nLLVM " LLVM_VERSION_STRING "\n" +
+                         tm->getTargetTriple().str() + "\n" + tm->getTargetCPU().str() + "\n" +
+                         tm->getTargetFeatureString().str() + "\nO" + std::to_string(options.opt_level) + "\n";
+  llvm::raw_string_ostream ir(material);
+  module.print(ir, nullptr);
+  ir.flush();
+  if (std::optional<ir::Bytes> hit = options.object_cache->lookup(material)) {
+    if (phases != nullptr)
+      phases->push_back({"llvm-cache-hit", std::chrono::duration<double>(std::chrono::steady_clock::now() - lookup_start).count()});
+    return *hit;
+  }
+  ir::Bytes object = cpu::optimise_and_emit(module, *tm, options.opt_level, phases);
+  options.object_cache->store(material, object);
+  return object;
 }
 
 }  // namespace aotrace::lowering

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -222,6 +223,43 @@ TEST_F(BuildStep, ReportListsEachVariantsKernelsWithTheirSourceLinesAndTheCache)
   expect_contains(r.output, "cannot write the report ");
   expect_contains(r.output, "does not exist");
   EXPECT_EQ(r.output.find("captured"), std::string::npos) << r.output;
+}
+
+// After an edit to one entry's code the bundle misses the cache, but the other entry's kernel
+// objects come from it (codegen.llvm-cache-hit: no LLVM pipeline), and the bundle is the one a
+// compile without the cache gives.
+TEST_F(BuildStep, EditingOneEntryRecompilesOnlyThatEntrysKernels) {
+  write_bytes(project_ / "model.py", read_bytes(project_ / "model.py") + "\n\ndef shift(x):\n    return x * 5.0 + 1.0\n");
+  write_bytes(project_ / "two.yaml",
+              "version: 1\nname: two\nscript: model.py\nentries:\n  forward:\n    call: model\n    inputs:\n"
+              "      x: {dtype: float32, shape: [2, 8]}\n  shift:\n    call: shift\n    inputs:\n"
+              "      x: {dtype: float32, shape: [3, 16]}\n");
+  auto two = [&](const std::string& name, const std::string& args) {
+    return run_command(quote(AOTRACE_CLI) + " compile " + quote((project_ / "two.yaml").string()) +
+                       " --cpu x86-64-v2 -o " + quote(bundle(name).string()) + " " + args);
+  };
+  auto first = two("first", cache_arg());
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  std::string model = read_bytes(project_ / "model.py");
+  model.replace(model.find("5.0"), 3, "6.0");
+  write_bytes(project_ / "model.py", model);
+  const fs::path report = root_ / "report.json";
+  auto edited = two("edited", cache_arg() + " --report " + quote(report.string()));
+  ASSERT_EQ(edited.exit_code, 0) << edited.output;
+  expect_contains(edited.output, "(cache miss: stored in ");
+  nlohmann::json j = nlohmann::json::parse(read_bytes(report));
+  ASSERT_EQ(j["variants"].size(), 2u);
+  for (const auto& v : j["variants"]) {
+    std::set<std::string> phases;
+    for (const auto& p : v["phases"]) phases.insert(p["pass"].get<std::string>());
+    const bool changed = v["entry"] == "shift";
+    EXPECT_EQ(phases.count("codegen.llvm-cache-hit"), changed ? 0u : 1u) << v.dump(1);
+    EXPECT_EQ(phases.count("codegen.llvm-opt"), changed ? 1u : 0u) << v.dump(1);
+  }
+  auto fresh = two("fresh", "--no-cache");
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.output;
+  EXPECT_EQ(bundle_files(bundle("edited")), bundle_files(bundle("fresh")));
+  expect_verifies("edited");
 }
 
 // --jobs lowers variants at once: the bundle is byte for byte the one of --jobs 1.
