@@ -128,6 +128,29 @@ TEST_F(BuildStep, EditingAnImportedModuleIsACacheMiss) {
   EXPECT_EQ(bundle_files(bundle("before")), bundle_files(bundle("undone")));
 }
 
+// CPython trusts a .pyc whose source has the same size and the same mtime in whole seconds: an
+// edit within the second of the last import that keeps the size would be compiled from stale
+// bytecode. aotrace imports the script's modules from source, and writes no __pycache__ into
+// the user's folder.
+TEST_F(BuildStep, AnEditKeepingSizeAndMtimeIsCapturedFromTheSource) {
+  auto first = compile("first", "--no-cache");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_FALSE(fs::exists(project_ / "__pycache__")) << "aotrace wrote bytecode into the user's folder";
+  // The user's own python3.11 run leaves a valid .pyc of helper.py.
+  auto pyc = run_command("cd " + quote(project_.string()) +
+                         " && /usr/bin/python3.11 -c 'import py_compile; py_compile.compile(\"helper.py\")'");
+  ASSERT_EQ(pyc.exit_code, 0) << pyc.output;
+  ASSERT_TRUE(fs::exists(project_ / "__pycache__"));
+  const auto mtime = fs::last_write_time(project_ / "helper.py");
+  write_bytes(project_ / "helper.py", std::string(kHelper).replace(std::string(kHelper).find("2.0"), 3, "3.0"));
+  fs::last_write_time(project_ / "helper.py", mtime);
+  auto edited = compile("edited", "--no-cache");
+  ASSERT_EQ(edited.exit_code, 0) << edited.output;
+  const std::string report = read_bytes(bundle("edited") / "report.json");
+  expect_contains(report, "G['SCALE'] == 3.0");
+  EXPECT_EQ(report.find("G['SCALE'] == 2.0"), std::string::npos);
+}
+
 TEST_F(BuildStep, EditingAFileTheScriptOpensIsACacheMiss) {
   ASSERT_EQ(compile("before", cache_arg()).exit_code, 0);
   write_bytes(project_ / "config.txt", "5\n");
