@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -43,6 +44,27 @@ class BundleFiles {
   }
   void write(const std::string& rel, const std::string& text) { write(rel, text.data(), text.size()); }
 
+  // One file from pieces written in order (weights.bin: no copy of every weight into one buffer).
+  void write_pieces(const std::string& rel, const std::vector<std::pair<const void*, size_t>>& pieces) {
+    fs::path path = root_ / rel;
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    XXH3_state_t* state = XXH3_createState();
+    AOT_CHECK(state != nullptr && XXH3_64bits_reset(state) == XXH_OK, "cannot start a hash");
+    size_t size = 0;
+    for (const auto& [data, n] : pieces) {
+      f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+      (void)XXH3_64bits_update(state, data, n);
+      size += n;
+    }
+    const uint64_t hash = XXH3_64bits_digest(state);
+    XXH3_freeState(state);
+    f.close();
+    if (ec || !f) write_failed(out_, "cannot write " + path.string());
+    records_.push_back({rel, size, hash});
+  }
+
   std::vector<FileRecord> sorted_records() const {
     std::vector<FileRecord> r = records_;
     std::sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
@@ -62,15 +84,19 @@ std::string read_file(const fs::path& path) {
 
 // weights.bin: each weight at a 64-byte aligned offset, zero padding between.
 std::vector<WeightPlacement> write_weights(const BundleSpec& spec, BundleFiles& files) {
+  static const std::array<uint8_t, 64> zeros{};
   std::vector<WeightPlacement> placements;
-  ir::Bytes bin;
+  std::vector<std::pair<const void*, size_t>> pieces;
+  size_t offset = 0;
   for (const WeightSpec& w : spec.weights) {
     AOT_CHECK(w.data != nullptr, "weight '" + w.name + "' has no data");
-    bin.resize((bin.size() + 63) / 64 * 64, 0);
-    placements.push_back({bin.size(), w.data->size()});
-    bin.insert(bin.end(), w.data->begin(), w.data->end());
+    const size_t aligned = (offset + 63) / 64 * 64;
+    if (aligned != offset) pieces.emplace_back(zeros.data(), aligned - offset);
+    placements.push_back({aligned, w.data->size()});
+    pieces.emplace_back(w.data->data(), w.data->size());
+    offset = aligned + w.data->size();
   }
-  if (!spec.weights.empty()) files.write("weights.bin", bin.data(), bin.size());
+  if (!spec.weights.empty()) files.write_pieces("weights.bin", pieces);
   return placements;
 }
 

@@ -63,14 +63,19 @@ struct Rewriter {
     const auto* g = reinterpret_cast<const float*>(src.data->data());
     auto bytes = std::make_shared<ir::Bytes>(static_cast<size_t>(16 * O * C) * sizeof(float));
     auto* u = reinterpret_cast<float*>(bytes->data());
+    // Separably, G · W first, then · GT (84 multiply-adds per filter instead of 144), in double:
+    // G's entries are 0, ±1/2 and 1, so every product is exact and U rounds once.
     for (int64_t o = 0; o < O; ++o)
       for (int64_t ci = 0; ci < C; ++ci) {
         const float* f = g + (o * C + ci) * 9;
+        double gw[4][3] = {};
+        for (int a = 0; a < 4; ++a)
+          for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) gw[a][j] += ir::winograd::G[a][i] * f[i * 3 + j];
         for (int a = 0; a < 4; ++a)
           for (int b = 0; b < 4; ++b) {
             double s = 0;
-            for (int i = 0; i < 3; ++i)
-              for (int j = 0; j < 3; ++j) s += ir::winograd::G[a][i] * f[i * 3 + j] * ir::winograd::G[b][j];
+            for (int j = 0; j < 3; ++j) s += gw[a][j] * ir::winograd::G[b][j];
             u[((a * 4 + b) * O + o) * C + ci] = static_cast<float>(s);
           }
       }
