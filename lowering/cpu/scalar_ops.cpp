@@ -235,17 +235,35 @@ llvm::Value* emit_unary(llvm::IRBuilder<>& b, OpKind op, llvm::Value* x, DType t
   }
 }
 
+// Whether `v` is a floating constant (or a splat of one) that is not NaN.
+static bool is_ordered_constant(llvm::Value* v) {
+  auto* c = llvm::dyn_cast<llvm::Constant>(v);
+  if (c != nullptr && c->getType()->isVectorTy()) c = c->getSplatValue();
+  auto* f = llvm::dyn_cast_or_null<llvm::ConstantFP>(c);
+  return f != nullptr && !f->getValueAPF().isNaN();
+}
+
+// max (or min) of floats as torch computes it: x if x is NaN or x beats y, else y (NaN when y
+// is NaN; y when they are equal, so max(-0.0, 0.0) is 0.0). Against a constant that is not NaN
+// (relu6's and clamp's bounds) one compare gives the same: an unordered one when y is the
+// constant, an ordered one when x is.
+static llvm::Value* emit_float_extremum(llvm::IRBuilder<>& b, bool is_max, llvm::Value* x, llvm::Value* y) {
+  if (is_ordered_constant(y)) return b.CreateSelect(is_max ? b.CreateFCmpUGT(x, y) : b.CreateFCmpULT(x, y), x, y);
+  if (is_ordered_constant(x)) return b.CreateSelect(is_max ? b.CreateFCmpOGT(x, y) : b.CreateFCmpOLT(x, y), x, y);
+  return b.CreateSelect(b.CreateOr(b.CreateFCmpUNO(x, x), is_max ? b.CreateFCmpOGT(x, y) : b.CreateFCmpOLT(x, y)),
+                        x, y);
+}
+
 llvm::Value* emit_max(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, DType t) {
   if (!ir::is_floating(t))
     return b.CreateSelect(is_unsigned(t) ? b.CreateICmpUGT(x, y) : b.CreateICmpSGT(x, y), x, y);
-  // x if x is NaN or x > y, else y (NaN when y is NaN): torch propagates NaN.
-  return b.CreateSelect(b.CreateOr(b.CreateFCmpUNO(x, x), b.CreateFCmpOGT(x, y)), x, y);
+  return emit_float_extremum(b, true, x, y);
 }
 
 llvm::Value* emit_min(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, DType t) {
   if (!ir::is_floating(t))
     return b.CreateSelect(is_unsigned(t) ? b.CreateICmpULT(x, y) : b.CreateICmpSLT(x, y), x, y);
-  return b.CreateSelect(b.CreateOr(b.CreateFCmpUNO(x, x), b.CreateFCmpOLT(x, y)), x, y);
+  return emit_float_extremum(b, false, x, y);
 }
 
 llvm::Value* highest_value(llvm::IRBuilder<>& b, DType t) {

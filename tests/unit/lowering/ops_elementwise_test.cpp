@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "tests/unit/lowering/reference_check.h"
 #include "tests/unit/lowering/test_graphs.h"
@@ -210,6 +211,42 @@ TEST(Ops, SizeZeroAndSizeOneDims) {
                   g.add(OpKind::Matmul, {k0, k1}), g.add(OpKind::Exp, {y}),
                   g.add(OpKind::ReduceMax, {y}, reduce_attrs({0}, true))});
   expect_matches_reference_in(g, -1, 1);
+}
+
+// relu6 and clamp compare with constant bounds, which take one compare instead of the general
+// form's two (scalar_ops.cpp emit_float_extremum): NaN still propagates from either side, the
+// infinities and the bounds themselves land as before, on every CPU's vector width.
+TEST(Ops, MaximumAndMinimumAgainstConstantsPropagateNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> values = {nan, -inf, inf, -7.5f, -1e-30f, 0.0f, 1e-30f, 3.0f, 6.0f, 6.5f, 1e30f, nan,
+                                     2.0f, -2.0f, nan, 5.999f, -0.5f};
+  ir::Graph g;
+  const int64_t n = static_cast<int64_t>(values.size());
+  ir::ValueId x = g.add_input("x", typed(DType::f32, {2, n}), "L['x']");
+  ir::ValueId zero = g.constant(0, DType::f32), six = g.constant(6, DType::f32);
+  ir::ValueId relu6 = g.add(OpKind::Minimum, {g.add(OpKind::Maximum, {x, zero}), six});
+  set_outputs(g, {relu6, g.add(OpKind::Maximum, {six, x}), g.add(OpKind::Minimum, {zero, x}),
+                  g.add(OpKind::Maximum, {slice(g, x, 0, 0, 1), slice(g, x, 0, 1, 2)})});
+  ir::HostTensor in = random_tensor({2, n}, 3, -1, 1, DType::f32);
+  for (int64_t i = 0; i < n; ++i) {
+    in.set(i, values[static_cast<size_t>(i)]);
+    in.set(n + i, values[static_cast<size_t>(n - 1 - i)]);
+  }
+  for (const char* cpu : {"x86-64-v2", "x86-64-v3", "x86-64-v4"}) {
+    if (std::string(cpu) == "x86-64-v3" && !__builtin_cpu_supports("avx2")) continue;
+    if (std::string(cpu) == "x86-64-v4" && !__builtin_cpu_supports("avx512f")) continue;
+    SCOPED_TRACE(cpu);
+    Options o;
+    o.cpu = cpu;
+    const std::vector<ir::HostTensor> inputs = {in};
+    std::vector<ir::HostTensor> out = compile_and_run(g, inputs, nullptr, o);
+    std::vector<ir::HostTensor> expected = ir::evaluate(g, inputs);
+    for (size_t k = 0; k < out.size(); ++k) {
+      EXPECT_EQ(compare(out[k], expected[k], 0, 0), "") << "output " << k;
+      for (int64_t i = 0; i < out[k].numel(); ++i)
+        EXPECT_EQ(std::isnan(out[k].get(i)), std::isnan(expected[k].get(i))) << "output " << k << " at " << i;
+    }
+  }
 }
 
 }  // namespace
