@@ -27,7 +27,7 @@ ir::Graph pack_weights(ir::Graph g);    // pack_weights.cpp
 // Whether conv `n` is one the CPU backend's depthwise kernel takes (cpu/emit_depthwise.cpp):
 // f32, two spatial dims, groups > 1 with one input channel per group (any channel multiplier),
 // a static weight of at most 64 taps, a width stride of 1 or 2 and no static size-0 dim. That
-// kernel handles zero padding itself (interior and border split), so pad_conv_inputs leaves
+// kernel handles zero padding itself (a padded scratch), so pad_conv_inputs leaves
 // these convs padded. Defined in pad_conv_inputs.cpp.
 bool is_depthwise_conv(const ir::Graph& g, const ir::Node& n);
 

@@ -3,31 +3,30 @@
 // windows, taps combined by max and -inf outside the input), vectorised along the output width:
 //
 //   per task = `channels` output channels × `rows` output rows of one batch index:
-//     for each channel: its kh×kw weights, loaded once and splatted
-//       for each group of 4 output rows: the window's input row pointers (clamped; a flag per
-//                            row says whether it lies inside the input: vertical zero padding)
-//         for each vector of L outputs: the taps unrolled, acc = fma(x, w, acc), for the 4 rows
-//                            at once (two partial sums each: 8 independent chains of fma), into
-//                            a tile of 4 rows
+//     fill a scratch of the task's input rows with the padding value (0, or -inf for a pool)
+//     for each channel: copy its input rows into the scratch, each row at its padded position
+//                       and, for width stride 2, split into its even and odd columns (phase rows)
+//       its kh×kw weights, loaded once and splatted
+//       for each group of 4 output rows:
+//         for each vector of L outputs: the taps unrolled, each one plain load from the scratch
+//                       (phase (j·dilation) % stride, offset (j·dilation) / stride) and
+//                       acc = fma(x, w, acc), for the 4 rows at once (two partial sums each: 8
+//                       independent chains of fma), into a tile of 4 rows
 //         epilogue: for each element of those rows, the kernel's root evaluated with the conv
 //                   value taken from the tile (bias, batch-norm, activation, residual add...)
 //                   and stored once, as emit_gemm.cpp does from its tile.
 //
-// A tap of an output vector starting at input column `col` reads L·stride_w contiguous inputs
-// from col + kw·dilation_w (for stride 2, the even ones are picked by a shuffle). A vector whose
-// window rows and columns all lie inside the input (the interior) uses plain loads; the others
-// (the first and last vectors of a row, rows near the top and bottom) load the same span from
-// the buffer and replace the lanes outside the input by 0 with a select (a blend): zero padding
-// costs no per-element branch and no padded copy of the input (pad_conv_inputs leaves these
-// convs alone). Only a vector whose span leaves the buffer itself (the first and last rows of
-// the tensor) loads lane by lane from clamped positions. No masked loads: with masks LLVM 16
-// could fold to constants, a 16-lane masked load became a plain load on AVX2 (reading the
-// padding's neighbours). Lanes past the output width are computed into the tile's slack and
-// never stored.
+// The scratch makes zero padding, the borders and stride 2 cost nothing in the inner loop: no
+// per-lane masks, blends or shuffles there (those made 7- and 14-wide rows, all border, 2-3x
+// slower). Its fill is written once per task: each channel's copy writes the same positions, so
+// rows outside the input and the padding columns keep it. The copy moves a vector (a shuffle per
+// phase at stride 2) at a time, narrowed for narrow rows, the last one overlapping the one before.
+// Lanes past the output width are computed into the tile's slack and never stored.
 //
 // Taken: every conv is_depthwise_conv accepts (f32, 2-D, width stride 1 or 2, at most 64 taps)
 // and every f32 2-D max pool with such a window, that is its kernel's reduction, evaluated at
-// the root's index. Dynamic dims: batch, H and W
+// the root's index, where the scratch fits kDepthwiseMaxScratch (else the per-element conv
+// loops of emit_reductions.cpp, which handle padding too). Dynamic dims: batch, H and W
 // (and so the output's) may be symbolic; the vector width and the task blocking are chosen from
 // the sizes at their maxima, the counts are computed at run time, the tile is sized for the
 // output width's bound.
@@ -48,6 +47,9 @@ namespace aotrace::lowering::cpu {
 constexpr int64_t kDepthwiseTaskWork = 8192;
 constexpr int64_t kDepthwiseMinTasks = 16;
 constexpr int64_t kDepthwiseRowGroup = 4;
+// Floats of scratch per task at most (on the stack of the thread running it): wider rows (a
+// dynamic width of thousands) take the per-element conv loops instead.
+constexpr int64_t kDepthwiseMaxScratch = 64 * 1024;
 
 // A 2-D f32 max pool whose window the depthwise kernel can take: at most 64 taps, width stride
 // 1 or 2 (resnet's 3×3 stride-2 pool).
@@ -112,36 +114,68 @@ bool KernelEmitter::plan_depthwise(DepthwisePlan& p) const {
   // bound a single row); row blocks in whole groups.
   p.group = std::min<int64_t>(kDepthwiseRowGroup, p.rows);
   if (p.rows < oh) p.rows = (p.rows + p.group - 1) / p.group * p.group;
-  return true;
+  // The scratch: the input rows of `rows` output rows, each wide enough for the last vector's
+  // last tap (lanes past the output width included), in whole vectors per phase.
+  p.in_rows = (p.rows - 1) * p.stride_h + (p.kh - 1) * p.dilation_h + 1;
+  const int64_t vectors = (ow + p.lanes - 1) / p.lanes;
+  p.phase_w = (vectors * p.lanes + (p.kw - 1) * p.dilation_w / p.stride_w + 1 + p.lanes - 1) / p.lanes * p.lanes;
+  return p.in_rows * p.stride_w * p.phase_w <= kDepthwiseMaxScratch;
 }
 
-std::vector<llvm::Value*> KernelEmitter::depthwise_vectors(const DepthwisePlan& p, llvm::Value* col,
-                                                        const std::vector<std::vector<llvm::Value*>>& rows,
-                                                        const std::vector<std::vector<llvm::Value*>>& row_ok,
-                                                        const std::vector<llvm::Value*>& weights,
-                                                        DepthwiseLoads loads) {
+void KernelEmitter::depthwise_copy_row(const DepthwisePlan& p, llvm::Value* src, llvm::Value* dst, llvm::Value* count) {
   llvm::Type* f32 = b_.getFloatTy();
-  const auto lanes = static_cast<unsigned>(p.lanes), wide = static_cast<unsigned>(p.lanes * p.stride_w);
-  auto* vec = llvm::FixedVectorType::get(f32, lanes);
-  auto* wide_vec = llvm::FixedVectorType::get(f32, wide);
-  // What a lane outside the input holds: 0 (zero padding), or -inf for a max pool.
-  llvm::Value* zero = p.max_pool ? llvm::ConstantFP::getInfinity(wide_vec, true) : llvm::Constant::getNullValue(wide_vec);
-  const ir::SymExpr& width = dims(p.x)[3];
-  std::vector<int> pick;  // every stride_w-th input: the outputs' own columns
-  for (unsigned j = 0; j < lanes; ++j) pick.push_back(static_cast<int>(j * p.stride_w));
-  // Border: which of the `wide` columns from each tap's start lie inside the input (0 <= c < W,
-  // one unsigned compare on 32 bits).
-  std::vector<llvm::Value*> col_mask;
-  if (loads != DepthwiseLoads::interior) {
-    std::vector<llvm::Constant*> iota;
-    for (unsigned j = 0; j < wide; ++j) iota.push_back(b_.getInt32(j));
-    llvm::Value* offsets = llvm::ConstantVector::get(iota);
-    llvm::Value* w32 = b_.CreateVectorSplat(wide, b_.CreateTrunc(size(width), b_.getInt32Ty()));
-    for (int64_t j = 0; j < p.kw; ++j) {
-      llvm::Value* start = b_.CreateTrunc(b_.CreateAdd(col, i64(j * p.dilation_w)), b_.getInt32Ty());
-      col_mask.push_back(b_.CreateICmpULT(b_.CreateAdd(b_.CreateVectorSplat(wide, start), offsets), w32));
+  // Chunks of `wide` columns, `wide / stride_w` per phase: the vector, narrowed for narrow rows
+  // (14 columns at stride 2: chunks of 8), so that few columns are copied one by one.
+  int64_t wide = p.lanes * p.stride_w;
+  while (wide > 2 * p.stride_w && wide > planned(dims(p.x)[3])) wide /= 2;
+  auto* wide_vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(wide));
+  // Column c of the input lands at padded position s = c + pad_w: phase s % stride_w, index
+  // s / stride_w.
+  auto copy_one = [&](llvm::Value* c) {
+    llvm::Value* s = b_.CreateAdd(c, i64(p.pad_w));
+    llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateURem(s, i64(p.stride_w)), i64(p.phase_w)),
+                                   b_.CreateUDiv(s, i64(p.stride_w)));
+    b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, src, c), llvm::Align(4)),
+                          b_.CreateInBoundsGEP(f32, dst, at), llvm::Align(4));
+  };
+  // A chunk starts where the padded position starts phase 0; each phase's columns are one
+  // shuffle of the load (none for stride 1).
+  auto copy_chunk = [&](llvm::Value* c) {
+    llvm::Value* v = b_.CreateAlignedLoad(wide_vec, b_.CreateInBoundsGEP(f32, src, c), llvm::Align(4));
+    llvm::Value* index = b_.CreateUDiv(b_.CreateAdd(c, i64(p.pad_w)), i64(p.stride_w));
+    for (int64_t phase = 0; phase < p.stride_w; ++phase) {
+      llvm::Value* part = v;
+      if (p.stride_w > 1) {
+        std::vector<int> pick;
+        for (int64_t j = 0; j < wide / p.stride_w; ++j) pick.push_back(static_cast<int>(j * p.stride_w + phase));
+        part = b_.CreateShuffleVector(v, pick);
+      }
+      b_.CreateAlignedStore(part, b_.CreateInBoundsGEP(f32, dst, b_.CreateAdd(index, i64(phase * p.phase_w))),
+                            llvm::Align(4));
     }
-  }
+  };
+  // [0, start) one by one, whole chunks, then one more chunk ending within stride_w - 1 columns
+  // of the end (overlapping the previous one: the same values), the rest one by one.
+  const int64_t first = (p.stride_w - p.pad_w % p.stride_w) % p.stride_w;
+  llvm::Value* start = smin(i64(first), count);
+  llvm::Value* left = b_.CreateSub(count, start);
+  llvm::Value* chunks = b_.CreateUDiv(left, i64(wide));
+  range_loop(i64(0), start, copy_one);
+  range_loop(i64(0), chunks, [&](llvm::Value* q) { copy_chunk(b_.CreateAdd(start, b_.CreateMul(q, i64(wide)))); });
+  llvm::Value* done = b_.CreateAdd(start, b_.CreateMul(chunks, i64(wide)));
+  llvm::Value* last = b_.CreateAdd(start, b_.CreateMul(b_.CreateUDiv(b_.CreateSub(left, i64(wide)), i64(p.stride_w)),
+                                                       i64(p.stride_w)));
+  llvm::Value* has_last = b_.CreateAnd(b_.CreateICmpSGE(left, i64(wide)), b_.CreateICmpSLT(done, count));
+  if_else(has_last, [&] { copy_chunk(last); }, [] {});
+  llvm::Value* end_of_last = b_.CreateSelect(has_last, b_.CreateAdd(last, i64(wide)), done);
+  range_loop(end_of_last, count, copy_one);
+}
+
+std::vector<llvm::Value*> KernelEmitter::depthwise_vectors(const DepthwisePlan& p, llvm::Value* ow0,
+                                                        const std::vector<std::vector<llvm::Value*>>& rows,
+                                                        const std::vector<llvm::Value*>& weights) {
+  llvm::Type* f32 = b_.getFloatTy();
+  auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(p.lanes));
   // Two partial sums per output row (taps alternating), so that 2·group chains of fma
   // are in flight.
   std::vector<llvm::Value*> out;
@@ -149,34 +183,17 @@ std::vector<llvm::Value*> KernelEmitter::depthwise_vectors(const DepthwisePlan& 
     llvm::Value* init = p.max_pool ? llvm::ConstantFP::getInfinity(vec, true) : llvm::Constant::getNullValue(vec);
     llvm::Value* acc[2] = {init, init};
     int64_t tap = 0;
-    for (int64_t i = 0; i < p.kh; ++i) {
-      llvm::Value* row = rows[r][static_cast<size_t>(i)];
-      llvm::Value* row_mask = loads == DepthwiseLoads::interior ? nullptr : b_.CreateVectorSplat(wide, row_ok[r][static_cast<size_t>(i)]);
+    for (int64_t i = 0; i < p.kh; ++i)
       for (int64_t j = 0; j < p.kw; ++j, ++tap) {
-        llvm::Value* start = b_.CreateAdd(col, i64(j * p.dilation_w));
-        llvm::Value* v;
-        if (loads == DepthwiseLoads::interior) {
-          v = b_.CreateAlignedLoad(wide_vec, b_.CreateInBoundsGEP(f32, row, start), llvm::Align(4));
-        } else {
-          if (loads == DepthwiseLoads::in_buffer) {
-            // The columns outside the row are elements of the same buffer (the neighbouring
-            // rows): loaded, then replaced by 0.
-            v = b_.CreateAlignedLoad(wide_vec, b_.CreateGEP(f32, row, start), llvm::Align(4));
-          } else {
-            v = zero;
-            for (unsigned e = 0; e < wide; ++e) {
-              llvm::Value* c = clamp(b_.CreateAdd(start, i64(e)), width);
-              v = b_.CreateInsertElement(v, b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, row, c), llvm::Align(4)), e);
-            }
-          }
-          v = b_.CreateSelect(b_.CreateAnd(col_mask[static_cast<size_t>(j)], row_mask), v, zero);
-        }
-        if (p.stride_w > 1) v = b_.CreateShuffleVector(v, pick);
+        // Output column ow0 + l reads padded position (ow0 + l)·stride_w + j·dilation_w.
+        const int64_t at = j * p.dilation_w;
+        llvm::Value* from = b_.CreateAdd(ow0, i64(at % p.stride_w * p.phase_w + at / p.stride_w));
+        llvm::Value* v = b_.CreateAlignedLoad(vec, b_.CreateInBoundsGEP(f32, rows[r][static_cast<size_t>(i)], from),
+                                              llvm::Align(4));
         llvm::Value*& a = acc[tap % 2];
         a = p.max_pool ? emit_max(b_, v, a, ir::DType::f32)  // NaN propagates, as torch's
-                       : b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec}, {v, weights[static_cast<size_t>(i * p.kw + j)], a});
+                       : b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec}, {v, weights[static_cast<size_t>(tap)], a});
       }
-    }
     if (p.kh * p.kw == 1) out.push_back(acc[0]);
     else out.push_back(p.max_pool ? emit_max(b_, acc[0], acc[1], ir::DType::f32) : b_.CreateFAdd(acc[0], acc[1]));
   }
@@ -188,11 +205,14 @@ void KernelEmitter::emit_depthwise_tasks(const DepthwisePlan& p, llvm::Value* be
   const ir::Node& n = *p.node;
   const ir::Shape &xs = dims(p.x), &out = dims(k_.reduction);
   llvm::Value* tile = stack_array(f32, p.group * p.tile);
+  const int64_t pitch = p.stride_w * p.phase_w;  // floats per scratch row
+  llvm::Value* scratch = stack_array(f32, p.in_rows * pitch);
   llvm::Value* x = buffers_[static_cast<size_t>(read_arg_.at(p.x))];
-  // The reads of a vector starting at input column col: [col, col + span) of each window row.
-  const int64_t span = (p.kw - 1) * p.dilation_w + p.lanes * p.stride_w;
-  ir::SymExpr total = 1;
-  for (const ir::SymExpr& d : xs) total = total * d;
+  auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(p.lanes));
+  // What lies outside the input: 0 (zero padding), or -inf for a max pool.
+  llvm::Value* outside = p.max_pool ? llvm::ConstantFP::getInfinity(vec, true) : llvm::Constant::getNullValue(vec);
+  // The input columns a scratch row holds (the rest of a wide row is never read).
+  llvm::Value* columns = smin(size(xs[3]), i64(pitch - p.pad_w));
   range_loop(begin, end, [&](llvm::Value* t) {
     llvm::Value* rb = b_.CreateURem(t, size(p.r_blocks()));
     llvm::Value* rest = b_.CreateUDiv(t, size(p.r_blocks()));
@@ -202,9 +222,21 @@ void KernelEmitter::emit_depthwise_tasks(const DepthwisePlan& p, llvm::Value* be
     llvm::Value* oh1 = smin(b_.CreateAdd(oh0, i64(p.rows)), size(p.out_h));
     llvm::Value* c0 = b_.CreateMul(cb, i64(p.channels));
     llvm::Value* c1 = smin(b_.CreateAdd(c0, i64(p.channels)), size(p.out_c));
+    // Scratch row r holds input row ih0 + r; rows outside the input and the padding columns
+    // keep the fill: each channel's copy writes the same positions.
+    llvm::Value* ih0 = b_.CreateSub(b_.CreateMul(oh0, i64(p.stride_h)), i64(p.pad_h));
+    range_loop(i64(0), i64(p.in_rows * pitch / p.lanes), [&](llvm::Value* v) {
+      b_.CreateAlignedStore(outside, b_.CreateInBoundsGEP(f32, scratch, b_.CreateMul(v, i64(p.lanes))), llvm::Align(4));
+    });
+    llvm::Value* r_lo = smin(b_.CreateSelect(b_.CreateICmpSLT(ih0, i64(0)), b_.CreateNeg(ih0), i64(0)), i64(p.in_rows));
+    llvm::Value* r_hi = smin(i64(p.in_rows), b_.CreateSub(size(xs[2]), ih0));
     range_loop(c0, c1, [&](llvm::Value* co) {
       llvm::Value* ci = p.multiplier == 1 ? co : b_.CreateUDiv(co, i64(p.multiplier));
       llvm::Value* plane = b_.CreateMul(b_.CreateAdd(b_.CreateMul(batch, size(xs[1])), ci), size(xs[2] * xs[3]));
+      range_loop(r_lo, r_hi, [&](llvm::Value* r) {
+        llvm::Value* src = b_.CreateInBoundsGEP(f32, x, b_.CreateAdd(plane, b_.CreateMul(b_.CreateAdd(ih0, r), size(xs[3]))));
+        depthwise_copy_row(p, src, b_.CreateInBoundsGEP(f32, scratch, b_.CreateMul(r, i64(pitch))), columns);
+      });
       std::vector<llvm::Value*> weights;
       for (int64_t i = 0; i < p.kh && !p.max_pool; ++i)
         for (int64_t j = 0; j < p.kw; ++j)
@@ -213,40 +245,21 @@ void KernelEmitter::emit_depthwise_tasks(const DepthwisePlan& p, llvm::Value* be
       llvm::Value* groups = b_.CreateUDiv(b_.CreateAdd(b_.CreateSub(oh1, oh0), i64(p.group - 1)), i64(p.group));
       range_loop(i64(0), groups, [&](llvm::Value* gi) {
         llvm::Value* first = b_.CreateAdd(oh0, b_.CreateMul(gi, i64(p.group)));
-        std::vector<std::vector<llvm::Value*>> rows(static_cast<size_t>(p.group)), row_ok(rows.size());
-        llvm::Value* all_rows = b_.getTrue();
-        llvm::Value *lowest = nullptr, *highest = nullptr;  // offsets of the first and last window rows
+        std::vector<std::vector<llvm::Value*>> rows(static_cast<size_t>(p.group));
         for (int64_t r = 0; r < p.group; ++r) {
           llvm::Value* oh = smin(b_.CreateAdd(first, i64(r)), b_.CreateSub(oh1, i64(1)));
-          for (int64_t i = 0; i < p.kh; ++i) {
-            llvm::Value* ih = b_.CreateSub(b_.CreateAdd(b_.CreateMul(oh, i64(p.stride_h)), i64(i * p.dilation_h)), i64(p.pad_h));
-            llvm::Value* ok = in_range(ih, xs[2]);
-            all_rows = b_.CreateAnd(all_rows, ok);
-            llvm::Value* off = b_.CreateAdd(plane, b_.CreateMul(clamp(ih, xs[2]), size(xs[3])));
-            if (lowest == nullptr) lowest = off;
-            highest = off;
-            row_ok[static_cast<size_t>(r)].push_back(ok);
-            rows[static_cast<size_t>(r)].push_back(b_.CreateInBoundsGEP(f32, x, off));
-          }
+          llvm::Value* base = b_.CreateMul(b_.CreateSub(oh, oh0), i64(p.stride_h));
+          for (int64_t i = 0; i < p.kh; ++i)
+            rows[static_cast<size_t>(r)].push_back(
+                b_.CreateInBoundsGEP(f32, scratch, b_.CreateMul(b_.CreateAdd(base, i64(i * p.dilation_h)), i64(pitch))));
         }
         llvm::Value* vectors = b_.CreateUDiv(b_.CreateAdd(size(p.out_w), i64(p.lanes - 1)), i64(p.lanes));
         range_loop(i64(0), vectors, [&](llvm::Value* q) {
           llvm::Value* ow0 = b_.CreateMul(q, i64(p.lanes));
-          llvm::Value* col = b_.CreateSub(b_.CreateMul(ow0, i64(p.stride_w)), i64(p.pad_w));
-          llvm::Value* end_col = b_.CreateAdd(col, i64(span));
-          llvm::Value* inside = b_.CreateAnd(all_rows, b_.CreateAnd(b_.CreateICmpSGE(col, i64(0)),
-                                                                    b_.CreateICmpSLE(end_col, size(xs[3]))));
-          llvm::Value* in_buffer = b_.CreateAnd(b_.CreateICmpSGE(b_.CreateAdd(lowest, col), i64(0)),
-                                                b_.CreateICmpSLE(b_.CreateAdd(highest, end_col), size(total)));
-          auto compute = [&](DepthwiseLoads loads) {
-            std::vector<llvm::Value*> v = depthwise_vectors(p, col, rows, row_ok, weights, loads);
-            for (int64_t r = 0; r < p.group; ++r)
-              b_.CreateAlignedStore(v[static_cast<size_t>(r)], b_.CreateInBoundsGEP(f32, tile, b_.CreateAdd(ow0, i64(r * p.tile))),
-                                    llvm::Align(4));
-          };
-          if_else(inside, [&] { compute(DepthwiseLoads::interior); }, [&] {
-            if_else(in_buffer, [&] { compute(DepthwiseLoads::in_buffer); }, [&] { compute(DepthwiseLoads::clamped); });
-          });
+          std::vector<llvm::Value*> v = depthwise_vectors(p, ow0, rows, weights);
+          for (int64_t r = 0; r < p.group; ++r)
+            b_.CreateAlignedStore(v[static_cast<size_t>(r)], b_.CreateInBoundsGEP(f32, tile, b_.CreateAdd(ow0, i64(r * p.tile))),
+                                  llvm::Align(4));
         });
         range_loop(i64(0), smin(i64(p.group), b_.CreateSub(oh1, first)), [&](llvm::Value* r) {
           llvm::Value* oh = b_.CreateAdd(first, r);

@@ -102,7 +102,9 @@ struct GemmPlan {
 // channels × `rows` output rows of one batch index. Each output row is computed in vectors of
 // `lanes` outputs into a row tile of `tile` floats (the output width's bound in whole vectors),
 // from which the root is evaluated and stored. Output channel c reads input channel
-// c / multiplier.
+// c / multiplier. The input rows a task reads are first copied into a scratch of `in_rows`
+// rows, each padded (0, or -inf for a pool) and split by the width stride into `stride_w`
+// phase rows of `phase_w` floats, so that every tap of every output vector is one plain load.
 struct DepthwisePlan {
   const ir::Node* node = nullptr;  // the conv
   ir::ValueId x = -1, w = -1;      // its (materialised) input and its weight (-1: a max pool)
@@ -112,6 +114,7 @@ struct DepthwisePlan {
   int64_t lanes = 16, tile = 16;
   int64_t channels = 1, rows = 1;
   int64_t group = 1;  // output rows computed together (the tile holds one row each)
+  int64_t in_rows = 1, phase_w = 1;  // the scratch: in_rows × stride_w × phase_w floats
   // The output's sizes, symbolic where the shapes are (out_c is static: the weight's).
   ir::SymExpr batches = 1, out_c = 1, out_h = 1, out_w = 1;
   ir::SymExpr c_blocks() const { return floordiv(out_c + (channels - 1), channels); }
@@ -130,13 +133,6 @@ struct WinogradPlan {
   int64_t lanes = 4, vectors = 1;
   int64_t tasks() const { return batches * channels; }
 };
-
-// How a depthwise vector reads its inputs: `interior` (every column of the window inside the
-// input row: plain vector loads), `in_buffer` (a border vector whose loads stay inside the input
-// buffer: plain loads of the neighbouring elements, replaced by 0 where outside the row or a
-// row is outside the input), `clamped` (at the buffer's ends: one clamped load per lane, then
-// the same zeroing). No masked loads: LLVM 16 folds constant-masked wide loads wrongly on AVX2.
-enum class DepthwiseLoads { interior, in_buffer, clamped };
 
 class KernelEmitter {
  public:
@@ -252,14 +248,14 @@ class KernelEmitter {
   // emit_depthwise.cpp
   bool plan_depthwise(DepthwisePlan& plan) const;
   void emit_depthwise_tasks(const DepthwisePlan& plan, llvm::Value* begin, llvm::Value* end);
-  // One vector of `lanes` conv outputs for each row of a group, the first output's window
-  // starting at input column `col` (padding included: may be negative); rows[r] are the window's
-  // input row pointers of group row r (clamped into the input), row_ok[r] whether each is inside
-  // it, `weights` the taps splatted. `loads`: how the inputs are read (DepthwiseLoads).
-  std::vector<llvm::Value*> depthwise_vectors(const DepthwisePlan& plan, llvm::Value* col,
+  // Copies `count` input columns from `src` into the scratch row at `dst` (column c at padded
+  // position c + pad_w, in phase (c + pad_w) % stride_w).
+  void depthwise_copy_row(const DepthwisePlan& plan, llvm::Value* src, llvm::Value* dst, llvm::Value* count);
+  // One vector of `lanes` conv outputs for each row of a group, starting at output column
+  // `ow0`; rows[r][i]: the scratch row of window row i of group row r.
+  std::vector<llvm::Value*> depthwise_vectors(const DepthwisePlan& plan, llvm::Value* ow0,
                                               const std::vector<std::vector<llvm::Value*>>& rows,
-                                              const std::vector<std::vector<llvm::Value*>>& row_ok,
-                                              const std::vector<llvm::Value*>& weights, DepthwiseLoads loads);
+                                              const std::vector<llvm::Value*>& weights);
 
   // emit_winograd.cpp
   bool plan_winograd(WinogradPlan& plan) const;

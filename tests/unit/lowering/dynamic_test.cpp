@@ -309,6 +309,24 @@ TEST(Dynamic, DepthwiseConvWithSymbolicBatchHeightAndWidth) {
   }
 }
 
+// A width whose bound is too wide for the depthwise kernel's stack scratch (kDepthwiseMaxScratch,
+// emit_depthwise.cpp): the per-element conv loops take it, zero padding and stride 2 included,
+// and the padded conv still needs no padded copy of its input.
+TEST(Dynamic, DepthwiseConvTooWideForTheScratchTakesThePerElementLoops) {
+  ir::Graph g;
+  g.symbols["W"] = {5, 200000, 1};
+  const SymExpr W = SymExpr::symbol("W");
+  ir::ValueId x = input(g, "x", {1, 4, 6, W});
+  ir::Attrs a = conv_attrs({2, 2}, {1, 1});
+  a.set("groups", int64_t{4});
+  ir::Attrs s1 = conv_attrs({1, 1}, {1, 1});
+  s1.set("groups", int64_t{4});
+  set_outputs(g, {g.add(OpKind::Conv, {x, weight(g, "dw1", {4, 1, 3, 3}, 1)}, a),
+                  g.add(OpKind::Conv, {x, weight(g, "dw2", {4, 1, 3, 3}, 2)}, s1)});
+  LoweredVariant v = expect_matches_at(g, {{{"W", 5}}, {{"W", 19}}, {{"W", 40}}}, -1, 1, kChained);
+  EXPECT_EQ(v.num_kernels(), 2);
+}
+
 // resnet's structure at symbolic batch and H = W (multiples of 32): stem conv 7x7 stride 2 +
 // batch-norm + relu, max pool, a basic block whose residual goes through a stride-2 1x1 conv,
 // global average pooling (a mean over symbolic H, W), flatten and the classifier.
