@@ -45,6 +45,27 @@ TEST(Gemm, PairsOfAPanelsAndTheirRemainders) {
   expect_on_every_cpu(g);
 }
 
+// A matmul without an epilogue copies its tile into the output row by row, and a transpose is
+// a copy kernel: both stay vectorised loops. LLVM's loop idioms would make them calls to the C
+// library's memcpy, which the kernel library imports unversioned, so it bound to glibc's oldest
+// symbol and its SSE2 copy (cpu/target.cpp: no-builtin-*).
+TEST(Gemm, KernelsCopyWithoutCallingTheCLibrary) {
+  ir::Graph g;
+  ir::ValueId a = g.add_input("a", f32({96, 128}), "L['a']");
+  ir::ValueId b = g.add_input("b", f32({128, 200}), "L['b']");
+  set_outputs(g, {g.add(OpKind::Matmul, {a, b}), g.add(OpKind::Permute, {b}, perm_attrs({1, 0})),
+                  g.add(OpKind::Mul, {a, g.constant(0, ir::DType::f32)})});
+  for (const char* cpu : {"x86-64-v2", "x86-64-v3", "x86-64-v4"}) {
+    Options options;
+    options.cpu = cpu;
+    LoweredVariant lowered = lower_graph(g, "copy_", options);
+    const std::string object(lowered.object.begin(), lowered.object.end());
+    for (const char* f : {"memcpy", "memmove", "memset"})
+      EXPECT_EQ(object.find(std::string(1, '\0') + f + '\0'), std::string::npos) << "the " << cpu << " object references " << f;
+  }
+  expect_on_every_cpu(g);
+}
+
 TEST(Gemm, TasksOfSeveralRowBlocks) {
   ir::Graph g;
   ir::ValueId a = g.add_input("a", f32({300, 40}), "L['a']");  // 5 MC blocks, 2 per task: 144 144 12
