@@ -47,9 +47,9 @@ namespace aotrace::lowering::cpu {
 constexpr int64_t kDepthwiseTaskWork = 8192;
 constexpr int64_t kDepthwiseMinTasks = 16;
 constexpr int64_t kDepthwiseRowGroup = 4;
-// Floats of scratch per task at most (on the stack of the thread running it): wider rows (a
-// dynamic width of thousands) take the per-element conv loops instead.
-constexpr int64_t kDepthwiseMaxScratch = 64 * 1024;
+// Floats of scratch per task at most (128 KB on the stack of the thread running it, as much as
+// a GEMM kernel's tile): wider rows (a width of thousands) take the per-element conv loops.
+constexpr int64_t kDepthwiseMaxScratch = 32 * 1024;
 
 // A 2-D f32 max pool whose window the depthwise kernel can take: at most 64 taps, width stride
 // 1 or 2 (resnet's 3×3 stride-2 pool).
