@@ -5,9 +5,13 @@
 //     (a row's last vector may spill into the next rows: they overwrite it). A row's four
 //     input rows are read as two vectors of 2·lanes columns each (at the tiles' first column and
 //     two further), split into even and odd columns: d[i][j] for the lanes' tiles. BT·d·B is 16
-//     vectors of adds, stored along T (vector stores; the last partial vector through a small
-//     tile). Columns and rows outside the input read 0: vector loads that stay in the buffer
-//     are masked by select; at the buffer's two ends, per lane, clamped.
+//     vectors of adds, stored along T into a stack buffer of the plane's 16 rows of V, copied
+//     out when the plane is done: 16 sequential runs, where storing each vector straight into
+//     V's 16 planes (T·C floats apart) bound the kernel (resnet18's 56×56×64: 0.34 → 0.25 ms;
+//     7×7×512: 0.10 → 0.04 ms). A plane too big for the buffer stores straight into V (the last
+//     partial vector through a small tile). Columns and rows outside the input read 0: vector
+//     loads that stay in the buffer are masked by select; at the buffer's two ends, per lane,
+//     clamped.
 //   winograd_output (the kernel's reduction, with its elementwise consumers as epilogue): one
 //     task per plane (n, o), row by row. The 16 vectors m[4a + b] of `lanes` tiles give AT·m·A, the 2×2
 //     outputs of each tile, interleaved into two output rows in a row tile; then, per row, the
@@ -55,6 +59,9 @@ bool KernelEmitter::plan_winograd(WinogradPlan& p) const {
 
 namespace {
 
+// Floats of V staged per task at most (128 KB of stack, as much as a GEMM tile).
+constexpr int64_t kWinogradMaxBuffer = 32 * 1024;
+
 // Lanes first, first + step, ...: a shuffle mask.
 std::vector<int> lane_mask(int64_t count, int64_t first, int64_t step) {
   std::vector<int> m;
@@ -72,6 +79,12 @@ void KernelEmitter::emit_winograd_input(const WinogradPlan& p, llvm::Value* begi
   llvm::Value* x = buffers_[static_cast<size_t>(read_arg_.at(p.node->operands[0]))];
   llvm::Value* v_out = buffers_[0];
   llvm::Value* tail = stack_array(f32, 16 * p.lanes);
+  // A plane's 16 rows of V gathered in a stack buffer and copied out once the plane is done:
+  // 16 sequential runs of T floats instead of 16 stores of one vector, T floats apart, per
+  // vector of tiles (those stores bound the kernel). Planes too big for it store directly.
+  const int64_t pitch = T + p.lanes;
+  const bool buffered = 16 * pitch <= kWinogradMaxBuffer;
+  llvm::Value* staged = buffered ? stack_array(f32, 16 * pitch) : nullptr;
   std::vector<uint64_t> iota;
   for (unsigned e = 0; e < 2 * L; ++e) iota.push_back(e);
   llvm::Value* lane_cols = llvm::ConstantDataVector::get(ctx_, llvm::ArrayRef<uint64_t>(iota));
@@ -156,6 +169,13 @@ void KernelEmitter::emit_winograd_input(const WinogradPlan& p, llvm::Value* begi
                                            i64(T));
       llvm::Value* first = b_.CreateAdd(out_base, tw0);  // position along N·T
       auto store_all = [&](const std::vector<llvm::Value*>& v) {
+        if (buffered) {  // the extra lanes of a row's last vector land in the next row, or the slack
+          llvm::Value* t0 = b_.CreateAdd(b_.CreateMul(th, i64(p.tiles_w)), tw0);
+          for (int64_t ab = 0; ab < 16; ++ab)
+            b_.CreateAlignedStore(v[static_cast<size_t>(ab)],
+                                  b_.CreateInBoundsGEP(f32, staged, b_.CreateAdd(i64(ab * pitch), t0)), llvm::Align(4));
+          return;
+        }
         if_else(full, [&] {
           for (int64_t ab = 0; ab < 16; ++ab) {
             llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(i64(ab * p.channels), c), i64(p.batches * T)), first);
@@ -177,6 +197,23 @@ void KernelEmitter::emit_winograd_input(const WinogradPlan& p, llvm::Value* begi
       if_else(in_buffer, [&] { store_all(transform(true)); }, [&] { store_all(transform(false)); });
     });
     });
+    if (buffered) {
+      auto* vec = llvm::FixedVectorType::get(f32, L);
+      llvm::Value* first = b_.CreateMul(n, i64(T));
+      for (int64_t ab = 0; ab < 16; ++ab) {
+        llvm::Value* row = b_.CreateInBoundsGEP(
+            f32, v_out, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(i64(ab * p.channels), c), i64(p.batches * T)), first));
+        llvm::Value* from = b_.CreateConstInBoundsGEP1_64(f32, staged, static_cast<uint64_t>(ab * pitch));
+        range_loop(i64(0), i64(T / p.lanes), [&](llvm::Value* q) {
+          llvm::Value* at = b_.CreateMul(q, i64(p.lanes));
+          b_.CreateAlignedStore(b_.CreateAlignedLoad(vec, b_.CreateInBoundsGEP(f32, from, at), llvm::Align(4)),
+                                b_.CreateInBoundsGEP(f32, row, at), llvm::Align(4));
+        });
+        for (int64_t e = T / p.lanes * p.lanes; e < T; ++e)
+          b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, b_.CreateConstInBoundsGEP1_64(f32, from, static_cast<uint64_t>(e)), llvm::Align(4)),
+                                b_.CreateConstInBoundsGEP1_64(f32, row, static_cast<uint64_t>(e)), llvm::Align(4));
+      }
+    }
   });
 }
 
