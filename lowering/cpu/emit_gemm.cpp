@@ -118,6 +118,12 @@ void KernelEmitter::plan_gemm_blocking(GemmPlan& p) const {
     p.nc = p.row * max(ir::SymExpr(1), floordiv(ir::SymExpr(width), p.row));
     p.nc_bound = planned(p.nc.is_constant() ? p.nc : max(ir::SymExpr(width), p.row));
   }
+  if (!p.is_conv && k <= 64 && planned(p.n) > 128) {
+    // The same for a matmul with small K and wide rows (resnet's 64-channel Winograd GEMMs,
+    // [16, 64, 64] @ [16, 64, 784]: 1.1 -> 0.9 ms): blocks of 256 columns.
+    p.nc = 256;
+    p.nc_bound = 256;
+  }
   // The tile (MT × NC's bound, on the stack of the thread running the task) stays within
   // 4·MC × 128 floats (147 KB): fewer MC blocks per task where NC is wider.
   const int64_t ncp = (p.nc_bound + p.nr - 1) / p.nr * p.nr;

@@ -68,9 +68,20 @@ TEST(Gemm, KernelsCopyWithoutCallingTheCLibrary) {
 
 TEST(Gemm, TasksOfSeveralRowBlocks) {
   ir::Graph g;
-  ir::ValueId a = g.add_input("a", f32({300, 40}), "L['a']");  // 5 MC blocks, 2 per task: 144 144 12
-  ir::ValueId b = g.add_input("b", f32({40, 400}), "L['b']");
+  // K over 64, so that N keeps blocks of 128 columns (4 of them) and a task gets two MC blocks.
+  ir::ValueId a = g.add_input("a", f32({300, 80}), "L['a']");  // 5 MC blocks, 2 per task: 144 144 12
+  ir::ValueId b = g.add_input("b", f32({80, 400}), "L['b']");
   set_outputs(g, {g.add(OpKind::Matmul, {a, b})});
+  expect_on_every_cpu(g);
+}
+
+// K of 64 or less and N over 128: blocks of 256 columns (the tile then holds at most two MC
+// blocks per task); N = 600 ends in a partial block of 88.
+TEST(Gemm, SmallKTakesWideColumnBlocks) {
+  ir::Graph g;
+  ir::ValueId a = g.add_input("a", f32({160, 48}), "L['a']");
+  ir::ValueId b = g.add_input("b", f32({48, 600}), "L['b']");
+  set_outputs(g, {g.add(OpKind::Relu, {g.add(OpKind::Matmul, {a, b})})});
   expect_on_every_cpu(g);
 }
 
