@@ -32,19 +32,11 @@ class BundleFiles {
  public:
   BundleFiles(fs::path root, fs::path out) : root_(std::move(root)), out_(std::move(out)) {}
 
-  void write(const std::string& rel, const void* data, size_t size) {
-    fs::path path = root_ / rel;
-    std::error_code ec;
-    fs::create_directories(path.parent_path(), ec);
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
-    f.close();
-    if (ec || !f) write_failed(out_, "cannot write " + path.string());
-    records_.push_back({rel, size, XXH3_64bits(data, size)});
-  }
+  void write(const std::string& rel, const void* data, size_t size) { write_pieces(rel, {{data, size}}); }
   void write(const std::string& rel, const std::string& text) { write(rel, text.data(), text.size()); }
 
-  // One file from pieces written in order (weights.bin: no copy of every weight into one buffer).
+  // One file from pieces written in order (weights.bin: no copy of every weight into one buffer),
+  // hashed as it goes.
   void write_pieces(const std::string& rel, const std::vector<std::pair<const void*, size_t>>& pieces) {
     fs::path path = root_ / rel;
     std::error_code ec;

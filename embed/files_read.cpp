@@ -94,10 +94,52 @@ bool is_environment_file(const std::string& path, const std::vector<std::string>
   return std::any_of(folders.begin(), folders.end(), [&](const std::string& f) { return path.rfind(f, 0) == 0; });
 }
 
+// The environment folders for is_user_file, read once when the rule is installed (not from
+// inside an import).
+std::vector<std::string>& source_rule_folders() {
+  static std::vector<std::string> folders;
+  return folders;
+}
+
+// is_user_file(path): whether a module's source is the user's (the depfile's rule above).
+PyObject* is_user_file(PyObject*, PyObject* arg) {
+  const char* path = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : nullptr;
+  if (path == nullptr) return nullptr;
+  return PyBool_FromLong(!is_environment_file(path, source_rule_folders()));
+}
+
+// CPython validates a timestamp .pyc by its source's size and mtime in whole seconds, so an
+// edit within the second of the last compile that keeps the size (2.0 -> 3.0) would be captured
+// from the stale bytecode, silently; and a build step writes nothing into the user's source
+// tree. A path that cache_from_source refuses with NotImplementedError is compiled from source
+// and not cached. The installation's modules keep their caches: compiling torch costs seconds.
+constexpr const char* kSourceOnlySource = R"PY(
+import importlib._bootstrap_external as _external
+
+def install(is_user_file):
+    cached = _external.cache_from_source
+
+    def cache_from_source(path, debug_override=None, *, optimization=None):
+        if is_user_file(str(path)):
+            raise NotImplementedError('aotrace compiles the modules of the script from source')
+        return cached(path, debug_override, optimization=optimization)
+
+    _external.cache_from_source = cache_from_source
+)PY";
+
 }  // namespace
 
 void install_file_read_hook() {
   if (PySys_AddAuditHook(record_open, nullptr) < 0) PyErr_Clear();
+}
+
+void compile_user_modules_from_source() {
+  source_rule_folders() = environment_folders();
+  static PyMethodDef def = {"is_user_file", is_user_file, METH_O, nullptr};
+  PyRef predicate = check(PyCFunction_New(&def, nullptr), "is_user_file");
+  PyObject* helper = helper_module("__aotrace_source_only__", kSourceOnlySource);
+  check(PyObject_CallOneArg(PyDict_GetItemString(helper, "install"), predicate.get()),
+        "installing the source-only import rule");
 }
 
 std::vector<fs::path> Interpreter::files_read() {

@@ -8,4 +8,9 @@ namespace aotrace::embed {
 // "open" event of open(), io.open_code and os.open). Called once, after Py_Initialize.
 void install_file_read_hook();
 
+// Makes every later import compile the user's modules (every file the depfile would list: not
+// the Python installation's or the system's) from their source, never from a __pycache__ .pyc,
+// and write none. Called once, after Py_Initialize.
+void compile_user_modules_from_source();
+
 }  // namespace aotrace::embed

@@ -261,39 +261,6 @@ Interpreter& Interpreter::instance() {
   return interp;
 }
 
-namespace {
-// The user's modules are compiled from their source on every import, never from a __pycache__
-// .pyc: CPython validates a timestamp .pyc by the source's mtime in whole seconds and its size,
-// so an edit within the second of the last compile that keeps the size (2.0 -> 3.0) would be
-// captured from the stale bytecode, silently. And a build step writes nothing into the user's
-// source tree. The Python installation's modules (torch, the standard library) keep their
-// caches: their sources are those of packages, and compiling torch would cost seconds. A path
-// that cache_from_source refuses with NotImplementedError is read from source and not cached.
-constexpr const char* kSourceOnlySource = R"PY(
-import importlib._bootstrap_external as _external
-import sysconfig as _sysconfig
-
-def install():
-    paths = _sysconfig.get_paths()
-    environment = tuple(paths[k].rstrip('/') + '/' for k in ('stdlib', 'platstdlib', 'purelib', 'platlib')
-                        if paths.get(k))
-    cached = _external.cache_from_source
-
-    def cache_from_source(path, debug_override=None, *, optimization=None):
-        p = str(path)
-        if p.startswith(environment) or '/site-packages/' in p or '/dist-packages/' in p:
-            return cached(path, debug_override, optimization=optimization)
-        raise NotImplementedError('aotrace compiles the modules of the script from source')
-
-    _external.cache_from_source = cache_from_source
-)PY";
-
-void compile_user_modules_from_source() {
-  PyObject* helper = helper_module("__aotrace_source_only__", kSourceOnlySource);
-  check(PyObject_CallNoArgs(PyDict_GetItemString(helper, "install")), "installing the source-only import rule");
-}
-}  // namespace
-
 Interpreter::Interpreter() {
   // As /usr/bin/python3.11 does: the UTF-8 mode when the locale is C or POSIX (CI, containers),
   // so a script's open()/read_text() decode as they do when it runs on its own.

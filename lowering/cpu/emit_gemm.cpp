@@ -109,20 +109,18 @@ void KernelEmitter::plan_gemm_blocking(GemmPlan& p) const {
   p.nr = kPackedNR;
   p.mc = 12 * p.mr;
   p.kc = (k + (k + 255) / 256 - 1) / ((k + 255) / 256);  // K in even panels of <= 256
+  // Columns per block: 128, or 256 where K is small and the rows are wide: there the
+  // microkernel's work per output is short, and storing the epilogue's rows is what costs
+  // (longer runs per row: mobilenet's 16 → 96 expand at 112×112 1.4x faster alone, resnet's
+  // 64-channel Winograd GEMMs [16, 64, 64] @ [16, 64, 784] 1.1 → 0.9 ms).
+  const int64_t width = k <= 64 && (p.is_conv || planned(p.n) > 128) ? 256 : 128;
   if (p.is_conv) {
-    // Whole rows per block: NC = row·max(1, W // row), at most max(W, row), with W = 128
-    // columns, or 256 where K is small: there the microkernel's work per output is short, and
-    // storing the epilogue's rows is what costs (longer runs per channel: mobilenet's 16 → 96
-    // expand at 112×112 1.4x faster alone, resnet50's 64 → 256 ones 2-4% in the model).
-    const int64_t width = k <= 64 ? 256 : 128;
+    // Whole rows per block: NC = row·max(1, width // row), at most max(width, row).
     p.nc = p.row * max(ir::SymExpr(1), floordiv(ir::SymExpr(width), p.row));
     p.nc_bound = planned(p.nc.is_constant() ? p.nc : max(ir::SymExpr(width), p.row));
-  }
-  if (!p.is_conv && k <= 64 && planned(p.n) > 128) {
-    // The same for a matmul with small K and wide rows (resnet's 64-channel Winograd GEMMs,
-    // [16, 64, 64] @ [16, 64, 784]: 1.1 -> 0.9 ms): blocks of 256 columns.
-    p.nc = 256;
-    p.nc_bound = 256;
+  } else {
+    p.nc = width;
+    p.nc_bound = width;
   }
   // The tile (MT × NC's bound, on the stack of the thread running the task) stays within
   // 4·MC × 128 floats (147 KB): fewer MC blocks per task where NC is wider.

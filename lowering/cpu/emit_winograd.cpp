@@ -78,13 +78,14 @@ void KernelEmitter::emit_winograd_input(const WinogradPlan& p, llvm::Value* begi
   const int64_t T = p.tiles_h * p.tiles_w, plane = p.in_h * p.in_w, total = p.batches * p.channels * plane;
   llvm::Value* x = buffers_[static_cast<size_t>(read_arg_.at(p.node->operands[0]))];
   llvm::Value* v_out = buffers_[0];
-  llvm::Value* tail = stack_array(f32, 16 * p.lanes);
   // A plane's 16 rows of V gathered in a stack buffer and copied out once the plane is done:
   // 16 sequential runs of T floats instead of 16 stores of one vector, T floats apart, per
-  // vector of tiles (those stores bound the kernel). Planes too big for it store directly.
+  // vector of tiles (those stores bound the kernel). Planes too big for it store directly,
+  // the last partial vector of a row through `tail`.
   const int64_t pitch = T + p.lanes;
   const bool buffered = 16 * pitch <= kWinogradMaxBuffer;
   llvm::Value* staged = buffered ? stack_array(f32, 16 * pitch) : nullptr;
+  llvm::Value* tail = buffered ? nullptr : stack_array(f32, 16 * p.lanes);
   std::vector<uint64_t> iota;
   for (unsigned e = 0; e < 2 * L; ++e) iota.push_back(e);
   llvm::Value* lane_cols = llvm::ConstantDataVector::get(ctx_, llvm::ArrayRef<uint64_t>(iota));
