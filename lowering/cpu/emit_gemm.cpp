@@ -44,6 +44,9 @@
 
 namespace aotrace::lowering::cpu {
 
+// How many channels ahead a conv's epilogue prefetches its output and residual rows.
+constexpr int64_t kEpiloguePrefetchAhead = 4;
+
 // B panels per microkernel call: two where one panel is a single vector wide (AVX-512), so that
 // a call keeps 12 accumulators in flight; one elsewhere.
 static int64_t panels_per_call(const CpuTarget& target, int64_t nr) {
@@ -471,6 +474,34 @@ llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t ro
   return fn;
 }
 
+// Prefetches into L1 the output rows [first_row, first_row + rows) of channel `m` (clamped to
+// the last channel) of the conv output and of every f32 input of the output's shape (a residual
+// added in the epilogue). In NCHW each channel's rows of a block start a new page, where the
+// hardware prefetchers stop, so the epilogue waited on the first lines of every channel's rows
+// (resnet50 at batch 4, whose activations are 3-13 MB: 5-8% faster at 1 thread).
+void KernelEmitter::prefetch_epilogue_rows(const Index& batch, llvm::Value* m, llvm::Value* first_row,
+                                           llvm::Value* rows) {
+  const ir::Shape& out = dims(k_.root);
+  if (dtype(k_.root) != ir::DType::f32) return;
+  Index idx = {batch[0], smin(m, b_.CreateSub(size(out[1]), i64(1)))};
+  if (out.size() == 4) idx.push_back(first_row);
+  idx.push_back(i64(0));
+  for (size_t d = 0; d < out.size(); ++d)
+    if (is_one(out[d])) idx[d] = i64(0);
+  llvm::Value* floats = b_.CreateMul(rows, size(out.back()));
+  auto lines = [&](ir::ValueId v, int arg, bool write) {
+    llvm::Value* at = address(v, arg, idx);
+    range_loop(i64(0), b_.CreateUDiv(b_.CreateAdd(floats, i64(31)), i64(16)), [&](llvm::Value* l) {
+      llvm::Value* p = b_.CreateGEP(b_.getFloatTy(), at, b_.CreateMul(l, i64(16)));
+      b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {b_.getPtrTy()},
+                         {p, b_.getInt32(write ? 1 : 0), b_.getInt32(3), b_.getInt32(1)});
+    });
+  };
+  lines(k_.root, 0, true);
+  for (const auto& [v, arg] : read_arg_)
+    if (v != k_.root && dtype(v) == ir::DType::f32 && dims(v) == out) lines(v, arg, false);
+}
+
 // Stores the root for rows [ic, ic + mc) and columns [jc, jc + nc) of C, the matmul/conv value
 // taken from `tile` (row stride ldc) instead of being recomputed.
 void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm::Value* ic,
@@ -503,6 +534,7 @@ void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm
     // Conv: whole rows per block, so the innermost loop is a static, contiguous output row.
     llvm::Value* rows = b_.CreateUDiv(nc, size(plan.row));
     llvm::Value* first_row = b_.CreateUDiv(jc, size(plan.row));
+    prefetch_epilogue_rows(batch, b_.CreateAdd(m, i64(kEpiloguePrefetchAhead)), first_row, rows);
     range_loop(i64(0), rows, [&](llvm::Value* r) {
       row_loop(plan.out_w, [&](llvm::Value* w) {
         Index idx = {batch[0], m};
