@@ -44,6 +44,15 @@
 
 namespace aotrace::lowering::cpu {
 
+// B panels packed per call lie KC·NR + kBPanelPad floats apart, not KC·NR: at KC = 64 with 16
+// lanes that is 4 KB, and packing walks K outermost, so each step's stores into the panels all
+// fell in one L1 set (more panels than the cache has ways).
+constexpr int64_t kBPanelPad = 16;
+
+static llvm::Value* local_b_stride(llvm::IRBuilder<>& b, llvm::Value* kc, int64_t nr) {
+  return b.CreateAdd(b.CreateMul(kc, b.getInt64(static_cast<uint64_t>(nr))), b.getInt64(kBPanelPad));
+}
+
 // How many channels ahead a conv's epilogue prefetches its output and residual rows.
 constexpr int64_t kEpiloguePrefetchAhead = 4;
 
@@ -224,7 +233,8 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
   auto pack_one = [&](llvm::Value* q, llvm::Value* p) {
     llvm::Value* base = b_.CreateAdd(start, b_.CreateMul(q, i64(r)));
     llvm::Value* full = b_.CreateICmpSLE(b_.CreateAdd(base, i64(r)), size(limit));
-    llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, kc), p), i64(r)));
+    llvm::Value* panel = b_.CreateMul(q, pack_a ? b_.CreateMul(kc, i64(r)) : local_b_stride(b_, kc, r));
+    llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, b_.CreateAdd(panel, b_.CreateMul(p, i64(r))));
     llvm::Value* k = b_.CreateAdd(pc, p);
     // The per-element path: zero past the edge, or every element through the operand's index map.
     auto each = [&](bool at_edge) {
@@ -281,7 +291,8 @@ void KernelEmitter::gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, l
     llvm::Value* off = conv_input_base(plan, batch, b_.CreateAdd(pc, p));
     range_loop(i64(0), panels, [&](llvm::Value* q) {
       llvm::Value* flat = b_.CreateAdd(off, b_.CreateAdd(jc, b_.CreateMul(q, i64(plan.nr))));
-      llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, kc), p), i64(plan.nr)));
+      llvm::Value* at = b_.CreateInBoundsGEP(
+          f32, dst, b_.CreateAdd(b_.CreateMul(q, local_b_stride(b_, kc, plan.nr)), b_.CreateMul(p, i64(plan.nr))));
       // Columns past N are computed and dropped: only the end of the buffer needs the edge path,
       // where the elements past it read 0.
       if_else(b_.CreateICmpSLE(b_.CreateAdd(flat, i64(plan.nr)), size(total)), [&] {
@@ -350,7 +361,8 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
     llvm::Value* from = b_.CreateInBoundsGEP(f32, src, conv_input_base(plan, batch, b_.CreateAdd(pc, p)));
     range_loop(i64(0), panels, [&](llvm::Value* q) {
       llvm::Value* offsets = b_.CreateInBoundsGEP(b_.getInt64Ty(), table, b_.CreateMul(q, i64(plan.nr)));
-      llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, kc), p), i64(plan.nr)));
+      llvm::Value* at = b_.CreateInBoundsGEP(
+          f32, dst, b_.CreateAdd(b_.CreateMul(q, local_b_stride(b_, kc, plan.nr)), b_.CreateMul(p, i64(plan.nr))));
       for (int64_t j = 0; j < plan.nr; ++j) {
         llvm::Value* off = b_.CreateAlignedLoad(b_.getInt64Ty(), b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), offsets, static_cast<uint64_t>(j)),
                                                 llvm::Align(8));
@@ -564,7 +576,7 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
   const ir::Node& node = *plan.node;
   // Packing buffers only for operands packed here (not pre-packed weights, not A read in place).
   llvm::Value* ap = node.attrs.has("packed_a") || plan.direct_a ? nullptr : stack_array(f32, plan.mc * plan.kc);
-  llvm::Value* bp = node.attrs.has("packed_b") ? nullptr : stack_array(f32, plan.kc * ncp);
+  llvm::Value* bp = node.attrs.has("packed_b") ? nullptr : stack_array(f32, plan.kc * ncp + ncp / plan.nr * kBPanelPad);
   llvm::Value* tile = stack_array(f32, plan.mt * ncp);
   llvm::Value* offsets = plan.gathered ? stack_array(b_.getInt64Ty(), ncp) : nullptr;
   // Rows per microkernel call: a whole MR panel, or half of it where 6 rows would not fit the
@@ -611,8 +623,8 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
         llvm::Value* mc = min(b_.CreateSub(mt, row0), plan.mc);
         if (!packed_a && !plan.direct_a) gemm_pack(plan, true, batch, b_.CreateAdd(it, row0), mc, pc, kc, ap);
         llvm::Value* m_panels = ceil_div(mc, plan.mr);
-        // Distance between adjacent B panels: K·NR in a pre-packed weight, KC·NR when packed here.
-        llvm::Value* b_stride = packed_b ? b_.CreateMul(size(plan.k), i64(plan.nr)) : b_.CreateMul(kc, i64(plan.nr));
+        // Distance between adjacent B panels: K·NR in a pre-packed weight, KC·NR + pad when packed here.
+        llvm::Value* b_stride = packed_b ? b_.CreateMul(size(plan.k), i64(plan.nr)) : local_b_stride(b_, kc, plan.nr);
         auto b_panel_at = [&](llvm::Value* q) {
           if (!packed_b) return b_.CreateInBoundsGEP(f32, bp, b_.CreateMul(q, b_stride));
           llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateUDiv(jc, i64(plan.nr)), q), size(plan.k)), pc);
