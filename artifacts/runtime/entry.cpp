@@ -33,6 +33,29 @@ Status check_tensors(const EntryData& e, const VariantData& v, const std::vector
   return Status::Ok();
 }
 
+// The kernels write an output while later ones still read the inputs, and their code assumes
+// that a buffer it writes shares no memory with one it reads (the compiler's alias scopes): an
+// output buffer that overlaps an input or another output is refused, not silently miscomputed.
+Status check_disjoint(const EntryData& e, const VariantData& v, const std::vector<TensorRef>& inputs,
+                      const std::vector<TensorRef>& outputs) {
+  auto overlap = [](const TensorRef& x, const TensorRef& y) {
+    auto lo_x = reinterpret_cast<uintptr_t>(x.data), lo_y = reinterpret_cast<uintptr_t>(y.data);
+    return x.nbytes() > 0 && y.nbytes() > 0 && lo_x < lo_y + y.nbytes() && lo_y < lo_x + x.nbytes();
+  };
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    auto refuse = [&](const std::string& other) {
+      return invalid("output '" + v.outputs[o].name + "' of entry '" + e.name + "' overlaps " + other +
+                     " in memory: the kernels write the outputs while they still read the inputs; give each "
+                     "output a buffer of its own");
+    };
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (overlap(outputs[o], inputs[i])) return refuse("input '" + v.inputs[i].name + "'");
+    for (size_t p = 0; p < o; ++p)
+      if (overlap(outputs[o], outputs[p])) return refuse("output '" + v.outputs[p].name + "'");
+  }
+  return Status::Ok();
+}
+
 void* buffer_pointer(const BundleData& b, uint8_t* arena, const BufferData& buf,
                      const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs,
                      const int64_t* rng) {
@@ -117,6 +140,7 @@ Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v
   bind_symbols(v, inputs, symbols);
   if (Status s = check_tensors(e, v, v.inputs, v.raw_input_shapes, symbols, inputs, "input"); !s.ok()) return s;
   if (Status s = check_tensors(e, v, v.outputs, v.raw_output_shapes, symbols, outputs, "output"); !s.ok()) return s;
+  if (Status s = check_disjoint(e, v, inputs, outputs); !s.ok()) return s;
   // The generator state of this call: the entry's seed and its next offset.
   int64_t state[2] = {0, 0};
   if (v.draws_random && !rng) {

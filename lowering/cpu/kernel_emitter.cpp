@@ -22,6 +22,7 @@
 #include <algorithm>
 
 #include <llvm/IR/Function.h>
+#include <llvm/IR/MDBuilder.h>
 
 namespace aotrace::lowering::cpu {
 
@@ -98,6 +99,9 @@ void KernelEmitter::emit() {
     buffers_.push_back(b_.CreateAlignedLoad(b_.getPtrTy(), slot, llvm::Align(8)));
   }
   for (size_t r = 0; r < k_.read_values.size(); ++r) read_arg_[k_.read_values[r]] = static_cast<int>(r + 1);
+  llvm::MDBuilder md(ctx_);
+  llvm::MDNode* domain = md.createAnonymousAliasScopeDomain(k_.symbol);
+  for (size_t a = 0; a < k_.buffers.size(); ++a) scopes_.push_back(md.createAnonymousAliasScope(domain));
   memo_.emplace_back();
   // The loops start in a block of their own: sizes are appended to the entry block as they are
   // first needed, ahead of every use.
@@ -434,15 +438,31 @@ llvm::Value* KernelEmitter::address(ir::ValueId v, int arg, const Index& idx) {
   return b_.CreateInBoundsGEP(storage_type(ctx_, dtype(v)), buffers_[static_cast<size_t>(arg)], offset);
 }
 
+// The output (argument 0) never shares memory with an argument the kernel reads: the memory
+// plan gives buffers live in the same kernel disjoint ranges, an updated input's new value goes
+// to scratch memory, and the runtime refuses caller buffers that overlap. Telling LLVM so lets
+// it vectorise loops whose loads it cannot bound (clamped or padded index maps), which it
+// otherwise left scalar because it could not emit the runtime overlap checks. A read of the
+// output buffer itself (a scan reading back its prefix) keeps the output's scope: it may alias.
+void KernelEmitter::mark_alias(llvm::Instruction* access, int arg) {
+  auto a = static_cast<size_t>(arg);
+  std::vector<llvm::Metadata*> others;
+  for (size_t o = 0; o < scopes_.size(); ++o)
+    if ((o == 0) != (a == 0) && k_.buffers[o] != k_.buffers[a]) others.push_back(scopes_[o]);
+  access->setMetadata(llvm::LLVMContext::MD_alias_scope, llvm::MDNode::get(ctx_, {scopes_[a]}));
+  if (!others.empty()) access->setMetadata(llvm::LLVMContext::MD_noalias, llvm::MDNode::get(ctx_, others));
+}
+
 llvm::Value* KernelEmitter::load(ir::ValueId v, int arg, const Index& idx) {
   llvm::Type* t = storage_type(ctx_, dtype(v));
-  llvm::Value* x = b_.CreateAlignedLoad(t, address(v, arg, idx), llvm::Align(ir::dtype_size(dtype(v))));
+  llvm::LoadInst* x = b_.CreateAlignedLoad(t, address(v, arg, idx), llvm::Align(ir::dtype_size(dtype(v))));
+  mark_alias(x, arg);
   return from_storage(b_, x, dtype(v));
 }
 
 void KernelEmitter::store(ir::ValueId v, int arg, const Index& idx, llvm::Value* x) {
   x = to_storage(b_, x, dtype(v));
-  b_.CreateAlignedStore(x, address(v, arg, idx), llvm::Align(ir::dtype_size(dtype(v))));
+  mark_alias(b_.CreateAlignedStore(x, address(v, arg, idx), llvm::Align(ir::dtype_size(dtype(v)))), arg);
 }
 
 llvm::Value* KernelEmitter::emit(ir::ValueId v, const Index& idx) {

@@ -158,12 +158,17 @@ class KernelEmitter {
   ir::SymBindings max_;                        // max_bindings(g): planning sizes
   llvm::Value* symbols_ = nullptr;             // the body's symbols pointer, once loaded
   std::map<std::string, llvm::Value*> sizes_;  // size(e) by e.str(), in entry_
+  // Alias scopes of the buffer arguments (one per argument), for load() and store(): see
+  // mark_alias().
+  std::vector<llvm::MDNode*> scopes_;
 
   // kernel_emitter.cpp
   // Returns the task count; `work` is work_estimate().
   ir::SymExpr emit_loop_body(llvm::Value* begin, llvm::Value* end, double work);
   void emit_entry(const ir::SymExpr& tasks, double work);
   double work_estimate() const;
+  // Tags a load or store through argument `arg` with its alias scope (mark_alias).
+  void mark_alias(llvm::Instruction* access, int arg);
   // The value of dim `e` in the body: a constant, or computed once in its entry block.
   llvm::Value* size(const ir::SymExpr& e);
   // `e` at the symbols' maxima: for compile-time choices (exact for a static dim).

@@ -114,6 +114,30 @@ TEST(Bundle, RunIntoCallerBuffersChecksTheirShapes) {
   EXPECT_NE(bad.message().find("output 'out0'"), std::string::npos) << bad.message();
 }
 
+// The kernels may not write memory they read: run_into refuses an output buffer that overlaps
+// an input or another output, naming both.
+TEST(Bundle, RunIntoRefusesOverlappingBuffers) {
+  auto bundle = rt::Bundle::open(written_bundle("run_into_overlap").string());
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  auto entry = bundle->entry("forward");
+  ASSERT_TRUE(entry.ok());
+  std::vector<float> x = {1, 1, 1, 1, 0, 0}, y0(4), y1(6);
+  std::vector<TensorRef> in = {TensorRef{DType::f32, {1, 4}, x.data()}};
+  rt::Status into_input = entry->run_into(in, {TensorRef{DType::f32, {1, 4}, x.data() + 2},
+                                               TensorRef{DType::f32, {1, 4}, y1.data()}});
+  EXPECT_EQ(into_input.code(), rt::StatusCode::invalid_argument);
+  EXPECT_NE(into_input.message().find("output 'out0' of entry 'forward' overlaps input 'x'"), std::string::npos)
+      << into_input.message();
+  rt::Status into_output = entry->run_into(in, {TensorRef{DType::f32, {1, 4}, y1.data()},
+                                                TensorRef{DType::f32, {1, 4}, y1.data() + 2}});
+  EXPECT_EQ(into_output.code(), rt::StatusCode::invalid_argument);
+  EXPECT_NE(into_output.message().find("output 'out1' of entry 'forward' overlaps output 'out0'"), std::string::npos)
+      << into_output.message();
+  // Adjacent buffers share no byte: accepted.
+  ASSERT_TRUE(entry->run_into(in, {TensorRef{DType::f32, {1, 4}, y1.data()}, TensorRef{DType::f32, {1, 4}, y0.data()}}).ok());
+  EXPECT_EQ(std::vector<float>(y1.begin(), y1.begin() + 4), (std::vector<float>{4, 6, 8, 10}));
+}
+
 TEST(Bundle, UnknownEntryAndMissingDirectoryAreErrors) {
   auto bundle = rt::Bundle::open(written_bundle("unknown").string());
   ASSERT_TRUE(bundle.ok());

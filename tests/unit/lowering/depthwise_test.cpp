@@ -135,5 +135,36 @@ TEST(Depthwise, MaxPoolsOverWidths1To33WithCeilModeDilationAndNaN) {
   }
 }
 
+
+// A depthwise conv written as elementwise ops on a channels-last tensor (padding, nine strided
+// slices, a per-channel weight each, summed and clamped): one elementwise kernel whose reads are
+// clamped at the padding. With its output's alias scope (kernel_emitter.cpp mark_alias) LLVM
+// vectorises it along the channels, power-of-two counts too (C = 16 and 32 were left scalar
+// before); the vector code must give the reference's numbers, channel tails (24, 40) included.
+TEST(Depthwise, ChannelsLastTapsAsElementwiseOps) {
+  for (int64_t c : {16, 24, 32, 40}) {
+    for (int64_t stride : {1, 2}) {
+      ir::Graph g;
+      ir::ValueId x = g.add_input("x", f32({1, 9, 10, c}), "L['x']");
+      ir::ValueId padded = g.add(OpKind::Pad, {x}, attrs({{"low", Ints{0, 1, 1, 0}}, {"high", Ints{0, 1, 1, 0}}, {"value", 0.0}}));
+      const int64_t ho = (9 + 2 - 3) / stride + 1, wo = (10 + 2 - 3) / stride + 1;
+      ir::ValueId acc = -1;
+      for (int64_t kh = 0; kh < 3; ++kh) {
+        for (int64_t kw = 0; kw < 3; ++kw) {
+          ir::ValueId rows = g.add(OpKind::Slice, {padded}, attrs({{"axis", int64_t{1}}, {"start", kh}, {"end", ir::Shape{kh + (ho - 1) * stride + 1}}, {"step", stride}}));
+          ir::ValueId tap = g.add(OpKind::Slice, {rows}, attrs({{"axis", int64_t{2}}, {"start", kw}, {"end", ir::Shape{kw + (wo - 1) * stride + 1}}, {"step", stride}}));
+          ir::ValueId w = weight(g, "w" + std::to_string(kh * 3 + kw), {c}, static_cast<uint32_t>(kh * 3 + kw + 1));
+          ir::ValueId term = g.add(OpKind::Mul, {tap, w});
+          acc = acc < 0 ? term : g.add(OpKind::Add, {acc, term});
+        }
+      }
+      ir::ValueId relu6 = g.add(OpKind::Minimum, {g.add(OpKind::Maximum, {acc, g.constant(0, DType::f32)}), g.constant(6, DType::f32)});
+      set_outputs(g, {relu6});
+      SCOPED_TRACE("C = " + std::to_string(c) + ", stride " + std::to_string(stride));
+      EXPECT_EQ(expect_on_every_cpu(g).num_kernels(), 1);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace aotrace::lowering
