@@ -8,7 +8,9 @@
 //     kernel and none is an operand of a matmul, conv or pool (those read each operand element
 //     many times: it would be recomputed per read), nor broadcast to at least kBroadcastReread
 //     times its size (squeeze-excitation's sigmoid of [1, C, 1, 1] scaling [1, C, H, W], layer
-//     norm's rsqrt per row: computed once into a small buffer rather than per element);
+//     norm's rsqrt per row: computed once into a small buffer rather than per element), nor
+//     read through kBroadcastReread or more views (the taps of a channels-last depthwise conv:
+//     its batch norm and activation then stay the producing matmul's epilogue);
 //   - a reduction (Reduce, Matmul, Conv, Pool) is inlined into its consumer's kernel — as that
 //     kernel's one reduction, with the elementwise consumers as its epilogue — when it has one
 //     use, reached through same-shape elementwise ops (evaluated once per output element), and
@@ -85,6 +87,13 @@ struct Fuser {
   // indices may be used while its values are not).
   std::set<Context> derived_contexts(ir::ValueId v) const {
     std::set<Context> out;
+    // Read through kBroadcastReread or more views (a stencil's taps: slices of one padded
+    // input): each element is read that often, so an elementwise producer is computed once.
+    const auto& vu = uses[static_cast<size_t>(v)];
+    const bool taps = vu.size() >= static_cast<size_t>(kBroadcastReread) &&
+                      std::all_of(vu.begin(), vu.end(), [&](const std::pair<size_t, int>& u) {
+                        return ir::op_info(g.nodes[u.first].op).category == ir::OpCategory::Movement;
+                      });
     for (auto [node_index, pos] : uses[static_cast<size_t>(v)]) {
       const ir::Node& c = g.nodes[node_index];
       ir::OpCategory cat = ir::op_info(c.op).category;
@@ -96,7 +105,7 @@ struct Fuser {
           // Their operands are read many times per result (topk compares each element k
           // times): computing a fused producer once is cheaper than at every read.
           if (cat == ir::OpCategory::Matmul || cat == ir::OpCategory::Conv ||
-              cat == ir::OpCategory::Pool || cat == ir::OpCategory::Sort || cat == ir::OpCategory::Transform)
+              cat == ir::OpCategory::Pool || cat == ir::OpCategory::Sort || cat == ir::OpCategory::Transform || taps)
             ctx.reread = true;
           // Broadcast into a result kBroadcastReread times bigger: each element read that often
           // (not concat's or pad's: each operand element lands once in their bigger result).

@@ -1,7 +1,7 @@
 // Private to lowering/: the passes of lower_graph (pipeline.cpp) and the data they hand on.
 //
 //   graph passes   decompose, fold_constants, cse, dce,        ir::Graph → ir::Graph
-//                  winograd, pad_conv_inputs, pack_weights
+//                  channels_last, winograd, pad_conv_inputs, pack_weights
 //   fuse           decides which values are materialised        ir::Graph → FusedGraph
 //   schedule       kernels in order, buffers, loop nests        FusedGraph → Schedule
 //   codegen (cpu)  one LLVM function per kernel → ELF object    Schedule → ir::Bytes
@@ -20,6 +20,7 @@ ir::Graph decompose(ir::Graph g);       // decompose.cpp
 ir::Graph fold_constants(ir::Graph g);  // fold_constants.cpp
 ir::Graph cse(ir::Graph g);             // cse.cpp
 ir::Graph dce(ir::Graph g);             // dce.cpp
+ir::Graph channels_last(ir::Graph g);   // channels_last.cpp
 ir::Graph winograd(ir::Graph g, Options::Winograd mode);  // winograd.cpp
 ir::Graph pad_conv_inputs(ir::Graph g); // pad_conv_inputs.cpp
 ir::Graph pack_weights(ir::Graph g);    // pack_weights.cpp

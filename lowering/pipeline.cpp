@@ -72,7 +72,7 @@ auto run_pass(const Options& options, std::vector<PassTiming>& timings, const st
 }  // namespace
 
 const std::vector<std::string>& pass_names() {
-  static const std::vector<std::string> names = {"decompose", "fold-constants", "cse", "dce", "winograd",
+  static const std::vector<std::string> names = {"decompose", "fold-constants", "cse", "dce", "channels-last", "winograd",
                                                  "pad-conv-inputs", "pack-weights", "fuse", "schedule", "codegen",
                                                  "memory-plan"};
   return names;
@@ -93,21 +93,25 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
   g = run_pass(options, t, "cse", [&] { return cse(std::move(g)); });
   // 4. DCE last among graph passes: folding and CSE leave nodes without uses.
   g = run_pass(options, t, "dce", [&] { return dce(std::move(g)); });
-  // 5. 3×3 stride-1 convs as Winograd transforms around 16 GEMMs, where that pays (after DCE:
+  // 5. Chains of depthwise and 1×1 convs channels-last ([N, H·W, C]): the 1×1 convs become
+  //    matmuls, the depthwise convs elementwise taps (after DCE: only live convs; before
+  //    pack-weights, which packs the new matmuls' weights).
+  g = run_pass(options, t, "channels-last", [&] { return channels_last(std::move(g)); });
+  // 6. 3×3 stride-1 convs as Winograd transforms around 16 GEMMs, where that pays (after DCE:
   //    only live convs; before padding: the input transform zero-fills the border itself).
   g = run_pass(options, t, "winograd", [&] { return winograd(std::move(g), options.winograd); });
-  // 6. Padding out of convs, into a pad that fusion materialises as the conv's input: the conv
+  // 7. Padding out of convs, into a pad that fusion materialises as the conv's input: the conv
   //    kernels then read without bounds checks.
   g = run_pass(options, t, "pad-conv-inputs", [&] { return pad_conv_inputs(std::move(g)); });
-  // 7. GEMM weights into their panel layout, read in place by the kernels (the last graph pass:
+  // 8. GEMM weights into their panel layout, read in place by the kernels (the last graph pass:
   //    the views it leaves must reach fusion as they are).
   g = run_pass(options, t, "pack-weights", [&] { return pack_weights(std::move(g)); });
   out.graph = g;
-  // 8. Fusion on the clean graph: which values are materialised, which inlined into kernels.
+  // 9. Fusion on the clean graph: which values are materialised, which inlined into kernels.
   FusedGraph fused = run_pass(options, t, "fuse", [&] { return fuse(std::move(g)); });
-  // 9. Schedule: kernel order, buffers, loop nests, copies for aliased outputs.
+  // 10. Schedule: kernel order, buffers, loop nests, copies for aliased outputs.
   Schedule sched = run_pass(options, t, "schedule", [&] { return schedule(std::move(fused), symbol_prefix); });
-  // 10. Codegen: one LLVM function per kernel, optimised (O2) and emitted as an ELF object; for
+  // 11. Codegen: one LLVM function per kernel, optimised (O2) and emitted as an ELF object; for
   //    each extra CPU too, on the same schedule, in threads (separate LLVMContexts). Timed per CPU.
   std::vector<std::future<ir::Bytes>> extra;
   std::vector<std::vector<PassTiming>> extra_timings(options.extra_cpus.size()), extra_phases(extra_timings.size());
@@ -131,7 +135,7 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
     t.insert(t.end(), extra_timings[i].begin(), extra_timings[i].end());
     for (const PassTiming& ph : extra_phases[i]) t.push_back({extra_timings[i].back().pass + "." + ph.pass, ph.seconds});
   }
-  // 11. Memory plan last: it needs the final kernel order to know each buffer's live range.
+  // 12. Memory plan last: it needs the final kernel order to know each buffer's live range.
   out.plan = run_pass(options, t, "memory-plan", [&] { return plan_memory(sched); });
   return out;
 }

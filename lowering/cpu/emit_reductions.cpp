@@ -91,6 +91,69 @@ llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
   return b_.CreateLoad(t, acc);
 }
 
+// A sum, max or min over axes that leave the input's innermost axis (a channels-last average
+// pool: [N, H·W, C] over H·W), as the kernel's reduction: per element it would walk the input
+// C apart, which LLVM leaves scalar. Instead each task accumulates a run of up to
+// kColumnChunk contiguous outputs of one row in a stack buffer, one vectorisable pass over C
+// per reduced position, then stores the root over the run with the reduction taken from it.
+// Taken for f32 with a static innermost dim; the result's innermost dim is the input's.
+// Returns the task count, or nothing where it does not apply.
+std::optional<ir::SymExpr> KernelEmitter::emit_column_reduction(llvm::Value* begin, llvm::Value* end) {
+  constexpr int64_t kColumnChunk = 64;
+  if (k_.reduction < 0 || dims(k_.root) != dims(k_.reduction)) return std::nullopt;
+  const ir::Node& n = producer(k_.reduction);
+  if (n.op != ir::OpKind::ReduceSum && n.op != ir::OpKind::ReduceMax && n.op != ir::OpKind::ReduceMin) return std::nullopt;
+  ir::ValueId x = n.operands[0];
+  const ir::Shape &xs = dims(x), &out = dims(k_.reduction);
+  if (dtype(x) != ir::DType::f32 || dtype(k_.reduction) != ir::DType::f32 || xs.size() < 2 || out.empty())
+    return std::nullopt;
+  const bool keepdim = n.attrs.has("keepdim") && n.attrs.i("keepdim") != 0;
+  std::vector<bool> reduced(xs.size(), false);
+  ir::Shape extents;
+  for (int64_t a : int_list(n.attrs, "axes")) reduced[static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(xs.size()) : a)] = true;
+  for (size_t d = 0; d < xs.size(); ++d)
+    if (reduced[d]) extents.push_back(xs[d]);
+  auto inner = xs.back().as_constant();
+  int64_t trip = 1;
+  for (const ir::SymExpr& e : extents) trip *= planned(e);
+  if (reduced.back() || !inner || extents.empty() || trip < 8) return std::nullopt;
+  ir::Shape outer(out.begin(), out.end() - 1);
+  const int64_t chunks = (*inner + kColumnChunk - 1) / kColumnChunk;
+  llvm::Type* f32 = b_.getFloatTy();
+  llvm::Value* acc = stack_array(f32, std::min(*inner, kColumnChunk));
+  llvm::Value* init = n.op == ir::OpKind::ReduceMax   ? lowest_value(b_, ir::DType::f32)
+                      : n.op == ir::OpKind::ReduceMin ? highest_value(b_, ir::DType::f32)
+                                                      : constant(b_, 0, ir::DType::f32);
+  range_loop(begin, end, [&](llvm::Value* t) {
+    Index head = unflatten(b_.CreateUDiv(t, i64(chunks)), outer);
+    llvm::Value* lo = b_.CreateMul(b_.CreateURem(t, i64(chunks)), i64(kColumnChunk));
+    llvm::Value* count = smin(i64(kColumnChunk), b_.CreateSub(i64(*inner), lo));
+    auto at = [&](llvm::Value* j) { return b_.CreateInBoundsGEP(f32, acc, j); };
+    range_loop(i64(0), count, [&](llvm::Value* j) { b_.CreateStore(init, at(j)); });
+    loop_nest(extents, [&](const Index& r) {
+      range_loop(i64(0), count, [&](llvm::Value* j) {
+        Index idx = head;
+        idx.push_back(b_.CreateAdd(lo, j));
+        llvm::Value* v = emit(x, reduced_index(reduced, keepdim, idx, r));
+        llvm::Value* a = b_.CreateLoad(f32, at(j));
+        if (n.op == ir::OpKind::ReduceMax) v = emit_max(b_, a, v, ir::DType::f32);
+        else if (n.op == ir::OpKind::ReduceMin) v = emit_min(b_, a, v, ir::DType::f32);
+        else v = emit_binary(b_, ir::OpKind::Add, a, v, ir::DType::f32);
+        b_.CreateStore(v, at(j));
+      });
+    });
+    range_loop(i64(0), count, [&](llvm::Value* j) {
+      Index idx = head;
+      idx.push_back(b_.CreateAdd(lo, j));
+      memo_.back()[{k_.reduction, idx}] = b_.CreateLoad(f32, at(j));
+      store(k_.root, 0, idx, emit(k_.root, idx));
+    });
+  });
+  ir::SymExpr tasks = chunks;
+  for (const ir::SymExpr& e : outer) tasks = tasks * e;
+  return tasks;
+}
+
 llvm::Value* KernelEmitter::emit_arg_reduce(const ir::Node& n, const Index& idx) {
   ir::ValueId x = n.operands[0];
   ir::DType xt = dtype(x);

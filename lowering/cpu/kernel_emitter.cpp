@@ -141,6 +141,8 @@ llvm::Value* KernelEmitter::size(const ir::SymExpr& e) {
 //   - a Winograd transform (emit_winograd.cpp): one task per row of tiles of one channel;
 //   - a GEMM kernel (emit_gemm.cpp): one task per block of the output matrix;
 //   - a scan: one task, the whole kernel (it walks its axis in order);
+//   - a reduction that keeps the innermost axis: one task per run of its outputs along it
+//     (emit_column_reduction);
 //   - a materialised pad: one task per row, its padding and interior as separate loops
 //     (emit_pad_rows);
 //   - otherwise one task per position of every output dim but the innermost, which stays a
@@ -164,6 +166,7 @@ ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end, 
     emit_gemm_tasks(gemm, begin, end);
     return gemm.tasks();
   }
+  if (std::optional<ir::SymExpr> tasks = emit_column_reduction(begin, end)) return *tasks;
   int p = producer_[static_cast<size_t>(k_.root)];
   bool is_copy = read_arg_.count(k_.root) != 0;  // an output copy kernel reads its own root
   const ir::Shape& extents = k_.loop_extents;

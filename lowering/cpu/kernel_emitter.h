@@ -165,6 +165,8 @@ class KernelEmitter {
   // kernel_emitter.cpp
   // Returns the task count; `work` is work_estimate().
   ir::SymExpr emit_loop_body(llvm::Value* begin, llvm::Value* end, double work);
+  // emit_reductions.cpp: a reduction over axes that keep the innermost one, or nothing.
+  std::optional<ir::SymExpr> emit_column_reduction(llvm::Value* begin, llvm::Value* end);
   void emit_entry(const ir::SymExpr& tasks, double work);
   double work_estimate() const;
   // Tags a load or store through argument `arg` with its alias scope (mark_alias).

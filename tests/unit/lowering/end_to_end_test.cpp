@@ -7,6 +7,7 @@
 
 #include "lowering/passes.h"
 #include "tests/unit/lowering/plan_runner.h"
+#include "tests/unit/lowering/reference_check.h"
 #include "tests/unit/lowering/test_graphs.h"
 
 namespace aotrace::lowering {
@@ -145,6 +146,25 @@ TEST(EndToEnd, ReduceSumAndMeanOverDims) {
   expect_matches_reference(g);
 }
 
+// Reductions that keep the innermost axis (a channels-last average pool) accumulate runs of
+// up to 64 outputs along it (emit_column_reduction): 37 and 130 outputs per row (a partial
+// vector; two whole runs and a tail), keepdim or not, a prologue and an epilogue, max and min
+// with NaN propagating from any position.
+TEST(EndToEnd, ReductionsKeepingTheInnermostAxis) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({2, 50, 37}), "L['x']");
+  ir::ValueId y = g.add_input("y", f32({1, 9, 130}), "L['y']");
+  ir::ValueId silu = g.add(OpKind::Mul, {x, g.add(OpKind::Sigmoid, {x})});
+  ir::ValueId nan = g.add(OpKind::Div, {g.constant(0, ir::DType::f32), g.constant(0, ir::DType::f32)});
+  ir::ValueId holed = g.add(OpKind::Where, {g.add(OpKind::Gt, {y, g.constant(0.9, ir::DType::f32)}), nan, y});
+  set_outputs(g, {g.add(OpKind::Sigmoid, {g.add(OpKind::Mean, {silu}, reduce_attrs({1}, true))}),
+                  g.add(OpKind::ReduceSum, {x}, reduce_attrs({0, 1}, false)),
+                  g.add(OpKind::ReduceMax, {holed}, reduce_attrs({1}, false)),
+                  g.add(OpKind::ReduceMin, {holed}, reduce_attrs({0, 1}, true)),
+                  g.add(OpKind::ReduceSum, {y}, reduce_attrs({1}, true))});
+  expect_on_every_cpu(g);
+}
+
 TEST(EndToEnd, SoftmaxLastDimAndDimZero) {
   ir::Graph g;
   ir::ValueId x = g.add_input("x", f32({6, 10}), "L['x']");
@@ -273,7 +293,7 @@ TEST(Lowering, TimesEveryPass) {
   LoweredVariant v = lower_graph(g, "t_", Options{});
   std::vector<std::string> passes;
   for (const auto& t : v.timings) passes.push_back(t.pass);
-  EXPECT_EQ(passes, (std::vector<std::string>{"decompose", "fold-constants", "cse", "dce", "winograd",
+  EXPECT_EQ(passes, (std::vector<std::string>{"decompose", "fold-constants", "cse", "dce", "channels-last", "winograd",
                                               "pad-conv-inputs", "pack-weights", "fuse", "schedule",
                                               "codegen", "codegen.llvm-ir", "codegen.llvm-opt",
                                               "codegen.llvm-mc", "memory-plan"}));

@@ -1,4 +1,7 @@
 // Pass-level tests: each graph pass on a small graph, and what fusion decides.
+#include <algorithm>
+#include <tuple>
+
 #include <gtest/gtest.h>
 
 #include "lowering/passes.h"
@@ -205,6 +208,63 @@ TEST(GraphPasses, PackWeightsPacksABatchedWeightA) {
 }
 
 FusedGraph fused(const ir::Graph& g) { return fuse(dce(cse(fold_constants(decompose(g))))); }
+
+ir::Attrs conv_attrs(std::vector<int64_t> stride, std::vector<int64_t> low, std::vector<int64_t> high, int64_t groups) {
+  return attrs({{"stride", stride}, {"dilation", std::vector<int64_t>{1, 1}}, {"pad_low", low}, {"pad_high", high},
+                {"groups", groups}});
+}
+
+// An inverted residual block as mobilenet_v2 and efficientnet build it: a 1×1 expand with a
+// batch-norm-like scale and shift and ReLU6, a depthwise conv (`k`×`k`, `stride`), SiLU, a
+// squeeze-excitation scale from the spatial mean, a 1×1 project and the residual add; the
+// feature map is also a graph output, so it converts back to NCHW there.
+ir::Graph inverted_residual(int64_t c, int64_t k, int64_t stride) {
+  ir::Graph g;
+  const int64_t e = c * 4, pad = k / 2;
+  ir::ValueId x = g.add_input("x", f32({1, 16, 11, 11}), "L['x']");
+  ir::ValueId h = g.add(OpKind::Conv, {x, weight(g, "expand", {e, 16, 1, 1}, 1), weight(g, "expand.b", {e}, 2)},
+                        conv_attrs({1, 1}, {0, 0}, {0, 0}, 1));
+  h = g.add(OpKind::Add, {g.add(OpKind::Mul, {h, weight(g, "bn.scale", {e, 1, 1}, 3)}), weight(g, "bn.shift", {e, 1, 1}, 4)});
+  h = g.add(OpKind::Minimum, {g.add(OpKind::Maximum, {h, g.constant(0, ir::DType::f32)}), g.constant(6, ir::DType::f32)});
+  ir::ValueId d = g.add(OpKind::Conv, {h, weight(g, "dw", {e, 1, k, k}, 5), weight(g, "dw.b", {e}, 6)},
+                        conv_attrs({stride, stride}, {pad, pad}, {pad, pad}, e));
+  d = g.add(OpKind::Mul, {d, g.add(OpKind::Sigmoid, {d})});
+  ir::ValueId pooled = g.add(OpKind::Mean, {d}, reduce_attrs({2, 3}, true));
+  d = g.add(OpKind::Mul, {d, g.add(OpKind::Sigmoid, {pooled})});
+  ir::ValueId y = g.add(OpKind::Conv, {d, weight(g, "project", {16, e, 1, 1}, 7)}, conv_attrs({1, 1}, {0, 0}, {0, 0}, 1));
+  if (stride == 1) y = g.add(OpKind::Add, {y, x});
+  set_outputs(g, {y, d, g.add(OpKind::Mean, {d}, reduce_attrs({2, 3}, false))});
+  return g;
+}
+
+// The block's convs become two matmuls and elementwise taps: no conv is left, and the lowered
+// graph gives the reference's numbers (3×3 and 5×5, stride 1 and 2, 64 and 80 expanded
+// channels: whole vectors and a tail).
+TEST(ChannelsLast, InvertedResidualBlocksRunChannelsLast) {
+  for (auto [c, k, stride] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{16, 3, 1}, {20, 5, 2}, {16, 3, 2}}) {
+    SCOPED_TRACE("expanded " + std::to_string(4 * c) + ", " + std::to_string(k) + "x" + std::to_string(k) +
+                 ", stride " + std::to_string(stride));
+    ir::Graph g = inverted_residual(c, k, stride);
+    Names ops = op_names(channels_last(decompose(g)));
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "conv"), 0);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "matmul"), 2);
+    expect_on_every_cpu(g);
+  }
+}
+
+// resnet's bottleneck (1×1, 3×3, 1×1) has no depthwise conv: it stays NCHW, as does a
+// depthwise conv of fewer than 64 channels and its 1×1 neighbours.
+TEST(ChannelsLast, ChainsWithoutAWideDepthwiseConvStayNchw) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({1, 32, 8, 8}), "L['x']");
+  ir::ValueId h = g.add(OpKind::Relu, {g.add(OpKind::Conv, {x, weight(g, "a", {16, 32, 1, 1}, 1)}, conv_attrs({1, 1}, {0, 0}, {0, 0}, 1))});
+  h = g.add(OpKind::Relu, {g.add(OpKind::Conv, {h, weight(g, "b", {16, 16, 3, 3}, 2)}, conv_attrs({1, 1}, {1, 1}, {1, 1}, 1))});
+  h = g.add(OpKind::Conv, {h, weight(g, "c", {32, 16, 1, 1}, 3)}, conv_attrs({1, 1}, {0, 0}, {0, 0}, 1));
+  h = g.add(OpKind::Conv, {g.add(OpKind::Add, {h, x}), weight(g, "dw", {32, 1, 3, 3}, 4)}, conv_attrs({1, 1}, {1, 1}, {1, 1}, 32));
+  set_outputs(g, {g.add(OpKind::Conv, {h, weight(g, "d", {8, 32, 1, 1}, 5)}, conv_attrs({1, 1}, {0, 0}, {0, 0}, 1))});
+  ir::Graph d = decompose(g);
+  EXPECT_EQ(op_names(channels_last(d)), op_names(d));
+}
 
 TEST(Fusion, ElementwiseChainIsOneKernel) {
   ir::Graph g;
