@@ -184,6 +184,20 @@ struct Converter {
     return c.graph.add(ir::OpKind::Reshape, {acc}, attrs_of({{"shape", ir::Shape{os[0], os[2] * os[3], os[1]}}}), n.loc);
   }
 
+  // Whether every operand of elementwise `n` broadcasts over H·W as a whole: its H and W are
+  // the result's, or both 1 (a [1, 1, H, 1] operand has no [n, h·w, c] form).
+  bool flattens(const ir::Node& n) const {
+    const std::vector<int64_t> out = *static4(n.results[0]);
+    for (ir::ValueId o : n.operands) {
+      auto s = old.type(o).static_shape();
+      if (!s) return false;
+      while (s->size() < 4) s->insert(s->begin(), 1);
+      const bool whole = (*s)[2] == out[2] && (*s)[3] == out[3], none = (*s)[2] == 1 && (*s)[3] == 1;
+      if (!whole && !none) return false;
+    }
+    return true;
+  }
+
   // An elementwise op whose operands include a converted value: the same op channels-last.
   ir::ValueId elementwise(const ir::Node& n) {
     std::vector<ir::ValueId> operands;
@@ -218,7 +232,7 @@ struct Converter {
       last[static_cast<size_t>(n.results[0])] = k == Kind::pointwise ? pointwise(n) : depthwise(n);
       return true;
     }
-    if (elementwise4(n) && converts(n.results[0])) {
+    if (elementwise4(n) && converts(n.results[0]) && flattens(n)) {
       for (ir::ValueId o : n.operands)
         if (last[static_cast<size_t>(o)] >= 0) {
           last[static_cast<size_t>(n.results[0])] = elementwise(n);

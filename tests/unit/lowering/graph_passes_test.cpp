@@ -252,6 +252,21 @@ TEST(ChannelsLast, InvertedResidualBlocksRunChannelsLast) {
   }
 }
 
+// An operand broadcast along one spatial dim only ([1, 1, H, 1], [W]) has no [N, H·W, C]
+// form: that op runs NCHW, between converted neighbours, and the numbers stay the reference's.
+TEST(ChannelsLast, PartialSpatialBroadcastsRunNchw) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({1, 64, 9, 7}), "L['x']");
+  ir::ValueId d = g.add(OpKind::Conv, {x, weight(g, "dw", {64, 1, 3, 3}, 1)}, conv_attrs({1, 1}, {1, 1}, {1, 1}, 64));
+  d = g.add(OpKind::Mul, {d, weight(g, "rows", {1, 1, 9, 1}, 2)});
+  d = g.add(OpKind::Add, {d, weight(g, "cols", {7}, 3)});
+  d = g.add(OpKind::Conv, {g.add(OpKind::Relu, {d}), weight(g, "dw2", {64, 1, 3, 3}, 4)}, conv_attrs({1, 1}, {1, 1}, {1, 1}, 64));
+  set_outputs(g, {d});
+  Names ops = op_names(channels_last(decompose(g)));
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "conv"), 0);
+  expect_on_every_cpu(g);
+}
+
 // resnet's bottleneck (1×1, 3×3, 1×1) has no depthwise conv: it stays NCHW, as does a
 // depthwise conv of fewer than 64 channels and its 1×1 neighbours.
 TEST(ChannelsLast, ChainsWithoutAWideDepthwiseConvStayNchw) {
