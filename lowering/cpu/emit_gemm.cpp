@@ -53,7 +53,7 @@ static llvm::Value* local_b_stride(llvm::IRBuilder<>& b, llvm::Value* kc, int64_
   return b.CreateAdd(b.CreateMul(kc, b.getInt64(static_cast<uint64_t>(nr))), b.getInt64(kBPanelPad));
 }
 
-// How many channels ahead a conv's epilogue prefetches its output and residual rows.
+// How many rows (a conv's channels) ahead a GEMM's epilogue prefetches its output and residual.
 constexpr int64_t kEpiloguePrefetchAhead = 4;
 
 // B panels per microkernel call: two where one panel is a single vector wide (AVX-512), so that
@@ -486,23 +486,19 @@ llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t ro
   return fn;
 }
 
-// Prefetches into L1 the output rows [first_row, first_row + rows) of channel `m` (clamped to
-// the last channel) of the conv output and of every f32 input of the output's shape (a residual
-// added in the epilogue). In NCHW each channel's rows of a block start a new page, where the
-// hardware prefetchers stop, so the epilogue waited on the first lines of every channel's rows
-// (resnet50 at batch 4, whose activations are 3-13 MB: 5-8% faster at 1 thread).
-void KernelEmitter::prefetch_epilogue_rows(const Index& batch, llvm::Value* m, llvm::Value* first_row,
-                                           llvm::Value* rows) {
+// Prefetches into L1 `floats` contiguous elements from index `first` of the output and of
+// every f32 input of the output's shape (a residual added in the epilogue). The epilogue runs
+// this kEpiloguePrefetchAhead rows ahead: each row of a block (a channel's rows of a conv in
+// NCHW, a matmul row of a few hundred columns) starts a new page, where the hardware
+// prefetchers stop, so the epilogue waited on every row's first lines (resnet50 at batch 4,
+// whose activations are 3-13 MB: 5-8% faster at 1 thread).
+void KernelEmitter::prefetch_epilogue(Index first, llvm::Value* floats) {
   const ir::Shape& out = dims(k_.root);
   if (dtype(k_.root) != ir::DType::f32) return;
-  Index idx = {batch[0], smin(m, b_.CreateSub(size(out[1]), i64(1)))};
-  if (out.size() == 4) idx.push_back(first_row);
-  idx.push_back(i64(0));
   for (size_t d = 0; d < out.size(); ++d)
-    if (is_one(out[d])) idx[d] = i64(0);
-  llvm::Value* floats = b_.CreateMul(rows, size(out.back()));
+    if (is_one(out[d])) first[d] = i64(0);
   auto lines = [&](ir::ValueId v, int arg, bool write) {
-    llvm::Value* at = address(v, arg, idx);
+    llvm::Value* at = address(v, arg, first);
     range_loop(i64(0), b_.CreateUDiv(b_.CreateAdd(floats, i64(31)), i64(16)), [&](llvm::Value* l) {
       llvm::Value* p = b_.CreateGEP(b_.getFloatTy(), at, b_.CreateMul(l, i64(16)));
       b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {b_.getPtrTy()},
@@ -532,9 +528,17 @@ void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm
     memo_.back()[{k_.reduction, idx}] = v;
     store(k_.root, 0, idx, emit(k_.root, idx));
   };
+  // The row kEpiloguePrefetchAhead ahead (clamped to the last row): its first element.
+  auto ahead = [&](llvm::Value* m) {
+    return smin(b_.CreateAdd(m, i64(kEpiloguePrefetchAhead)), b_.CreateSub(size(plan.m), i64(1)));
+  };
   range_loop(i64(0), mc, [&](llvm::Value* i) {
     llvm::Value* m = b_.CreateAdd(ic, i);
     if (!plan.is_conv) {
+      Index first = batch;
+      first.push_back(ahead(m));
+      first.push_back(jc);
+      prefetch_epilogue(first, nc);
       range_loop(i64(0), nc, [&](llvm::Value* j) {
         Index idx = batch;
         idx.push_back(m);
@@ -546,7 +550,10 @@ void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm
     // Conv: whole rows per block, so the innermost loop is a static, contiguous output row.
     llvm::Value* rows = b_.CreateUDiv(nc, size(plan.row));
     llvm::Value* first_row = b_.CreateUDiv(jc, size(plan.row));
-    prefetch_epilogue_rows(batch, b_.CreateAdd(m, i64(kEpiloguePrefetchAhead)), first_row, rows);
+    Index first = {batch[0], ahead(m)};
+    if (out.size() == 4) first.push_back(first_row);
+    first.push_back(i64(0));
+    prefetch_epilogue(first, b_.CreateMul(rows, size(out.back())));
     range_loop(i64(0), rows, [&](llvm::Value* r) {
       row_loop(plan.out_w, [&](llvm::Value* w) {
         Index idx = {batch[0], m};

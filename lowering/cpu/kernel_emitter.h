@@ -248,7 +248,7 @@ class KernelEmitter {
   llvm::Value* gemm_b(const GemmPlan& plan, const Index& batch, llvm::Value* k, llvm::Value* n);
   void gemm_pack(const GemmPlan& plan, bool pack_a, const Index& batch, llvm::Value* start,
                  llvm::Value* count, llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
-  void prefetch_epilogue_rows(const Index& batch, llvm::Value* m, llvm::Value* first_row, llvm::Value* rows);
+  void prefetch_epilogue(Index first, llvm::Value* floats);
   void gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm::Value* ic, llvm::Value* mc,
                      llvm::Value* jc, llvm::Value* nc, llvm::Value* tile, int64_t ldc);
   llvm::Value* stack_array(llvm::Type* t, int64_t count);
