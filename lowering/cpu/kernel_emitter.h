@@ -88,6 +88,11 @@ struct GemmPlan {
   // `gathered`: any other conv of a materialised, unpadded input: B[k, n] = x_flat[base(k) +
   // offset(n)], the offsets of a task's columns computed once per task into a table.
   bool gathered = false;
+  // `merged`: a gathered conv whose batch is folded into N (columns b·Ho·Wo + o, rows of every
+  // image in turn), so that small images (resnet's 7×7 and 14×14 at batch 4) make wide GEMMs:
+  // `batches` is then 1 and `images` the batch.
+  bool merged = false;
+  ir::SymExpr images = 1;
   // Matmul operands that are strided views of a buffer (packed with plain loads; unit stride
   // along the panel: vector loads). `direct_a`: A's rows are contiguous along K, so the
   // microkernel reads A in place (row pointers) and A is never packed.

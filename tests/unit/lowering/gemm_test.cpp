@@ -145,6 +145,25 @@ TEST(Gemm, ConvStridePaddingDilationBiasScaleShiftReluAndResidual) {
   EXPECT_EQ(expect_on_every_cpu(g).num_kernels(), 2);
 }
 
+// Small images at batch > 1 fold the batch into the GEMM's columns (GemmPlan::merged): a 1×1
+// conv with bias, scale, shift, residual and ReLU at 7×7 (49 columns per image: blocks span
+// images); an unpadded 3×3 at stride 2 (gathered columns) and at stride 1 (vector-loaded panels
+// within an image, per-element ones across images).
+TEST(Gemm, SmallImagesFoldTheBatchIntoColumns) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({3, 24, 7, 7}), "L['x']");
+  ir::ValueId res = g.add_input("res", f32({3, 40, 7, 7}), "L['res']");
+  ir::ValueId conv = g.add(OpKind::Conv, {x, weight(g, "w", {40, 24, 1, 1}, 1), weight(g, "b", {40}, 2)},
+                           conv_attrs({1, 1}, {1, 1}, {0, 0}, {0, 0}));
+  ir::ValueId bn = g.add(OpKind::Add, {g.add(OpKind::Mul, {conv, weight(g, "scale", {40, 1, 1}, 3)}), weight(g, "shift", {40, 1, 1}, 4)});
+  ir::ValueId y = g.add_input("y", f32({3, 16, 11, 9}), "L['y']");
+  ir::ValueId z = g.add_input("z", f32({2, 8, 6, 10}), "L['z']");
+  set_outputs(g, {g.add(OpKind::Relu, {g.add(OpKind::Add, {bn, res})}),
+                  g.add(OpKind::Conv, {y, weight(g, "w2", {12, 16, 3, 3}, 5)}, conv_attrs({2, 2}, {1, 1}, {0, 0}, {0, 0})),
+                  g.add(OpKind::Conv, {z, weight(g, "w3", {9, 8, 3, 3}, 6)}, conv_attrs({1, 1}, {1, 1}, {0, 0}, {0, 0}))});
+  expect_on_every_cpu(g);
+}
+
 TEST(Gemm, ConvRowsWiderThanABlockAndPointwise) {
   ir::Graph g;
   ir::ValueId x = g.add_input("x", f32({1, 8, 3, 150}), "L['x']");
