@@ -4,7 +4,7 @@
 //   1×1 conv(x, W [O, C, 1, 1], bias)  →  matmul(x', permute(W [O, C], [1, 0])) (+ bias)
 //                                         (pack_weights stores W as B panels; emit_gemm.cpp
 //                                          vectorises along O, whatever H·W is)
-//   depthwise conv(x, W [C, 1, kh, kw]) → Σ over the taps of slice(pad(x' as [N, H, W, C])) ·
+//   depthwise conv(x, W [C, 1, kh, kw]) → Σ (pairwise) over the taps of slice(pad(x' as [N, H, W, C])) ·
 //                                         W's tap [C] (+ bias): elementwise ops, one kernel,
 //                                         vectorised along C
 //   elementwise ops (batch norm, activations, residual adds, squeeze-excitation's scale) on
@@ -21,7 +21,7 @@
 // classifier's flatten) is converted back there, once.
 //
 // Taken for f32 with static shapes and a weight (not a computed value) as the conv's filter.
-// The numbers are the NCHW convs' up to the order of the sums (the taps are added in order).
+// The numbers are the NCHW convs' up to the order of the sums (the taps are added pairwise).
 // Runs after DCE, before winograd / pad-conv-inputs / pack-weights (the new matmuls' weights are
 // packed there); ends with DCE, which drops the NCHW nodes it replaced.
 // Test: lowering_tests ChannelsLast.* (conversions, boundaries, what stays NCHW), and the
@@ -163,7 +163,7 @@ struct Converter {
                                                      {"value", 0.0}}), n.loc);
     const auto* filter = reinterpret_cast<const float*>(
         old.weights[static_cast<size_t>(weight_index[static_cast<size_t>(n.operands[1])])].data->data());
-    ir::ValueId acc = -1;
+    std::vector<ir::ValueId> terms;
     for (int64_t i = 0; i < kh; ++i) {
       for (int64_t j = 0; j < kw; ++j) {
         auto slice = [&](ir::ValueId v, int64_t axis, int64_t start, int64_t s, int64_t count) {
@@ -176,10 +176,19 @@ struct Converter {
         auto* t = reinterpret_cast<float*>(bytes->data());
         for (int64_t ch = 0; ch < C; ++ch) t[ch] = filter[(ch * kh + i) * kw + j];
         ir::ValueId w = weight(n.operands[1], ".tap" + std::to_string(i * kw + j), {C}, std::move(bytes));
-        ir::ValueId term = c.graph.add(ir::OpKind::Mul, {tap, w}, {}, n.loc);
-        acc = acc < 0 ? term : c.graph.add(ir::OpKind::Add, {acc, term}, {}, n.loc);
+        terms.push_back(c.graph.add(ir::OpKind::Mul, {tap, w}, {}, n.loc));
       }
     }
+    // Summed pairwise: a chain of kh·kw - 1 dependent adds per vector bound the kernel (each
+    // task's few vectors could not hide it); a tree is log2 of that deep.
+    while (terms.size() > 1) {
+      std::vector<ir::ValueId> next;
+      for (size_t t = 0; t + 1 < terms.size(); t += 2)
+        next.push_back(c.graph.add(ir::OpKind::Add, {terms[t], terms[t + 1]}, {}, n.loc));
+      if (terms.size() % 2 != 0) next.push_back(terms.back());
+      terms = std::move(next);
+    }
+    ir::ValueId acc = terms[0];
     if (n.operands.size() > 2) acc = c.graph.add(ir::OpKind::Add, {acc, nchw(n.operands[2])}, {}, n.loc);
     return c.graph.add(ir::OpKind::Reshape, {acc}, attrs_of({{"shape", ir::Shape{os[0], os[2] * os[3], os[1]}}}), n.loc);
   }
