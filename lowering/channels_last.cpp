@@ -52,7 +52,11 @@ struct Converter {
   std::vector<ir::ValueId> last;     // old value → its channels-last [N, H·W, C] value, or -1
 
   ir::ValueId find(ir::ValueId v) {
-    while (parent[static_cast<size_t>(v)] != v) v = parent[static_cast<size_t>(v)] = parent[static_cast<size_t>(parent[static_cast<size_t>(v)])];
+    while (parent[static_cast<size_t>(v)] != v) {
+      ir::ValueId& up = parent[static_cast<size_t>(v)];
+      up = parent[static_cast<size_t>(up)];  // path halving
+      v = up;
+    }
     return v;
   }
   void join(ir::ValueId a, ir::ValueId b) { parent[static_cast<size_t>(find(a))] = find(b); }
@@ -109,7 +113,8 @@ struct Converter {
   ir::ValueId to_last(ir::ValueId mapped, const ir::Node& at) {
     ir::Shape s = c.graph.type(mapped).shape;
     while (s.size() < 4) s.insert(s.begin(), ir::SymExpr(1));
-    ir::ValueId r = c.graph.add(ir::OpKind::Reshape, {mapped}, attrs_of({{"shape", ir::Shape{s[0], s[1], s[2] * s[3]}}}), at.loc);
+    ir::ValueId r =
+        c.graph.add(ir::OpKind::Reshape, {mapped}, attrs_of({{"shape", ir::Shape{s[0], s[1], s[2] * s[3]}}}), at.loc);
     return c.graph.add(ir::OpKind::Permute, {r}, attrs_of({{"perm", std::vector<int64_t>{0, 2, 1}}}), at.loc);
   }
 
@@ -190,7 +195,8 @@ struct Converter {
     }
     ir::ValueId acc = terms[0];
     if (n.operands.size() > 2) acc = c.graph.add(ir::OpKind::Add, {acc, nchw(n.operands[2])}, {}, n.loc);
-    return c.graph.add(ir::OpKind::Reshape, {acc}, attrs_of({{"shape", ir::Shape{os[0], os[2] * os[3], os[1]}}}), n.loc);
+    const ir::Shape flat{os[0], os[2] * os[3], os[1]};
+    return c.graph.add(ir::OpKind::Reshape, {acc}, attrs_of({{"shape", flat}}), n.loc);
   }
 
   // Whether every operand of elementwise `n` broadcasts over H·W as a whole: its H and W are
@@ -225,7 +231,8 @@ struct Converter {
   bool spatial_reduce(const ir::Node& n) {
     if (ir::op_info(n.op).category != ir::OpCategory::Reduce || n.results.size() != 1) return false;
     if (n.op != ir::OpKind::ReduceSum && n.op != ir::OpKind::ReduceMax && n.op != ir::OpKind::ReduceMin) return false;
-    if (last[static_cast<size_t>(n.operands[0])] < 0 || n.attrs.ints("axes") != std::vector<int64_t>{2, 3}) return false;
+    if (last[static_cast<size_t>(n.operands[0])] < 0) return false;
+    if (n.attrs.ints("axes") != std::vector<int64_t>{2, 3}) return false;
     const bool keep = n.attrs.has("keepdim") && n.attrs.i("keepdim") != 0;
     ir::Attrs a = n.attrs;
     a.set("axes", std::vector<int64_t>{1});
