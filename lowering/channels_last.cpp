@@ -37,16 +37,14 @@ namespace {
 // 32-channel one at 112×112 is 3x slower channels-last than emit_depthwise.cpp's kernel).
 constexpr int64_t kMinDepthwiseChannels = 64;
 
-ir::Attrs attrs_of(std::initializer_list<std::pair<std::string, ir::AttrValue>> items) {
-  ir::Attrs a;
-  for (const auto& [k, v] : items) a.set(k, v);
-  return a;
-}
+// A conv this pass can run channels-last (Converter::kind).
+enum class Kind { none, pointwise, depthwise };
 
 struct Converter {
   const ir::Graph& old;
   GraphCopy& c;
   std::vector<int> weight_index;     // old value → index in old.weights, or -1
+  std::vector<Kind> kinds;           // by node index (choose())
   std::vector<ir::ValueId> parent;   // union-find over old values
   std::vector<bool> convert;         // by component root
   std::vector<ir::ValueId> last;     // old value → its channels-last [N, H·W, C] value, or -1
@@ -69,8 +67,8 @@ struct Converter {
   }
 
   // A conv this pass can run channels-last: 1×1 (stride 1, no padding, groups 1) or depthwise
-  // (one input channel per group, as many outputs), f32, static shapes, a weight as filter.
-  enum class Kind { none, pointwise, depthwise };
+  // (one input channel per group, as many outputs, at least kMinDepthwiseChannels), f32, static
+  // shapes, a weight as filter.
   Kind kind(const ir::Node& n) const {
     if (n.op != ir::OpKind::Conv || !static4(n.operands[0]) || !static4(n.results[0])) return Kind::none;
     if (weight_index[static_cast<size_t>(n.operands[1])] < 0) return Kind::none;
@@ -81,9 +79,8 @@ struct Converter {
     if (groups > 1 && groups == cin && cout == cin && (*w)[1] == 1)
       return cin >= kMinDepthwiseChannels ? Kind::depthwise : Kind::none;
     if (groups != 1 || (*w)[2] != 1 || (*w)[3] != 1) return Kind::none;
-    for (const char* key : {"stride"})
-      for (int64_t v : n.attrs.ints(key))
-        if (v != 1) return Kind::none;
+    for (int64_t v : n.attrs.ints("stride"))
+      if (v != 1) return Kind::none;
     for (const char* key : {"pad_low", "pad_high"})
       for (int64_t v : n.attrs.ints(key))
         if (v != 0) return Kind::none;
@@ -96,16 +93,18 @@ struct Converter {
 
   // Which components convert (see the header).
   void choose() {
-    for (const ir::Node& n : old.nodes) {
+    for (const ir::Node& n : old.nodes) kinds.push_back(kind(n));
+    for (size_t i = 0; i < old.nodes.size(); ++i) {
+      const ir::Node& n = old.nodes[i];
       if (elementwise4(n)) {
         for (ir::ValueId o : n.operands)
           if (old.type(o).shape.size() == 4) join(o, n.results[0]);
-      } else if (kind(n) != Kind::none) {
+      } else if (kinds[i] != Kind::none) {
         join(n.operands[0], n.results[0]);
       }
     }
-    for (const ir::Node& n : old.nodes)
-      if (kind(n) == Kind::depthwise) convert[static_cast<size_t>(find(n.results[0]))] = true;
+    for (size_t i = 0; i < old.nodes.size(); ++i)
+      if (kinds[i] == Kind::depthwise) convert[static_cast<size_t>(find(old.nodes[i].results[0]))] = true;
   }
   bool converts(ir::ValueId v) { return convert[static_cast<size_t>(find(v))]; }
 
@@ -136,18 +135,20 @@ struct Converter {
     return l;
   }
 
+  const ir::Graph::Weight& weight_of(ir::ValueId v) const {
+    return old.weights[static_cast<size_t>(weight_index[static_cast<size_t>(v)])];
+  }
+  // A new weight derived from weight `v`: `bytes` of shape `dims`, named after it.
   ir::ValueId weight(ir::ValueId v, const std::string& suffix, std::vector<int64_t> dims,
                      std::shared_ptr<const ir::Bytes> bytes) {
-    const ir::Graph::Weight& w = old.weights[static_cast<size_t>(weight_index[static_cast<size_t>(v)])];
     ir::TensorType t = old.type(v);
     t.shape = ir::Shape(dims.begin(), dims.end());
-    return c.graph.add_weight(w.name + suffix, t, w.source, std::move(bytes));
+    return c.graph.add_weight(weight_of(v).name + suffix, t, weight_of(v).source, std::move(bytes));
   }
 
   ir::ValueId pointwise(const ir::Node& n) {
     const std::vector<int64_t> ws = *old.type(n.operands[1]).static_shape();
-    const ir::Graph::Weight& w = old.weights[static_cast<size_t>(weight_index[static_cast<size_t>(n.operands[1])])];
-    ir::ValueId w2 = weight(n.operands[1], ".2d", {ws[0], ws[1]}, w.data);  // same bytes: [O, C]
+    ir::ValueId w2 = weight(n.operands[1], ".2d", {ws[0], ws[1]}, weight_of(n.operands[1]).data);  // same bytes
     ir::ValueId wt = c.graph.add(ir::OpKind::Permute, {w2}, attrs_of({{"perm", std::vector<int64_t>{1, 0}}}), n.loc);
     ir::ValueId y = c.graph.add(ir::OpKind::Matmul, {channels_last(n.operands[0], n), wt}, {}, n.loc);
     if (n.operands.size() > 2) y = c.graph.add(ir::OpKind::Add, {y, nchw(n.operands[2])}, {}, n.loc);
@@ -166,8 +167,7 @@ struct Converter {
       x = c.graph.add(ir::OpKind::Pad, {x}, attrs_of({{"low", std::vector<int64_t>{0, low[0], low[1], 0}},
                                                      {"high", std::vector<int64_t>{0, high[0], high[1], 0}},
                                                      {"value", 0.0}}), n.loc);
-    const auto* filter = reinterpret_cast<const float*>(
-        old.weights[static_cast<size_t>(weight_index[static_cast<size_t>(n.operands[1])])].data->data());
+    const auto* filter = reinterpret_cast<const float*>(weight_of(n.operands[1]).data->data());
     std::vector<ir::ValueId> terms;
     for (int64_t i = 0; i < kh; ++i) {
       for (int64_t j = 0; j < kw; ++j) {
@@ -242,8 +242,9 @@ struct Converter {
     return true;
   }
 
-  bool rewrite(const ir::Node& n) {
-    Kind k = kind(n);
+  bool rewrite(size_t i) {
+    const ir::Node& n = old.nodes[i];
+    const Kind k = kinds[i];
     if (k != Kind::none && converts(n.results[0])) {
       last[static_cast<size_t>(n.results[0])] = k == Kind::pointwise ? pointwise(n) : depthwise(n);
       return true;
@@ -265,19 +266,16 @@ struct Converter {
 ir::Graph channels_last(ir::Graph old) {
   GraphCopy c = copy_signature(old);
   const size_t n = old.num_values();
-  Converter cv{old, c, std::vector<int>(n, -1), std::vector<ir::ValueId>(n), std::vector<bool>(n, false),
+  Converter cv{old, c, weight_indices(old), {}, std::vector<ir::ValueId>(n), std::vector<bool>(n, false),
                std::vector<ir::ValueId>(n, -1)};
   std::iota(cv.parent.begin(), cv.parent.end(), 0);
-  for (size_t i = 0; i < old.weights.size(); ++i)
-    cv.weight_index[static_cast<size_t>(old.weights[i].value)] = static_cast<int>(i);
   cv.choose();
   if (std::find(cv.convert.begin(), cv.convert.end(), true) == cv.convert.end()) return old;
-  for (const ir::Node& node : old.nodes) {
-    if (cv.rewrite(node)) continue;
+  for (size_t i = 0; i < old.nodes.size(); ++i) {
+    if (cv.rewrite(i)) continue;
     std::vector<ir::ValueId> operands;
-    for (ir::ValueId o : node.operands) operands.push_back(cv.nchw(o));
-    std::vector<ir::ValueId> results = c.graph.add_node(node.op, operands, node.attrs, node.loc);
-    for (size_t k = 0; k < results.size(); ++k) c.map[static_cast<size_t>(node.results[k])] = results[k];
+    for (ir::ValueId o : old.nodes[i].operands) operands.push_back(cv.nchw(o));
+    copy_node(c, old.nodes[i], std::move(operands));
   }
   for (ir::ValueId o : old.outputs) cv.nchw(o);
   return dce(finish_copy(std::move(c), old));

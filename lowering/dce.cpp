@@ -20,9 +20,7 @@ ir::Graph dce(ir::Graph old) {
     const ir::Node& n = old.nodes[i];
     std::vector<ir::ValueId> operands;
     for (ir::ValueId o : n.operands) operands.push_back(c.map.at(static_cast<size_t>(o)));
-    std::vector<ir::ValueId> results = c.graph.add_node(n.op, operands, n.attrs, n.loc);
-    for (size_t r = 0; r < results.size(); ++r)
-      c.map[static_cast<size_t>(n.results[r])] = results[r];
+    copy_node(c, n, std::move(operands));
   }
   return finish_copy(std::move(c), old);
 }

@@ -21,6 +21,27 @@ GraphCopy copy_signature(const ir::Graph& old) {
   return c;
 }
 
+void copy_node(GraphCopy& c, const ir::Node& n, std::vector<ir::ValueId> operands) {
+  copy_node(c, n, std::move(operands), n.attrs);
+}
+
+void copy_node(GraphCopy& c, const ir::Node& n, std::vector<ir::ValueId> operands, const ir::Attrs& attrs) {
+  std::vector<ir::ValueId> results = c.graph.add_node(n.op, std::move(operands), attrs, n.loc);
+  for (size_t r = 0; r < results.size(); ++r) c.map[static_cast<size_t>(n.results[r])] = results[r];
+}
+
+std::vector<int> weight_indices(const ir::Graph& g) {
+  std::vector<int> index(g.num_values(), -1);
+  for (size_t i = 0; i < g.weights.size(); ++i) index[static_cast<size_t>(g.weights[i].value)] = static_cast<int>(i);
+  return index;
+}
+
+ir::Attrs attrs_of(std::initializer_list<std::pair<std::string, ir::AttrValue>> items) {
+  ir::Attrs a;
+  for (const auto& [k, v] : items) a.set(k, v);
+  return a;
+}
+
 ir::Graph finish_copy(GraphCopy copy, const ir::Graph& old) {
   std::vector<ir::ValueId> outputs;
   for (ir::ValueId v : old.outputs) {

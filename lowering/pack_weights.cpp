@@ -22,12 +22,6 @@
 namespace aotrace::lowering {
 namespace {
 
-ir::Attrs attrs_of(std::initializer_list<std::pair<std::string, ir::AttrValue>> items) {
-  ir::Attrs a;
-  for (const auto& [k, v] : items) a.set(k, v);
-  return a;
-}
-
 ir::Shape shape_of(std::vector<int64_t> dims) { return ir::Shape(dims.begin(), dims.end()); }
 
 // rows × cols row-major f32 (`at(b, r, c)`, for each of `batch` matrices) as
@@ -197,12 +191,9 @@ struct Packer {
 
 ir::Graph pack_weights(ir::Graph old) {
   GraphCopy c = copy_signature(old);
-  Packer packer{old, c, std::vector<int>(old.num_values(), -1), std::vector<int>(old.num_values(), -1),
-                max_bindings(old)};
+  Packer packer{old, c, std::vector<int>(old.num_values(), -1), weight_indices(old), max_bindings(old)};
   for (size_t i = 0; i < old.nodes.size(); ++i)
     for (ir::ValueId r : old.nodes[i].results) packer.producer[static_cast<size_t>(r)] = static_cast<int>(i);
-  for (size_t i = 0; i < old.weights.size(); ++i)
-    packer.weight_index[static_cast<size_t>(old.weights[i].value)] = static_cast<int>(i);
   for (const ir::Node& n : old.nodes) {
     std::vector<ir::ValueId> operands;
     for (ir::ValueId o : n.operands) operands.push_back(c.map.at(static_cast<size_t>(o)));
@@ -222,8 +213,7 @@ ir::Graph pack_weights(ir::Graph old) {
         attrs.set("packed_a", kPackedMR);
       }
     }
-    std::vector<ir::ValueId> results = c.graph.add_node(n.op, operands, attrs, n.loc);
-    for (size_t r = 0; r < results.size(); ++r) c.map[static_cast<size_t>(n.results[r])] = results[r];
+    copy_node(c, n, std::move(operands), attrs);
   }
   return finish_copy(std::move(c), old);
 }

@@ -85,8 +85,7 @@ ir::Graph pad_conv_inputs(ir::Graph old) {
         attrs.set("stride", std::vector<int64_t>(stride.size(), 1));
       }
     }
-    std::vector<ir::ValueId> results = c.graph.add_node(n.op, operands, attrs, n.loc);
-    for (size_t r = 0; r < results.size(); ++r) c.map[static_cast<size_t>(n.results[r])] = results[r];
+    copy_node(c, n, std::move(operands), attrs);
   }
   return finish_copy(std::move(c), old);
 }

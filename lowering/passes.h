@@ -113,7 +113,14 @@ struct GraphCopy {
   std::vector<ir::ValueId> map;
 };
 GraphCopy copy_signature(const ir::Graph& old);
+// Appends old node `n` with new `operands` (and `attrs`, default n's) and maps its results.
+void copy_node(GraphCopy& c, const ir::Node& n, std::vector<ir::ValueId> operands);
+void copy_node(GraphCopy& c, const ir::Node& n, std::vector<ir::ValueId> operands, const ir::Attrs& attrs);
 // Sets the outputs of `copy` from the old graph's outputs through the map.
 ir::Graph finish_copy(GraphCopy copy, const ir::Graph& old);
+// Value → its index in g.weights, or -1.
+std::vector<int> weight_indices(const ir::Graph& g);
+// The attributes of a node a pass adds, from {key, value} pairs.
+ir::Attrs attrs_of(std::initializer_list<std::pair<std::string, ir::AttrValue>> items);
 
 }  // namespace aotrace::lowering

@@ -31,12 +31,6 @@ bool worth_it(int64_t n, int64_t c, int64_t o, int64_t oh, int64_t ow) {
   return c >= 16 && o >= 16 && tiles >= 16;
 }
 
-ir::Attrs ints_attr(const std::string& key, std::vector<int64_t> v) {
-  ir::Attrs a;
-  a.set(key, std::move(v));
-  return a;
-}
-
 struct Rewriter {
   const ir::Graph& old;
   GraphCopy& c;
@@ -84,11 +78,11 @@ struct Rewriter {
     const std::string source = src.source.empty() ? "" : "winograd(" + src.source + ")";
     ir::ValueId U = c.graph.add_weight(src.name + ".winograd", ut, source, std::move(bytes));
 
-    ir::Attrs in_attrs = ints_attr("out", {OH, OW});
+    ir::Attrs in_attrs = attrs_of({{"out", std::vector<int64_t>{OH, OW}}});
     in_attrs.set("pad_low", n.attrs.ints("pad_low"));
     ir::ValueId V = c.graph.add(ir::OpKind::WinogradInput, {operands[0]}, in_attrs, n.loc);
     ir::ValueId M = c.graph.add(ir::OpKind::Matmul, {U, V}, {}, n.loc);
-    ir::ValueId Y = c.graph.add(ir::OpKind::WinogradOutput, {M}, ints_attr("out", {OH, OW}), n.loc);
+    ir::ValueId Y = c.graph.add(ir::OpKind::WinogradOutput, {M}, attrs_of({{"out", std::vector<int64_t>{OH, OW}}}), n.loc);
     if (operands.size() > 2) {
       ir::Attrs shape;
       shape.set("shape", ir::Shape{1, O, 1, 1});
@@ -104,9 +98,7 @@ struct Rewriter {
 ir::Graph winograd(ir::Graph old, Options::Winograd mode) {
   if (mode == Options::Winograd::never) return old;
   GraphCopy c = copy_signature(old);
-  Rewriter r{old, c, mode, std::vector<int>(old.num_values(), -1)};
-  for (size_t i = 0; i < old.weights.size(); ++i)
-    r.weight_index[static_cast<size_t>(old.weights[i].value)] = static_cast<int>(i);
+  Rewriter r{old, c, mode, weight_indices(old)};
   for (const ir::Node& n : old.nodes) {
     std::vector<ir::ValueId> operands;
     for (ir::ValueId o : n.operands) operands.push_back(c.map.at(static_cast<size_t>(o)));
@@ -114,8 +106,7 @@ ir::Graph winograd(ir::Graph old, Options::Winograd mode) {
       c.map[static_cast<size_t>(n.results[0])] = y;
       continue;
     }
-    std::vector<ir::ValueId> results = c.graph.add_node(n.op, operands, n.attrs, n.loc);
-    for (size_t k = 0; k < results.size(); ++k) c.map[static_cast<size_t>(n.results[k])] = results[k];
+    copy_node(c, n, std::move(operands));
   }
   return finish_copy(std::move(c), old);
 }

@@ -53,6 +53,13 @@ static llvm::Value* local_b_stride(llvm::IRBuilder<>& b, llvm::Value* kc, int64_
   return b.CreateAdd(b.CreateMul(kc, b.getInt64(static_cast<uint64_t>(nr))), b.getInt64(kBPanelPad));
 }
 
+// Where element p (along K) of panel q lies in a packing buffer of `width`-wide panels
+// `panel_stride` floats apart.
+static llvm::Value* panel_offset(llvm::IRBuilder<>& b, llvm::Value* q, llvm::Value* p, llvm::Value* panel_stride,
+                                 int64_t width) {
+  return b.CreateAdd(b.CreateMul(q, panel_stride), b.CreateMul(p, b.getInt64(static_cast<uint64_t>(width))));
+}
+
 // Convs of at most this many output positions per image fold a batch into N (GemmPlan::merged):
 // resnet50's 7×7 layers at batch 4 12-18% faster each; its 14×14 ones gained nothing (their
 // stride-2 3×3 conv lost 8%).
@@ -250,8 +257,8 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
   auto pack_one = [&](llvm::Value* q, llvm::Value* p) {
     llvm::Value* base = b_.CreateAdd(start, b_.CreateMul(q, i64(r)));
     llvm::Value* full = b_.CreateICmpSLE(b_.CreateAdd(base, i64(r)), size(limit));
-    llvm::Value* panel = b_.CreateMul(q, pack_a ? b_.CreateMul(kc, i64(r)) : local_b_stride(b_, kc, r));
-    llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, b_.CreateAdd(panel, b_.CreateMul(p, i64(r))));
+    llvm::Value* stride = pack_a ? b_.CreateMul(kc, i64(r)) : local_b_stride(b_, kc, r);
+    llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, panel_offset(b_, q, p, stride, r));
     llvm::Value* k = b_.CreateAdd(pc, p);
     // The per-element path: zero past the edge, or every element through the operand's index map.
     auto each = [&](bool at_edge) {
@@ -308,8 +315,7 @@ void KernelEmitter::gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, l
     llvm::Value* off = conv_input_base(plan, batch, b_.CreateAdd(pc, p));
     range_loop(i64(0), panels, [&](llvm::Value* q) {
       llvm::Value* flat = b_.CreateAdd(off, b_.CreateAdd(jc, b_.CreateMul(q, i64(plan.nr))));
-      llvm::Value* at = b_.CreateInBoundsGEP(
-          f32, dst, b_.CreateAdd(b_.CreateMul(q, local_b_stride(b_, kc, plan.nr)), b_.CreateMul(p, i64(plan.nr))));
+      llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, panel_offset(b_, q, p, local_b_stride(b_, kc, plan.nr), plan.nr));
       // Columns past N are computed and dropped: only the end of the buffer needs the edge path,
       // where the elements past it read 0.
       if_else(b_.CreateICmpSLE(b_.CreateAdd(flat, i64(plan.nr)), size(total)), [&] {
@@ -386,8 +392,7 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
     llvm::Value* from = b_.CreateInBoundsGEP(f32, src, conv_input_base(plan, batch, b_.CreateAdd(pc, p)));
     range_loop(i64(0), panels, [&](llvm::Value* q) {
       llvm::Value* offsets = b_.CreateInBoundsGEP(b_.getInt64Ty(), table, b_.CreateMul(q, i64(plan.nr)));
-      llvm::Value* at = b_.CreateInBoundsGEP(
-          f32, dst, b_.CreateAdd(b_.CreateMul(q, local_b_stride(b_, kc, plan.nr)), b_.CreateMul(p, i64(plan.nr))));
+      llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, panel_offset(b_, q, p, local_b_stride(b_, kc, plan.nr), plan.nr));
       auto offset = [&](int64_t j) {
         return b_.CreateAlignedLoad(b_.getInt64Ty(), b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), offsets, static_cast<uint64_t>(j)),
                                     llvm::Align(8));
@@ -587,18 +592,20 @@ void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm
     // Conv: whole rows per block, so the innermost loop is a static, contiguous output row.
     llvm::Value* rows = b_.CreateUDiv(nc, size(plan.row));
     llvm::Value* first_row = b_.CreateUDiv(jc, size(plan.row));
-    Index first = {plan.merged ? b_.CreateUDiv(first_row, size(out[2])) : batch[0], ahead(m)};
-    if (out.size() == 4) first.push_back(plan.merged ? b_.CreateURem(first_row, size(out[2])) : first_row);
+    // The output index of channel `c`'s row R, but its column: a merged conv's rows run over
+    // every image (image R / Ho, its row R % Ho).
+    auto row_index = [&](llvm::Value* row, llvm::Value* c) {
+      Index idx = {plan.merged ? b_.CreateUDiv(row, size(out[2])) : batch[0], c};
+      if (out.size() == 4) idx.push_back(plan.merged ? b_.CreateURem(row, size(out[2])) : row);
+      return idx;
+    };
+    Index first = row_index(first_row, ahead(m));
     first.push_back(i64(0));
     prefetch_epilogue(first, b_.CreateMul(rows, size(out.back())));
     range_loop(i64(0), rows, [&](llvm::Value* r) {
-      // A merged conv's rows run over every image: row R is image R / Ho's row R % Ho.
-      llvm::Value* row = b_.CreateAdd(first_row, r);
-      llvm::Value* image = plan.merged ? b_.CreateUDiv(row, size(out[2])) : batch[0];
-      if (plan.merged) row = b_.CreateURem(row, size(out[2]));
+      const Index head = row_index(b_.CreateAdd(first_row, r), m);
       row_loop(plan.out_w, [&](llvm::Value* w) {
-        Index idx = {image, m};
-        if (out.size() == 4) idx.push_back(row);
+        Index idx = head;
         idx.push_back(w);
         finish(idx, i, b_.CreateAdd(b_.CreateMul(r, size(plan.row)), w));
       });

@@ -45,6 +45,34 @@ llvm::Value* strictly_less(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y,
   return b.CreateOr(b.CreateFCmpOLT(x, y), nan_order);
 }
 
+// What a reduce_sum/max/min starts from, and how it takes in the next value `v` (max and min
+// propagate NaN).
+llvm::Value* reduce_identity(llvm::IRBuilder<>& b, ir::OpKind op, ir::DType t) {
+  return op == ir::OpKind::ReduceMax   ? lowest_value(b, t)
+         : op == ir::OpKind::ReduceMin ? highest_value(b, t)
+                                       : constant(b, 0, t);
+}
+llvm::Value* reduce_step(llvm::IRBuilder<>& b, ir::OpKind op, llvm::Value* acc, llvm::Value* v, ir::DType t) {
+  if (op == ir::OpKind::ReduceMax) return emit_max(b, acc, v, t);
+  if (op == ir::OpKind::ReduceMin) return emit_min(b, acc, v, t);
+  return emit_binary(b, ir::OpKind::Add, acc, v, t);
+}
+
+// A reduction's axes over its input of shape `xs`: which dims it reduces, and their extents.
+struct ReducedAxes {
+  std::vector<bool> reduced;
+  ir::Shape extents;
+  bool keepdim = false;
+};
+ReducedAxes reduced_axes(const ir::Node& n, const ir::Shape& xs) {
+  ReducedAxes r{std::vector<bool>(xs.size(), false), {}, n.attrs.has("keepdim") && n.attrs.i("keepdim") != 0};
+  for (int64_t a : int_list(n.attrs, "axes"))
+    r.reduced[static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(xs.size()) : a)] = true;
+  for (size_t d = 0; d < xs.size(); ++d)
+    if (r.reduced[d]) r.extents.push_back(xs[d]);
+  return r;
+}
+
 }  // namespace
 
 Index KernelEmitter::reduced_index(const std::vector<bool>& reduced, bool keepdim, const Index& idx,
@@ -65,28 +93,15 @@ Index KernelEmitter::reduced_index(const std::vector<bool>& reduced, bool keepdi
 llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
   ir::ValueId x = n.operands[0];
   ir::DType rt = dtype(n.results[0]);
-  const ir::Shape& xs = dims(x);
-  bool keepdim = n.attrs.has("keepdim") && n.attrs.i("keepdim") != 0;
-  std::vector<bool> reduced(xs.size(), false);
-  ir::Shape extents;
-  for (int64_t a : int_list(n.attrs, "axes"))
-    reduced[static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(xs.size()) : a)] = true;
-  for (size_t d = 0; d < xs.size(); ++d)
-    if (reduced[d]) extents.push_back(xs[d]);
-  llvm::Value* init = n.op == ir::OpKind::ReduceMax   ? lowest_value(b_, rt)
-                      : n.op == ir::OpKind::ReduceMin ? highest_value(b_, rt)
-                                                      : constant(b_, 0, rt);
+  const ReducedAxes axes = reduced_axes(n, dims(x));
   llvm::Type* t = compute_type(ctx_, rt);
-  llvm::Value* acc = accumulator(t, init);
-  loop_nest(extents, [&](const Index& r) {
-    llvm::Value* v = convert(b_, emit(x, reduced_index(reduced, keepdim, idx, r)), dtype(x), rt);
+  llvm::Value* acc = accumulator(t, reduce_identity(b_, n.op, rt));
+  loop_nest(axes.extents, [&](const Index& r) {
+    llvm::Value* v = convert(b_, emit(x, reduced_index(axes.reduced, axes.keepdim, idx, r)), dtype(x), rt);
     llvm::Value* a = b_.CreateLoad(t, acc);
-    if (n.op == ir::OpKind::ReduceMax || n.op == ir::OpKind::ReduceMin) {
-      b_.CreateStore(n.op == ir::OpKind::ReduceMax ? emit_max(b_, a, v, rt) : emit_min(b_, a, v, rt), acc);
-      return;
-    }
-    auto sums = reassociable_sums();
-    b_.CreateStore(emit_binary(b_, ir::OpKind::Add, a, v, rt), acc);
+    // Sums may be reassociated (vectorised with partial sums); max and min keep their order.
+    auto sums = n.op == ir::OpKind::ReduceSum ? reassociable_sums() : nullptr;
+    b_.CreateStore(reduce_step(b_, n.op, a, v, rt), acc);
   });
   return b_.CreateLoad(t, acc);
 }
@@ -107,39 +122,28 @@ std::optional<ir::SymExpr> KernelEmitter::emit_column_reduction(llvm::Value* beg
   const ir::Shape &xs = dims(x), &out = dims(k_.reduction);
   if (dtype(x) != ir::DType::f32 || dtype(k_.reduction) != ir::DType::f32 || xs.size() < 2 || out.empty())
     return std::nullopt;
-  const bool keepdim = n.attrs.has("keepdim") && n.attrs.i("keepdim") != 0;
-  std::vector<bool> reduced(xs.size(), false);
-  ir::Shape extents;
-  for (int64_t a : int_list(n.attrs, "axes")) reduced[static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(xs.size()) : a)] = true;
-  for (size_t d = 0; d < xs.size(); ++d)
-    if (reduced[d]) extents.push_back(xs[d]);
+  const ReducedAxes axes = reduced_axes(n, xs);
   auto inner = xs.back().as_constant();
   int64_t trip = 1;
-  for (const ir::SymExpr& e : extents) trip *= planned(e);
-  if (reduced.back() || !inner || extents.empty() || trip < 8) return std::nullopt;
+  for (const ir::SymExpr& e : axes.extents) trip *= planned(e);
+  if (axes.reduced.back() || !inner || axes.extents.empty() || trip < 8) return std::nullopt;
   ir::Shape outer(out.begin(), out.end() - 1);
   const int64_t chunks = (*inner + kColumnChunk - 1) / kColumnChunk;
   llvm::Type* f32 = b_.getFloatTy();
   llvm::Value* acc = stack_array(f32, std::min(*inner, kColumnChunk));
-  llvm::Value* init = n.op == ir::OpKind::ReduceMax   ? lowest_value(b_, ir::DType::f32)
-                      : n.op == ir::OpKind::ReduceMin ? highest_value(b_, ir::DType::f32)
-                                                      : constant(b_, 0, ir::DType::f32);
+  llvm::Value* init = reduce_identity(b_, n.op, ir::DType::f32);
   range_loop(begin, end, [&](llvm::Value* t) {
     Index head = unflatten(b_.CreateUDiv(t, i64(chunks)), outer);
     llvm::Value* lo = b_.CreateMul(b_.CreateURem(t, i64(chunks)), i64(kColumnChunk));
     llvm::Value* count = smin(i64(kColumnChunk), b_.CreateSub(i64(*inner), lo));
     auto at = [&](llvm::Value* j) { return b_.CreateInBoundsGEP(f32, acc, j); };
     range_loop(i64(0), count, [&](llvm::Value* j) { b_.CreateStore(init, at(j)); });
-    loop_nest(extents, [&](const Index& r) {
+    loop_nest(axes.extents, [&](const Index& r) {
       range_loop(i64(0), count, [&](llvm::Value* j) {
         Index idx = head;
         idx.push_back(b_.CreateAdd(lo, j));
-        llvm::Value* v = emit(x, reduced_index(reduced, keepdim, idx, r));
-        llvm::Value* a = b_.CreateLoad(f32, at(j));
-        if (n.op == ir::OpKind::ReduceMax) v = emit_max(b_, a, v, ir::DType::f32);
-        else if (n.op == ir::OpKind::ReduceMin) v = emit_min(b_, a, v, ir::DType::f32);
-        else v = emit_binary(b_, ir::OpKind::Add, a, v, ir::DType::f32);
-        b_.CreateStore(v, at(j));
+        llvm::Value* v = emit(x, reduced_index(axes.reduced, axes.keepdim, idx, r));
+        b_.CreateStore(reduce_step(b_, n.op, b_.CreateLoad(f32, at(j)), v, ir::DType::f32), at(j));
       });
     });
     range_loop(i64(0), count, [&](llvm::Value* j) {

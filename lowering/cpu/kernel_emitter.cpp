@@ -99,9 +99,7 @@ void KernelEmitter::emit() {
     buffers_.push_back(b_.CreateAlignedLoad(b_.getPtrTy(), slot, llvm::Align(8)));
   }
   for (size_t r = 0; r < k_.read_values.size(); ++r) read_arg_[k_.read_values[r]] = static_cast<int>(r + 1);
-  llvm::MDBuilder md(ctx_);
-  llvm::MDNode* domain = md.createAnonymousAliasScopeDomain(k_.symbol);
-  for (size_t a = 0; a < k_.buffers.size(); ++a) scopes_.push_back(md.createAnonymousAliasScope(domain));
+  alias_scopes();
   memo_.emplace_back();
   // The loops start in a block of their own: sizes are appended to the entry block as they are
   // first needed, ahead of every use.
@@ -447,13 +445,23 @@ llvm::Value* KernelEmitter::address(ir::ValueId v, int arg, const Index& idx) {
 // it vectorise loops whose loads it cannot bound (clamped or padded index maps), which it
 // otherwise left scalar because it could not emit the runtime overlap checks. A read of the
 // output buffer itself (a scan reading back its prefix) keeps the output's scope: it may alias.
+void KernelEmitter::alias_scopes() {
+  llvm::MDBuilder md(ctx_);
+  llvm::MDNode* domain = md.createAnonymousAliasScopeDomain(k_.symbol);
+  std::vector<llvm::MDNode*> scopes;
+  for (size_t a = 0; a < k_.buffers.size(); ++a) scopes.push_back(md.createAnonymousAliasScope(domain));
+  for (size_t a = 0; a < scopes.size(); ++a) {
+    std::vector<llvm::Metadata*> others;  // the output for a read, the reads for the output
+    for (size_t o = 0; o < scopes.size(); ++o)
+      if ((o == 0) != (a == 0) && k_.buffers[o] != k_.buffers[a]) others.push_back(scopes[o]);
+    alias_md_.push_back({llvm::MDNode::get(ctx_, {scopes[a]}), others.empty() ? nullptr : llvm::MDNode::get(ctx_, others)});
+  }
+}
+
 void KernelEmitter::mark_alias(llvm::Instruction* access, int arg) {
-  auto a = static_cast<size_t>(arg);
-  std::vector<llvm::Metadata*> others;
-  for (size_t o = 0; o < scopes_.size(); ++o)
-    if ((o == 0) != (a == 0) && k_.buffers[o] != k_.buffers[a]) others.push_back(scopes_[o]);
-  access->setMetadata(llvm::LLVMContext::MD_alias_scope, llvm::MDNode::get(ctx_, {scopes_[a]}));
-  if (!others.empty()) access->setMetadata(llvm::LLVMContext::MD_noalias, llvm::MDNode::get(ctx_, others));
+  const auto& [scope, noalias] = alias_md_[static_cast<size_t>(arg)];
+  access->setMetadata(llvm::LLVMContext::MD_alias_scope, scope);
+  if (noalias != nullptr) access->setMetadata(llvm::LLVMContext::MD_noalias, noalias);
 }
 
 llvm::Value* KernelEmitter::load(ir::ValueId v, int arg, const Index& idx) {

@@ -163,9 +163,9 @@ class KernelEmitter {
   ir::SymBindings max_;                        // max_bindings(g): planning sizes
   llvm::Value* symbols_ = nullptr;             // the body's symbols pointer, once loaded
   std::map<std::string, llvm::Value*> sizes_;  // size(e) by e.str(), in entry_
-  // Alias scopes of the buffer arguments (one per argument), for load() and store(): see
-  // mark_alias().
-  std::vector<llvm::MDNode*> scopes_;
+  // Per buffer argument: its alias scope and the scopes it does not alias (or null), for
+  // load() and store(): see mark_alias().
+  std::vector<std::pair<llvm::MDNode*, llvm::MDNode*>> alias_md_;
 
   // kernel_emitter.cpp
   // Returns the task count; `work` is work_estimate().
@@ -174,7 +174,9 @@ class KernelEmitter {
   std::optional<ir::SymExpr> emit_column_reduction(llvm::Value* begin, llvm::Value* end);
   void emit_entry(const ir::SymExpr& tasks, double work);
   double work_estimate() const;
-  // Tags a load or store through argument `arg` with its alias scope (mark_alias).
+  // Tags a load or store through argument `arg` with its alias scope (alias_md_, built once per
+  // kernel by alias_scopes).
+  void alias_scopes();
   void mark_alias(llvm::Instruction* access, int arg);
   // The value of dim `e` in the body: a constant, or computed once in its entry block.
   llvm::Value* size(const ir::SymExpr& e);
