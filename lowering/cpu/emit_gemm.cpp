@@ -428,11 +428,13 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
 // two 16-wide B panels per call: 24 of its 32 registers, so that each step's 14 loads feed 24
 // FMAs: with 6 × 2, the loads and prefetches alone kept the load ports busy); 3 × 4 with
 // SSE/NEON (then two calls per panel).
-llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a, int64_t panels) {
+llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a, int64_t panels,
+                                               int64_t static_lda) {
   int64_t lanes = std::min<int64_t>(target_.f32_lanes, plan.nr), nv = plan.nr / lanes * panels;
   AOT_CHECK(rows <= plan.mr || rows == 2 * plan.mr, "a microkernel spans one or two A panels");
+  AOT_CHECK(static_lda == 0 || (direct_a && rows > plan.mr), "a static row stride is for two A panels read in place");
   std::string name = "aotrace.sgemm." + std::to_string(rows) + "x" + std::to_string(plan.nr * panels) +
-                     (direct_a ? ".rows" : "");
+                     (direct_a ? ".rows" : "") + (static_lda > 0 ? "." + std::to_string(static_lda) : "");
   if (llvm::Function* f = module_.getFunction(name)) return f;
   auto* ptr = b_.getPtrTy();
   auto* i64t = b_.getInt64Ty();
@@ -499,6 +501,7 @@ llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t ro
   auto a_at = [&](int64_t i) -> llvm::Value* {
     auto c = [&](int64_t v) { return b.getInt64(static_cast<uint64_t>(v)); };
     if (!direct_a) return b.CreateGEP(f32, arow, b.CreateAdd(b.CreateMul(lda, c(i / plan.mr)), c(i % plan.mr)));
+    if (static_lda > 0) return b.CreateGEP(f32, a, b.CreateAdd(c(i * static_lda), p));
     if (rows > plan.mr) return b.CreateGEP(f32, a, b.CreateAdd(b.CreateMul(lda, c(i)), p));
     return b.CreateGEP(f32, a_rows[static_cast<size_t>(i)], p);
   };
@@ -641,11 +644,19 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
   int64_t pair = panels_per_call(target_, plan.nr);
   // A panels per call: two where a 16-lane register file holds 12 × 2 accumulators (AVX-512).
   int64_t a_pair = target_.f32_lanes >= 16 ? 2 : 1;
+  // A read in place at a static row stride: two panels' rows are constant offsets from one
+  // pointer. With the stride in a register, LLVM walked the 12 rows with a chain of 11 dependent
+  // adds per K step, which took ALU slots from the FMAs.
+  int64_t static_lda = 0;
+  if (plan.direct_a) {
+    const ir::SymExpr& stride = plan.a_view->strides[dims(plan.a).size() - 2];
+    if (stride.is_constant() && *stride.as_constant() * plan.mr * 2 < (int64_t{1} << 28)) static_lda = *stride.as_constant();
+  }
   // ukernels[a][b]: a + 1 A panels by b + 1 B panels per call (the last of an odd count takes one).
   llvm::Function* ukernels[2][2] = {};
   for (int64_t a = 0; a < a_pair; ++a)
     for (int64_t q = 0; q < pair; ++q)
-      ukernels[a][q] = gemm_microkernel(plan, uk_rows * (a + 1), plan.direct_a, q + 1);
+      ukernels[a][q] = gemm_microkernel(plan, uk_rows * (a + 1), plan.direct_a, q + 1, a == 1 ? static_lda : 0);
   // Weights pre-packed by pack_weights: their panels are read in place, never packed here.
   llvm::Value* packed_a = node.attrs.has("packed_a") ? packed_weight(plan.a, plan.mr) : nullptr;
   llvm::Value* packed_b = node.attrs.has("packed_b") ? packed_weight(plan.b, plan.nr) : nullptr;

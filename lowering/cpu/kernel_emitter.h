@@ -241,7 +241,8 @@ class KernelEmitter {
   // emit_gemm.cpp
   bool plan_gemm(GemmPlan& plan) const;
   void emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end);
-  llvm::Function* gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a, int64_t panels);
+  llvm::Function* gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a, int64_t panels,
+                                   int64_t static_lda = 0);
   llvm::Value* packed_weight(ir::ValueId view, int64_t width);
   void gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, llvm::Value* jc, llvm::Value* nc,
                         llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
