@@ -27,12 +27,11 @@ inline void cpu_relax() {
 #endif
 }
 
-constexpr uint64_t job_word(uint32_t gen, uint64_t chunks, uint64_t index) {
-  return uint64_t{gen} << 32 | chunks << 16 | index;
-}
-constexpr uint32_t job_gen(uint64_t job) { return static_cast<uint32_t>(job >> 32); }
-constexpr int64_t job_chunks(uint64_t job) { return static_cast<int64_t>(job >> 16 & 0xffff); }
-constexpr int64_t job_index(uint64_t job) { return static_cast<int64_t>(job & 0xffff); }
+// A job word or a slot word (thread_pool.h): generation | two 16-bit fields.
+constexpr uint64_t word(uint32_t gen, uint64_t high, uint64_t low) { return uint64_t{gen} << 32 | high << 16 | low; }
+constexpr uint32_t word_gen(uint64_t w) { return static_cast<uint32_t>(w >> 32); }
+constexpr int64_t word_high(uint64_t w) { return static_cast<int64_t>(w >> 16 & 0xffff); }
+constexpr int64_t word_low(uint64_t w) { return static_cast<int64_t>(w & 0xffff); }
 
 // [begin, end) of chunk `i` of `chunks` over [0, n): sizes differ by at most one.
 inline void chunk_range(int64_t n, int64_t chunks, int64_t i, int64_t* begin, int64_t* end) {
@@ -64,12 +63,12 @@ int default_num_threads() {
   return hw > 0 ? static_cast<int>(hw) : 1;
 }
 
-ThreadPool::ThreadPool(int num_threads) {
+ThreadPool::ThreadPool(int num_threads) : slots_(static_cast<size_t>(std::clamp(num_threads, 1, kMaxThreads))) {
   const int workers = std::clamp(num_threads, 1, kMaxThreads) - 1;
   workers_.reserve(static_cast<size_t>(workers));
   for (int i = 0; i < workers; ++i) {
     try {
-      workers_.emplace_back([this] { worker_loop(); });
+      workers_.emplace_back([this, i] { worker_loop(i + 1); });
     } catch (const std::system_error&) {
       break;  // the OS refused a thread: run with the ones we have
     }
@@ -96,21 +95,27 @@ void ThreadPool::parallel_for(int64_t n, aotrace_parallel_body body, void* closu
     run_inline(n, body, closure);
     return;
   }
-  const int64_t chunks = std::min<int64_t>(n, int64_t{num_threads()} * kChunksPerThread);
+  const int64_t threads = num_threads();
+  const int64_t chunks = std::min<int64_t>(n, threads * kChunksPerThread);
   body_.store(body, std::memory_order_relaxed);
   closure_.store(closure, std::memory_order_relaxed);
   n_.store(n, std::memory_order_relaxed);
+  chunks_.store(chunks, std::memory_order_relaxed);
   remaining_.store(chunks, std::memory_order_relaxed);
-  const uint32_t gen = job_gen(job_.load(std::memory_order_relaxed)) + 1;
+  const uint32_t gen = word_gen(job_.load(std::memory_order_relaxed)) + 1;
+  for (int64_t t = 0; t < threads; ++t)  // thread t owns chunks [t·chunks / threads, (t+1)·chunks / threads)
+    slots_[static_cast<size_t>(t)].word.store(
+        word(gen, static_cast<uint64_t>((t + 1) * chunks / threads), static_cast<uint64_t>(t * chunks / threads)),
+        std::memory_order_relaxed);
   // Publish (seq_cst: ordered with the sleepers_ load below, see worker_loop).
-  job_.store(job_word(gen, static_cast<uint64_t>(chunks), 0), std::memory_order_seq_cst);
+  job_.store(word(gen, static_cast<uint64_t>(chunks), 0), std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     { std::lock_guard<std::mutex> lock(mutex_); }
     wake_.notify_all();
   }
 
   t_in_parallel_region = true;
-  const int64_t ran = run_chunks(gen);
+  const int64_t ran = run_chunks(gen, 0);
   t_in_parallel_region = false;
   // Wait for the chunks workers claimed; they are running, so this is short.
   if (remaining_.fetch_sub(ran, std::memory_order_acq_rel) != ran) {
@@ -122,29 +127,32 @@ void ThreadPool::parallel_for(int64_t n, aotrace_parallel_body body, void* closu
   busy_.store(false, std::memory_order_release);
 }
 
-int64_t ThreadPool::run_chunks(uint32_t gen) {
+int64_t ThreadPool::run_chunks(uint32_t gen, int self) {
   int64_t ran = 0;
-  uint64_t job = job_.load(std::memory_order_relaxed);
-  while (job_gen(job) == gen && job_index(job) < job_chunks(job)) {
-    if (!job_.compare_exchange_weak(job, job + 1, std::memory_order_acquire,
-                                    std::memory_order_relaxed))
-      continue;  // `job` now holds the current word
-    int64_t begin = 0, end = 0;
-    chunk_range(n_.load(std::memory_order_relaxed), job_chunks(job), job_index(job), &begin, &end);
-    body_.load(std::memory_order_relaxed)(closure_.load(std::memory_order_relaxed), begin, end);
-    ++ran;
-    job = job_.load(std::memory_order_relaxed);
+  const int threads = num_threads();
+  for (int k = 0; k < threads; ++k) {  // its own range, then the others' in turn
+    std::atomic<uint64_t>& slot = slots_[static_cast<size_t>((self + k) % threads)].word;
+    uint64_t w = slot.load(std::memory_order_relaxed);
+    while (word_gen(w) == gen && word_low(w) < word_high(w)) {
+      if (!slot.compare_exchange_weak(w, w + 1, std::memory_order_acquire, std::memory_order_relaxed))
+        continue;  // `w` now holds the current word
+      int64_t begin = 0, end = 0;
+      chunk_range(n_.load(std::memory_order_relaxed), chunks_.load(std::memory_order_relaxed), word_low(w), &begin, &end);
+      body_.load(std::memory_order_relaxed)(closure_.load(std::memory_order_relaxed), begin, end);
+      ++ran;
+      w = slot.load(std::memory_order_relaxed);
+    }
   }
   return ran;
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::worker_loop(int self) {
   t_in_parallel_region = true;  // a body calling parallel_for runs its loop inline
   uint32_t seen = 0;            // the generation at construction
   for (;;) {
     uint64_t job = job_.load(std::memory_order_acquire);
     Clock::time_point spin_start = Clock::now();
-    for (int spins = 1; job_gen(job) == seen; ++spins) {
+    for (int spins = 1; word_gen(job) == seen; ++spins) {
       if (stop_.load(std::memory_order_relaxed)) return;
       cpu_relax();
       job = job_.load(std::memory_order_acquire);
@@ -155,14 +163,14 @@ void ThreadPool::worker_loop() {
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
       wake_.wait(lock, [&] {
         job = job_.load(std::memory_order_seq_cst);
-        return stop_.load(std::memory_order_relaxed) || job_gen(job) != seen;
+        return stop_.load(std::memory_order_relaxed) || word_gen(job) != seen;
       });
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
       if (stop_.load(std::memory_order_relaxed)) return;
       spin_start = Clock::now();
     }
-    seen = job_gen(job);
-    if (const int64_t ran = run_chunks(seen); ran > 0)
+    seen = word_gen(job);
+    if (const int64_t ran = run_chunks(seen, self); ran > 0)
       remaining_.fetch_sub(ran, std::memory_order_release);
   }
 }

@@ -3,9 +3,10 @@
 //
 // One pool per Bundle, created at open with OpenOptions::num_threads threads in all: the
 // calling thread plus num_threads - 1 workers. A parallel_for splits [0, n) into contiguous
-// chunks (a few per thread), publishes them with one atomic store, runs chunks on the calling
-// thread too and returns when every chunk is done. Workers claim chunks dynamically, so a
-// worker that is slow to wake costs balance, never correctness: the caller takes what is left.
+// chunks (a few per thread), gives each thread a contiguous range of them, publishes the job
+// with one atomic store, runs chunks on the calling thread too and returns when every chunk is
+// done. A thread that finishes its range takes chunks left in the others', so a worker that is
+// slow to wake costs balance, never correctness: the caller takes what is left.
 //
 // Inline, with no synchronisation at all: n <= 1, a one-thread pool, a call from inside a body
 // (nested parallelism), and a call while another thread's parallel_for holds the pool
@@ -50,16 +51,29 @@ class ThreadPool {
   aotrace_kernel_ctx kernel_ctx() { return aotrace_kernel_ctx{this, &ThreadPool::parallel_for_abi}; }
 
  private:
-  // The job word: generation (32 bits) | chunk count (16) | next unclaimed chunk (16). A worker
-  // claims a chunk with one CAS on the whole word, so it can never take a chunk of a job other
-  // than the one it saw; it reads the job's fields only after a successful claim, when they
-  // cannot change (the job is not done before its claimed chunk is).
+  // The job word: generation (32 bits) | chunk count (16), published last: what wakes the workers.
+  // Each thread (the caller is 0, worker i is i + 1) owns a contiguous range of the chunks, in
+  // its slot: generation (32) | end (16) | next unclaimed chunk (16). A thread runs its own
+  // range first, then takes what is left of the others' (a slow or sleeping worker costs
+  // balance, never correctness). A chunk is claimed with one CAS on a slot's whole word, so a
+  // thread can never take a chunk of a job other than the one it saw; it reads the job's fields
+  // only after a successful claim, when they cannot change (the job is not done before its
+  // claimed chunk is). Owned ranges keep a thread on the same part of consecutive loops
+  // (a GEMM's rows, then the next kernel's same rows) in its own cache: a loop's chunks taken
+  // in turn by whoever came first moved each kernel's output between the cores' caches on
+  // every call.
   static constexpr int kMaxThreads = 1024;
   static constexpr int kChunksPerThread = 4;  // kMaxThreads * kChunksPerThread < 2^16
 
-  void worker_loop();
-  // Claims and runs chunks of generation `gen` until none is left; returns how many it ran.
-  int64_t run_chunks(uint32_t gen);
+  void worker_loop(int self);
+  // Claims and runs chunks of generation `gen`, from thread `self`'s range first, until none
+  // is left; returns how many it ran.
+  int64_t run_chunks(uint32_t gen, int self);
+
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> word{0};
+  };
+  std::vector<Slot> slots_;  // one per thread, caller first
 
   std::vector<std::thread> workers_;
   std::atomic<bool> busy_{false};  // a parallel_for is using the workers
@@ -69,6 +83,7 @@ class ThreadPool {
   std::atomic<aotrace_parallel_body> body_{nullptr};
   std::atomic<void*> closure_{nullptr};
   std::atomic<int64_t> n_{0};
+  std::atomic<int64_t> chunks_{0};
   alignas(64) std::atomic<int64_t> remaining_{0};  // chunks not yet finished
 
   alignas(64) std::atomic<int> sleepers_{0};

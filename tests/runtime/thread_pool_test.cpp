@@ -153,6 +153,31 @@ TEST(ThreadPool, SleepingWorkersWakeAndTakePart) {
   }
 }
 
+// Each thread runs its own contiguous range of the chunks first (thread_pool.h): with 2 threads
+// and 8 chunks, the caller the first half and the worker the second. The chunks are long
+// enough that neither can finish its range before the other starts its own.
+TEST(ThreadPool, EachThreadRunsItsOwnRangeFirst) {
+  ThreadPool pool(2);
+  struct Runs {
+    std::mutex mutex;
+    std::vector<std::thread::id> by_index = std::vector<std::thread::id>(8);
+  } runs;
+  auto body = [](void* closure, int64_t begin, int64_t end) {
+    auto* r = static_cast<Runs*>(closure);
+    {
+      std::lock_guard<std::mutex> lock(r->mutex);
+      for (int64_t i = begin; i < end; ++i) r->by_index[static_cast<size_t>(i)] = std::this_thread::get_id();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  };
+  pool.parallel_for(8, body, &runs);
+  const std::thread::id caller = std::this_thread::get_id();
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(runs.by_index[i], caller) << "chunk " << i;
+  // The worker woke within the caller's 160 ms and took its own range, from its start.
+  EXPECT_NE(runs.by_index[4], caller);
+  for (size_t i = 5; i < 8; ++i) EXPECT_EQ(runs.by_index[i], runs.by_index[4]) << "chunk " << i;
+}
+
 TEST(ThreadPool, DefaultThreadCountFollowsTheEnvironment) {
   const char* old = std::getenv("AOTRACE_NUM_THREADS");
   std::string saved = old ? old : "";
