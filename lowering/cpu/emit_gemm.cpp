@@ -380,16 +380,29 @@ void KernelEmitter::gemm_conv_offsets(const GemmPlan& plan, llvm::Value* jc, int
 
 // B of a gathered conv: B[k, n] = x_flat[base(k) + table[n - jc]], with base(k) the input channel
 // and window position of k (dilation included) in batch `batch`. A panel whose NR columns are
-// adjacent in the input is one vector load; others take a table read and a load per element,
-// for any stride, dilation, output width, and the image boundaries of a merged batch.
+// adjacent in the input is one vector load; one whose columns are s apart (a stride-s conv's
+// row, s = 2..4) is one vector of NR·s elements, every s-th kept; others take a table read and
+// a load per element, for any stride, dilation, output width, and the image boundaries of a
+// merged batch. (With equal strides s >= 2 along every spatial dim, a step between adjacent
+// valid columns is s within an output row and at least s across rows or images, so a panel
+// whose first and last offsets differ by (NR - 1)·s steps by exactly s: its offsets are
+// first + j·s. Columns past N have offset 0, a step back.)
 void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batch, llvm::Value* nc,
                                          llvm::Value* pc, llvm::Value* kc, llvm::Value* table,
                                          llvm::Value* dst) {
   llvm::Type* f32 = b_.getFloatTy();
   llvm::Value* src = buffers_[static_cast<size_t>(read_arg_.at(plan.b))];
   llvm::Value* panels = b_.CreateUDiv(b_.CreateAdd(nc, i64(plan.nr - 1)), i64(plan.nr));
+  // The stride of a strided row's columns, where every spatial stride is the same s in 2..4.
+  std::vector<int64_t> strides = int_list(plan.node->attrs, "stride");
+  int64_t s = strides.empty() ? 1 : strides[0];
+  for (int64_t v : strides) s = v == s ? s : 1;
+  if (s > 4) s = 1;
+  ir::SymExpr total = 1;
+  for (const ir::SymExpr& d : dims(plan.b)) total = total * d;
   range_loop(i64(0), kc, [&](llvm::Value* p) {
-    llvm::Value* from = b_.CreateInBoundsGEP(f32, src, conv_input_base(plan, batch, b_.CreateAdd(pc, p)));
+    llvm::Value* base = conv_input_base(plan, batch, b_.CreateAdd(pc, p));
+    llvm::Value* from = b_.CreateInBoundsGEP(f32, src, base);
     range_loop(i64(0), panels, [&](llvm::Value* q) {
       llvm::Value* offsets = b_.CreateInBoundsGEP(b_.getInt64Ty(), table, b_.CreateMul(q, i64(plan.nr)));
       llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, panel_offset(b_, q, p, local_b_stride(b_, kc, plan.nr), plan.nr));
@@ -400,16 +413,31 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
       // A panel whose columns are adjacent in the input (a stride-1 row, within one image) is
       // one vector load.
       llvm::Value* first = offset(0);
-      llvm::Value* adjacent = b_.CreateICmpEQ(b_.CreateSub(offset(plan.nr - 1), first), i64(plan.nr - 1));
+      llvm::Value* span = b_.CreateSub(offset(plan.nr - 1), first);
+      llvm::Value* adjacent = b_.CreateICmpEQ(span, i64(plan.nr - 1));
+      auto per_element = [&] {
+        for (int64_t j = 0; j < plan.nr; ++j) {
+          llvm::Value* v = b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, from, offset(j)), llvm::Align(4));
+          b_.CreateAlignedStore(v, b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(j)), llvm::Align(4));
+        }
+      };
       if_else(adjacent, [&] {
         auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(plan.nr));
         b_.CreateAlignedStore(b_.CreateAlignedLoad(vec, b_.CreateInBoundsGEP(f32, from, first), llvm::Align(4)), at,
                               llvm::Align(4));
       }, [&] {
-        for (int64_t j = 0; j < plan.nr; ++j) {
-          llvm::Value* v = b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, from, offset(j)), llvm::Align(4));
-          b_.CreateAlignedStore(v, b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(j)), llvm::Align(4));
-        }
+        if (s == 1) return per_element();
+        // Columns s apart in one row, whose NR·s elements stay in the buffer.
+        llvm::Value* strided = b_.CreateAnd(
+            b_.CreateICmpEQ(span, i64((plan.nr - 1) * s)),
+            b_.CreateICmpSLE(b_.CreateAdd(b_.CreateAdd(base, first), i64(plan.nr * s)), size(total)));
+        if_else(strided, [&] {
+          auto* wide = llvm::FixedVectorType::get(f32, static_cast<unsigned>(plan.nr * s));
+          std::vector<int> every;
+          for (int64_t j = 0; j < plan.nr; ++j) every.push_back(static_cast<int>(j * s));
+          llvm::Value* v = b_.CreateAlignedLoad(wide, b_.CreateInBoundsGEP(f32, from, first), llvm::Align(4));
+          b_.CreateAlignedStore(b_.CreateShuffleVector(v, every), at, llvm::Align(4));
+        }, per_element);
       });
     });
   });

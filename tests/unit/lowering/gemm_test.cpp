@@ -164,6 +164,28 @@ TEST(Gemm, SmallImagesFoldTheBatchIntoColumns) {
   expect_on_every_cpu(g);
 }
 
+// Strided convs whose panels of 16 output columns lie in one row are packed as one vector of
+// 16·s elements (s = 2..4, equal strides): output rows of 17-34 columns (panels inside a row
+// and across rows), dilation, padding (materialised), a 1×1 stride-2 conv whose last panel
+// would read past the buffer's end (the per-element path), unequal strides and stride 5 (never).
+TEST(Gemm, StridedConvRowsReadAsOneVector) {
+  ir::Graph g;
+  ir::ValueId a = g.add_input("a", f32({2, 5, 9, 33}), "L['a']");
+  ir::ValueId b = g.add_input("b", f32({1, 4, 37, 70}), "L['b']");
+  ir::ValueId c = g.add_input("c", f32({1, 3, 20, 100}), "L['c']");
+  ir::ValueId d = g.add_input("d", f32({1, 6, 8, 130}), "L['d']");
+  ir::ValueId e = g.add_input("e", f32({1, 3, 31, 64}), "L['e']");
+  set_outputs(g, {g.add(OpKind::Conv, {a, weight(g, "w1", {7, 5, 1, 1}, 21)}, conv_attrs({2, 2}, {1, 1}, {0, 0}, {0, 0})),
+                  g.add(OpKind::Conv, {b, weight(g, "w2", {9, 4, 3, 3}, 22)}, conv_attrs({2, 2}, {1, 1}, {0, 0}, {0, 0})),
+                  g.add(OpKind::Conv, {b, weight(g, "w3", {5, 4, 3, 3}, 23)}, conv_attrs({2, 2}, {2, 2}, {0, 0}, {0, 0})),
+                  g.add(OpKind::Conv, {c, weight(g, "w4", {6, 3, 3, 3}, 24)}, conv_attrs({3, 3}, {1, 1}, {0, 0}, {0, 0})),
+                  g.add(OpKind::Conv, {d, weight(g, "w5", {8, 6, 1, 1}, 25)}, conv_attrs({4, 4}, {1, 1}, {0, 0}, {0, 0})),
+                  g.add(OpKind::Conv, {e, weight(g, "w6", {16, 3, 7, 7}, 26)}, conv_attrs({2, 2}, {1, 1}, {3, 3}, {3, 3})),
+                  g.add(OpKind::Conv, {b, weight(g, "w7", {6, 4, 3, 3}, 27)}, conv_attrs({2, 1}, {1, 1}, {0, 0}, {0, 0})),
+                  g.add(OpKind::Conv, {d, weight(g, "w8", {5, 6, 1, 1}, 28)}, conv_attrs({5, 5}, {1, 1}, {0, 0}, {0, 0}))});
+  expect_on_every_cpu(g);
+}
+
 TEST(Gemm, ConvRowsWiderThanABlockAndPointwise) {
   ir::Graph g;
   ir::ValueId x = g.add_input("x", f32({1, 8, 3, 150}), "L['x']");
