@@ -33,6 +33,32 @@ TEST(Ops, ReduceMinAndArgReductionsWithNaN) {
   expect_outputs_match(g, in);
 }
 
+// Float max and min over long rows (vectorised: integer keys and an any-NaN flag,
+// emit_reductions.cpp): NaN first, last or inside a row makes that row NaN; rows of infinities,
+// of zeros of both signs; f64 as well as f32; over the inner axis and over two axes.
+TEST(Ops, FloatMaxAndMinOverLongRowsWithNaNAndInfinities) {
+  for (DType t : {DType::f32, DType::f64}) {
+    ir::Graph g;
+    ir::ValueId x = g.add_input("x", typed(t, {7, 301}), "L['x']");
+    set_outputs(g, {g.add(OpKind::ReduceMax, {x}, reduce_attrs({1}, false)),
+                    g.add(OpKind::ReduceMin, {x}, reduce_attrs({1}, true)),
+                    g.add(OpKind::ReduceMax, {x}, reduce_attrs({0, 1}, false)),
+                    g.add(OpKind::ReduceMin, {x}, reduce_attrs({0}, false))});
+    std::vector<ir::HostTensor> in = random_inputs(g, 5, -3, 3);
+    in[0].set(0, NAN);              // row 0: NaN first
+    in[0].set(301 + 300, NAN);      // row 1: NaN last
+    in[0].set(2 * 301 + 150, NAN);  // row 2: NaN inside
+    for (int64_t j = 0; j < 301; ++j) {
+      in[0].set(3 * 301 + j, j % 2 ? -INFINITY : INFINITY);  // row 3: ±inf
+      in[0].set(4 * 301 + j, -INFINITY);                     // row 4: all -inf
+      in[0].set(5 * 301 + j, j % 3 ? -0.0 : 0.0);            // row 5: zeros of both signs
+      in[0].set(6 * 301 + j, -1e30 + j);                     // row 6: large, max last
+    }
+    SCOPED_TRACE(std::string(ir::dtype_name(t)));
+    expect_outputs_match(g, in);
+  }
+}
+
 TEST(Ops, IntegerReduceMinAndArgMax) {
   for (DType t : {DType::i64, DType::i32, DType::u8, DType::i8}) {
     ir::Graph g;
