@@ -33,11 +33,29 @@ constexpr uint32_t word_gen(uint64_t w) { return static_cast<uint32_t>(w >> 32);
 constexpr int64_t word_high(uint64_t w) { return static_cast<int64_t>(w >> 16 & 0xffff); }
 constexpr int64_t word_low(uint64_t w) { return static_cast<int64_t>(w & 0xffff); }
 
-// [begin, end) of chunk `i` of `chunks` over [0, n): sizes differ by at most one.
-inline void chunk_range(int64_t n, int64_t chunks, int64_t i, int64_t* begin, int64_t* end) {
-  const int64_t base = n / chunks, extra = n % chunks;
+// [begin, end) of part `i` of `parts` over [0, n): sizes differ by at most one.
+inline void split(int64_t n, int64_t parts, int64_t i, int64_t* begin, int64_t* end) {
+  const int64_t base = n / parts, extra = n % parts;
   *begin = i * base + std::min(i, extra);
   *end = *begin + base + (i < extra ? 1 : 0);
+}
+
+// [begin, end) of chunk `i` of `chunks` over [0, n) with `threads` threads: each thread's share
+// of [0, n) (sizes within one of each other) split into its chunks, so that the shares stay even
+// when n is not a multiple of the chunk count (28 tasks in 8 chunks of 4 and 3 gave one thread
+// 16 and the other 12). chunks is n, or threads · a whole number (parallel_for).
+inline void chunk_range(int64_t n, int64_t chunks, int64_t threads, int64_t i, int64_t* begin, int64_t* end) {
+  if (chunks == n) {
+    *begin = i;
+    *end = i + 1;
+    return;
+  }
+  const int64_t per_thread = chunks / threads;
+  int64_t share_begin = 0, share_end = 0, b = 0, e = 0;
+  split(n, threads, i / per_thread, &share_begin, &share_end);
+  split(share_end - share_begin, per_thread, i % per_thread, &b, &e);
+  *begin = share_begin + b;
+  *end = share_begin + e;
 }
 
 void run_inline(int64_t n, aotrace_parallel_body body, void* closure) {
@@ -137,7 +155,8 @@ int64_t ThreadPool::run_chunks(uint32_t gen, int self) {
       if (!slot.compare_exchange_weak(w, w + 1, std::memory_order_acquire, std::memory_order_relaxed))
         continue;  // `w` now holds the current word
       int64_t begin = 0, end = 0;
-      chunk_range(n_.load(std::memory_order_relaxed), chunks_.load(std::memory_order_relaxed), word_low(w), &begin, &end);
+      chunk_range(n_.load(std::memory_order_relaxed), chunks_.load(std::memory_order_relaxed), threads, word_low(w),
+                  &begin, &end);
       body_.load(std::memory_order_relaxed)(closure_.load(std::memory_order_relaxed), begin, end);
       ++ran;
       w = slot.load(std::memory_order_relaxed);

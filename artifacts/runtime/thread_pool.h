@@ -3,7 +3,7 @@
 //
 // One pool per Bundle, created at open with OpenOptions::num_threads threads in all: the
 // calling thread plus num_threads - 1 workers. A parallel_for splits [0, n) into contiguous
-// chunks (a few per thread), gives each thread a contiguous range of them, publishes the job
+// shares of equal size (within one), one per thread, each cut into a few chunks, publishes the job
 // with one atomic store, runs chunks on the calling thread too and returns when every chunk is
 // done. A thread that finishes its range takes chunks left in the others', so a worker that is
 // slow to wake costs balance, never correctness: the caller takes what is left.

@@ -153,14 +153,15 @@ TEST(ThreadPool, SleepingWorkersWakeAndTakePart) {
   }
 }
 
-// Each thread runs its own contiguous range of the chunks first (thread_pool.h): with 2 threads
-// and 8 chunks, the caller the first half and the worker the second. The chunks are long
-// enough that neither can finish its range before the other starts its own.
-TEST(ThreadPool, EachThreadRunsItsOwnRangeFirst) {
+// Each thread runs its own contiguous share of the indices first (thread_pool.h): with 2
+// threads and 28 indices (8 chunks), the caller 0-13 and the worker 14-27, in shares of equal
+// size though 28 is no multiple of 8. The chunks are long enough that neither thread can finish
+// its share before the other starts its own.
+TEST(ThreadPool, EachThreadRunsItsOwnEvenShareFirst) {
   ThreadPool pool(2);
   struct Runs {
     std::mutex mutex;
-    std::vector<std::thread::id> by_index = std::vector<std::thread::id>(8);
+    std::vector<std::thread::id> by_index = std::vector<std::thread::id>(28);
   } runs;
   auto body = [](void* closure, int64_t begin, int64_t end) {
     auto* r = static_cast<Runs*>(closure);
@@ -170,12 +171,12 @@ TEST(ThreadPool, EachThreadRunsItsOwnRangeFirst) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(40));
   };
-  pool.parallel_for(8, body, &runs);
+  pool.parallel_for(28, body, &runs);
   const std::thread::id caller = std::this_thread::get_id();
-  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(runs.by_index[i], caller) << "chunk " << i;
-  // The worker woke within the caller's 160 ms and took its own range, from its start.
-  EXPECT_NE(runs.by_index[4], caller);
-  for (size_t i = 5; i < 8; ++i) EXPECT_EQ(runs.by_index[i], runs.by_index[4]) << "chunk " << i;
+  for (size_t i = 0; i < 14; ++i) EXPECT_EQ(runs.by_index[i], caller) << "index " << i;
+  // The worker woke within the caller's 160 ms and took its own share, from its start.
+  EXPECT_NE(runs.by_index[14], caller);
+  for (size_t i = 15; i < 28; ++i) EXPECT_EQ(runs.by_index[i], runs.by_index[14]) << "index " << i;
 }
 
 TEST(ThreadPool, DefaultThreadCountFollowsTheEnvironment) {
