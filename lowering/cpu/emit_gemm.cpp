@@ -459,7 +459,8 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
 // accumulators stay in registers: 6 × 2 with AVX2 (16 registers); 12 × 2 with AVX-512 (two A and
 // two 16-wide B panels per call: 24 of its 32 registers, so that each step's 14 loads feed 24
 // FMAs: with 6 × 2, the loads and prefetches alone kept the load ports busy); 3 × 4 with
-// SSE/NEON (then two calls per panel).
+// SSE/NEON (then two calls per panel). `static_lda` > 0: two A panels read in place whose row
+// stride is that constant (lda is then unused): every row is a constant offset from a.
 llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a, int64_t panels,
                                                int64_t static_lda) {
   int64_t lanes = std::min<int64_t>(target_.f32_lanes, plan.nr), nv = plan.nr / lanes * panels;
