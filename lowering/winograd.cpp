@@ -78,11 +78,12 @@ struct Rewriter {
     const std::string source = src.source.empty() ? "" : "winograd(" + src.source + ")";
     ir::ValueId U = c.graph.add_weight(src.name + ".winograd", ut, source, std::move(bytes));
 
-    ir::Attrs in_attrs = attrs_of({{"out", std::vector<int64_t>{OH, OW}}});
+    const ir::Attrs out = attrs_of({{"out", std::vector<int64_t>{OH, OW}}});
+    ir::Attrs in_attrs = out;
     in_attrs.set("pad_low", n.attrs.ints("pad_low"));
     ir::ValueId V = c.graph.add(ir::OpKind::WinogradInput, {operands[0]}, in_attrs, n.loc);
     ir::ValueId M = c.graph.add(ir::OpKind::Matmul, {U, V}, {}, n.loc);
-    ir::ValueId Y = c.graph.add(ir::OpKind::WinogradOutput, {M}, attrs_of({{"out", std::vector<int64_t>{OH, OW}}}), n.loc);
+    ir::ValueId Y = c.graph.add(ir::OpKind::WinogradOutput, {M}, out, n.loc);
     if (operands.size() > 2) {
       ir::Attrs shape;
       shape.set("shape", ir::Shape{1, O, 1, 1});

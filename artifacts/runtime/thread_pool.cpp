@@ -40,17 +40,20 @@ inline void split(int64_t n, int64_t parts, int64_t i, int64_t* begin, int64_t* 
   *end = *begin + base + (i < extra ? 1 : 0);
 }
 
-// [begin, end) of chunk `i` of `chunks` over [0, n) with `threads` threads: each thread's share
-// of [0, n) (sizes within one of each other) split into its chunks, so that the shares stay even
+// The chunks of a loop over [0, n) with `threads` threads: one per index, or `per_thread` per
+// thread where n allows.
+inline int64_t chunk_count(int64_t n, int64_t threads, int64_t per_thread) { return std::min(n, threads * per_thread); }
+
+// [begin, end) of chunk `i` (chunk_count) over [0, n): each thread's share of [0, n) (sizes
+// within one of each other) split into its `per_thread` chunks, so that the shares stay even
 // when n is not a multiple of the chunk count (28 tasks in 8 chunks of 4 and 3 gave one thread
-// 16 and the other 12). chunks is n, or threads · a whole number (parallel_for).
-inline void chunk_range(int64_t n, int64_t chunks, int64_t threads, int64_t i, int64_t* begin, int64_t* end) {
-  if (chunks == n) {
+// 16 and the other 12).
+inline void chunk_range(int64_t n, int64_t threads, int64_t per_thread, int64_t i, int64_t* begin, int64_t* end) {
+  if (chunk_count(n, threads, per_thread) == n) {
     *begin = i;
     *end = i + 1;
     return;
   }
-  const int64_t per_thread = chunks / threads;
   int64_t share_begin = 0, share_end = 0, b = 0, e = 0;
   split(n, threads, i / per_thread, &share_begin, &share_end);
   split(share_end - share_begin, per_thread, i % per_thread, &b, &e);
@@ -114,11 +117,10 @@ void ThreadPool::parallel_for(int64_t n, aotrace_parallel_body body, void* closu
     return;
   }
   const int64_t threads = num_threads();
-  const int64_t chunks = std::min<int64_t>(n, threads * kChunksPerThread);
+  const int64_t chunks = chunk_count(n, threads, kChunksPerThread);
   body_.store(body, std::memory_order_relaxed);
   closure_.store(closure, std::memory_order_relaxed);
   n_.store(n, std::memory_order_relaxed);
-  chunks_.store(chunks, std::memory_order_relaxed);
   remaining_.store(chunks, std::memory_order_relaxed);
   const uint32_t gen = word_gen(job_.load(std::memory_order_relaxed)) + 1;
   for (int64_t t = 0; t < threads; ++t)  // thread t owns chunks [t·chunks / threads, (t+1)·chunks / threads)
@@ -126,7 +128,7 @@ void ThreadPool::parallel_for(int64_t n, aotrace_parallel_body body, void* closu
         word(gen, static_cast<uint64_t>((t + 1) * chunks / threads), static_cast<uint64_t>(t * chunks / threads)),
         std::memory_order_relaxed);
   // Publish (seq_cst: ordered with the sleepers_ load below, see worker_loop).
-  job_.store(word(gen, static_cast<uint64_t>(chunks), 0), std::memory_order_seq_cst);
+  job_.store(word(gen, 0, 0), std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     { std::lock_guard<std::mutex> lock(mutex_); }
     wake_.notify_all();
@@ -155,8 +157,7 @@ int64_t ThreadPool::run_chunks(uint32_t gen, int self) {
       if (!slot.compare_exchange_weak(w, w + 1, std::memory_order_acquire, std::memory_order_relaxed))
         continue;  // `w` now holds the current word
       int64_t begin = 0, end = 0;
-      chunk_range(n_.load(std::memory_order_relaxed), chunks_.load(std::memory_order_relaxed), threads, word_low(w),
-                  &begin, &end);
+      chunk_range(n_.load(std::memory_order_relaxed), threads, kChunksPerThread, word_low(w), &begin, &end);
       body_.load(std::memory_order_relaxed)(closure_.load(std::memory_order_relaxed), begin, end);
       ++ran;
       w = slot.load(std::memory_order_relaxed);

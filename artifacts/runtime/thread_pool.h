@@ -51,7 +51,7 @@ class ThreadPool {
   aotrace_kernel_ctx kernel_ctx() { return aotrace_kernel_ctx{this, &ThreadPool::parallel_for_abi}; }
 
  private:
-  // The job word: generation (32 bits) | chunk count (16), published last: what wakes the workers.
+  // The job word: its generation (the high 32 bits), published last: what wakes the workers.
   // Each thread (the caller is 0, worker i is i + 1) owns a contiguous range of the chunks, in
   // its slot: generation (32) | end (16) | next unclaimed chunk (16). A thread runs its own
   // range first, then takes what is left of the others' (a slow or sleeping worker costs
@@ -83,7 +83,6 @@ class ThreadPool {
   std::atomic<aotrace_parallel_body> body_{nullptr};
   std::atomic<void*> closure_{nullptr};
   std::atomic<int64_t> n_{0};
-  std::atomic<int64_t> chunks_{0};
   alignas(64) std::atomic<int64_t> remaining_{0};  // chunks not yet finished
 
   alignas(64) std::atomic<int> sleepers_{0};

@@ -309,8 +309,7 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
 void KernelEmitter::gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, llvm::Value* jc,
                                      llvm::Value* nc, llvm::Value* pc, llvm::Value* kc,
                                      llvm::Value* dst) {
-  ir::SymExpr total = 1;
-  for (const ir::SymExpr& d : dims(plan.b)) total = total * d;
+  const ir::SymExpr total = g_.type(plan.b).numel();
   llvm::Type* f32 = b_.getFloatTy();
   auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(plan.nr));
   llvm::Value* src = buffers_[static_cast<size_t>(read_arg_.at(plan.b))];
@@ -402,8 +401,7 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
   int64_t s = strides.empty() ? 1 : strides[0];
   for (int64_t v : strides) s = v == s ? s : 1;
   if (s > 4) s = 1;
-  ir::SymExpr total = 1;
-  for (const ir::SymExpr& d : dims(plan.b)) total = total * d;
+  const ir::SymExpr total = g_.type(plan.b).numel();
   range_loop(i64(0), kc, [&](llvm::Value* p) {
     llvm::Value* base = conv_input_base(plan, batch, b_.CreateAdd(pc, p));
     llvm::Value* from = b_.CreateInBoundsGEP(f32, src, base);
@@ -683,7 +681,8 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
   int64_t static_lda = 0;
   if (plan.direct_a) {
     const ir::SymExpr& stride = plan.a_view->strides[dims(plan.a).size() - 2];
-    if (stride.is_constant() && *stride.as_constant() * plan.mr * 2 < (int64_t{1} << 28)) static_lda = *stride.as_constant();
+    const int64_t v = stride.as_constant().value_or(0);
+    if (v > 0 && v * plan.mr * 2 < (int64_t{1} << 28)) static_lda = v;
   }
   // ukernels[a][b]: a + 1 A panels by b + 1 B panels per call (the last of an odd count takes one).
   llvm::Function* ukernels[2][2] = {};

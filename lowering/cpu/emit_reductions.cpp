@@ -95,7 +95,6 @@ llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
   ir::DType rt = dtype(n.results[0]);
   const ReducedAxes axes = reduced_axes(n, dims(x));
   llvm::Type* t = compute_type(ctx_, rt);
-  llvm::Value* acc = accumulator(t, reduce_identity(b_, n.op, rt));
   if (n.op != ir::OpKind::ReduceSum && t->isFloatingPointTy()) {
     // A float max or min is NaN where any element is, else the extreme of the others: an integer
     // max (min) of order-preserving keys and an "any NaN" flag, two reductions LLVM vectorises.
@@ -122,6 +121,7 @@ llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
     llvm::Value* extreme = b_.CreateBitCast(key(b_.CreateLoad(it, best)), t);
     return b_.CreateSelect(b_.CreateLoad(b_.getInt1Ty(), nan), llvm::ConstantFP::getNaN(t), extreme);
   }
+  llvm::Value* acc = accumulator(t, reduce_identity(b_, n.op, rt));
   loop_nest(axes.extents, [&](const Index& r) {
     llvm::Value* v = convert(b_, emit(x, reduced_index(axes.reduced, axes.keepdim, idx, r)), dtype(x), rt);
     llvm::Value* a = b_.CreateLoad(t, acc);
