@@ -21,10 +21,13 @@
 //   - the input of a conv is materialised (a contiguous buffer, padded by pad_conv_inputs), so
 //     conv kernels read it without index maps or bounds checks; so are the operands and the
 //     input tiles of the Winograd transforms (the tiles are a GEMM operand), while the output
-//     transform is inlined as its consumers' reduction;
+//     transform is inlined as its consumers' reduction. But a Winograd conv of few input
+//     channels is one kernel: its GEMMs (U pre-packed) and input tiles are inlined into the
+//     output transform's kernel, which keeps that as its reduction (fused_winograd_gemm);
 //   - graph outputs and everything else are materialised: each is the root of a kernel.
 // Test: lowering_tests Fusion.* (an elementwise chain is one kernel, softmax's kernels, the
-// linear epilogue, conv + batch-norm + relu, the heads' merge copied for the GEMM), and every end-to-end test through its kernels.
+// linear epilogue, conv + batch-norm + relu, the heads' merge copied for the GEMM), Winograd.*
+// (the fused conv, up to 128 input channels), and every end-to-end test through its kernels.
 #include <algorithm>
 #include <set>
 #include <tuple>
@@ -42,6 +45,15 @@ struct Context {
   bool reread = false;             // inside a Matmul/Conv/Pool operand (elements read many times)
   auto operator<=>(const Context&) const = default;
 };
+
+// Winograd convs of at most this many input channels are one kernel (fused_winograd_gemm).
+// Deeper ones keep their GEMM apart, whose K panels are 4× longer than the fused kernel's (its
+// tiles of all 16 points stay in cache): on resnet50_b4 (1 thread) fused/apart 56×56×64 9.3/18.0
+// ms, 28×28×128 9.2/10.6, 14×14×256 15.8/15.4, 7×7×512 7.8/7.1.
+constexpr int64_t kFusedWinogradChannels = 128;
+// ... and output rows of at most this many columns (its blocks are whole rows of tiles, on the
+// stack of the thread running them).
+constexpr int64_t kFusedWinogradWidth = 512;
 
 // A value whose consumer's result is this many times bigger (a broadcast) is read that many
 // times per element: an elementwise producer is then computed once, not per read.
@@ -140,8 +152,35 @@ struct Fuser {
     return i < 0 ? nullptr : &g.nodes[static_cast<size_t>(i)];
   }
 
+  // The only use of `v`, or null.
+  const ir::Node* single_user(ir::ValueId v) const {
+    const auto& u = uses[static_cast<size_t>(v)];
+    return u.size() == 1 ? &g.nodes[u[0].first] : nullptr;
+  }
+
+  // A Winograd conv's GEMMs, M = matmul(U, winograd_input(x)) with U pre-packed
+  // (pack_weights), read only by the output transform, of at most kFusedWinogradChannels input
+  // channels: M and its input tiles are computed in the output transform's kernel, a block of
+  // tiles at a time in cache (cpu/emit_winograd.cpp), instead of passing through memory twice
+  // each (resnet's 56×56×64 layers: 51 MB per conv).
+  bool fused_winograd_gemm(ir::ValueId m) const {
+    const ir::Node* n = producer_of(m);
+    const ir::Node* user = single_user(m);
+    if (n == nullptr || n->op != ir::OpKind::Matmul || !n->attrs.has("packed_a") || user == nullptr ||
+        user->op != ir::OpKind::WinogradOutput || planned_size(g.type(n->operands[0]).shape.back(), max) > kFusedWinogradChannels ||
+        user->attrs.ints("out").at(1) > kFusedWinogradWidth)
+      return false;
+    const ir::Node* tiles = producer_of(n->operands[1]);
+    return tiles != nullptr && tiles->op == ir::OpKind::WinogradInput && single_user(n->operands[1]) == n &&
+           !is_output[static_cast<size_t>(n->operands[1])];
+  }
+
   bool can_inline(ir::ValueId v, ir::OpCategory cat, const std::set<Context>& ctxs) const {
     if (is_output[static_cast<size_t>(v)] || ctxs.empty() || always_materialised(cat)) return false;
+    if (fused_winograd_gemm(v)) return true;
+    if (const ir::Node* user = single_user(v); user != nullptr && user->op == ir::OpKind::Matmul &&
+                                               fused_winograd_gemm(user->results[0]))
+      return true;  // the input tiles of such GEMMs
     for (auto [node_index, pos] : uses[static_cast<size_t>(v)]) {
       const ir::Node& user = g.nodes[node_index];
       if ((user.op == ir::OpKind::Conv && pos == 0) || ir::op_info(user.op).category == ir::OpCategory::Transform)
@@ -171,7 +210,10 @@ struct Fuser {
   void visit_result(ir::ValueId v, ir::OpCategory cat) {
     std::set<Context> ctxs = derived_contexts(v);
     if (can_inline(v, cat, ctxs)) {
-      if (is_reduction(cat)) kernel_reduction[static_cast<size_t>(ctxs.begin()->kernel)] = v;
+      // (A fused Winograd conv's GEMMs and input tiles join the output transform's kernel,
+      // which keeps that as its reduction.)
+      ir::ValueId& reduction = kernel_reduction[static_cast<size_t>(ctxs.begin()->kernel)];
+      if (is_reduction(cat) && reduction < 0) reduction = v;
       contexts[static_cast<size_t>(v)] = std::move(ctxs);
       return;
     }

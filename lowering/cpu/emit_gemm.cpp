@@ -70,7 +70,7 @@ constexpr int64_t kEpiloguePrefetchAhead = 4;
 
 // B panels per microkernel call: two where one panel is a single vector wide (AVX-512), so that
 // a call keeps 12 accumulators in flight; one elsewhere.
-static int64_t panels_per_call(const CpuTarget& target, int64_t nr) {
+int64_t panels_per_call(const CpuTarget& target, int64_t nr) {
   return nr / std::min<int64_t>(target.f32_lanes, nr) == 1 ? 2 : 1;
 }
 
@@ -459,13 +459,17 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
 // FMAs: with 6 × 2, the loads and prefetches alone kept the load ports busy); 3 × 4 with
 // SSE/NEON (then two calls per panel). `static_lda` > 0: two A panels read in place whose row
 // stride is that constant (lda is then unused): every row is a constant offset from a.
+// `b_row` > 0: B's rows are that many floats apart instead of NR (B(p, q·NR + j) =
+// b[q·b_stride + p·b_row + j]): a row-major K × N matrix with b_stride = NR (the fused Winograd
+// conv's transformed tiles, emit_winograd.cpp).
 llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a, int64_t panels,
-                                               int64_t static_lda) {
+                                               int64_t static_lda, int64_t b_row) {
   int64_t lanes = std::min<int64_t>(target_.f32_lanes, plan.nr), nv = plan.nr / lanes * panels;
   AOT_CHECK(rows <= plan.mr || rows == 2 * plan.mr, "a microkernel spans one or two A panels");
   AOT_CHECK(static_lda == 0 || (direct_a && rows > plan.mr), "a static row stride is for two A panels read in place");
   std::string name = "aotrace.sgemm." + std::to_string(rows) + "x" + std::to_string(plan.nr * panels) +
-                     (direct_a ? ".rows" : "") + (static_lda > 0 ? "." + std::to_string(static_lda) : "");
+                     (direct_a ? ".rows" : "") + (static_lda > 0 ? "." + std::to_string(static_lda) : "") +
+                     (b_row > 0 ? ".b" + std::to_string(b_row) : "");
   if (llvm::Function* f = module_.getFunction(name)) return f;
   auto* ptr = b_.getPtrTy();
   auto* i64t = b_.getInt64Ty();
@@ -507,7 +511,7 @@ llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t ro
     acc.back()->addIncoming(v, pre);
   }
   std::vector<llvm::Value*> bv;
-  llvm::Value* step = b.CreateMul(p, b.getInt64(static_cast<uint64_t>(plan.nr)));
+  llvm::Value* step = b.CreateMul(p, b.getInt64(static_cast<uint64_t>(b_row > 0 ? b_row : plan.nr)));
   for (int64_t q = 0; q < panels; ++q) {
     llvm::Value* at = q == 0 ? step : b.CreateAdd(step, b.CreateMul(b_stride, b.getInt64(static_cast<uint64_t>(q))));
     llvm::Value* brow = b.CreateInBoundsGEP(f32, bp, at);

@@ -18,12 +18,29 @@
 //     root is evaluated with the output taken from the tile (bias, batch norm, activation,
 //     residual) and stored once, as in the depthwise kernels. Lanes past the last tile read
 //     the buffer's next elements (never stored); at the buffer's end, clamped.
+//   fused (a whole conv: the output transform's kernel with its GEMMs and input tiles inlined,
+//     fuse.cpp): one task per block of output channels × whole rows of tiles (WinogradPlan).
+//     Per step of input channels, the input transform above writes the block's tiles into 16
+//     row-major B matrices on the stack (a row's last vector runs into the next row, written
+//     after it), the GEMM microkernel (emit_gemm.cpp, B read by rows) accumulates the 16
+//     products with U's pre-packed panels into 16 tiles, and the output transform above reads
+//     the tiles. V and M never reach memory: resnet50_b4's 56×56×64 layers 6.0 → 3.1 ms each at
+//     1 thread, resnet18 15% faster.
 // Test: lowering_tests Winograd.* (against the direct conv: odd and even sizes, padding,
-// batch, epilogues; on every CPU of expect_on_every_cpu).
+// batch, epilogues, the fused kernel's blocks and steps; on every CPU of expect_on_every_cpu).
 #include "ir/winograd.h"
 #include "lowering/cpu/kernel_emitter.h"
 
 namespace aotrace::lowering::cpu {
+
+// The fused kernel's blocking (WinogradPlan): at most this many tiles of columns, output
+// channels (a multiple of MR) and input channels per step. Its stack: 16 tiles of 72 × 112 and
+// 16 B matrices of 64 × 128 floats, ~1 MB at most. Measured on resnet50_b4 (1 thread, its
+// 56×56×64 and 28×28×128 layers): 112 × 72 × 64 9.3 + 9.2 ms; 48 output channels 10.8 + 10.0;
+// 32 input channels 9.6 + 9.8; 64 columns 10.2 + 9.7; 96 output channels ±0.3.
+constexpr int64_t kWinogradColumns = 112;
+constexpr int64_t kWinogradRows = 72;
+constexpr int64_t kWinogradDepth = 64;
 
 bool KernelEmitter::plan_winograd(WinogradPlan& p) const {
   if (k_.reduction < 0) return false;
@@ -45,7 +62,7 @@ bool KernelEmitter::plan_winograd(WinogradPlan& p) const {
   if (p.input) {
     std::vector<int64_t> pad = int_list(n.attrs, "pad_low");
     p.batches = in[0];
-    p.channels = in[1];
+    p.channels = p.in_channels = in[1];
     p.in_h = in[2];
     p.in_w = in[3];
     p.pad_h = pad[0];
@@ -53,8 +70,54 @@ bool KernelEmitter::plan_winograd(WinogradPlan& p) const {
   } else {
     p.channels = in[1];
     p.batches = in[2] / (p.tiles_h * p.tiles_w);
+    if (read_arg_.count(n.operands[0]) == 0) plan_winograd_fused(p);
   }
   return true;
+}
+
+// A whole Winograd conv in one kernel (fuse.cpp): M = matmul(U, winograd_input(x)) is inlined.
+void KernelEmitter::plan_winograd_fused(WinogradPlan& p) const {
+  const ir::Node& mm = producer(p.node->operands[0]);
+  AOT_CHECK(mm.op == ir::OpKind::Matmul && mm.attrs.has("packed_a"), "a fused Winograd conv's GEMM is not packed");
+  const ir::Node& tiles = producer(mm.operands[1]);
+  AOT_CHECK(tiles.op == ir::OpKind::WinogradInput && read_arg_.count(tiles.operands[0]) != 0,
+            "a fused Winograd conv does not read its input tiles' source");
+  p.fused = true;
+  p.x = tiles.operands[0];
+  p.u = mm.operands[0];
+  std::vector<int64_t> xs = static_dims(g_, p.x), pad = int_list(tiles.attrs, "pad_low");
+  p.in_channels = xs[1];
+  p.in_h = xs[2];
+  p.in_w = xs[3];
+  p.pad_h = pad[0];
+  p.pad_w = pad[1];
+  // Columns: the number of whole rows of tiles, up to kWinogradColumns tiles, whose last NR
+  // panel is the fullest (56×56 outputs: 4 rows of 28 = 112, 7 panels; 14×14: 16 rows of 7).
+  const int64_t nr = kPackedNR, rows_total = p.batches * p.tiles_h;
+  const int64_t most = std::clamp<int64_t>(kWinogradColumns / p.tiles_w, 1, rows_total);
+  double best = -1;
+  for (int64_t r = 1; r <= most; ++r) {
+    const int64_t nc = r * p.tiles_w, ncp = (nc + nr - 1) / nr * nr;
+    const double use = static_cast<double>(nc) / static_cast<double>(ncp);
+    if (use >= best) {
+      best = use;
+      p.block_rows = r;
+    }
+  }
+  p.nc = p.block_rows * p.tiles_w;
+  p.ncp = (p.nc + nr - 1) / nr * nr;
+  // A block's last vector of tiles may run past its columns: B's rows have room for it.
+  const int64_t reach = (p.block_rows - 1) * p.tiles_w + p.vectors * p.lanes;
+  p.ldb = (std::max(p.ncp, reach) + nr - 1) / nr * nr;
+  // Rows of tiles wider than kWinogradColumns (fuse.cpp fuses up to 256) take fewer output and
+  // input channels per step: the stack stays ~1 MB.
+  static_assert(kWinogradRows % kPackedMR == 0, "a task's output channels are whole U panels");
+  const int64_t rows = std::max<int64_t>(kPackedMR, kWinogradRows * kWinogradColumns / std::max(p.ncp, kWinogradColumns) /
+                                                        kPackedMR * kPackedMR);
+  const int64_t depth = std::max<int64_t>(8, kWinogradDepth * (kWinogradColumns + 16) / std::max(p.ldb, kWinogradColumns + 16));
+  p.mt = std::min(rows, (p.channels + kPackedMR - 1) / kPackedMR * kPackedMR);
+  const int64_t k_panels = (p.in_channels + depth - 1) / depth;
+  p.kc = (p.in_channels + k_panels - 1) / k_panels;
 }
 
 namespace {
@@ -71,11 +134,90 @@ std::vector<int> lane_mask(int64_t count, int64_t first, int64_t step) {
 
 }  // namespace
 
-void KernelEmitter::emit_winograd_input(const WinogradPlan& p, llvm::Value* begin, llvm::Value* end) {
+void KernelEmitter::winograd_input_tiles(const WinogradPlan& p, llvm::Value* x, llvm::Value* plane, llvm::Value* th,
+                                         llvm::Value* tw0,
+                                         const std::function<void(const std::vector<llvm::Value*>&)>& use) {
   llvm::Type* f32 = b_.getFloatTy();
   const auto L = static_cast<unsigned>(p.lanes);
   auto* wide = llvm::FixedVectorType::get(f32, 2 * L);
-  const int64_t T = p.tiles_h * p.tiles_w, plane = p.in_h * p.in_w, total = p.batches * p.channels * plane;
+  const int64_t plane_size = p.in_h * p.in_w, total = p.batches * p.in_channels * plane_size;
+  std::vector<llvm::Value*> row_off, row_ok;
+  for (int64_t i = 0; i < 4; ++i) {
+    llvm::Value* ih = b_.CreateSub(b_.CreateAdd(b_.CreateMul(th, i64(2)), i64(i)), i64(p.pad_h));
+    row_ok.push_back(in_range(ih, p.in_h));
+    row_off.push_back(b_.CreateAdd(b_.CreateMul(plane, i64(plane_size)), b_.CreateMul(clamp(ih, p.in_h), i64(p.in_w))));
+  }
+  std::vector<uint64_t> iota;
+  for (unsigned e = 0; e < 2 * L; ++e) iota.push_back(e);
+  llvm::Value* lane_cols = llvm::ConstantDataVector::get(ctx_, llvm::ArrayRef<uint64_t>(iota));
+  llvm::Value* zero = llvm::Constant::getNullValue(wide);
+  llvm::Value* col0 = b_.CreateSub(b_.CreateMul(tw0, i64(2)), i64(p.pad_w));
+  // The two vectors of each input row: columns [col0, col0 + 2L) and [col0 + 2, col0 + 2L + 2).
+  auto row_vectors = [&](bool in_buffer) {
+    std::vector<llvm::Value*> rows;
+    for (size_t i = 0; i < 4; ++i)
+      for (int64_t shift : {0, 2}) {
+        llvm::Value* col = b_.CreateAdd(col0, i64(shift));
+        llvm::Value* r;
+        if (in_buffer) {
+          r = b_.CreateAlignedLoad(wide, b_.CreateGEP(f32, x, b_.CreateAdd(row_off[i], col)), llvm::Align(4));
+          llvm::Value* cols = b_.CreateAdd(b_.CreateVectorSplat(2 * L, col), lane_cols);
+          llvm::Value* ok = b_.CreateAnd(b_.CreateICmpSGE(cols, llvm::Constant::getNullValue(cols->getType())),
+                                         b_.CreateICmpSLT(cols, b_.CreateVectorSplat(2 * L, i64(p.in_w))));
+          ok = b_.CreateAnd(ok, b_.CreateVectorSplat(2 * L, row_ok[i]));
+          r = b_.CreateSelect(ok, r, zero);
+        } else {
+          r = zero;
+          for (unsigned e = 0; e < 2 * L; ++e) {
+            llvm::Value* ce = b_.CreateAdd(col, i64(e));
+            llvm::Value* ok = b_.CreateAnd(row_ok[i], in_range(ce, p.in_w));
+            llvm::Value* v = b_.CreateAlignedLoad(
+                f32, b_.CreateInBoundsGEP(f32, x, b_.CreateAdd(row_off[i], clamp(ce, p.in_w))), llvm::Align(4));
+            r = b_.CreateInsertElement(r, b_.CreateSelect(ok, v, llvm::ConstantFP::get(f32, 0.0)), e);
+          }
+        }
+        rows.push_back(r);
+      }
+    return rows;
+  };
+  auto transform = [&](bool in_buffer) {
+    std::vector<llvm::Value*> rows = row_vectors(in_buffer);
+    const std::vector<int> even = lane_mask(p.lanes, 0, 2), odd = lane_mask(p.lanes, 1, 2);
+    // d[i][j]: column j of the lanes' tiles in input row i.
+    llvm::Value* d[4][4];
+    for (size_t i = 0; i < 4; ++i) {
+      d[i][0] = b_.CreateShuffleVector(rows[2 * i], even);
+      d[i][1] = b_.CreateShuffleVector(rows[2 * i], odd);
+      d[i][2] = b_.CreateShuffleVector(rows[2 * i + 1], even);
+      d[i][3] = b_.CreateShuffleVector(rows[2 * i + 1], odd);
+    }
+    // BT·d·B: rows of BT are (d0 - d2, d1 + d2, d2 - d1, d1 - d3), on the columns, then rows.
+    auto bt = [&](llvm::Value* v0, llvm::Value* v1, llvm::Value* v2, llvm::Value* v3, int a) {
+      switch (a) {
+        case 0: return b_.CreateFSub(v0, v2);
+        case 1: return b_.CreateFAdd(v1, v2);
+        case 2: return b_.CreateFSub(v2, v1);
+        default: return b_.CreateFSub(v1, v3);
+      }
+    };
+    llvm::Value* cols[4][4];
+    for (size_t i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) cols[i][j] = bt(d[i][0], d[i][1], d[i][2], d[i][3], j);
+    std::vector<llvm::Value*> v;
+    for (int a = 0; a < 4; ++a)
+      for (size_t j = 0; j < 4; ++j) v.push_back(bt(cols[0][j], cols[1][j], cols[2][j], cols[3][j], a));
+    use(v);
+  };
+  llvm::Value* lowest = b_.CreateAdd(row_off[0], col0);
+  llvm::Value* highest = b_.CreateAdd(row_off[3], b_.CreateAdd(col0, i64(2 * p.lanes + 2)));
+  llvm::Value* in_buffer = b_.CreateAnd(b_.CreateICmpSGE(lowest, i64(0)), b_.CreateICmpSLE(highest, i64(total)));
+  if_else(in_buffer, [&] { transform(true); }, [&] { transform(false); });
+}
+
+void KernelEmitter::emit_winograd_input(const WinogradPlan& p, llvm::Value* begin, llvm::Value* end) {
+  llvm::Type* f32 = b_.getFloatTy();
+  const auto L = static_cast<unsigned>(p.lanes);
+  const int64_t T = p.tiles_h * p.tiles_w;
   llvm::Value* x = buffers_[static_cast<size_t>(read_arg_.at(p.node->operands[0]))];
   llvm::Value* v_out = buffers_[0];
   // A plane's 16 rows of V gathered in a stack buffer and copied out once the plane is done:
@@ -86,121 +228,50 @@ void KernelEmitter::emit_winograd_input(const WinogradPlan& p, llvm::Value* begi
   const bool buffered = 16 * pitch <= kWinogradMaxBuffer;
   llvm::Value* staged = buffered ? stack_array(f32, 16 * pitch) : nullptr;
   llvm::Value* tail = buffered ? nullptr : stack_array(f32, 16 * p.lanes);
-  std::vector<uint64_t> iota;
-  for (unsigned e = 0; e < 2 * L; ++e) iota.push_back(e);
-  llvm::Value* lane_cols = llvm::ConstantDataVector::get(ctx_, llvm::ArrayRef<uint64_t>(iota));
-  llvm::Value* zero = llvm::Constant::getNullValue(wide);
   // Task c·N + n: consecutive tasks fill one row of V per (a, b) and channel, [n·T, (n+1)·T),
   // so the threads' shares end on whole rows. In n·C + c order two threads wrote the two halves
   // of each row and shared the cache line between (resnet50_b4's 14×14 layer at 2 threads).
   range_loop(begin, end, [&](llvm::Value* task) {
     llvm::Value* c = b_.CreateUDiv(task, i64(p.batches));
     llvm::Value* n = b_.CreateURem(task, i64(p.batches));
-    llvm::Value* nc = b_.CreateAdd(b_.CreateMul(n, i64(p.channels)), c);
+    llvm::Value* plane = b_.CreateAdd(b_.CreateMul(n, i64(p.channels)), c);
     range_loop(i64(0), i64(p.tiles_h), [&](llvm::Value* th) {
-    std::vector<llvm::Value*> row_off, row_ok;
-    for (int64_t i = 0; i < 4; ++i) {
-      llvm::Value* ih = b_.CreateSub(b_.CreateAdd(b_.CreateMul(th, i64(2)), i64(i)), i64(p.pad_h));
-      row_ok.push_back(in_range(ih, p.in_h));
-      row_off.push_back(b_.CreateAdd(b_.CreateMul(nc, i64(plane)), b_.CreateMul(clamp(ih, p.in_h), i64(p.in_w))));
-    }
-    llvm::Value* out_base = b_.CreateAdd(b_.CreateMul(n, i64(T)), b_.CreateMul(th, i64(p.tiles_w)));
-    range_loop(i64(0), i64(p.vectors), [&](llvm::Value* q) {
-      llvm::Value* tw0 = b_.CreateMul(q, i64(p.lanes));
-      llvm::Value* col0 = b_.CreateSub(b_.CreateMul(tw0, i64(2)), i64(p.pad_w));
-      // The two vectors of each input row: columns [col0, col0 + 2L) and [col0 + 2, col0 + 2L + 2).
-      auto row_vectors = [&](bool in_buffer) {
-        std::vector<llvm::Value*> rows;
-        for (int64_t i = 0; i < 4; ++i)
-          for (int64_t shift : {0, 2}) {
-            llvm::Value* col = b_.CreateAdd(col0, i64(shift));
-            llvm::Value* r;
-            if (in_buffer) {
-              r = b_.CreateAlignedLoad(wide, b_.CreateGEP(f32, x, b_.CreateAdd(row_off[static_cast<size_t>(i)], col)), llvm::Align(4));
-              llvm::Value* cols = b_.CreateAdd(b_.CreateVectorSplat(2 * L, col), lane_cols);
-              llvm::Value* ok = b_.CreateAnd(b_.CreateICmpSGE(cols, llvm::Constant::getNullValue(cols->getType())),
-                                             b_.CreateICmpSLT(cols, b_.CreateVectorSplat(2 * L, i64(p.in_w))));
-              ok = b_.CreateAnd(ok, b_.CreateVectorSplat(2 * L, row_ok[static_cast<size_t>(i)]));
-              r = b_.CreateSelect(ok, r, zero);
-            } else {
-              r = zero;
-              for (unsigned e = 0; e < 2 * L; ++e) {
-                llvm::Value* ce = b_.CreateAdd(col, i64(e));
-                llvm::Value* ok = b_.CreateAnd(row_ok[static_cast<size_t>(i)], in_range(ce, p.in_w));
-                llvm::Value* v = b_.CreateAlignedLoad(
-                    f32, b_.CreateInBoundsGEP(f32, x, b_.CreateAdd(row_off[static_cast<size_t>(i)], clamp(ce, p.in_w))), llvm::Align(4));
-                r = b_.CreateInsertElement(r, b_.CreateSelect(ok, v, llvm::ConstantFP::get(f32, 0.0)), e);
-              }
-            }
-            rows.push_back(r);
+      llvm::Value* out_base = b_.CreateAdd(b_.CreateMul(n, i64(T)), b_.CreateMul(th, i64(p.tiles_w)));
+      range_loop(i64(0), i64(p.vectors), [&](llvm::Value* q) {
+        llvm::Value* tw0 = b_.CreateMul(q, i64(p.lanes));
+        // A vector past the row's last tile is stored whole where its extra lanes stay in this
+        // plane: the later rows, stored afterwards by this task, overwrite them. At the plane's
+        // end only the row's own lanes are stored.
+        llvm::Value* full = b_.CreateICmpSLE(
+            b_.CreateAdd(b_.CreateMul(th, i64(p.tiles_w)), b_.CreateAdd(tw0, i64(p.lanes))), i64(T));
+        llvm::Value* first = b_.CreateAdd(out_base, tw0);  // position along N·T
+        winograd_input_tiles(p, x, plane, th, tw0, [&](const std::vector<llvm::Value*>& v) {
+          if (buffered) {  // the extra lanes of a row's last vector land in the next row, or the slack
+            llvm::Value* t0 = b_.CreateAdd(b_.CreateMul(th, i64(p.tiles_w)), tw0);
+            for (int64_t ab = 0; ab < 16; ++ab)
+              b_.CreateAlignedStore(v[static_cast<size_t>(ab)],
+                                    b_.CreateInBoundsGEP(f32, staged, b_.CreateAdd(i64(ab * pitch), t0)), llvm::Align(4));
+            return;
           }
-        return rows;
-      };
-      auto transform = [&](bool in_buffer) {
-        std::vector<llvm::Value*> rows = row_vectors(in_buffer);
-        const std::vector<int> even = lane_mask(p.lanes, 0, 2), odd = lane_mask(p.lanes, 1, 2);
-        // d[i][j]: column j of the lanes' tiles in input row i.
-        llvm::Value* d[4][4];
-        for (size_t i = 0; i < 4; ++i) {
-          d[i][0] = b_.CreateShuffleVector(rows[2 * i], even);
-          d[i][1] = b_.CreateShuffleVector(rows[2 * i], odd);
-          d[i][2] = b_.CreateShuffleVector(rows[2 * i + 1], even);
-          d[i][3] = b_.CreateShuffleVector(rows[2 * i + 1], odd);
-        }
-        // BT·d·B: rows of BT are (d0 - d2, d1 + d2, d2 - d1, d1 - d3), on the columns, then rows.
-        auto bt = [&](llvm::Value* v0, llvm::Value* v1, llvm::Value* v2, llvm::Value* v3, int a) {
-          switch (a) {
-            case 0: return b_.CreateFSub(v0, v2);
-            case 1: return b_.CreateFAdd(v1, v2);
-            case 2: return b_.CreateFSub(v2, v1);
-            default: return b_.CreateFSub(v1, v3);
-          }
-        };
-        llvm::Value* cols[4][4];
-        for (size_t i = 0; i < 4; ++i)
-          for (int j = 0; j < 4; ++j) cols[i][j] = bt(d[i][0], d[i][1], d[i][2], d[i][3], j);
-        std::vector<llvm::Value*> v;
-        for (int a = 0; a < 4; ++a)
-          for (size_t j = 0; j < 4; ++j) v.push_back(bt(cols[0][j], cols[1][j], cols[2][j], cols[3][j], a));
-        return v;
-      };
-      llvm::Value* lowest = b_.CreateAdd(row_off[0], col0);
-      llvm::Value* highest = b_.CreateAdd(row_off[3], b_.CreateAdd(col0, i64(2 * p.lanes + 2)));
-      llvm::Value* in_buffer = b_.CreateAnd(b_.CreateICmpSGE(lowest, i64(0)), b_.CreateICmpSLE(highest, i64(total)));
-      // A vector past the row's last tile is stored whole where its extra lanes stay in this
-      // plane: the later rows, stored afterwards by this task, overwrite them. At the plane's
-      // end only the row's own lanes are stored.
-      llvm::Value* full = b_.CreateICmpSLE(b_.CreateAdd(b_.CreateMul(th, i64(p.tiles_w)), b_.CreateAdd(tw0, i64(p.lanes))),
-                                           i64(T));
-      llvm::Value* first = b_.CreateAdd(out_base, tw0);  // position along N·T
-      auto store_all = [&](const std::vector<llvm::Value*>& v) {
-        if (buffered) {  // the extra lanes of a row's last vector land in the next row, or the slack
-          llvm::Value* t0 = b_.CreateAdd(b_.CreateMul(th, i64(p.tiles_w)), tw0);
-          for (int64_t ab = 0; ab < 16; ++ab)
-            b_.CreateAlignedStore(v[static_cast<size_t>(ab)],
-                                  b_.CreateInBoundsGEP(f32, staged, b_.CreateAdd(i64(ab * pitch), t0)), llvm::Align(4));
-          return;
-        }
-        if_else(full, [&] {
-          for (int64_t ab = 0; ab < 16; ++ab) {
-            llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(i64(ab * p.channels), c), i64(p.batches * T)), first);
-            b_.CreateAlignedStore(v[static_cast<size_t>(ab)], b_.CreateInBoundsGEP(f32, v_out, at), llvm::Align(4));
-          }
-        }, [&] {
-          for (int64_t ab = 0; ab < 16; ++ab)
-            b_.CreateAlignedStore(v[static_cast<size_t>(ab)], b_.CreateInBoundsGEP(f32, tail, i64(ab * p.lanes)), llvm::Align(4));
-          range_loop(i64(0), b_.CreateSub(i64(p.tiles_w), tw0), [&](llvm::Value* e) {
+          if_else(full, [&] {
             for (int64_t ab = 0; ab < 16; ++ab) {
-              llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(i64(ab * p.channels), c), i64(p.batches * T)),
-                                             b_.CreateAdd(first, e));
-              llvm::Value* s = b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, tail, b_.CreateAdd(i64(ab * p.lanes), e)), llvm::Align(4));
-              b_.CreateAlignedStore(s, b_.CreateInBoundsGEP(f32, v_out, at), llvm::Align(4));
+              llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(i64(ab * p.channels), c), i64(p.batches * T)), first);
+              b_.CreateAlignedStore(v[static_cast<size_t>(ab)], b_.CreateInBoundsGEP(f32, v_out, at), llvm::Align(4));
             }
+          }, [&] {
+            for (int64_t ab = 0; ab < 16; ++ab)
+              b_.CreateAlignedStore(v[static_cast<size_t>(ab)], b_.CreateInBoundsGEP(f32, tail, i64(ab * p.lanes)), llvm::Align(4));
+            range_loop(i64(0), b_.CreateSub(i64(p.tiles_w), tw0), [&](llvm::Value* e) {
+              for (int64_t ab = 0; ab < 16; ++ab) {
+                llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(i64(ab * p.channels), c), i64(p.batches * T)),
+                                               b_.CreateAdd(first, e));
+                llvm::Value* s = b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, tail, b_.CreateAdd(i64(ab * p.lanes), e)), llvm::Align(4));
+                b_.CreateAlignedStore(s, b_.CreateInBoundsGEP(f32, v_out, at), llvm::Align(4));
+              }
+            });
           });
         });
-      };
-      if_else(in_buffer, [&] { store_all(transform(true)); }, [&] { store_all(transform(false)); });
-    });
+      });
     });
     if (buffered) {
       auto* vec = llvm::FixedVectorType::get(f32, L);
@@ -222,71 +293,200 @@ void KernelEmitter::emit_winograd_input(const WinogradPlan& p, llvm::Value* begi
   });
 }
 
+void KernelEmitter::winograd_output_tiles(const WinogradPlan& p, const std::vector<llvm::Value*>& mv, llvm::Value* tile,
+                                          llvm::Value* tw0) {
+  const auto L = static_cast<unsigned>(p.lanes);
+  const int64_t row_tile = 2 * p.lanes * p.vectors;
+  // AT·m·A: rows of AT are (m0 + m1 + m2, m1 - m2 - m3), on the rows a, then columns b.
+  auto at_row = [&](llvm::Value* v0, llvm::Value* v1, llvm::Value* v2, llvm::Value* v3, int r) {
+    return r == 0 ? b_.CreateFAdd(b_.CreateFAdd(v0, v1), v2) : b_.CreateFSub(b_.CreateFSub(v1, v2), v3);
+  };
+  for (int r = 0; r < 2; ++r) {
+    llvm::Value* rows[4];
+    for (size_t j = 0; j < 4; ++j) rows[j] = at_row(mv[j], mv[4 + j], mv[8 + j], mv[12 + j], r);
+    llvm::Value* y0 = at_row(rows[0], rows[1], rows[2], rows[3], 0);
+    llvm::Value* y1 = at_row(rows[0], rows[1], rows[2], rows[3], 1);
+    std::vector<int> zip;
+    for (unsigned e = 0; e < L; ++e) zip.insert(zip.end(), {static_cast<int>(e), static_cast<int>(L + e)});
+    llvm::Value* both = b_.CreateShuffleVector(y0, y1, zip);
+    llvm::Value* dst = b_.CreateInBoundsGEP(b_.getFloatTy(), tile, b_.CreateAdd(i64(r * row_tile), b_.CreateMul(tw0, i64(2))));
+    b_.CreateAlignedStore(both, dst, llvm::Align(4));
+  }
+}
+
+void KernelEmitter::winograd_store_rows(const WinogradPlan& p, llvm::Value* n, llvm::Value* o, llvm::Value* th,
+                                        llvm::Value* tile) {
+  const int64_t row_tile = 2 * p.lanes * p.vectors;
+  const ir::Shape& out = dims(k_.reduction);
+  range_loop(i64(0), smin(i64(2), b_.CreateSub(i64(p.out_h), b_.CreateMul(th, i64(2)))), [&](llvm::Value* r) {
+    llvm::Value* y = b_.CreateAdd(b_.CreateMul(th, i64(2)), r);
+    llvm::Value* row = b_.CreateInBoundsGEP(b_.getFloatTy(), tile, b_.CreateMul(r, i64(row_tile)));
+    row_loop(p.out_w, [&](llvm::Value* xw) {
+      Index idx = {n, o, y, xw};
+      for (size_t d = 0; d < out.size(); ++d)
+        if (is_one(out[d])) idx[d] = i64(0);  // what broadcast() gives every size-1 dim
+      memo_.back()[{k_.reduction, idx}] =
+          b_.CreateAlignedLoad(b_.getFloatTy(), b_.CreateInBoundsGEP(b_.getFloatTy(), row, xw), llvm::Align(4));
+      store(k_.root, 0, idx, emit(k_.root, idx));
+    });
+  });
+}
+
 void KernelEmitter::emit_winograd_output(const WinogradPlan& p, llvm::Value* begin, llvm::Value* end) {
   llvm::Type* f32 = b_.getFloatTy();
   const auto L = static_cast<unsigned>(p.lanes);
   auto* vec = llvm::FixedVectorType::get(f32, L);
   const int64_t T = p.tiles_h * p.tiles_w, total = 16 * p.channels * p.batches * T;
-  const int64_t row_tile = 2 * p.lanes * p.vectors;
-  const ir::Shape& out = dims(k_.reduction);
   llvm::Value* m = buffers_[static_cast<size_t>(read_arg_.at(p.node->operands[0]))];
-  llvm::Value* tile = stack_array(f32, 2 * row_tile);
+  llvm::Value* tile = stack_array(f32, 2 * 2 * p.lanes * p.vectors);
   range_loop(begin, end, [&](llvm::Value* no) {  // n·O + o
     llvm::Value* o = b_.CreateURem(no, i64(p.channels));
     llvm::Value* n = b_.CreateUDiv(no, i64(p.channels));
     range_loop(i64(0), i64(p.tiles_h), [&](llvm::Value* th) {
-    llvm::Value* row_base = b_.CreateAdd(b_.CreateMul(n, i64(T)), b_.CreateMul(th, i64(p.tiles_w)));
-    range_loop(i64(0), i64(p.vectors), [&](llvm::Value* q) {
-      llvm::Value* tw0 = b_.CreateMul(q, i64(p.lanes));
-      llvm::Value* first = b_.CreateAdd(row_base, tw0);
-      auto at = [&](int64_t ab) {
-        return b_.CreateAdd(b_.CreateMul(b_.CreateAdd(i64(ab * p.channels), o), i64(p.batches * T)), first);
-      };
-      auto transform = [&](bool in_buffer) {
-        llvm::Value* mv[16];
-        for (int64_t ab = 0; ab < 16; ++ab) {
-          if (in_buffer) {
-            mv[ab] = b_.CreateAlignedLoad(vec, b_.CreateInBoundsGEP(f32, m, at(ab)), llvm::Align(4));
-            continue;
-          }
-          llvm::Value* v = llvm::Constant::getNullValue(vec);
-          for (unsigned e = 0; e < L; ++e) {
-            llvm::Value* pos = clamp(b_.CreateAdd(at(ab), i64(e)), total);
-            v = b_.CreateInsertElement(v, b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, m, pos), llvm::Align(4)), e);
-          }
-          mv[ab] = v;
-        }
-        // AT·m·A: rows of AT are (m0 + m1 + m2, m1 - m2 - m3), on the rows a, then columns b.
-        auto at_row = [&](llvm::Value* v0, llvm::Value* v1, llvm::Value* v2, llvm::Value* v3, int r) {
-          return r == 0 ? b_.CreateFAdd(b_.CreateFAdd(v0, v1), v2) : b_.CreateFSub(b_.CreateFSub(v1, v2), v3);
+      llvm::Value* row_base = b_.CreateAdd(b_.CreateMul(n, i64(T)), b_.CreateMul(th, i64(p.tiles_w)));
+      range_loop(i64(0), i64(p.vectors), [&](llvm::Value* q) {
+        llvm::Value* tw0 = b_.CreateMul(q, i64(p.lanes));
+        llvm::Value* first = b_.CreateAdd(row_base, tw0);
+        auto at = [&](int64_t ab) {
+          return b_.CreateAdd(b_.CreateMul(b_.CreateAdd(i64(ab * p.channels), o), i64(p.batches * T)), first);
         };
-        for (int r = 0; r < 2; ++r) {
-          llvm::Value* rows[4];
-          for (int j = 0; j < 4; ++j) rows[j] = at_row(mv[j], mv[4 + j], mv[8 + j], mv[12 + j], r);
-          llvm::Value* y0 = at_row(rows[0], rows[1], rows[2], rows[3], 0);
-          llvm::Value* y1 = at_row(rows[0], rows[1], rows[2], rows[3], 1);
-          std::vector<int> zip;
-          for (unsigned e = 0; e < L; ++e) zip.insert(zip.end(), {static_cast<int>(e), static_cast<int>(L + e)});
-          llvm::Value* both = b_.CreateShuffleVector(y0, y1, zip);
-          llvm::Value* dst = b_.CreateInBoundsGEP(f32, tile, b_.CreateAdd(i64(r * row_tile), b_.CreateMul(tw0, i64(2))));
-          b_.CreateAlignedStore(both, dst, llvm::Align(4));
-        }
-      };
-      llvm::Value* in_buffer = b_.CreateICmpSLE(b_.CreateAdd(at(15), i64(p.lanes)), i64(total));
-      if_else(in_buffer, [&] { transform(true); }, [&] { transform(false); });
+        auto transform = [&](bool in_buffer) {
+          std::vector<llvm::Value*> mv;
+          for (int64_t ab = 0; ab < 16; ++ab) {
+            if (in_buffer) {
+              mv.push_back(b_.CreateAlignedLoad(vec, b_.CreateInBoundsGEP(f32, m, at(ab)), llvm::Align(4)));
+              continue;
+            }
+            llvm::Value* v = llvm::Constant::getNullValue(vec);
+            for (unsigned e = 0; e < L; ++e) {
+              llvm::Value* pos = clamp(b_.CreateAdd(at(ab), i64(e)), total);
+              v = b_.CreateInsertElement(v, b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, m, pos), llvm::Align(4)), e);
+            }
+            mv.push_back(v);
+          }
+          winograd_output_tiles(p, mv, tile, tw0);
+        };
+        llvm::Value* in_buffer = b_.CreateICmpSLE(b_.CreateAdd(at(15), i64(p.lanes)), i64(total));
+        if_else(in_buffer, [&] { transform(true); }, [&] { transform(false); });
+      });
+      winograd_store_rows(p, n, o, th, tile);
     });
-    range_loop(i64(0), smin(i64(2), b_.CreateSub(i64(p.out_h), b_.CreateMul(th, i64(2)))), [&](llvm::Value* r) {
-      llvm::Value* y = b_.CreateAdd(b_.CreateMul(th, i64(2)), r);
-      llvm::Value* row = b_.CreateInBoundsGEP(f32, tile, b_.CreateMul(r, i64(row_tile)));
-      row_loop(p.out_w, [&](llvm::Value* xw) {
-        Index idx = {n, o, y, xw};
-        for (size_t d = 0; d < out.size(); ++d)
-          if (is_one(out[d])) idx[d] = i64(0);  // what broadcast() gives every size-1 dim
-        memo_.back()[{k_.reduction, idx}] =
-            b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, row, xw), llvm::Align(4));
-        store(k_.root, 0, idx, emit(k_.root, idx));
+  });
+}
+
+void KernelEmitter::emit_winograd_fused(const WinogradPlan& p, llvm::Value* begin, llvm::Value* end) {
+  llvm::Type* f32 = b_.getFloatTy();
+  GemmPlan g;  // the microkernels' panel shapes
+  g.mr = kPackedMR;
+  g.nr = kPackedNR;
+  const int64_t C = p.in_channels, O = p.channels, rows_total = p.batches * p.tiles_h;
+  const int64_t o_panels = (O + g.mr - 1) / g.mr;  // U's panels per point
+  auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(p.lanes));
+  llvm::Value* x = buffers_[static_cast<size_t>(read_arg_.at(p.x))];
+  llvm::Value* u = packed_weight(p.u, g.mr);  // [16, ⌈O/MR⌉, C, MR]
+  // The 16 B matrices and tiles, a cache line more than their size apart: at 4 KB multiples
+  // (32 × 64 floats) the transform's 16 stores per vector all fell in one L1 set.
+  const int64_t b_pitch = p.kc * p.ldb + 16, c_pitch = p.mt * p.ncp + 16;
+  llvm::Value* bt = stack_array(f32, 16 * b_pitch);
+  llvm::Value* ct = stack_array(f32, 16 * c_pitch + p.lanes);  // + a last vector's lanes past it
+  llvm::Value* row_tile = stack_array(f32, 2 * 2 * p.lanes * p.vectors);
+  // As emit_gemm_tasks: rows per call, B and A panels per call.
+  const int64_t uk_rows = target_.f32_lanes == 4 ? g.mr / 2 : g.mr;
+  const int64_t pair = panels_per_call(target_, g.nr), a_pair = target_.f32_lanes >= 16 ? 2 : 1;
+  llvm::Function* ukernels[2][2] = {};
+  for (int64_t a = 0; a < a_pair; ++a)
+    for (int64_t q = 0; q < pair; ++q) ukernels[a][q] = gemm_microkernel(g, uk_rows * (a + 1), false, q + 1, 0, p.ldb);
+  auto* panel = llvm::FixedVectorType::get(f32, static_cast<unsigned>(g.nr));
+  auto ceil_div = [&](llvm::Value* v, int64_t d) { return b_.CreateUDiv(b_.CreateAdd(v, i64(d - 1)), i64(d)); };
+  range_loop(begin, end, [&](llvm::Value* t) {
+    llvm::Value* it = b_.CreateMul(b_.CreateURem(t, i64(p.m_tasks())), i64(p.mt));
+    llvm::Value* r0 = b_.CreateMul(b_.CreateUDiv(t, i64(p.m_tasks())), i64(p.block_rows));
+    llvm::Value* mt = smin(b_.CreateSub(i64(O), it), i64(p.mt));
+    llvm::Value* rows = smin(b_.CreateSub(i64(rows_total), r0), i64(p.block_rows));
+    llvm::Value* n_panels = ceil_div(b_.CreateMul(rows, i64(p.tiles_w)), g.nr);
+    llvm::Value* m_panels = ceil_div(mt, g.mr);
+    // Image n and tile row th of the block's row r.
+    auto image_row = [&](llvm::Value* r) {
+      llvm::Value* row = b_.CreateAdd(r0, r);
+      return std::pair{b_.CreateUDiv(row, i64(p.tiles_h)), b_.CreateURem(row, i64(p.tiles_h))};
+    };
+    range_loop(i64(0), i64((C + p.kc - 1) / p.kc), [&](llvm::Value* pi) {
+      llvm::Value* pc = b_.CreateMul(pi, i64(p.kc));
+      llvm::Value* kc = smin(b_.CreateSub(i64(C), pc), i64(p.kc));
+      // B[ab] (kc × ldb): row c holds the tiles' point ab of input channel pc + c. The GEMMs read
+      // the last panel whole: zeros past the tiles, which the transform then overwrites.
+      range_loop(i64(0), kc, [&](llvm::Value* c) {
+        llvm::Value* last = b_.CreateMul(b_.CreateSub(n_panels, i64(1)), i64(g.nr));
+        for (int64_t ab = 0; ab < 16; ++ab)
+          b_.CreateAlignedStore(llvm::Constant::getNullValue(panel),
+                                b_.CreateInBoundsGEP(f32, bt, b_.CreateAdd(b_.CreateAdd(i64(ab * b_pitch), b_.CreateMul(c, i64(p.ldb))), last)),
+                                llvm::Align(4));
+        range_loop(i64(0), rows, [&](llvm::Value* r) {
+          auto [n, th] = image_row(r);
+          llvm::Value* plane = b_.CreateAdd(b_.CreateMul(n, i64(C)), b_.CreateAdd(pc, c));
+          llvm::Value* col = b_.CreateMul(r, i64(p.tiles_w));
+          range_loop(i64(0), i64(p.vectors), [&](llvm::Value* q) {
+            llvm::Value* tw0 = b_.CreateMul(q, i64(p.lanes));
+            // A row's last vector runs into the next row's first tiles, stored after it.
+            winograd_input_tiles(p, x, plane, th, tw0, [&](const std::vector<llvm::Value*>& v) {
+              for (int64_t ab = 0; ab < 16; ++ab) {
+                llvm::Value* at = b_.CreateAdd(b_.CreateAdd(i64(ab * b_pitch), b_.CreateMul(c, i64(p.ldb))), b_.CreateAdd(col, tw0));
+                b_.CreateAlignedStore(v[static_cast<size_t>(ab)], b_.CreateInBoundsGEP(f32, bt, at), llvm::Align(4));
+              }
+            });
+          });
+        });
+      });
+      // The 16 GEMMs: tile[ab] (+)= U[ab][it .. it + mt, pc .. pc + kc] · B[ab].
+      llvm::Value* first = b_.CreateICmpEQ(pi, i64(0));
+      llvm::Value* lda = i64(C * g.mr);  // between U's panels
+      range_loop(i64(0), i64(16), [&](llvm::Value* ab) {
+        llvm::Value* a0 = b_.CreateInBoundsGEP(
+            f32, u, b_.CreateMul(b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(ab, i64(o_panels)), b_.CreateUDiv(it, i64(g.mr))), i64(C)), pc),
+                                 i64(g.mr)));
+        llvm::Value* b0 = b_.CreateInBoundsGEP(f32, bt, b_.CreateMul(ab, i64(b_pitch)));
+        llvm::Value* c0 = b_.CreateInBoundsGEP(f32, ct, b_.CreateMul(ab, i64(c_pitch)));
+        auto call = [&](llvm::Value* ir, int64_t a_count, llvm::Value* jr, llvm::Function* uk) {
+          llvm::Value* a_panel = b_.CreateInBoundsGEP(f32, a0, b_.CreateMul(ir, lda));
+          llvm::Value* a_next = b_.CreateGEP(f32, a_panel, b_.CreateMul(lda, i64(a_count)));
+          llvm::Value* b_panel = b_.CreateInBoundsGEP(f32, b0, b_.CreateMul(jr, i64(g.nr)));
+          llvm::Value* c_at = b_.CreateInBoundsGEP(
+              f32, c0, b_.CreateAdd(b_.CreateMul(b_.CreateMul(ir, i64(g.mr)), i64(p.ncp)), b_.CreateMul(jr, i64(g.nr))));
+          for (int64_t r = 0; r < g.mr * a_count; r += uk_rows * a_count)
+            b_.CreateCall(uk, {kc, b_.CreateConstInBoundsGEP1_64(f32, a_panel, static_cast<uint64_t>(r)), b_panel,
+                               b_.CreateConstInBoundsGEP1_64(f32, c_at, static_cast<uint64_t>(r * p.ncp)), i64(p.ncp), first,
+                               b_panel, lda, i64(g.mr * a_count), i64(g.nr), a_next});
+        };
+        auto b_panels = [&](llvm::Value* jr, int64_t count) {
+          range_loop(i64(0), ceil_div(m_panels, a_pair), [&](llvm::Value* qa) {
+            llvm::Value* ir = b_.CreateMul(qa, i64(a_pair));
+            if (a_pair == 1) return call(ir, 1, jr, ukernels[0][count - 1]);
+            if_else(b_.CreateICmpULT(b_.CreateAdd(ir, i64(1)), m_panels),
+                    [&] { call(ir, 2, jr, ukernels[1][count - 1]); },
+                    [&] { call(ir, 1, jr, ukernels[0][count - 1]); });
+          });
+        };
+        range_loop(i64(0), ceil_div(n_panels, pair), [&](llvm::Value* q) {
+          llvm::Value* jr = b_.CreateMul(q, i64(pair));
+          if (pair == 1) return b_panels(jr, 1);
+          if_else(b_.CreateICmpULT(b_.CreateAdd(jr, i64(1)), n_panels), [&] { b_panels(jr, 2); }, [&] { b_panels(jr, 1); });
+        });
       });
     });
+    // The output transform of every channel's tiles, with the kernel's epilogue.
+    range_loop(i64(0), mt, [&](llvm::Value* o) {
+      range_loop(i64(0), rows, [&](llvm::Value* r) {
+        auto [n, th] = image_row(r);
+        range_loop(i64(0), i64(p.vectors), [&](llvm::Value* q) {
+          llvm::Value* tw0 = b_.CreateMul(q, i64(p.lanes));
+          llvm::Value* at = b_.CreateAdd(b_.CreateMul(o, i64(p.ncp)), b_.CreateAdd(b_.CreateMul(r, i64(p.tiles_w)), tw0));
+          std::vector<llvm::Value*> mv;
+          for (int64_t ab = 0; ab < 16; ++ab)
+            mv.push_back(b_.CreateAlignedLoad(vec, b_.CreateInBoundsGEP(f32, ct, b_.CreateAdd(at, i64(ab * c_pitch))), llvm::Align(4)));
+          winograd_output_tiles(p, mv, row_tile, tw0);
+        });
+        winograd_store_rows(p, n, b_.CreateAdd(it, o), th, row_tile);
+      });
     });
   });
 }

@@ -156,6 +156,7 @@ ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end, 
   WinogradPlan winograd;
   if (plan_winograd(winograd)) {
     if (winograd.input) emit_winograd_input(winograd, begin, end);
+    else if (winograd.fused) emit_winograd_fused(winograd, begin, end);
     else emit_winograd_output(winograd, begin, end);
     return winograd.tasks();
   }
@@ -236,7 +237,13 @@ double KernelEmitter::work_estimate() const {
     case ir::OpCategory::Pool:
       for (int64_t e : int_list(n.attrs, "kernel")) per_output *= static_cast<double>(e);
       break;
-    case ir::OpCategory::Transform: per_output = 8; break;  // a few adds per element
+    case ir::OpCategory::Transform:
+      per_output = 8;  // a few adds per element
+      // A fused Winograd conv (emit_winograd.cpp): its 16 GEMMs too, 4·C per output.
+      if (n.op == ir::OpKind::WinogradOutput &&
+          std::find(k_.read_values.begin(), k_.read_values.end(), n.operands[0]) == k_.read_values.end())
+        per_output += 4.0 * static_cast<double>(planned(dims(producer(n.operands[0]).operands[0]).back()));
+      break;
     default: break;
   }
   return outputs * std::max(1.0, per_output);

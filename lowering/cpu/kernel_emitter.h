@@ -6,7 +6,8 @@
 //   emit_depthwise.cpp   depthwise conv kernels: output rows in vectors along the width, the
 //                        window's taps unrolled, the kernel's elementwise ops as epilogue
 //   emit_winograd.cpp    the Winograd F(2×2, 3×3) transforms, in vectors of tiles; the output
-//                        transform with the kernel's elementwise ops as epilogue
+//                        transform with the kernel's elementwise ops as epilogue; a whole
+//                        Winograd conv (transforms and GEMMs) in one kernel
 //   emit_views.cpp       ops that map the index: movement (reshape, permute, expand, slice,
 //                        flip, pad, concat), index loads (gather, index_select), arange
 //   emit_reductions.cpp  ops with an inner loop per output element: reduce, arg-reduce,
@@ -103,6 +104,10 @@ struct GemmPlan {
   ir::SymExpr tasks() const { return batches * m_tasks() * n_blocks(); }
 };
 
+// B panels per GEMM microkernel call (emit_gemm.cpp): two where one NR-wide panel is a single
+// vector (AVX-512), else one.
+int64_t panels_per_call(const CpuTarget& target, int64_t nr);
+
 // How a depthwise conv kernel is split (emit_depthwise.cpp): one task per `channels` output
 // channels × `rows` output rows of one batch index. Each output row is computed in vectors of
 // `lanes` outputs into a row tile of `tile` floats (the output width's bound in whole vectors),
@@ -130,13 +135,27 @@ struct DepthwisePlan {
 // A Winograd transform kernel (emit_winograd.cpp): one task per (batch, channel) plane, its
 // rows of 2×2 output tiles in order, `vectors` vectors of `lanes` tiles along each row. Static sizes only (the pass
 // rewrites static convs). `channels`: the input's C (input transform) or the output's O.
+//
+// `fused`: a whole Winograd conv, the output transform's kernel computing its GEMMs and input
+// tiles too (fuse.cpp): one task per `mt` output channels × `block_rows` rows of tiles (of the
+// N·tiles_h rows, images in turn; nc = block_rows·tiles_w tiles, the GEMMs' columns). Per
+// `kc` input channels, the task transforms its tiles into 16 row-major K × NC matrices of
+// `ldb` floats a row (B, one per point), runs the 16 GEMMs against U's pre-packed panels into
+// 16 tiles of mt × ncp floats (ncp: nc in whole NR panels), and at the end takes the output
+// transform of the tiles, with the kernel's epilogue.
 struct WinogradPlan {
   const ir::Node* node = nullptr;  // the winograd_input or winograd_output
   bool input = false;
   int64_t batches = 1, channels = 1, in_h = 0, in_w = 0, pad_h = 0, pad_w = 0;
   int64_t out_h = 0, out_w = 0, tiles_h = 0, tiles_w = 0;
   int64_t lanes = 4, vectors = 1;
-  int64_t tasks() const { return batches * channels; }
+  int64_t in_channels = 0;  // the input's C (for the input transform: `channels`)
+  bool fused = false;
+  ir::ValueId x = -1, u = -1;  // fused: the conv's input and U's packed view
+  int64_t mt = 0, kc = 0, block_rows = 0, nc = 0, ncp = 0, ldb = 0;
+  int64_t m_tasks() const { return (channels + mt - 1) / mt; }
+  int64_t column_blocks() const { return (batches * tiles_h + block_rows - 1) / block_rows; }
+  int64_t tasks() const { return fused ? m_tasks() * column_blocks() : batches * channels; }
 };
 
 class KernelEmitter {
@@ -242,7 +261,7 @@ class KernelEmitter {
   bool plan_gemm(GemmPlan& plan) const;
   void emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end);
   llvm::Function* gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a, int64_t panels,
-                                   int64_t static_lda = 0);
+                                   int64_t static_lda = 0, int64_t b_row = 0);
   llvm::Value* packed_weight(ir::ValueId view, int64_t width);
   void gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, llvm::Value* jc, llvm::Value* nc,
                         llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
@@ -275,8 +294,22 @@ class KernelEmitter {
 
   // emit_winograd.cpp
   bool plan_winograd(WinogradPlan& plan) const;
+  void plan_winograd_fused(WinogradPlan& plan) const;
   void emit_winograd_input(const WinogradPlan& plan, llvm::Value* begin, llvm::Value* end);
   void emit_winograd_output(const WinogradPlan& plan, llvm::Value* begin, llvm::Value* end);
+  void emit_winograd_fused(const WinogradPlan& plan, llvm::Value* begin, llvm::Value* end);
+  // The input transform of `lanes` tiles of input plane `plane` (n·C + c) from tile (th, tw0)
+  // along a row: 16 vectors (BT·d·B, point 4a + b), handed to `use` (on two paths: vectors
+  // inside the buffer, or per lane, clamped).
+  void winograd_input_tiles(const WinogradPlan& plan, llvm::Value* x, llvm::Value* plane, llvm::Value* th,
+                            llvm::Value* tw0, const std::function<void(const std::vector<llvm::Value*>&)>& use);
+  // AT·m·A of `lanes` tiles from their 16 vectors m[4a + b]: the two output rows of each tile,
+  // interleaved into the two rows of `tile` (row_tile floats apart) from column 2·tw0.
+  void winograd_output_tiles(const WinogradPlan& plan, const std::vector<llvm::Value*>& m, llvm::Value* tile,
+                             llvm::Value* tw0);
+  // The root for the (up to) two output rows of tile row th of image n, channel o, with the
+  // conv's value taken from `tile` (the kernel's epilogue).
+  void winograd_store_rows(const WinogradPlan& plan, llvm::Value* n, llvm::Value* o, llvm::Value* th, llvm::Value* tile);
 
   // emit_reductions.cpp
   llvm::Value* emit_reduce(const ir::Node& n, const Index& idx);

@@ -68,7 +68,39 @@ TEST(Winograd, BiasBatchNormReluAndResidualFuseIntoTheOutputTransform) {
   set_outputs(g, {g.add(OpKind::Relu, {g.add(OpKind::Add, {y, x})})});
   LoweredVariant v = expect_on_every_cpu(g, -2, 2, std::nullopt, always());
   EXPECT_EQ(count(v.graph, OpKind::WinogradOutput), 2);
-  EXPECT_EQ(v.num_kernels(), 6);
+  // Each conv is one kernel: 16 channels, so its GEMMs and input tiles fuse into the output
+  // transform's kernel (fuse.cpp).
+  EXPECT_EQ(v.num_kernels(), 2);
+}
+
+// The fused kernel (emit_winograd_fused): input channels over one K step (100: two of 50), output
+// channels over one task's rows (80: 72 + 8, not whole MR panels), batch 3 with blocks of tile
+// rows that span images (tiles 5 × 7, blocks of 9 rows), a row of tiles wider than a block
+// (116 tiles: one row per block, its last panel partly past the tiles), padding 1, 0 and
+// asymmetric, and bias + residual + ReLU as epilogue. 128 input channels still fuse, 129 do not.
+TEST(Winograd, FusedConvMatchesTheDirectConv) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({3, 100, 9, 13}), "L['x']");
+  ir::ValueId res = g.add_input("res", f32({3, 80, 9, 13}), "L['res']");
+  ir::ValueId wide = g.add_input("wide", f32({1, 20, 6, 232}), "L['wide']");
+  ir::ValueId w = weight(g, "w", {80, 100, 3, 3}, 1), b = weight(g, "b", {80}, 2);
+  ir::ValueId w7 = weight(g, "w7", {7, 20, 3, 3}, 3);
+  ir::ValueId y = g.add(OpKind::Conv, {x, w, b}, conv_attrs({1, 1}, {1, 1}));
+  set_outputs(g, {g.add(OpKind::Relu, {g.add(OpKind::Add, {y, res})}),
+                  g.add(OpKind::Conv, {x, w}, conv_attrs({0, 2}, {1, 0})),
+                  g.add(OpKind::Conv, {wide, w7}, conv_attrs({1, 1}, {1, 1})),
+                  g.add(OpKind::Conv, {wide, w7}, conv_attrs({0, 0}, {0, 0}))});
+  LoweredVariant v = expect_on_every_cpu(g, -1, 1, Tolerance{1e-4, 1e-4}, always());
+  EXPECT_EQ(count(v.graph, OpKind::WinogradOutput), 4);
+  EXPECT_EQ(v.num_kernels(), 4);
+
+  for (int64_t c : {128, 129}) {
+    ir::Graph deep;
+    ir::ValueId in = deep.add_input("x", f32({1, c, 8, 8}), "L['x']");
+    set_outputs(deep, {deep.add(OpKind::Conv, {in, weight(deep, "w", {16, c, 3, 3}, 4)}, conv_attrs({1, 1}, {1, 1}))});
+    SCOPED_TRACE(std::to_string(c) + " channels");
+    EXPECT_EQ(expect_matches_reference_in(deep, -1, 1, 1, Tolerance{1e-4, 1e-4}, always()).num_kernels(), c <= 128 ? 1 : 3);
+  }
 }
 
 // Taken by default where it pays (resnet's layers: 64 channels at 28×28, 7×7 outputs), not for
