@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   c->add_option("--dump", compile.dump,
                 "print the result of these lowering passes to stderr, e.g. --dump fuse,schedule or --dump all "
                 "(the passes: decompose, fold-constants, cse, dce, channels-last, winograd, pad-conv-inputs, pack-weights, fuse, "
-                "schedule, codegen, memory-plan); the compile cache is not used")
+                "schedule, cpu-plan, codegen, memory-plan); the compile cache is not used")
       ->delimiter(',');
   c->add_option("--report", compile.report,
                 "write a JSON report: per variant its guards, kernels with the graph nodes and source lines each "

@@ -4,6 +4,7 @@
 //                  channels_last, winograd, pad_conv_inputs, pack_weights
 //   fuse           decides which values are materialised        ir::Graph → FusedGraph
 //   schedule       kernels in order, buffers, loop nests        FusedGraph → Schedule
+//   plan (cpu)     per kernel: how a GEMM is blocked (cpu/plan.h) Schedule → CpuPlans
 //   codegen (cpu)  one LLVM function per kernel → ELF object    Schedule → ir::Bytes
 //   plan_memory    arena offsets with liveness-based reuse       Schedule → ir::ExecutionPlan
 #pragma once
@@ -103,9 +104,12 @@ struct Schedule {
 
 Schedule schedule(FusedGraph fused, const std::string& symbol_prefix);  // schedule.cpp
 ir::ExecutionPlan plan_memory(const Schedule& s);                       // memory_plan.cpp
-// cpu/codegen.cpp; `phases` (when given) gets the LLVM phases' times: llvm-ir (emitting the
-// kernels' IR), llvm-opt (the O2 pipeline), llvm-mc (instruction selection to the object).
-ir::Bytes codegen_cpu(const Schedule& s, const Options& options, std::vector<PassTiming>* phases = nullptr);
+namespace cpu { struct CpuPlan; }  // cpu/plan.h: plan_cpu_kernels
+// cpu/codegen.cpp, with one plan per scheduled kernel; `phases` (when given) gets the LLVM
+// phases' times: llvm-ir (emitting the kernels' IR), llvm-opt (the O2 pipeline), llvm-mc
+// (instruction selection to the object).
+ir::Bytes codegen_cpu(const Schedule& s, const std::vector<cpu::CpuPlan>& plans, const Options& options,
+                      std::vector<PassTiming>* phases = nullptr);
 
 // Rebuilding a graph in a pass: copies inputs, weights and symbols; `map` sends old values to new.
 struct GraphCopy {

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "lowering/cpu/plan.h"
 #include "lowering/passes.h"
 
 namespace aotrace::lowering {
@@ -73,7 +74,7 @@ auto run_pass(const Options& options, std::vector<PassTiming>& timings, const st
 
 const std::vector<std::string>& pass_names() {
   static const std::vector<std::string> names = {"decompose", "fold-constants", "cse", "dce", "channels-last", "winograd",
-                                                 "pad-conv-inputs", "pack-weights", "fuse", "schedule", "codegen",
+                                                 "pad-conv-inputs", "pack-weights", "fuse", "schedule", "cpu-plan", "codegen",
                                                  "memory-plan"};
   return names;
 }
@@ -111,7 +112,10 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
   FusedGraph fused = run_pass(options, t, "fuse", [&] { return fuse(std::move(g)); });
   // 10. Schedule: kernel order, buffers, loop nests, copies for aliased outputs.
   Schedule sched = run_pass(options, t, "schedule", [&] { return schedule(std::move(fused), symbol_prefix); });
-  // 11. Codegen: one LLVM function per kernel, optimised (O2) and emitted as an ELF object; for
+  // 11. The CPU backend's plans (cpu/plan.h): how each GEMM kernel is blocked, as data, the same
+  //     for every CPU codegen below.
+  std::vector<cpu::CpuPlan> plans = run_pass(options, t, "cpu-plan", [&] { return cpu::plan_cpu_kernels(sched); });
+  // 12. Codegen: one LLVM function per kernel, optimised (O2) and emitted as an ELF object; for
   //    each extra CPU too, on the same schedule, in threads (separate LLVMContexts). Timed per CPU.
   std::vector<std::future<ir::Bytes>> extra;
   std::vector<std::vector<PassTiming>> extra_timings(options.extra_cpus.size()), extra_phases(extra_timings.size());
@@ -121,12 +125,12 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
       Options o = options;
       o.cpu = options.extra_cpus[i];
       o.extra_cpus.clear();
-      return run_pass(o, extra_timings[i], "codegen-" + o.cpu, [&] { return codegen_cpu(sched, o, &extra_phases[i]); });
+      return run_pass(o, extra_timings[i], "codegen-" + o.cpu, [&] { return codegen_cpu(sched, plans, o, &extra_phases[i]); });
     }));
   out.object = run_pass(options, t, "codegen", [&] {
     Options o = options;
     o.extra_cpus.clear();
-    return codegen_cpu(sched, o, &phases);
+    return codegen_cpu(sched, plans, o, &phases);
   });
   // The LLVM phases under their codegen: "codegen.llvm-opt", "codegen-x86-64-v4.llvm-mc".
   for (const PassTiming& ph : phases) t.push_back({"codegen." + ph.pass, ph.seconds});
@@ -135,7 +139,7 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
     t.insert(t.end(), extra_timings[i].begin(), extra_timings[i].end());
     for (const PassTiming& ph : extra_phases[i]) t.push_back({extra_timings[i].back().pass + "." + ph.pass, ph.seconds});
   }
-  // 12. Memory plan last: it needs the final kernel order to know each buffer's live range.
+  // 13. Memory plan last: it needs the final kernel order to know each buffer's live range.
   out.plan = run_pass(options, t, "memory-plan", [&] { return plan_memory(sched); });
   return out;
 }

@@ -1,4 +1,5 @@
-// codegen_cpu: the scheduled kernels of one variant as one LLVM module → one ELF object, taken
+// codegen_cpu: the scheduled kernels of one variant, with their CPU plans (cpu/plan.h), as one
+// LLVM module → one ELF object, taken
 // from Options::object_cache when the same module was compiled for the same target before.
 // The phases then say llvm-cache-hit instead of llvm-opt and llvm-mc.
 // Test: lowering_tests EndToEnd.* (run the kernels), Determinism.SameObjectTwice.
@@ -13,7 +14,9 @@
 
 namespace aotrace::lowering {
 
-ir::Bytes codegen_cpu(const Schedule& s, const Options& options, std::vector<PassTiming>* phases) {
+ir::Bytes codegen_cpu(const Schedule& s, const std::vector<cpu::CpuPlan>& plans, const Options& options,
+                      std::vector<PassTiming>* phases) {
+  AOT_CHECK(plans.size() == s.kernels.size(), "codegen needs one CPU plan per scheduled kernel");
   const auto start = std::chrono::steady_clock::now();
   llvm::LLVMContext context;
   llvm::Module module("aotrace_kernels", context);
@@ -22,8 +25,8 @@ ir::Bytes codegen_cpu(const Schedule& s, const Options& options, std::vector<Pas
   cpu::CpuTarget target = cpu::cpu_target(*tm);
   // Kernels with the same code share a symbol (schedule): emitted once.
   std::set<std::string> emitted;
-  for (const ScheduledKernel& k : s.kernels)
-    if (emitted.insert(k.symbol).second) cpu::emit_kernel(module, s.fused.graph, k, target);
+  for (size_t i = 0; i < s.kernels.size(); ++i)
+    if (emitted.insert(s.kernels[i].symbol).second) cpu::emit_kernel(module, s.fused.graph, s.kernels[i], plans[i], target);
   if (phases != nullptr)
     phases->push_back({"llvm-ir", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
   if (options.object_cache == nullptr) return cpu::optimise_and_emit(module, *tm, options.opt_level, phases);

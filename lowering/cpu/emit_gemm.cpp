@@ -28,7 +28,9 @@
 //
 // Taken: f32 matmul with both operands of rank >= 2, and f32 conv with groups == 1, when the
 // product is big enough to pay for packing (M >= 4, N >= 8, K >= 8). Everything else keeps the
-// per-element loops of emit_reductions.cpp, but depthwise convs (emit_depthwise.cpp).
+// per-element loops of emit_reductions.cpp, but depthwise convs (emit_depthwise.cpp). That
+// choice and the blocking (GemmPlan) are made before codegen, by cpu/plan.cpp (the "cpu-plan"
+// pass, `--dump cpu-plan`); this file carries them out.
 //
 // Dynamic dims: M, N, K, the batch and a conv's row width may be symbolic. The blocking (MR, NR,
 // MC, KC, MT) stays a set of constants, chosen from the sizes at their maxima; the edges, the
@@ -60,10 +62,6 @@ static llvm::Value* panel_offset(llvm::IRBuilder<>& b, llvm::Value* q, llvm::Val
   return b.CreateAdd(b.CreateMul(q, panel_stride), b.CreateMul(p, b.getInt64(static_cast<uint64_t>(width))));
 }
 
-// Convs of at most this many output positions per image fold a batch into N (GemmPlan::merged):
-// resnet50's 7×7 layers at batch 4 12-18% faster each; its 14×14 ones gained nothing (their
-// stride-2 3×3 conv lost 8%).
-constexpr int64_t kMergedImageColumns = 64;
 
 // How many rows (a conv's channels) ahead a GEMM's epilogue prefetches its output and residual.
 constexpr int64_t kEpiloguePrefetchAhead = 4;
@@ -72,114 +70,6 @@ constexpr int64_t kEpiloguePrefetchAhead = 4;
 // a call keeps 12 accumulators in flight; one elsewhere.
 int64_t panels_per_call(const CpuTarget& target, int64_t nr) {
   return nr / std::min<int64_t>(target.f32_lanes, nr) == 1 ? 2 : 1;
-}
-
-bool KernelEmitter::plan_gemm(GemmPlan& p) const {
-  if (k_.reduction < 0 || dtype(k_.reduction) != ir::DType::f32) return false;
-  if (dims(k_.root) != dims(k_.reduction)) return false;
-  const ir::Node& n = producer(k_.reduction);
-  if (n.op != ir::OpKind::Matmul && n.op != ir::OpKind::Conv) return false;
-  p.node = &n;
-  p.is_conv = n.op == ir::OpKind::Conv;
-  p.a = n.operands[p.is_conv ? 1 : 0];
-  p.b = n.operands[p.is_conv ? 0 : 1];
-  const ir::Shape& out = dims(k_.reduction);
-  for (ir::ValueId o : n.operands)
-    if (dtype(o) != ir::DType::f32) return false;
-  if (n.op == ir::OpKind::Matmul) {
-    const ir::Shape &as = dims(p.a), &bs = dims(p.b);
-    if (as.size() < 2 || bs.size() < 2) return false;
-    p.m = out[out.size() - 2];
-    p.n = out.back();
-    p.k = as.back();
-    for (size_t d = 0; d + 2 < out.size(); ++d) p.batches = p.batches * out[d];
-    if (!n.attrs.has("packed_a")) p.a_view = strided_view(p.a);
-    if (!n.attrs.has("packed_b")) p.b_view = strided_view(p.b);
-    p.direct_a = p.a_view && is_one(p.a_view->strides.back());
-  } else {
-    if (n.attrs.has("groups") && n.attrs.i("groups") != 1) return false;
-    std::vector<int64_t> ws = static_dims(g_, p.a);  // weights are static
-    if (out.size() != 3 && out.size() != 4) return false;
-    p.m = ws[0];
-    p.k = 1;
-    for (size_t d = 1; d < ws.size(); ++d) p.k = p.k * ws[d];
-    p.n = 1;
-    for (size_t d = 2; d < out.size(); ++d) p.n = p.n * out[d];
-    p.batches = out[0];
-    p.row = p.out_w = out.back();
-    const ir::Shape& xs = dims(p.b);
-    p.wide = read_arg_.count(p.b) != 0;
-    for (int64_t v : int_list(n.attrs, "stride")) p.wide = p.wide && v == 1;
-    for (int64_t v : int_list(n.attrs, "pad_low")) p.wide = p.wide && v == 0;
-    if (p.wide && out.size() == 4) {
-      p.row = xs.back();
-      p.n = out[2] * p.row;
-    }
-    p.gathered = !p.wide && read_arg_.count(p.b) != 0;
-    for (const char* side : {"pad_low", "pad_high"})
-      for (int64_t v : int_list(n.attrs, side)) p.gathered = p.gathered && v == 0;
-    // Small images at a static batch over 1: one GEMM over every image's columns (with the
-    // images apart, N = 49 took 64 lanes and each image's GEMM was a few tasks).
-    const bool unpadded = read_arg_.count(p.b) != 0 && (p.gathered || p.wide);
-    if (unpadded && out.size() == 4 && p.batches.as_constant().value_or(1) > 1 && out[2].is_constant() &&
-        out[3].is_constant() && planned(out[2] * out[3]) <= kMergedImageColumns) {
-      p.wide = false;
-      p.gathered = p.merged = true;
-      p.images = p.batches;
-      p.batches = 1;
-      p.row = p.out_w = out.back();
-      p.n = p.images * out[2] * out[3];
-    }
-  }
-  // Whether packing pays is judged on the sizes at their maxima; the kernel handles every edge.
-  if (planned(p.batches) == 0 || planned(p.m) < 4 || planned(p.n) < 8 || planned(p.k) < 8) return false;
-  plan_gemm_blocking(p);
-  return true;
-}
-
-// The blocking constants from the sizes (symbolic ones at their maxima): every choice here is
-// correct for any size, only the speed depends on it. Static sizes get exactly their own.
-void KernelEmitter::plan_gemm_blocking(GemmPlan& p) const {
-  const int64_t m = planned(p.m), k = planned(p.k), batches = planned(p.batches);
-  p.mr = kPackedMR;  // panel shapes are the same for every target (pre-packed weights use them)
-  p.nr = kPackedNR;
-  p.mc = 12 * p.mr;
-  p.kc = (k + (k + 255) / 256 - 1) / ((k + 255) / 256);  // K in even panels of <= 256
-  // Columns per block: 128, or 256 where K is small and the rows are wide: there the
-  // microkernel's work per output is short, and storing the epilogue's rows is what costs
-  // (longer runs per row: mobilenet's 16 → 96 expand at 112×112 1.4x faster alone, resnet's
-  // 64-channel Winograd GEMMs [16, 64, 64] @ [16, 64, 784] 1.1 → 0.9 ms).
-  const int64_t width = k <= 64 && (p.is_conv || planned(p.n) > 128) ? 256 : 128;
-  if (p.is_conv) {
-    // Whole rows per block: NC = row·max(1, width // row), at most max(width, row).
-    p.nc = p.row * max(ir::SymExpr(1), floordiv(ir::SymExpr(width), p.row));
-    p.nc_bound = planned(p.nc.is_constant() ? p.nc : max(ir::SymExpr(width), p.row));
-  } else {
-    p.nc = width;
-    p.nc_bound = width;
-  }
-  // The tile (MT × NC's bound, on the stack of the thread running the task) stays within
-  // 8·MC × 128 floats (295 KB): fewer MC blocks per task where NC is wider. Up to 8 rather than
-  // 4 blocks: each task packs its own B, so a conv of few columns and many channels (resnet50's
-  // 7×7 1×1 convs, 2048 × 196 at batch 4) packed the same B for every 288 rows; resnet50_b4
-  // 3-5% faster at 1 and 2 threads. With B's panel (up to 256 KB) a GEMM takes at most 0.6 MB of
-  // the stack (README: the runtime).
-  const int64_t ncp = (p.nc_bound + p.nr - 1) / p.nr * p.nr;
-  const int64_t max_blocks = std::clamp<int64_t>(8 * 128 / ncp, 1, 8);
-  const int64_t n_blocks = planned(p.n_blocks());
-  if (p.direct_a) {
-    // A is not packed, so rows per task only set the task count: at least 8 tasks where the
-    // rows allow (2 per thread on 4 cores: a late thread still finds work), whole MR panels,
-    // at most max_blocks MC (the tile is on the stack). MC = MT: one block per task.
-    int64_t m_panels = (m + p.mr - 1) / p.mr;
-    int64_t m_tasks = std::clamp<int64_t>((8 + batches * n_blocks - 1) / (batches * n_blocks), 1, m_panels);
-    p.mt = p.mc = std::min(max_blocks * p.mc, (m_panels + m_tasks - 1) / m_tasks * p.mr);
-    return;
-  }
-  // Rows per task: up to 4 MC blocks share one B packing, while keeping >= 8 tasks (threads).
-  int64_t m_blocks = (m + p.mc - 1) / p.mc;
-  int64_t per_task = m_blocks * batches * n_blocks / 8;
-  p.mt = p.mc * std::clamp<int64_t>(per_task, 1, std::min<int64_t>(max_blocks, m_blocks));
 }
 
 llvm::Value* KernelEmitter::stack_array(llvm::Type* t, int64_t count) {
@@ -211,7 +101,7 @@ llvm::Value* KernelEmitter::gemm_a(const GemmPlan& plan, const Index& batch, llv
 // the window reads padding).
 llvm::Value* KernelEmitter::gemm_b(const GemmPlan& plan, const Index& batch, llvm::Value* k,
                                    llvm::Value* n_pos) {
-  const ir::Node& n = *plan.node;
+  const ir::Node& n = g_.nodes[static_cast<size_t>(plan.node)];
   if (!plan.is_conv) {
     ir::ValueId bv = plan.b;
     const ir::Shape& bs = dims(bv);
@@ -340,7 +230,7 @@ void KernelEmitter::gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, l
 // (dilation included) at output position 0: where B[k, ·] starts (wide and gathered convs).
 llvm::Value* KernelEmitter::conv_input_base(const GemmPlan& plan, const Index& batch, llvm::Value* k) {
   const ir::Shape& xs = dims(plan.b);
-  std::vector<int64_t> ws = static_dims(g_, plan.a), dilation = int_list(plan.node->attrs, "dilation");
+  std::vector<int64_t> ws = static_dims(g_, plan.a), dilation = int_list(g_.nodes[static_cast<size_t>(plan.node)].attrs, "dilation");
   Index window = unflatten(k, to_shape(std::vector<int64_t>(ws.begin() + 1, ws.end())));
   ir::SymExpr x_stride = 1;  // of spatial dim s, walking from the innermost
   llvm::Value* base = i64(0);
@@ -357,7 +247,7 @@ llvm::Value* KernelEmitter::conv_input_base(const GemmPlan& plan, const Index& b
 // past N get 0 (a valid address: their results are never stored).
 void KernelEmitter::gemm_conv_offsets(const GemmPlan& plan, llvm::Value* jc, int64_t count, llvm::Value* table) {
   const ir::Shape &xs = dims(plan.b), &out = dims(k_.reduction);
-  std::vector<int64_t> stride = int_list(plan.node->attrs, "stride");
+  std::vector<int64_t> stride = int_list(g_.nodes[static_cast<size_t>(plan.node)].attrs, "stride");
   ir::Shape spatial_out(out.begin() + 2, out.end());
   if (plan.merged) spatial_out.insert(spatial_out.begin(), plan.images);  // [image, Ho, Wo]
   range_loop(i64(0), i64(count), [&](llvm::Value* j) {
@@ -397,7 +287,7 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
   llvm::Value* src = buffers_[static_cast<size_t>(read_arg_.at(plan.b))];
   llvm::Value* panels = b_.CreateUDiv(b_.CreateAdd(nc, i64(plan.nr - 1)), i64(plan.nr));
   // The stride of a strided row's columns, where every spatial stride is the same s in 2..4.
-  std::vector<int64_t> strides = int_list(plan.node->attrs, "stride");
+  std::vector<int64_t> strides = int_list(g_.nodes[static_cast<size_t>(plan.node)].attrs, "stride");
   int64_t s = strides.empty() ? 1 : strides[0];
   for (int64_t v : strides) s = v == s ? s : 1;
   if (s > 4) s = 1;
@@ -595,7 +485,7 @@ void KernelEmitter::prefetch_epilogue(Index first, llvm::Value* floats) {
 void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm::Value* ic,
                                   llvm::Value* mc, llvm::Value* jc, llvm::Value* nc,
                                   llvm::Value* tile, int64_t ldc) {
-  const ir::Node& n = *plan.node;
+  const ir::Node& n = g_.nodes[static_cast<size_t>(plan.node)];
   const ir::Shape& out = dims(k_.root);
   llvm::Type* f32 = b_.getFloatTy();
   auto finish = [&](Index idx, llvm::Value* i, llvm::Value* j) {
@@ -666,7 +556,7 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
   // The tile's row stride and the B panel's width: NC's bound in whole NR panels.
   int64_t ncp = (plan.nc_bound + plan.nr - 1) / plan.nr * plan.nr;
   llvm::Type* f32 = b_.getFloatTy();
-  const ir::Node& node = *plan.node;
+  const ir::Node& node = g_.nodes[static_cast<size_t>(plan.node)];
   // Packing buffers only for operands packed here (not pre-packed weights, not A read in place).
   llvm::Value* ap = node.attrs.has("packed_a") || plan.direct_a ? nullptr : stack_array(f32, plan.mc * plan.kc);
   llvm::Value* bp = node.attrs.has("packed_b") ? nullptr : stack_array(f32, plan.kc * ncp + ncp / plan.nr * kBPanelPad);

@@ -62,29 +62,6 @@ Index KernelEmitter::view_index(const ir::Node& n, const Index& idx) {
   }
 }
 
-std::vector<DimGroup> reshape_groups(const ir::Shape& dst, const ir::Shape& src,
-                                     const ir::SymBindings& at) {
-  std::vector<DimGroup> groups;
-  size_t i = 0, j = 0;
-  while (i < dst.size() || j < src.size()) {
-    DimGroup group{i, i, j, j};
-    ir::SymExpr pd = i < dst.size() ? dst[i++] : 1, ps = j < src.size() ? src[j++] : 1;
-    while (!(pd == ps) && (i < dst.size() || j < src.size())) {
-      bool grow_dst = j == src.size() || (i < dst.size() && planned_size(pd, at) < planned_size(ps, at));
-      if (grow_dst) pd = pd * dst[i++];
-      else ps = ps * src[j++];
-      if (is_zero(pd) || is_zero(ps)) {  // empty tensors: never read
-        group.empty = true;
-        break;
-      }
-    }
-    group.i1 = i;
-    group.j1 = j;
-    groups.push_back(group);
-  }
-  return groups;
-}
-
 // Reshape as a view: within each group of reshape_groups the result index is linearised and
 // split again into the source dims (runtime divisions where the dims are symbolic).
 Index KernelEmitter::reshape_index(const ir::Shape& dst, const ir::Shape& src, const Index& idx) {
@@ -107,78 +84,6 @@ Index KernelEmitter::reshape_index(const ir::Shape& dst, const ir::Shape& src, c
   return out;
 }
 
-std::optional<StridedView> KernelEmitter::strided_view(ir::ValueId v) const {
-  const ir::Shape& shape = dims(v);
-  if (auto it = read_arg_.find(v); it != read_arg_.end()) {
-    StridedView sv{v, 0, std::vector<ir::SymExpr>(shape.size())};
-    ir::SymExpr stride = 1;
-    for (size_t d = shape.size(); d-- > 0;) {
-      sv.strides[d] = is_one(shape[d]) ? ir::SymExpr(0) : stride;
-      stride = stride * shape[d];
-    }
-    return sv;
-  }
-  if (producer_[static_cast<size_t>(v)] < 0) return std::nullopt;
-  const ir::Node& n = producer(v);
-  if (n.operands.size() != 1 || dtype(n.operands[0]) != dtype(v)) return std::nullopt;  // pad, concat, casts
-  std::optional<StridedView> src = strided_view(n.operands[0]);
-  if (!src) return std::nullopt;
-  const ir::Shape& from = dims(n.operands[0]);
-  StridedView out{src->buffer, src->offset, std::vector<ir::SymExpr>(shape.size(), 0)};
-  switch (n.op) {
-    case ir::OpKind::Expand:  // numpy broadcasting: leading new dims and size-1 dims read 0
-      for (size_t d = 0; d < from.size(); ++d)
-        out.strides[d + shape.size() - from.size()] = is_one(from[d]) ? ir::SymExpr(0) : src->strides[d];
-      return out;
-    case ir::OpKind::Permute: {
-      std::vector<int64_t> perm = int_list(n.attrs, "perm");
-      for (size_t i = 0; i < perm.size(); ++i)
-        out.strides[i] = src->strides[static_cast<size_t>(perm[i] < 0 ? perm[i] + static_cast<int64_t>(from.size()) : perm[i])];
-      return out;
-    }
-    case ir::OpKind::Slice: {
-      auto axis = static_cast<size_t>(n.attrs.i("axis"));
-      int64_t step = n.attrs.has("step") ? n.attrs.i("step") : 1;
-      out.strides = src->strides;
-      out.offset = out.offset + src->strides[axis] * n.attrs.i("start");
-      out.strides[axis] = out.strides[axis] * step;
-      return out;
-    }
-    case ir::OpKind::Flip:
-      out.strides = src->strides;
-      for (int64_t a : int_list(n.attrs, "axes")) {
-        auto axis = static_cast<size_t>(a);
-        out.offset = out.offset + (from[axis] - 1) * src->strides[axis];
-        out.strides[axis] = src->strides[axis] * -1;
-      }
-      return out;
-    case ir::OpKind::Reshape: {
-      // Each group of source dims (reshape_groups) must be one affine run (stride[d] =
-      // stride[d+1]·size[d+1] over its non-1 dims, as equal SymExprs); the result dims of the
-      // group then split that run.
-      for (const DimGroup& group : reshape_groups(shape, from, max_)) {
-        if (group.empty) return std::nullopt;
-        ir::SymExpr inner = 0;  // the stride one past the last dim checked
-        bool have = false;
-        for (size_t d = group.j1; d-- > group.j0;) {
-          if (is_one(from[d])) continue;
-          if (have && !(src->strides[d] == inner)) return std::nullopt;
-          have = true;
-          inner = src->strides[d] * from[d];
-        }
-        ir::SymExpr stride = 0;  // of the group's innermost non-1 source dim
-        for (size_t d = group.j1; d-- > group.j0;)
-          if (!is_one(from[d])) { stride = src->strides[d]; break; }
-        for (size_t d = group.i1; d-- > group.i0;) {
-          out.strides[d] = is_one(shape[d]) ? ir::SymExpr(0) : stride;
-          stride = stride * shape[d];
-        }
-      }
-      return out;
-    }
-    default: return std::nullopt;
-  }
-}
 
 llvm::Value* KernelEmitter::strided_address(const StridedView& sv, const Index& idx) {
   llvm::Value* off = size(sv.offset);

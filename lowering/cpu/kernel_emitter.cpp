@@ -29,7 +29,6 @@ namespace aotrace::lowering::cpu {
 // Below this many operations, waking threads costs more than it gains: one task, inline.
 constexpr double kParallelWork = 32768;
 
-ir::Shape to_shape(const std::vector<int64_t>& dims) { return ir::Shape(dims.begin(), dims.end()); }
 
 llvm::Value* emit_sym(llvm::IRBuilder<>& b, const ir::SymExpr& e,
                       const std::function<llvm::Value*(const std::string&)>& symbol) {
@@ -65,18 +64,10 @@ llvm::Value* emit_sym(llvm::IRBuilder<>& b, const ir::SymExpr& e,
   }
 }
 
-std::vector<int64_t> int_list(const ir::Attrs& attrs, const std::string& key) {
-  const ir::AttrValue& v = attrs.items.at(key);
-  if (const auto* ints = std::get_if<std::vector<int64_t>>(&v)) return *ints;
-  if (const auto* one = std::get_if<int64_t>(&v)) return {*one};
-  std::vector<int64_t> out;
-  for (const ir::SymExpr& e : std::get<ir::Shape>(v)) out.push_back(e.constant());
-  return out;
-}
 
 KernelEmitter::KernelEmitter(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k,
-                             const CpuTarget& t)
-    : module_(m), target_(t), ctx_(m.getContext()), b_(ctx_), g_(g), k_(k),
+                             const CpuPlan& plan, const CpuTarget& t)
+    : module_(m), target_(t), ctx_(m.getContext()), b_(ctx_), g_(g), k_(k), plan_(plan),
       producer_(g.num_values(), -1), max_(max_bindings(g)) {
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (ir::ValueId r : g.nodes[i].results) producer_[static_cast<size_t>(r)] = static_cast<int>(i);
@@ -105,7 +96,7 @@ void KernelEmitter::emit() {
   // first needed, ahead of every use.
   auto* start = llvm::BasicBlock::Create(ctx_, "start", fn_);
   b_.SetInsertPoint(start);
-  double work = work_estimate();
+  const double work = plan_.work;
   ir::SymExpr tasks = emit_loop_body(fn_->getArg(1), fn_->getArg(2), work);
   b_.CreateRetVoid();
   llvm::IRBuilder<>(entry_).CreateBr(start);
@@ -160,10 +151,9 @@ ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end, 
     else emit_winograd_output(winograd, begin, end);
     return winograd.tasks();
   }
-  GemmPlan gemm;
-  if (plan_gemm(gemm)) {
-    emit_gemm_tasks(gemm, begin, end);
-    return gemm.tasks();
+  if (plan_.gemm) {
+    emit_gemm_tasks(*plan_.gemm, begin, end);
+    return plan_.gemm->tasks();
   }
   if (std::optional<ir::SymExpr> tasks = emit_column_reduction(begin, end)) return *tasks;
   int p = producer_[static_cast<size_t>(k_.root)];
@@ -212,41 +202,6 @@ ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end, 
     });
   });
   return tasks;
-}
-
-// Arithmetic operations a kernel performs (per output element: its reduction's trip count), at
-// the symbols' maxima.
-double KernelEmitter::work_estimate() const {
-  auto numel = [&](const ir::Shape& shape) {
-    double c = 1;
-    for (const ir::SymExpr& d : shape) c *= static_cast<double>(planned(d));
-    return c;
-  };
-  double outputs = numel(k_.loop_extents);
-  if (k_.reduction < 0) return outputs;
-  const ir::Node& n = g_.nodes[static_cast<size_t>(producer_[static_cast<size_t>(k_.reduction)])];
-  double per_output = 1;
-  switch (ir::op_info(n.op).category) {
-    case ir::OpCategory::Reduce:
-      per_output = numel(dims(n.operands[0])) / std::max(1.0, numel(dims(k_.reduction)));
-      break;
-    case ir::OpCategory::Matmul: per_output = static_cast<double>(planned(dims(n.operands[0]).back())); break;
-    case ir::OpCategory::Conv:
-      per_output = numel(dims(n.operands[1])) / std::max(1.0, static_cast<double>(planned(dims(n.operands[1])[0])));
-      break;
-    case ir::OpCategory::Pool:
-      for (int64_t e : int_list(n.attrs, "kernel")) per_output *= static_cast<double>(e);
-      break;
-    case ir::OpCategory::Transform:
-      per_output = 8;  // a few adds per element
-      // A fused Winograd conv (emit_winograd.cpp): its 16 GEMMs too, 4·C per output.
-      if (n.op == ir::OpKind::WinogradOutput &&
-          std::find(k_.read_values.begin(), k_.read_values.end(), n.operands[0]) == k_.read_values.end())
-        per_output += 4.0 * static_cast<double>(planned(dims(producer(n.operands[0]).operands[0]).back()));
-      break;
-    default: break;
-  }
-  return outputs * std::max(1.0, per_output);
 }
 
 // The exported kernel: runs the body over [0, tasks), through ctx->parallel_for when the
@@ -584,9 +539,9 @@ bool KernelEmitter::may_leave(const ir::SymExpr& out, int64_t stride, int64_t ta
   return !slack || *slack <= 0;
 }
 
-void emit_kernel(llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel,
+void emit_kernel(llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel, const CpuPlan& plan,
                  const CpuTarget& target) {
-  KernelEmitter(module, g, kernel, target).emit();
+  KernelEmitter(module, g, kernel, plan, target).emit();
 }
 
 }  // namespace aotrace::lowering::cpu

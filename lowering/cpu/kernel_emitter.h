@@ -1,5 +1,6 @@
 // Private to lowering/cpu/: the emitter of one kernel (one exported LLVM function per scheduled
-// kernel, plus the body it runs over the runtime's parallel_for), split by concern:
+// kernel, plus the body it runs over the runtime's parallel_for), carrying out the kernel's
+// CpuPlan (plan.h), split by concern:
 //   kernel_emitter.cpp   the functions, parallel split, loop nests, loads/stores, elementwise ops
 //   emit_gemm.cpp        matmul and conv kernels as packed, register-blocked GEMM with the
 //                        kernel's elementwise ops as epilogue
@@ -21,88 +22,16 @@
 #include <vector>
 
 #include "lowering/cpu/llvm_backend.h"
+#include "lowering/cpu/plan.h"
 
 namespace aotrace::lowering::cpu {
 
 using Index = std::vector<llvm::Value*>;
 
-// An int-list attribute (also given as a constant Shape).
-std::vector<int64_t> int_list(const ir::Attrs& attrs, const std::string& key);
-ir::Shape to_shape(const std::vector<int64_t>& dims);
-
-// Compile-time facts about a dim. A symbolic dim is never 1 (sizes 0 and 1 are static variants),
-// so size-1 broadcasting stays a compile-time decision.
-inline bool is_one(const ir::SymExpr& e) { return e.as_constant() == std::optional<int64_t>(1); }
-inline bool is_zero(const ir::SymExpr& e) { return e.as_constant() == std::optional<int64_t>(0); }
-
 // `e` as LLVM code at `b`: constants fold, symbol(name) gives a symbol's value (Python floor
 // division and modulo, as SymExpr evaluates them).
 llvm::Value* emit_sym(llvm::IRBuilder<>& b, const ir::SymExpr& e,
                       const std::function<llvm::Value*(const std::string&)>& symbol);
-
-// A value read straight from a materialised buffer through views only: element idx is at
-// buffer[offset + Σ idx[d]·strides[d]] (strides in elements, 0 for broadcast dims). What a
-// GEMM packs with plain loads instead of evaluating the view's index map per element.
-struct StridedView {
-  ir::ValueId buffer = -1;  // the materialised value read
-  ir::SymExpr offset = 0;
-  std::vector<ir::SymExpr> strides;  // symbolic where the buffer's dims are
-};
-
-// The dim groups of a reshape from `src` to `dst` with equal element counts: dst[i0, i1) holds
-// the elements of src[j0, j1), and each dim outside a group maps to one of the same size.
-// Groups close where their products are equal SymExprs (static dims: equal numbers), growing
-// the side whose product is smaller at `at` (max_bindings); symbolic products that never meet
-// end in one last group (linearised and split again: correct for every size). `empty`: a group
-// met a static 0.
-struct DimGroup {
-  size_t i0, i1, j0, j1;
-  bool empty = false;
-};
-std::vector<DimGroup> reshape_groups(const ir::Shape& dst, const ir::Shape& src,
-                                     const ir::SymBindings& at);
-
-// How a GEMM kernel is blocked (emit_gemm.cpp): C[M×N] += A[M×K]·B[K×N] per batch, in tasks of
-// one MT×NC block of C; each task walks K in KC panels, packs its B panel once and A in MC-row
-// blocks, both as MR-row / NR-column micro-panels.
-struct GemmPlan {
-  const ir::Node* node = nullptr;  // the matmul or conv
-  // The operands as A[M×K] and B[K×N]: matmul's first and second; conv's weight and input
-  // (B is its im2col).
-  ir::ValueId a = -1, b = -1;
-  bool is_conv = false;
-  // The sizes, symbolic where the shapes are: evaluated in the kernel (edges, task counts).
-  ir::SymExpr batches = 1, m = 0, n = 0, k = 0;
-  // The blocking is fixed at compile time (from the sizes at their maxima where symbolic).
-  int64_t mr = 6, nr = 16, mc = 72, kc = 256;
-  int64_t mt = 72;  // rows per task: a multiple of MC (fewer B packings, enough tasks)
-  // Columns per task: 128 for a matmul; whole rows for a conv, so symbolic with its width.
-  // `nc_bound` bounds it for every size (the B panel and the tile are sized by it).
-  ir::SymExpr nc = 128;
-  int64_t nc_bound = 128;
-  // Conv: N walks output rows of `row` columns (NC is a multiple of it), of which the first
-  // `out_w` are the output's. `wide`: a stride-1 conv of an unpadded, materialised input is
-  // computed on the input's width (row = input width), so that B[k, n] = x_flat[offset(k) + n]:
-  // im2col rows are contiguous slices, packed with vector loads; the extra columns are dropped.
-  ir::SymExpr row = 0, out_w = 0;
-  bool wide = false;
-  // `gathered`: any other conv of a materialised, unpadded input: B[k, n] = x_flat[base(k) +
-  // offset(n)], the offsets of a task's columns computed once per task into a table.
-  bool gathered = false;
-  // `merged`: a gathered conv whose batch is folded into N (columns b·Ho·Wo + o, rows of every
-  // image in turn), so that small images (resnet's 7×7 and 14×14 at batch 4) make wide GEMMs:
-  // `batches` is then 1 and `images` the batch.
-  bool merged = false;
-  ir::SymExpr images = 1;
-  // Matmul operands that are strided views of a buffer (packed with plain loads; unit stride
-  // along the panel: vector loads). `direct_a`: A's rows are contiguous along K, so the
-  // microkernel reads A in place (row pointers) and A is never packed.
-  std::optional<StridedView> a_view, b_view;
-  bool direct_a = false;
-  ir::SymExpr m_tasks() const { return floordiv(m + (mt - 1), mt); }
-  ir::SymExpr n_blocks() const { return floordiv(n + nc - 1, nc); }
-  ir::SymExpr tasks() const { return batches * m_tasks() * n_blocks(); }
-};
 
 // B panels per GEMM microkernel call (emit_gemm.cpp): two where one NR-wide panel is a single
 // vector (AVX-512), else one.
@@ -160,7 +89,8 @@ struct WinogradPlan {
 
 class KernelEmitter {
  public:
-  KernelEmitter(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k, const CpuTarget& t);
+  KernelEmitter(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k, const CpuPlan& plan,
+                const CpuTarget& t);
   void emit();
 
  private:
@@ -170,6 +100,7 @@ class KernelEmitter {
   llvm::IRBuilder<> b_;
   const ir::Graph& g_;
   const ScheduledKernel& k_;
+  const CpuPlan& plan_;  // plan.h: decided before codegen
   std::vector<int> producer_;
   llvm::Function* kernel_fn_ = nullptr;  // the exported ABI function
   // The body: (closure, begin, end) over parallel tasks. The closure is the buffers array; a
@@ -187,12 +118,11 @@ class KernelEmitter {
   std::vector<std::pair<llvm::MDNode*, llvm::MDNode*>> alias_md_;
 
   // kernel_emitter.cpp
-  // Returns the task count; `work` is work_estimate().
+  // Returns the task count; `work` is the plan's.
   ir::SymExpr emit_loop_body(llvm::Value* begin, llvm::Value* end, double work);
   // emit_reductions.cpp: a reduction over axes that keep the innermost one, or nothing.
   std::optional<ir::SymExpr> emit_column_reduction(llvm::Value* begin, llvm::Value* end);
   void emit_entry(const ir::SymExpr& tasks, double work);
-  double work_estimate() const;
   // Tags a load or store through argument `arg` with its alias scope (alias_md_, built once per
   // kernel by alias_scopes).
   void alias_scopes();
@@ -251,14 +181,10 @@ class KernelEmitter {
   llvm::Value* emit_index(const ir::Node& n, const Index& idx);
   llvm::Value* emit_arange(const ir::Node& n, const Index& idx);
   llvm::Value* emit_random(const ir::Node& n, const Index& idx);
-  // `v` as a strided view of a buffer this kernel reads, if it is one (views of the same dtype
-  // down to a materialised value; reshapes only where they keep the layout affine).
-  std::optional<StridedView> strided_view(ir::ValueId v) const;
   // Pointer to element `idx` of a strided view (batch-broadcast dims may be given as 0).
   llvm::Value* strided_address(const StridedView& sv, const Index& idx);
 
   // emit_gemm.cpp
-  bool plan_gemm(GemmPlan& plan) const;
   void emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end);
   llvm::Function* gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a, int64_t panels,
                                    int64_t static_lda = 0, int64_t b_row = 0);
@@ -267,8 +193,6 @@ class KernelEmitter {
                         llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
   llvm::Value* conv_input_base(const GemmPlan& plan, const Index& batch, llvm::Value* k);
   void gemm_conv_offsets(const GemmPlan& plan, llvm::Value* jc, int64_t count, llvm::Value* table);
-  // Chooses mt, kc and nc from the sizes (at their maxima where symbolic).
-  void plan_gemm_blocking(GemmPlan& p) const;
   void gemm_pack_gathered_b(const GemmPlan& plan, const Index& batch, llvm::Value* nc, llvm::Value* pc,
                             llvm::Value* kc, llvm::Value* table, llvm::Value* dst);
   llvm::Value* gemm_a(const GemmPlan& plan, const Index& batch, llvm::Value* m, llvm::Value* k);

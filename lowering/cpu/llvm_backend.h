@@ -12,6 +12,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include "lowering/cpu/plan.h"
 #include "lowering/passes.h"
 
 namespace aotrace::lowering::cpu {
@@ -47,8 +48,8 @@ struct CpuTarget {
 };
 CpuTarget cpu_target(const llvm::TargetMachine& tm);
 
-// Emits `kernel` as an exported function of `module`.
-void emit_kernel(llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel,
+// Emits `kernel` as an exported function of `module`, carrying out its `plan` (plan.h).
+void emit_kernel(llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel, const CpuPlan& plan,
                  const CpuTarget& target);
 
 std::unique_ptr<llvm::TargetMachine> make_target_machine(const Options& options);

@@ -295,7 +295,7 @@ TEST(Lowering, TimesEveryPass) {
   for (const auto& t : v.timings) passes.push_back(t.pass);
   EXPECT_EQ(passes, (std::vector<std::string>{"decompose", "fold-constants", "cse", "dce", "channels-last", "winograd",
                                               "pad-conv-inputs", "pack-weights", "fuse", "schedule",
-                                              "codegen", "codegen.llvm-ir", "codegen.llvm-opt",
+                                              "cpu-plan", "codegen", "codegen.llvm-ir", "codegen.llvm-opt",
                                               "codegen.llvm-mc", "memory-plan"}));
 }
 

@@ -1,0 +1,326 @@
+// The CPU backend's kernel plans (plan.h): strided views of buffers, reshape groups, GEMM plans.
+// Test: lowering_tests CpuPlan.*, Gemm.*, and every model test.
+#include "lowering/cpu/plan.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace aotrace::lowering::cpu {
+
+std::vector<int64_t> int_list(const ir::Attrs& attrs, const std::string& key) {
+  const ir::AttrValue& v = attrs.items.at(key);
+  if (const auto* ints = std::get_if<std::vector<int64_t>>(&v)) return *ints;
+  if (const auto* one = std::get_if<int64_t>(&v)) return {*one};
+  std::vector<int64_t> out;
+  for (const ir::SymExpr& e : std::get<ir::Shape>(v)) out.push_back(e.constant());
+  return out;
+}
+
+ir::Shape to_shape(const std::vector<int64_t>& dims) { return ir::Shape(dims.begin(), dims.end()); }
+
+KernelGraph::KernelGraph(const ir::Graph& graph, const ScheduledKernel& kernel)
+    : g(graph), k(kernel), producer_index(graph.num_values(), -1), max(max_bindings(graph)) {
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (ir::ValueId r : g.nodes[i].results) producer_index[static_cast<size_t>(r)] = static_cast<int>(i);
+  for (size_t r = 0; r < k.read_values.size(); ++r) read_arg[k.read_values[r]] = static_cast<int>(r + 1);
+}
+
+const ir::Node& KernelGraph::producer(ir::ValueId v) const {
+  int i = producer_index[static_cast<size_t>(v)];
+  AOT_CHECK(i >= 0, "value %" + std::to_string(v) + " has no producer");
+  return g.nodes[static_cast<size_t>(i)];
+}
+
+std::vector<DimGroup> reshape_groups(const ir::Shape& dst, const ir::Shape& src,
+                                     const ir::SymBindings& at) {
+  std::vector<DimGroup> groups;
+  size_t i = 0, j = 0;
+  while (i < dst.size() || j < src.size()) {
+    DimGroup group{i, i, j, j};
+    ir::SymExpr pd = i < dst.size() ? dst[i++] : 1, ps = j < src.size() ? src[j++] : 1;
+    while (!(pd == ps) && (i < dst.size() || j < src.size())) {
+      bool grow_dst = j == src.size() || (i < dst.size() && planned_size(pd, at) < planned_size(ps, at));
+      if (grow_dst) pd = pd * dst[i++];
+      else ps = ps * src[j++];
+      if (is_zero(pd) || is_zero(ps)) {  // empty tensors: never read
+        group.empty = true;
+        break;
+      }
+    }
+    group.i1 = i;
+    group.j1 = j;
+    groups.push_back(group);
+  }
+  return groups;
+}
+
+std::optional<StridedView> strided_view(const KernelGraph& kg, ir::ValueId v) {
+  auto dims = [&](ir::ValueId x) -> const ir::Shape& { return kg.dims(x); };
+  const ir::Shape& shape = dims(v);
+  if (auto it = kg.read_arg.find(v); it != kg.read_arg.end()) {
+    StridedView sv{v, 0, std::vector<ir::SymExpr>(shape.size())};
+    ir::SymExpr stride = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+      sv.strides[d] = is_one(shape[d]) ? ir::SymExpr(0) : stride;
+      stride = stride * shape[d];
+    }
+    return sv;
+  }
+  if (kg.producer_index[static_cast<size_t>(v)] < 0) return std::nullopt;
+  const ir::Node& n = kg.producer(v);
+  if (n.operands.size() != 1 || kg.dtype(n.operands[0]) != kg.dtype(v)) return std::nullopt;  // pad, concat, casts
+  std::optional<StridedView> src = strided_view(kg, n.operands[0]);
+  if (!src) return std::nullopt;
+  const ir::Shape& from = dims(n.operands[0]);
+  StridedView out{src->buffer, src->offset, std::vector<ir::SymExpr>(shape.size(), 0)};
+  switch (n.op) {
+    case ir::OpKind::Expand:  // numpy broadcasting: leading new dims and size-1 dims read 0
+      for (size_t d = 0; d < from.size(); ++d)
+        out.strides[d + shape.size() - from.size()] = is_one(from[d]) ? ir::SymExpr(0) : src->strides[d];
+      return out;
+    case ir::OpKind::Permute: {
+      std::vector<int64_t> perm = int_list(n.attrs, "perm");
+      for (size_t i = 0; i < perm.size(); ++i)
+        out.strides[i] = src->strides[static_cast<size_t>(perm[i] < 0 ? perm[i] + static_cast<int64_t>(from.size()) : perm[i])];
+      return out;
+    }
+    case ir::OpKind::Slice: {
+      auto axis = static_cast<size_t>(n.attrs.i("axis"));
+      int64_t step = n.attrs.has("step") ? n.attrs.i("step") : 1;
+      out.strides = src->strides;
+      out.offset = out.offset + src->strides[axis] * n.attrs.i("start");
+      out.strides[axis] = out.strides[axis] * step;
+      return out;
+    }
+    case ir::OpKind::Flip:
+      out.strides = src->strides;
+      for (int64_t a : int_list(n.attrs, "axes")) {
+        auto axis = static_cast<size_t>(a);
+        out.offset = out.offset + (from[axis] - 1) * src->strides[axis];
+        out.strides[axis] = src->strides[axis] * -1;
+      }
+      return out;
+    case ir::OpKind::Reshape: {
+      // Each group of source dims (reshape_groups) must be one affine run (stride[d] =
+      // stride[d+1]·size[d+1] over its non-1 dims, as equal SymExprs); the result dims of the
+      // group then split that run.
+      for (const DimGroup& group : reshape_groups(shape, from, kg.max)) {
+        if (group.empty) return std::nullopt;
+        ir::SymExpr inner = 0;  // the stride one past the last dim checked
+        bool have = false;
+        for (size_t d = group.j1; d-- > group.j0;) {
+          if (is_one(from[d])) continue;
+          if (have && !(src->strides[d] == inner)) return std::nullopt;
+          have = true;
+          inner = src->strides[d] * from[d];
+        }
+        ir::SymExpr stride = 0;  // of the group's innermost non-1 source dim
+        for (size_t d = group.j1; d-- > group.j0;)
+          if (!is_one(from[d])) { stride = src->strides[d]; break; }
+        for (size_t d = group.i1; d-- > group.i0;) {
+          out.strides[d] = is_one(shape[d]) ? ir::SymExpr(0) : stride;
+          stride = stride * shape[d];
+        }
+      }
+      return out;
+    }
+    default: return std::nullopt;
+  }
+}
+
+namespace {
+
+// Convs of at most this many output positions per image fold a batch into N (GemmPlan::merged):
+// resnet50's 7×7 layers at batch 4 12-18% faster each; its 14×14 ones gained nothing (their
+// stride-2 3×3 conv lost 8%).
+constexpr int64_t kMergedImageColumns = 64;
+
+// The blocking constants from the sizes (symbolic ones at their maxima): every choice here is
+// correct for any size, only the speed depends on it. Static sizes get exactly their own.
+void plan_gemm_blocking(const KernelGraph& kg, GemmPlan& p) {
+  auto planned = [&](const ir::SymExpr& e) { return kg.planned(e); };
+  const int64_t m = planned(p.m), k = planned(p.k), batches = planned(p.batches);
+  p.mr = kPackedMR;  // panel shapes are the same for every target (pre-packed weights use them)
+  p.nr = kPackedNR;
+  p.mc = 12 * p.mr;
+  p.kc = (k + (k + 255) / 256 - 1) / ((k + 255) / 256);  // K in even panels of <= 256
+  // Columns per block: 128, or 256 where K is small and the rows are wide: there the
+  // microkernel's work per output is short, and storing the epilogue's rows is what costs
+  // (longer runs per row: mobilenet's 16 → 96 expand at 112×112 1.4x faster alone, resnet's
+  // 64-channel Winograd GEMMs [16, 64, 64] @ [16, 64, 784] 1.1 → 0.9 ms).
+  const int64_t width = k <= 64 && (p.is_conv || planned(p.n) > 128) ? 256 : 128;
+  if (p.is_conv) {
+    // Whole rows per block: NC = row·max(1, width // row), at most max(width, row).
+    p.nc = p.row * max(ir::SymExpr(1), floordiv(ir::SymExpr(width), p.row));
+    p.nc_bound = planned(p.nc.is_constant() ? p.nc : max(ir::SymExpr(width), p.row));
+  } else {
+    p.nc = width;
+    p.nc_bound = width;
+  }
+  // The tile (MT × NC's bound, on the stack of the thread running the task) stays within
+  // 8·MC × 128 floats (295 KB): fewer MC blocks per task where NC is wider. Up to 8 rather than
+  // 4 blocks: each task packs its own B, so a conv of few columns and many channels (resnet50's
+  // 7×7 1×1 convs, 2048 × 196 at batch 4) packed the same B for every 288 rows; resnet50_b4
+  // 3-5% faster at 1 and 2 threads. With B's panel (up to 256 KB) a GEMM takes at most 0.6 MB of
+  // the stack (README: the runtime).
+  const int64_t ncp = (p.nc_bound + p.nr - 1) / p.nr * p.nr;
+  const int64_t max_blocks = std::clamp<int64_t>(8 * 128 / ncp, 1, 8);
+  const int64_t n_blocks = planned(p.n_blocks());
+  if (p.direct_a) {
+    // A is not packed, so rows per task only set the task count: at least 8 tasks where the
+    // rows allow (2 per thread on 4 cores: a late thread still finds work), whole MR panels,
+    // at most max_blocks MC (the tile is on the stack). MC = MT: one block per task.
+    int64_t m_panels = (m + p.mr - 1) / p.mr;
+    int64_t m_tasks = std::clamp<int64_t>((8 + batches * n_blocks - 1) / (batches * n_blocks), 1, m_panels);
+    p.mt = p.mc = std::min(max_blocks * p.mc, (m_panels + m_tasks - 1) / m_tasks * p.mr);
+    return;
+  }
+  // Rows per task: up to 4 MC blocks share one B packing, while keeping >= 8 tasks (threads).
+  int64_t m_blocks = (m + p.mc - 1) / p.mc;
+  int64_t per_task = m_blocks * batches * n_blocks / 8;
+  p.mt = p.mc * std::clamp<int64_t>(per_task, 1, std::min<int64_t>(max_blocks, m_blocks));
+}
+
+}  // namespace
+
+std::optional<GemmPlan> plan_gemm(const KernelGraph& kg) {
+  GemmPlan p;
+  const ScheduledKernel& k_ = kg.k;
+  auto dims = [&](ir::ValueId v) -> const ir::Shape& { return kg.dims(v); };
+  auto dtype = [&](ir::ValueId v) { return kg.dtype(v); };
+  auto planned = [&](const ir::SymExpr& e) { return kg.planned(e); };
+  const auto& read_arg_ = kg.read_arg;
+  if (k_.reduction < 0 || dtype(k_.reduction) != ir::DType::f32) return std::nullopt;
+  if (dims(k_.root) != dims(k_.reduction)) return std::nullopt;
+  const ir::Node& n = kg.producer(k_.reduction);
+  if (n.op != ir::OpKind::Matmul && n.op != ir::OpKind::Conv) return std::nullopt;
+  p.node = kg.producer_index[static_cast<size_t>(k_.reduction)];
+  p.is_conv = n.op == ir::OpKind::Conv;
+  p.a = n.operands[p.is_conv ? 1 : 0];
+  p.b = n.operands[p.is_conv ? 0 : 1];
+  const ir::Shape& out = dims(k_.reduction);
+  for (ir::ValueId o : n.operands)
+    if (dtype(o) != ir::DType::f32) return std::nullopt;
+  if (n.op == ir::OpKind::Matmul) {
+    const ir::Shape &as = dims(p.a), &bs = dims(p.b);
+    if (as.size() < 2 || bs.size() < 2) return std::nullopt;
+    p.m = out[out.size() - 2];
+    p.n = out.back();
+    p.k = as.back();
+    for (size_t d = 0; d + 2 < out.size(); ++d) p.batches = p.batches * out[d];
+    if (!n.attrs.has("packed_a")) p.a_view = strided_view(kg, p.a);
+    if (!n.attrs.has("packed_b")) p.b_view = strided_view(kg, p.b);
+    p.direct_a = p.a_view && is_one(p.a_view->strides.back());
+  } else {
+    if (n.attrs.has("groups") && n.attrs.i("groups") != 1) return std::nullopt;
+    std::vector<int64_t> ws = static_dims(kg.g, p.a);  // weights are static
+    if (out.size() != 3 && out.size() != 4) return std::nullopt;
+    p.m = ws[0];
+    p.k = 1;
+    for (size_t d = 1; d < ws.size(); ++d) p.k = p.k * ws[d];
+    p.n = 1;
+    for (size_t d = 2; d < out.size(); ++d) p.n = p.n * out[d];
+    p.batches = out[0];
+    p.row = p.out_w = out.back();
+    const ir::Shape& xs = dims(p.b);
+    p.wide = read_arg_.count(p.b) != 0;
+    for (int64_t v : int_list(n.attrs, "stride")) p.wide = p.wide && v == 1;
+    for (int64_t v : int_list(n.attrs, "pad_low")) p.wide = p.wide && v == 0;
+    if (p.wide && out.size() == 4) {
+      p.row = xs.back();
+      p.n = out[2] * p.row;
+    }
+    p.gathered = !p.wide && read_arg_.count(p.b) != 0;
+    for (const char* side : {"pad_low", "pad_high"})
+      for (int64_t v : int_list(n.attrs, side)) p.gathered = p.gathered && v == 0;
+    // Small images at a static batch over 1: one GEMM over every image's columns (with the
+    // images apart, N = 49 took 64 lanes and each image's GEMM was a few tasks).
+    const bool unpadded = read_arg_.count(p.b) != 0 && (p.gathered || p.wide);
+    if (unpadded && out.size() == 4 && p.batches.as_constant().value_or(1) > 1 && out[2].is_constant() &&
+        out[3].is_constant() && planned(out[2] * out[3]) <= kMergedImageColumns) {
+      p.wide = false;
+      p.gathered = p.merged = true;
+      p.images = p.batches;
+      p.batches = 1;
+      p.row = p.out_w = out.back();
+      p.n = p.images * out[2] * out[3];
+    }
+  }
+  // Whether packing pays is judged on the sizes at their maxima; the kernel handles every edge.
+  if (planned(p.batches) == 0 || planned(p.m) < 4 || planned(p.n) < 8 || planned(p.k) < 8) return std::nullopt;
+  plan_gemm_blocking(kg, p);
+  return p;
+}
+
+// Arithmetic operations a kernel performs (per output element: its reduction's trip count), at
+// the symbols' maxima.
+double work_estimate(const KernelGraph& kg) {
+  const ScheduledKernel& k_ = kg.k;
+  auto dims = [&](ir::ValueId v) -> const ir::Shape& { return kg.dims(v); };
+  auto planned = [&](const ir::SymExpr& e) { return kg.planned(e); };
+  auto numel = [&](const ir::Shape& shape) {
+    double c = 1;
+    for (const ir::SymExpr& d : shape) c *= static_cast<double>(planned(d));
+    return c;
+  };
+  double outputs = numel(k_.loop_extents);
+  if (k_.reduction < 0) return outputs;
+  const ir::Node& n = kg.producer(k_.reduction);
+  double per_output = 1;
+  switch (ir::op_info(n.op).category) {
+    case ir::OpCategory::Reduce:
+      per_output = numel(dims(n.operands[0])) / std::max(1.0, numel(dims(k_.reduction)));
+      break;
+    case ir::OpCategory::Matmul: per_output = static_cast<double>(planned(dims(n.operands[0]).back())); break;
+    case ir::OpCategory::Conv:
+      per_output = numel(dims(n.operands[1])) / std::max(1.0, static_cast<double>(planned(dims(n.operands[1])[0])));
+      break;
+    case ir::OpCategory::Pool:
+      for (int64_t e : int_list(n.attrs, "kernel")) per_output *= static_cast<double>(e);
+      break;
+    case ir::OpCategory::Transform:
+      per_output = 8;  // a few adds per element
+      // A fused Winograd conv (emit_winograd.cpp): its 16 GEMMs too, 4·C per output.
+      if (n.op == ir::OpKind::WinogradOutput &&
+          std::find(k_.read_values.begin(), k_.read_values.end(), n.operands[0]) == k_.read_values.end())
+        per_output += 4.0 * static_cast<double>(planned(dims(kg.producer(n.operands[0]).operands[0]).back()));
+      break;
+    default: break;
+  }
+  return outputs * std::max(1.0, per_output);
+}
+
+std::vector<CpuPlan> plan_cpu_kernels(const Schedule& s) {
+  std::vector<CpuPlan> plans;
+  for (const ScheduledKernel& k : s.kernels) {
+    KernelGraph kg(s.fused.graph, k);
+    plans.push_back({k.symbol, work_estimate(kg), plan_gemm(kg)});
+  }
+  return plans;
+}
+
+std::string describe(const std::vector<CpuPlan>& plans) {
+  std::string out;
+  for (const CpuPlan& plan : plans) {
+    char work[32];
+    std::snprintf(work, sizeof work, "%.3g", plan.work);
+    out += plan.symbol + ": work " + work;
+    const std::optional<GemmPlan>& p = plan.gemm;
+    if (!p) {
+      out += "\n";
+      continue;
+    }
+    out += std::string(" | gemm ") + (p->is_conv ? "conv" : "matmul") + " batches " + p->batches.str() +
+           " m " + p->m.str() + " n " + p->n.str() + " k " + p->k.str() + " | mr " + std::to_string(p->mr) +
+           " nr " + std::to_string(p->nr) + " mc " + std::to_string(p->mc) + " kc " + std::to_string(p->kc) +
+           " mt " + std::to_string(p->mt) + " nc " + p->nc.str() + " | tasks " + p->tasks().str();
+    if (p->direct_a) out += " direct_a";
+    if (p->wide) out += " wide";
+    if (p->gathered) out += " gathered";
+    if (p->merged) out += " merged";
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace aotrace::lowering::cpu

@@ -1,0 +1,137 @@
+// Private to lowering/cpu/: the CPU backend's per-kernel plans, decided after schedule and
+// before codegen (pipeline pass "cpu-plan", printed by `--dump cpu-plan`), as data that tests
+// check without LLVM (DESIGN §4: schedule is a stage). The LLVM emitter (kernel_emitter.h)
+// carries them out. Today: each kernel's work estimate, and how each GEMM kernel is blocked
+// (GemmPlan). A plan depends on the
+// graph and the kernel only, never on the CPU it is emitted for, so one plan serves every
+// CPU variant's codegen (the lane-dependent choices of the depthwise and Winograd kernels are
+// still taken by the emitter).
+//   plan.cpp   strided views, reshape groups, GEMM plans, plan_cpu_kernels and describe
+// Test: lowering_tests CpuPlan.*, and every GEMM test through codegen.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lowering/passes.h"
+
+namespace aotrace::lowering::cpu {
+
+// An int-list attribute (also given as a constant Shape).
+std::vector<int64_t> int_list(const ir::Attrs& attrs, const std::string& key);
+ir::Shape to_shape(const std::vector<int64_t>& dims);
+
+// Compile-time facts about a dim. A symbolic dim is never 1 (sizes 0 and 1 are static variants),
+// so size-1 broadcasting stays a compile-time decision.
+inline bool is_one(const ir::SymExpr& e) { return e.as_constant() == std::optional<int64_t>(1); }
+inline bool is_zero(const ir::SymExpr& e) { return e.as_constant() == std::optional<int64_t>(0); }
+
+// A value read straight from a materialised buffer through views only: element idx is at
+// buffer[offset + Σ idx[d]·strides[d]] (strides in elements, 0 for broadcast dims). What a
+// GEMM packs with plain loads instead of evaluating the view's index map per element.
+struct StridedView {
+  ir::ValueId buffer = -1;  // the materialised value read
+  ir::SymExpr offset = 0;
+  std::vector<ir::SymExpr> strides;  // symbolic where the buffer's dims are
+};
+
+// The dim groups of a reshape from `src` to `dst` with equal element counts: dst[i0, i1) holds
+// the elements of src[j0, j1), and each dim outside a group maps to one of the same size.
+// Groups close where their products are equal SymExprs (static dims: equal numbers), growing
+// the side whose product is smaller at `at` (max_bindings); symbolic products that never meet
+// end in one last group (linearised and split again: correct for every size). `empty`: a group
+// met a static 0.
+struct DimGroup {
+  size_t i0, i1, j0, j1;
+  bool empty = false;
+};
+std::vector<DimGroup> reshape_groups(const ir::Shape& dst, const ir::Shape& src,
+                                     const ir::SymBindings& at);
+
+// How a GEMM kernel is blocked (emit_gemm.cpp): C[M×N] += A[M×K]·B[K×N] per batch, in tasks of
+// one MT×NC block of C; each task walks K in KC panels, packs its B panel once and A in MC-row
+// blocks, both as MR-row / NR-column micro-panels.
+struct GemmPlan {
+  int node = -1;  // the matmul or conv: its index in the graph's nodes
+  // The operands as A[M×K] and B[K×N]: matmul's first and second; conv's weight and input
+  // (B is its im2col).
+  ir::ValueId a = -1, b = -1;
+  bool is_conv = false;
+  // The sizes, symbolic where the shapes are: evaluated in the kernel (edges, task counts).
+  ir::SymExpr batches = 1, m = 0, n = 0, k = 0;
+  // The blocking is fixed at compile time (from the sizes at their maxima where symbolic).
+  int64_t mr = 6, nr = 16, mc = 72, kc = 256;
+  int64_t mt = 72;  // rows per task: a multiple of MC (fewer B packings, enough tasks)
+  // Columns per task: 128 for a matmul; whole rows for a conv, so symbolic with its width.
+  // `nc_bound` bounds it for every size (the B panel and the tile are sized by it).
+  ir::SymExpr nc = 128;
+  int64_t nc_bound = 128;
+  // Conv: N walks output rows of `row` columns (NC is a multiple of it), of which the first
+  // `out_w` are the output's. `wide`: a stride-1 conv of an unpadded, materialised input is
+  // computed on the input's width (row = input width), so that B[k, n] = x_flat[offset(k) + n]:
+  // im2col rows are contiguous slices, packed with vector loads; the extra columns are dropped.
+  ir::SymExpr row = 0, out_w = 0;
+  bool wide = false;
+  // `gathered`: any other conv of a materialised, unpadded input: B[k, n] = x_flat[base(k) +
+  // offset(n)], the offsets of a task's columns computed once per task into a table.
+  bool gathered = false;
+  // `merged`: a gathered conv whose batch is folded into N (columns b·Ho·Wo + o, rows of every
+  // image in turn), so that small images (resnet's 7×7 and 14×14 at batch 4) make wide GEMMs:
+  // `batches` is then 1 and `images` the batch.
+  bool merged = false;
+  ir::SymExpr images = 1;
+  // Matmul operands that are strided views of a buffer (packed with plain loads; unit stride
+  // along the panel: vector loads). `direct_a`: A's rows are contiguous along K, so the
+  // microkernel reads A in place (row pointers) and A is never packed.
+  std::optional<StridedView> a_view, b_view;
+  bool direct_a = false;
+  ir::SymExpr m_tasks() const { return floordiv(m + (mt - 1), mt); }
+  ir::SymExpr n_blocks() const { return floordiv(n + nc - 1, nc); }
+  ir::SymExpr tasks() const { return batches * m_tasks() * n_blocks(); }
+};
+
+
+// What a plan reads of one scheduled kernel: its graph, the producers of values, the values it
+// reads from buffers (by argument position) and the symbols at their maxima.
+struct KernelGraph {
+  KernelGraph(const ir::Graph& graph, const ScheduledKernel& kernel);
+  const ir::Graph& g;
+  const ScheduledKernel& k;
+  std::vector<int> producer_index;  // value → node index, or -1
+  std::map<ir::ValueId, int> read_arg;  // value read from a buffer → its argument (1..)
+  ir::SymBindings max;              // max_bindings(g): planning sizes
+  const ir::Shape& dims(ir::ValueId v) const { return g.type(v).shape; }
+  ir::DType dtype(ir::ValueId v) const { return g.type(v).dtype; }
+  const ir::Node& producer(ir::ValueId v) const;
+  // `e` at the symbols' maxima: for compile-time choices (exact for a static dim).
+  int64_t planned(const ir::SymExpr& e) const { return planned_size(e, max); }
+};
+
+// `v` as a strided view of a buffer the kernel reads, if it is one (views of the same dtype
+// down to a materialised value; reshapes only where they keep the layout affine).
+std::optional<StridedView> strided_view(const KernelGraph& kg, ir::ValueId v);
+
+// The kernel as a packed GEMM (emit_gemm.cpp), where it takes that path: f32 matmul with both
+// operands of rank >= 2, or f32 conv with groups == 1, big enough to pay for packing (M >= 4,
+// N >= 8, K >= 8, at the sizes' maxima).
+std::optional<GemmPlan> plan_gemm(const KernelGraph& kg);
+
+// A kernel's CPU plan: what codegen does beyond the generic loop nest.
+struct CpuPlan {
+  std::string symbol;  // the scheduled kernel's
+  // Arithmetic operations the kernel performs (per output element: its reduction's trip
+  // count), at the symbols' maxima: whether waking other threads pays (kernel_emitter.cpp).
+  double work = 0;
+  std::optional<GemmPlan> gemm;
+};
+
+double work_estimate(const KernelGraph& kg);
+
+// One plan per Schedule::kernels entry.
+std::vector<CpuPlan> plan_cpu_kernels(const Schedule& s);
+// For --dump: a line per kernel: its work, and its GEMM plan if it has one.
+std::string describe(const std::vector<CpuPlan>& plans);
+
+}  // namespace aotrace::lowering::cpu

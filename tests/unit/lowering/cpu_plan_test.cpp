@@ -1,0 +1,94 @@
+// The CPU backend's kernel plans (lowering/cpu/plan.h), checked as data: the graph passes,
+// fuse, schedule and plan_cpu_kernels run, LLVM never does.
+#include <gtest/gtest.h>
+
+#include "lowering/cpu/plan.h"
+#include "tests/unit/lowering/test_graphs.h"
+
+namespace aotrace::lowering {
+namespace {
+using namespace testing;
+using ir::OpKind;
+using Ints = std::vector<int64_t>;
+
+// The pipeline of lower_graph up to the CPU plans (pipeline.cpp), without codegen.
+struct Planned {
+  Schedule schedule;
+  std::vector<cpu::CpuPlan> plans;
+};
+Planned plan(const ir::Graph& graph) {
+  ir::Graph g = dce(cse(fold_constants(decompose(graph))));
+  g = pack_weights(pad_conv_inputs(winograd(channels_last(std::move(g)), Options::Winograd::never)));
+  Planned p{schedule(fuse(std::move(g)), "t_"), {}};
+  p.plans = cpu::plan_cpu_kernels(p.schedule);
+  return p;
+}
+
+ir::Attrs conv_attrs(Ints stride, Ints pad) {
+  return attrs({{"stride", stride}, {"dilation", Ints{1, 1}}, {"pad_low", pad}, {"pad_high", pad},
+                {"groups", int64_t{1}}});
+}
+
+// A linear layer's GEMM: A (the activations) read in place, its weight pre-packed, K in one
+// panel of 256 per step of three, 128 columns per task, rows in tasks of whole MR panels.
+TEST(CpuPlan, LinearLayerReadsItsActivationsInPlace) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({128, 768}), "L['x']");
+  ir::ValueId w = weight(g, "w", {3072, 768}, 1), b = weight(g, "b", {3072}, 2);
+  set_outputs(g, {g.add(OpKind::Relu, {g.add(OpKind::Add, {g.add(OpKind::Matmul, {x, transpose(g, w)}), b})})});
+  Planned p = plan(g);
+  ASSERT_EQ(p.plans.size(), 1u);
+  ASSERT_TRUE(p.plans[0].gemm.has_value());
+  const cpu::GemmPlan& gp = *p.plans[0].gemm;
+  EXPECT_FALSE(gp.is_conv);
+  EXPECT_EQ(gp.m.str(), "128");
+  EXPECT_EQ(gp.n.str(), "3072");
+  EXPECT_EQ(gp.k.str(), "768");
+  EXPECT_TRUE(gp.direct_a);
+  EXPECT_EQ(gp.kc, 256);
+  EXPECT_EQ(gp.nc.str(), "128");
+  EXPECT_EQ(gp.mt % gp.mr, 0);
+  EXPECT_EQ(gp.tasks().str(), "24");  // one task of all 128 rows per block of 128 columns
+  EXPECT_EQ(p.plans[0].work, 128.0 * 3072 * 768);  // K multiply-adds per output
+  EXPECT_NE(cpu::describe(p.plans).find("t_k0: work 3.02e+08 | gemm matmul batches 1 m 128 n 3072 k 768"), std::string::npos)
+      << cpu::describe(p.plans);
+}
+
+// Convs: stride 1 unpadded (a 1×1) on the input's rows ("wide": whole rows per block), a
+// strided padded 3×3 through a materialised pad ("gathered"), and at batch 4 with 7×7 outputs
+// the images folded into the columns ("merged"). An elementwise kernel has no plan.
+TEST(CpuPlan, ConvsChooseHowTheyReadTheirInput) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({1, 64, 56, 56}), "L['x']");
+  ir::ValueId small = g.add_input("small", f32({4, 64, 14, 14}), "L['small']");
+  ir::ValueId w1 = weight(g, "w1", {128, 64, 1, 1}, 1), w3 = weight(g, "w3", {128, 64, 3, 3}, 2);
+  set_outputs(g, {g.add(OpKind::Conv, {x, w1}, conv_attrs({1, 1}, {0, 0})),
+                  g.add(OpKind::Conv, {x, w3}, conv_attrs({2, 2}, {1, 1})),
+                  g.add(OpKind::Conv, {small, w3}, conv_attrs({2, 2}, {1, 1})),
+                  g.add(OpKind::Exp, {x})});
+  Planned p = plan(g);
+  std::vector<const cpu::GemmPlan*> gemms;
+  int without = 0;
+  for (const cpu::CpuPlan& c : p.plans) {
+    if (c.gemm) gemms.push_back(&*c.gemm);
+    else ++without;
+  }
+  ASSERT_EQ(gemms.size(), 3u) << cpu::describe(p.plans);
+  EXPECT_EQ(without, 3);  // the two pads and the exp
+  EXPECT_EQ(p.plans.back().work, 64.0 * 56 * 56);  // the exp: one operation per element
+  const cpu::GemmPlan &one = *gemms[0], &strided = *gemms[1], &merged = *gemms[2];
+  EXPECT_TRUE(one.is_conv && one.wide && !one.gathered);
+  EXPECT_EQ(one.k.str(), "64");
+  EXPECT_EQ(one.row.str(), "56");
+  EXPECT_EQ(one.nc.str(), "224");  // K <= 64: 256 columns, in whole rows of 56
+  EXPECT_TRUE(strided.gathered && !strided.wide && !strided.merged);
+  EXPECT_EQ(strided.n.str(), "784");
+  EXPECT_EQ(strided.k.str(), "576");
+  EXPECT_EQ(strided.kc, 192);  // 576 in three even panels
+  EXPECT_TRUE(merged.merged && merged.gathered);
+  EXPECT_EQ(merged.batches.str(), "1");
+  EXPECT_EQ(merged.n.str(), "196");  // 4 images of 7×7
+}
+
+}  // namespace
+}  // namespace aotrace::lowering
