@@ -1,7 +1,8 @@
 // Private to lowering/: the passes of lower_graph (pipeline.cpp) and the data they hand on.
 //
 //   graph passes   decompose, fold_constants, cse, dce,        ir::Graph → ir::Graph
-//                  channels_last, winograd, pad_conv_inputs, pack_weights
+//                  channels_last, winograd, pad_conv_inputs, pack_weights (the last two
+//                  serve the CPU backend only: in cpu/)
 //   fuse           decides which values are materialised        ir::Graph → FusedGraph
 //   schedule       kernels in order, buffers, loop nests        FusedGraph → Schedule
 //   plan (cpu)     per kernel: how a GEMM is blocked (cpu/plan.h) Schedule → CpuPlans
@@ -23,14 +24,15 @@ ir::Graph cse(ir::Graph g);             // cse.cpp
 ir::Graph dce(ir::Graph g);             // dce.cpp
 ir::Graph channels_last(ir::Graph g);   // channels_last.cpp
 ir::Graph winograd(ir::Graph g, Options::Winograd mode);  // winograd.cpp
-ir::Graph pad_conv_inputs(ir::Graph g); // pad_conv_inputs.cpp
-ir::Graph pack_weights(ir::Graph g);    // pack_weights.cpp
+// Graph passes that serve the CPU backend only (DESIGN §4), in lowering/cpu/:
+ir::Graph pad_conv_inputs(ir::Graph g); // cpu/pad_conv_inputs.cpp
+ir::Graph pack_weights(ir::Graph g);    // cpu/pack_weights.cpp
 
 // Whether conv `n` is one the CPU backend's depthwise kernel takes (cpu/emit_depthwise.cpp):
 // f32, two spatial dims, groups > 1 with one input channel per group (any channel multiplier),
 // a static weight of at most 64 taps, a width stride of 1 or 2 and no static size-0 dim. That
 // kernel handles zero padding itself (a padded scratch), so pad_conv_inputs leaves
-// these convs padded. Defined in pad_conv_inputs.cpp.
+// these convs padded. Defined in cpu/pad_conv_inputs.cpp.
 bool is_depthwise_conv(const ir::Graph& g, const ir::Node& n);
 
 // GEMM panels (emit_gemm.cpp): A in MR-row panels, B in NR-column panels, both K-major. Fixed for
