@@ -33,93 +33,6 @@
 
 namespace aotrace::lowering::cpu {
 
-// The fused kernel's blocking (WinogradPlan): at most this many tiles of columns, output
-// channels (a multiple of MR) and input channels per step. Its stack: 16 tiles of 72 × 112 and
-// 16 B matrices of 64 × 128 floats, ~1 MB at most. Measured on resnet50_b4 (1 thread, its
-// 56×56×64 and 28×28×128 layers): 112 × 72 × 64 9.3 + 9.2 ms; 48 output channels 10.8 + 10.0;
-// 32 input channels 9.6 + 9.8; 64 columns 10.2 + 9.7; 96 output channels ±0.3.
-constexpr int64_t kWinogradColumns = 112;
-constexpr int64_t kWinogradRows = 72;
-constexpr int64_t kWinogradDepth = 64;
-
-bool KernelEmitter::plan_winograd(WinogradPlan& p) const {
-  if (k_.reduction < 0) return false;
-  const ir::Node& n = producer(k_.reduction);
-  if (n.op != ir::OpKind::WinogradInput && n.op != ir::OpKind::WinogradOutput) return false;
-  p.node = &n;
-  p.input = n.op == ir::OpKind::WinogradInput;
-  std::vector<int64_t> out = int_list(n.attrs, "out");
-  p.out_h = out[0];
-  p.out_w = out[1];
-  p.tiles_h = ir::winograd::tiles(p.out_h);
-  p.tiles_w = ir::winograd::tiles(p.out_w);
-  // Vectors no wider than a row of tiles needs (at least 4 lanes): 7×7 outputs (4 tiles a row)
-  // use 4 lanes, not 16.
-  p.lanes = 4;
-  while (p.lanes < target_.f32_lanes && p.lanes < p.tiles_w) p.lanes *= 2;
-  p.vectors = (p.tiles_w + p.lanes - 1) / p.lanes;
-  std::vector<int64_t> in = static_dims(g_, n.operands[0]);
-  if (p.input) {
-    std::vector<int64_t> pad = int_list(n.attrs, "pad_low");
-    p.batches = in[0];
-    p.channels = p.in_channels = in[1];
-    p.in_h = in[2];
-    p.in_w = in[3];
-    p.pad_h = pad[0];
-    p.pad_w = pad[1];
-  } else {
-    p.channels = in[1];
-    p.batches = in[2] / (p.tiles_h * p.tiles_w);
-    if (read_arg_.count(n.operands[0]) == 0) plan_winograd_fused(p);
-  }
-  return true;
-}
-
-// A whole Winograd conv in one kernel (fuse.cpp): M = matmul(U, winograd_input(x)) is inlined.
-void KernelEmitter::plan_winograd_fused(WinogradPlan& p) const {
-  const ir::Node& mm = producer(p.node->operands[0]);
-  AOT_CHECK(mm.op == ir::OpKind::Matmul && mm.attrs.has("packed_a"), "a fused Winograd conv's GEMM is not packed");
-  const ir::Node& tiles = producer(mm.operands[1]);
-  AOT_CHECK(tiles.op == ir::OpKind::WinogradInput && read_arg_.count(tiles.operands[0]) != 0,
-            "a fused Winograd conv does not read its input tiles' source");
-  p.fused = true;
-  p.x = tiles.operands[0];
-  p.u = mm.operands[0];
-  std::vector<int64_t> xs = static_dims(g_, p.x), pad = int_list(tiles.attrs, "pad_low");
-  p.in_channels = xs[1];
-  p.in_h = xs[2];
-  p.in_w = xs[3];
-  p.pad_h = pad[0];
-  p.pad_w = pad[1];
-  // Columns: the number of whole rows of tiles, up to kWinogradColumns tiles, whose last NR
-  // panel is the fullest (56×56 outputs: 4 rows of 28 = 112, 7 panels; 14×14: 16 rows of 7).
-  const int64_t nr = kPackedNR, rows_total = p.batches * p.tiles_h;
-  const int64_t most = std::clamp<int64_t>(kWinogradColumns / p.tiles_w, 1, rows_total);
-  double best = -1;
-  for (int64_t r = 1; r <= most; ++r) {
-    const int64_t nc = r * p.tiles_w, ncp = (nc + nr - 1) / nr * nr;
-    const double use = static_cast<double>(nc) / static_cast<double>(ncp);
-    if (use >= best) {
-      best = use;
-      p.block_rows = r;
-    }
-  }
-  p.nc = p.block_rows * p.tiles_w;
-  p.ncp = (p.nc + nr - 1) / nr * nr;
-  // A block's last vector of tiles may run past its columns: B's rows have room for it.
-  const int64_t reach = (p.block_rows - 1) * p.tiles_w + p.vectors * p.lanes;
-  p.ldb = (std::max(p.ncp, reach) + nr - 1) / nr * nr;
-  // Rows of tiles wider than kWinogradColumns (fuse.cpp fuses up to 256) take fewer output and
-  // input channels per step: the stack stays ~1 MB.
-  static_assert(kWinogradRows % kPackedMR == 0, "a task's output channels are whole U panels");
-  const int64_t rows = std::max<int64_t>(kPackedMR, kWinogradRows * kWinogradColumns / std::max(p.ncp, kWinogradColumns) /
-                                                        kPackedMR * kPackedMR);
-  const int64_t depth = std::max<int64_t>(8, kWinogradDepth * (kWinogradColumns + 16) / std::max(p.ldb, kWinogradColumns + 16));
-  p.mt = std::min(rows, (p.channels + kPackedMR - 1) / kPackedMR * kPackedMR);
-  const int64_t k_panels = (p.in_channels + depth - 1) / depth;
-  p.kc = (p.in_channels + k_panels - 1) / k_panels;
-}
-
 namespace {
 
 // Floats of V staged per task at most (128 KB of stack, as much as a GEMM tile).
@@ -218,7 +131,7 @@ void KernelEmitter::emit_winograd_input(const WinogradPlan& p, llvm::Value* begi
   llvm::Type* f32 = b_.getFloatTy();
   const auto L = static_cast<unsigned>(p.lanes);
   const int64_t T = p.tiles_h * p.tiles_w;
-  llvm::Value* x = buffers_[static_cast<size_t>(read_arg_.at(p.node->operands[0]))];
+  llvm::Value* x = buffers_[static_cast<size_t>(read_arg_.at(g_.nodes[static_cast<size_t>(p.node)].operands[0]))];
   llvm::Value* v_out = buffers_[0];
   // A plane's 16 rows of V gathered in a stack buffer and copied out once the plane is done:
   // 16 sequential runs of T floats instead of 16 stores of one vector, T floats apart, per
@@ -337,7 +250,7 @@ void KernelEmitter::emit_winograd_output(const WinogradPlan& p, llvm::Value* beg
   const auto L = static_cast<unsigned>(p.lanes);
   auto* vec = llvm::FixedVectorType::get(f32, L);
   const int64_t T = p.tiles_h * p.tiles_w, total = 16 * p.channels * p.batches * T;
-  llvm::Value* m = buffers_[static_cast<size_t>(read_arg_.at(p.node->operands[0]))];
+  llvm::Value* m = buffers_[static_cast<size_t>(read_arg_.at(g_.nodes[static_cast<size_t>(p.node)].operands[0]))];
   llvm::Value* tile = stack_array(f32, 2 * 2 * p.lanes * p.vectors);
   range_loop(begin, end, [&](llvm::Value* no) {  // n·O + o
     llvm::Value* o = b_.CreateURem(no, i64(p.channels));

@@ -29,7 +29,6 @@ namespace aotrace::lowering::cpu {
 // Below this many operations, waking threads costs more than it gains: one task, inline.
 constexpr double kParallelWork = 32768;
 
-
 llvm::Value* emit_sym(llvm::IRBuilder<>& b, const ir::SymExpr& e,
                       const std::function<llvm::Value*(const std::string&)>& symbol) {
   using Kind = ir::SymNode::Kind;
@@ -63,7 +62,6 @@ llvm::Value* emit_sym(llvm::IRBuilder<>& b, const ir::SymExpr& e,
     default: internal_error("unknown SymExpr kind in " + e.str());
   }
 }
-
 
 KernelEmitter::KernelEmitter(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k,
                              const CpuPlan& plan, const CpuTarget& t)
@@ -144,8 +142,8 @@ ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end, 
     emit_depthwise_tasks(depthwise, begin, end);
     return depthwise.tasks();
   }
-  WinogradPlan winograd;
-  if (plan_winograd(winograd)) {
+  if (plan_.winograd) {
+    const WinogradPlan winograd = for_target(*plan_.winograd, target_.f32_lanes);
     if (winograd.input) emit_winograd_input(winograd, begin, end);
     else if (winograd.fused) emit_winograd_fused(winograd, begin, end);
     else emit_winograd_output(winograd, begin, end);

@@ -61,32 +61,6 @@ struct DepthwisePlan {
   ir::SymExpr tasks() const { return batches * c_blocks() * r_blocks(); }
 };
 
-// A Winograd transform kernel (emit_winograd.cpp): one task per (batch, channel) plane, its
-// rows of 2×2 output tiles in order, `vectors` vectors of `lanes` tiles along each row. Static sizes only (the pass
-// rewrites static convs). `channels`: the input's C (input transform) or the output's O.
-//
-// `fused`: a whole Winograd conv, the output transform's kernel computing its GEMMs and input
-// tiles too (fuse.cpp): one task per `mt` output channels × `block_rows` rows of tiles (of the
-// N·tiles_h rows, images in turn; nc = block_rows·tiles_w tiles, the GEMMs' columns). Per
-// `kc` input channels, the task transforms its tiles into 16 row-major K × NC matrices of
-// `ldb` floats a row (B, one per point), runs the 16 GEMMs against U's pre-packed panels into
-// 16 tiles of mt × ncp floats (ncp: nc in whole NR panels), and at the end takes the output
-// transform of the tiles, with the kernel's epilogue.
-struct WinogradPlan {
-  const ir::Node* node = nullptr;  // the winograd_input or winograd_output
-  bool input = false;
-  int64_t batches = 1, channels = 1, in_h = 0, in_w = 0, pad_h = 0, pad_w = 0;
-  int64_t out_h = 0, out_w = 0, tiles_h = 0, tiles_w = 0;
-  int64_t lanes = 4, vectors = 1;
-  int64_t in_channels = 0;  // the input's C (for the input transform: `channels`)
-  bool fused = false;
-  ir::ValueId x = -1, u = -1;  // fused: the conv's input and U's packed view
-  int64_t mt = 0, kc = 0, block_rows = 0, nc = 0, ncp = 0, ldb = 0;
-  int64_t m_tasks() const { return (channels + mt - 1) / mt; }
-  int64_t column_blocks() const { return (batches * tiles_h + block_rows - 1) / block_rows; }
-  int64_t tasks() const { return fused ? m_tasks() * column_blocks() : batches * channels; }
-};
-
 class KernelEmitter {
  public:
   KernelEmitter(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k, const CpuPlan& plan,
@@ -217,8 +191,6 @@ class KernelEmitter {
                                               const std::vector<llvm::Value*>& weights);
 
   // emit_winograd.cpp
-  bool plan_winograd(WinogradPlan& plan) const;
-  void plan_winograd_fused(WinogradPlan& plan) const;
   void emit_winograd_input(const WinogradPlan& plan, llvm::Value* begin, llvm::Value* end);
   void emit_winograd_output(const WinogradPlan& plan, llvm::Value* begin, llvm::Value* end);
   void emit_winograd_fused(const WinogradPlan& plan, llvm::Value* begin, llvm::Value* end);

@@ -1,11 +1,11 @@
 // Private to lowering/cpu/: the CPU backend's per-kernel plans, decided after schedule and
 // before codegen (pipeline pass "cpu-plan", printed by `--dump cpu-plan`), as data that tests
 // check without LLVM (DESIGN §4: schedule is a stage). The LLVM emitter (kernel_emitter.h)
-// carries them out. Today: each kernel's work estimate, and how each GEMM kernel is blocked
-// (GemmPlan). A plan depends on the
+// carries them out. Today: each kernel's work estimate, how each GEMM kernel is blocked
+// (GemmPlan), and the Winograd kernels' plans (WinogradPlan). A plan depends on the
 // graph and the kernel only, never on the CPU it is emitted for, so one plan serves every
-// CPU variant's codegen (the lane-dependent choices of the depthwise and Winograd kernels are
-// still taken by the emitter).
+// CPU variant's codegen (the depthwise kernels' lane-dependent plan is still the emitter's;
+// a Winograd plan's vector width is narrowed per CPU by for_target).
 //   plan.cpp   strided views, reshape groups, GEMM plans, plan_cpu_kernels and describe
 // Test: lowering_tests CpuPlan.*, and every GEMM test through codegen.
 #pragma once
@@ -118,6 +118,39 @@ std::optional<StridedView> strided_view(const KernelGraph& kg, ir::ValueId v);
 // N >= 8, K >= 8, at the sizes' maxima).
 std::optional<GemmPlan> plan_gemm(const KernelGraph& kg);
 
+// A Winograd transform kernel (emit_winograd.cpp): one task per (batch, channel) plane, its
+// rows of 2×2 output tiles in order, `vectors` vectors of `lanes` tiles along each row. Static
+// sizes only (the pass rewrites static convs). `channels`: the input's C (input transform) or the output's O.
+//
+// `fused`: a whole Winograd conv, the output transform's kernel computing its GEMMs and input
+// tiles too (fuse.cpp): one task per `mt` output channels × `block_rows` rows of tiles (of the
+// N·tiles_h rows, images in turn; nc = block_rows·tiles_w tiles, the GEMMs' columns). Per
+// `kc` input channels, the task transforms its tiles into 16 row-major K × NC matrices of
+// `ldb` floats a row (B, one per point), runs the 16 GEMMs against U's pre-packed panels into
+// 16 tiles of mt × ncp floats (ncp: nc in whole NR panels), and at the end takes the output
+// transform of the tiles, with the kernel's epilogue.
+struct WinogradPlan {
+  int node = -1;  // the winograd_input or winograd_output: its index in the graph's nodes
+  bool input = false;
+  int64_t batches = 1, channels = 1, in_h = 0, in_w = 0, pad_h = 0, pad_w = 0;
+  int64_t out_h = 0, out_w = 0, tiles_h = 0, tiles_w = 0;
+  // Planned for the widest vectors (16 floats); for_target narrows them to a CPU's.
+  int64_t lanes = 4, vectors = 1;
+  int64_t in_channels = 0;  // the input's C (for the input transform: `channels`)
+  bool fused = false;
+  ir::ValueId x = -1, u = -1;  // fused: the conv's input and U's packed view
+  int64_t mt = 0, kc = 0, block_rows = 0, nc = 0, ncp = 0, ldb = 0;
+  int64_t m_tasks() const { return (channels + mt - 1) / mt; }
+  int64_t column_blocks() const { return (batches * tiles_h + block_rows - 1) / block_rows; }
+  int64_t tasks() const { return fused ? m_tasks() * column_blocks() : batches * channels; }
+};
+
+// The Winograd kernel's plan, where the kernel's reduction is a Winograd transform.
+std::optional<WinogradPlan> plan_winograd(const KernelGraph& kg);
+// `p` for a CPU of `f32_lanes`: vectors no wider than a row of tiles needs (at least 4 lanes).
+// The plan's ldb, made for 16 lanes, holds a row's last vector at any narrower width.
+WinogradPlan for_target(WinogradPlan p, int64_t f32_lanes);
+
 // A kernel's CPU plan: what codegen does beyond the generic loop nest.
 struct CpuPlan {
   std::string symbol;  // the scheduled kernel's
@@ -125,6 +158,7 @@ struct CpuPlan {
   // count), at the symbols' maxima: whether waking other threads pays (kernel_emitter.cpp).
   double work = 0;
   std::optional<GemmPlan> gemm;
+  std::optional<WinogradPlan> winograd;
 };
 
 double work_estimate(const KernelGraph& kg);

@@ -16,9 +16,9 @@ struct Planned {
   Schedule schedule;
   std::vector<cpu::CpuPlan> plans;
 };
-Planned plan(const ir::Graph& graph) {
+Planned plan(const ir::Graph& graph, Options::Winograd winograd_mode = Options::Winograd::never) {
   ir::Graph g = dce(cse(fold_constants(decompose(graph))));
-  g = pack_weights(pad_conv_inputs(winograd(channels_last(std::move(g)), Options::Winograd::never)));
+  g = pack_weights(pad_conv_inputs(winograd(channels_last(std::move(g)), winograd_mode)));
   Planned p{schedule(fuse(std::move(g)), "t_"), {}};
   p.plans = cpu::plan_cpu_kernels(p.schedule);
   return p;
@@ -88,6 +88,33 @@ TEST(CpuPlan, ConvsChooseHowTheyReadTheirInput) {
   EXPECT_TRUE(merged.merged && merged.gathered);
   EXPECT_EQ(merged.batches.str(), "1");
   EXPECT_EQ(merged.n.str(), "196");  // 4 images of 7×7
+}
+
+// Winograd convs: 64 input channels are one fused kernel, in blocks of whole rows of tiles small
+// enough for 8 tasks or more (28 rows of 28 tiles at batch 1: blocks of 3 rows, 10 tasks); 256
+// input channels keep the transforms and the GEMM apart.
+TEST(CpuPlan, WinogradConvsFuseUpTo128Channels) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({1, 64, 56, 56}), "L['x']");
+  ir::ValueId deep = g.add_input("deep", f32({1, 256, 14, 14}), "L['deep']");
+  set_outputs(g, {g.add(OpKind::Conv, {x, weight(g, "w", {64, 64, 3, 3}, 1)}, conv_attrs({1, 1}, {1, 1})),
+                  g.add(OpKind::Conv, {deep, weight(g, "w2", {256, 256, 3, 3}, 2)}, conv_attrs({1, 1}, {1, 1}))});
+  Planned p = plan(g, Options::Winograd::always);
+  std::vector<const cpu::WinogradPlan*> w;
+  for (const cpu::CpuPlan& c : p.plans)
+    if (c.winograd) w.push_back(&*c.winograd);
+  ASSERT_EQ(w.size(), 3u) << cpu::describe(p.plans);  // the fused conv, the deep one's transforms
+  EXPECT_TRUE(w[0]->fused);
+  EXPECT_EQ(w[0]->in_channels, 64);
+  EXPECT_EQ(w[0]->block_rows, 3);
+  EXPECT_EQ(w[0]->tasks(), 10);
+  EXPECT_EQ(w[0]->kc, 64);
+  EXPECT_EQ(w[0]->mt % 6, 0);
+  EXPECT_GE(w[0]->ldb, 2 * 28 + 32);  // a block's last row of tiles, as vectors of 16
+  EXPECT_TRUE(w[1]->input && !w[1]->fused);
+  EXPECT_TRUE(!w[2]->input && !w[2]->fused);
+  EXPECT_EQ(cpu::for_target(*w[0], 4).lanes, 4);
+  EXPECT_EQ(cpu::for_target(*w[0], 4).vectors, 7);
 }
 
 }  // namespace
