@@ -1,11 +1,12 @@
-// The CPU backend's kernel plans (plan.h): strided views of buffers, reshape groups, GEMM plans.
-// Test: lowering_tests CpuPlan.*, Gemm.*, and every model test.
+// The CPU backend's kernel plans (plan.h): strided views of buffers, reshape groups, GEMM
+// plans, Winograd plans, work estimates.
+// Test: lowering_tests CpuPlan.*, Gemm.*, Winograd.*, and every model test.
 #include "lowering/cpu/plan.h"
-
-#include "ir/winograd.h"
 
 #include <algorithm>
 #include <cstdio>
+
+#include "ir/winograd.h"
 
 namespace aotrace::lowering::cpu {
 

@@ -6,7 +6,8 @@
 // graph and the kernel only, never on the CPU it is emitted for, so one plan serves every
 // CPU variant's codegen (the depthwise kernels' lane-dependent plan is still the emitter's;
 // a Winograd plan's vector width is narrowed per CPU by for_target).
-//   plan.cpp   strided views, reshape groups, GEMM plans, plan_cpu_kernels and describe
+//   plan.cpp   strided views, reshape groups, GEMM and Winograd plans, work estimates,
+//              plan_cpu_kernels and describe
 // Test: lowering_tests CpuPlan.*, and every GEMM test through codegen.
 #pragma once
 
