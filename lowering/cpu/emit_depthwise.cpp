@@ -26,7 +26,8 @@
 // Taken: every conv is_depthwise_conv accepts (f32, 2-D, width stride 1 or 2, at most 64 taps)
 // and every f32 2-D max pool with such a window, that is its kernel's reduction, evaluated at
 // the root's index, where the scratch fits kDepthwiseMaxScratch (else the per-element conv
-// loops of emit_reductions.cpp, which handle padding too). Dynamic dims: batch, H and W
+// loops of emit_reductions.cpp, which handle padding too). That choice and the blocking
+// (DepthwisePlan) are made before codegen, by plan.cpp. Dynamic dims: batch, H and W
 // (and so the output's) may be symbolic; the vector width and the task blocking are chosen from
 // the sizes at their maxima, the counts are computed at run time, the tile is sized for the
 // output width's bound.
@@ -41,86 +42,6 @@
 #include <llvm/IR/Intrinsics.h>
 
 namespace aotrace::lowering::cpu {
-
-// Multiply-adds per task (at the sizes' maxima), and the fewest tasks wanted where the conv
-// allows: the runtime groups tasks into a few chunks per thread, so small tasks cost little.
-constexpr int64_t kDepthwiseTaskWork = 8192;
-constexpr int64_t kDepthwiseMinTasks = 16;
-constexpr int64_t kDepthwiseRowGroup = 4;
-// Floats of scratch per task at most (128 KB on the stack of the thread running it, as much as
-// a GEMM kernel's tile): wider rows (a width of thousands) take the per-element conv loops.
-constexpr int64_t kDepthwiseMaxScratch = 32 * 1024;
-
-// A 2-D f32 max pool whose window the depthwise kernel can take: at most 64 taps, width stride
-// 1 or 2 (resnet's 3×3 stride-2 pool).
-static bool is_depthwise_max_pool(const ir::Graph& g, const ir::Node& n) {
-  if (n.op != ir::OpKind::Pool || n.attrs.s("kind") != "max") return false;
-  if (g.type(n.operands[0]).dtype != ir::DType::f32 || g.type(n.results[0]).dtype != ir::DType::f32) return false;
-  if (g.type(n.operands[0]).shape.size() != 4) return false;
-  std::vector<int64_t> kernel = n.attrs.ints("kernel"), stride = n.attrs.ints("stride");
-  return kernel.size() == 2 && kernel[0] * kernel[1] <= 64 && stride.size() == 2 && stride[0] >= 1 &&
-         stride[1] >= 1 && stride[1] <= 2;
-}
-
-bool KernelEmitter::plan_depthwise(DepthwisePlan& p) const {
-  if (k_.reduction < 0 || dims(k_.root) != dims(k_.reduction)) return false;
-  const ir::Node& n = producer(k_.reduction);
-  p.max_pool = is_depthwise_max_pool(g_, n);
-  if (!(p.max_pool || is_depthwise_conv(g_, n)) || read_arg_.count(n.operands[0]) == 0) return false;
-  for (const ir::SymExpr& d : dims(k_.reduction))
-    if (is_zero(d)) return false;
-  p.node = &n;
-  p.x = n.operands[0];
-  std::vector<int64_t> ws;  // the conv weight's sizes; a pool's window as [C, 1, kh, kw]
-  std::vector<int64_t> stride = int_list(n.attrs, "stride"), dilation = {1, 1}, pad;
-  if (p.max_pool) {
-    std::vector<int64_t> kernel = int_list(n.attrs, "kernel");
-    ws = {planned(dims(p.x)[1]), 1, kernel[0], kernel[1]};
-    pad = int_list(n.attrs, "padding");
-    if (n.attrs.has("dilation")) dilation = int_list(n.attrs, "dilation");
-  } else {
-    p.w = n.operands[1];
-    ws = static_dims(g_, p.w);
-    dilation = int_list(n.attrs, "dilation");
-    pad = int_list(n.attrs, "pad_low");
-  }
-  p.kh = ws[2];
-  p.kw = ws[3];
-  p.stride_h = stride[0];
-  p.stride_w = stride[1];
-  p.dilation_h = dilation[0];
-  p.dilation_w = dilation[1];
-  p.pad_h = pad[0];
-  p.pad_w = pad[1];
-  p.multiplier = p.max_pool ? 1 : ws[0] / n.attrs.i("groups");
-  const ir::Shape& out = dims(k_.reduction);
-  p.batches = out[0];
-  p.out_c = out[1];
-  p.out_h = out[2];
-  p.out_w = out[3];
-  const int64_t ow = planned(p.out_w), oh = planned(p.out_h), c = ws[0], batches = planned(p.batches);
-  // The target's vector, halved while a row would fill at most half of it (7-wide rows: 8 lanes).
-  p.lanes = target_.f32_lanes;
-  while (p.lanes > 4 && 2 * ow <= p.lanes) p.lanes /= 2;
-  p.tile = (ow + p.lanes - 1) / p.lanes * p.lanes;
-  // Whole channels per task where a channel is small (7×7 rows), else row blocks of one channel.
-  const int64_t per_row = std::max<int64_t>(1, ow * p.kh * p.kw);
-  p.rows = std::clamp<int64_t>((kDepthwiseTaskWork + per_row - 1) / per_row, 1, std::max<int64_t>(1, oh));
-  p.channels = p.rows < oh ? 1 : std::clamp<int64_t>(kDepthwiseTaskWork / (per_row * std::max<int64_t>(1, oh)), 1, c);
-  auto tasks = [&] { return batches * ((c + p.channels - 1) / p.channels) * ((oh + p.rows - 1) / p.rows); };
-  while (tasks() < kDepthwiseMinTasks && p.channels > 1) p.channels = (p.channels + 1) / 2;
-  while (tasks() < kDepthwiseMinTasks && p.rows > 1) p.rows = (p.rows + 1) / 2;
-  // Rows computed together: independent chains of fma (their latency, not the loads, would
-  // bound a single row); row blocks in whole groups.
-  p.group = std::min<int64_t>(kDepthwiseRowGroup, p.rows);
-  if (p.rows < oh) p.rows = (p.rows + p.group - 1) / p.group * p.group;
-  // The scratch: the input rows of `rows` output rows, each wide enough for the last vector's
-  // last tap (lanes past the output width included), in whole vectors per phase.
-  p.in_rows = (p.rows - 1) * p.stride_h + (p.kh - 1) * p.dilation_h + 1;
-  const int64_t vectors = (ow + p.lanes - 1) / p.lanes;
-  p.phase_w = (vectors * p.lanes + (p.kw - 1) * p.dilation_w / p.stride_w + 1 + p.lanes - 1) / p.lanes * p.lanes;
-  return p.in_rows * p.stride_w * p.phase_w <= kDepthwiseMaxScratch;
-}
 
 void KernelEmitter::depthwise_copy_row(const DepthwisePlan& p, llvm::Value* src, llvm::Value* dst, llvm::Value* count) {
   llvm::Type* f32 = b_.getFloatTy();
@@ -202,7 +123,7 @@ std::vector<llvm::Value*> KernelEmitter::depthwise_vectors(const DepthwisePlan& 
 
 void KernelEmitter::emit_depthwise_tasks(const DepthwisePlan& p, llvm::Value* begin, llvm::Value* end) {
   llvm::Type* f32 = b_.getFloatTy();
-  const ir::Node& n = *p.node;
+  const ir::Node& n = g_.nodes[static_cast<size_t>(p.node)];
   const ir::Shape &xs = dims(p.x), &out = dims(k_.reduction);
   llvm::Value* tile = stack_array(f32, p.group * p.tile);
   const int64_t pitch = p.stride_w * p.phase_w;  // floats per scratch row

@@ -137,8 +137,8 @@ llvm::Value* KernelEmitter::size(const ir::SymExpr& e) {
 //     and enough work, the innermost dim is cut into chunks as well; a rank-1 root is split
 //     by element, a scalar root is one task.
 ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end, double work) {
-  DepthwisePlan depthwise;
-  if (plan_depthwise(depthwise)) {
+  if (plan_.depthwise) {
+    const DepthwisePlan depthwise = for_target(*plan_.depthwise, target_.f32_lanes);
     emit_depthwise_tasks(depthwise, begin, end);
     return depthwise.tasks();
   }

@@ -37,30 +37,6 @@ llvm::Value* emit_sym(llvm::IRBuilder<>& b, const ir::SymExpr& e,
 // vector (AVX-512), else one.
 int64_t panels_per_call(const CpuTarget& target, int64_t nr);
 
-// How a depthwise conv kernel is split (emit_depthwise.cpp): one task per `channels` output
-// channels × `rows` output rows of one batch index. Each output row is computed in vectors of
-// `lanes` outputs into a row tile of `tile` floats (the output width's bound in whole vectors),
-// from which the root is evaluated and stored. Output channel c reads input channel
-// c / multiplier. The input rows a task reads are first copied into a scratch of `in_rows`
-// rows, each padded (0, or -inf for a pool) and split by the width stride into `stride_w`
-// phase rows of `phase_w` floats, so that every tap of every output vector is one plain load.
-struct DepthwisePlan {
-  const ir::Node* node = nullptr;  // the conv
-  ir::ValueId x = -1, w = -1;      // its (materialised) input and its weight (-1: a max pool)
-  bool max_pool = false;           // a 2-D max pool: taps combined by max, -inf outside the input
-  int64_t kh = 1, kw = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
-  int64_t pad_h = 0, pad_w = 0, multiplier = 1;
-  int64_t lanes = 16, tile = 16;
-  int64_t channels = 1, rows = 1;
-  int64_t group = 1;  // output rows computed together (the tile holds one row each)
-  int64_t in_rows = 1, phase_w = 1;  // the scratch: in_rows × stride_w × phase_w floats
-  // The output's sizes, symbolic where the shapes are (out_c is static: the weight's).
-  ir::SymExpr batches = 1, out_c = 1, out_h = 1, out_w = 1;
-  ir::SymExpr c_blocks() const { return floordiv(out_c + (channels - 1), channels); }
-  ir::SymExpr r_blocks() const { return floordiv(out_h + (rows - 1), rows); }
-  ir::SymExpr tasks() const { return batches * c_blocks() * r_blocks(); }
-};
-
 class KernelEmitter {
  public:
   KernelEmitter(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k, const CpuPlan& plan,
@@ -179,7 +155,6 @@ class KernelEmitter {
   llvm::Value* stack_array(llvm::Type* t, int64_t count);
 
   // emit_depthwise.cpp
-  bool plan_depthwise(DepthwisePlan& plan) const;
   void emit_depthwise_tasks(const DepthwisePlan& plan, llvm::Value* begin, llvm::Value* end);
   // Copies `count` input columns from `src` into the scratch row at `dst` (column c at padded
   // position c + pad_w, in phase (c + pad_w) % stride_w).

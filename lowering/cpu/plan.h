@@ -2,11 +2,11 @@
 // before codegen (pipeline pass "cpu-plan", printed by `--dump cpu-plan`), as data that tests
 // check without LLVM (DESIGN §4: schedule is a stage). The LLVM emitter (kernel_emitter.h)
 // carries them out. Today: each kernel's work estimate, how each GEMM kernel is blocked
-// (GemmPlan), and the Winograd kernels' plans (WinogradPlan). A plan depends on the
+// (GemmPlan), and the depthwise and Winograd kernels' plans. A plan depends on the
 // graph and the kernel only, never on the CPU it is emitted for, so one plan serves every
-// CPU variant's codegen (the depthwise kernels' lane-dependent plan is still the emitter's;
-// a Winograd plan's vector width is narrowed per CPU by for_target).
-//   plan.cpp   strided views, reshape groups, GEMM and Winograd plans, work estimates,
+// CPU variant's codegen (the vector width of a depthwise or Winograd plan is narrowed per CPU
+// by for_target).
+//   plan.cpp   strided views, reshape groups, GEMM, depthwise and Winograd plans, work estimates,
 //              plan_cpu_kernels and describe
 // Test: lowering_tests CpuPlan.*, and every GEMM test through codegen.
 #pragma once
@@ -119,6 +119,38 @@ std::optional<StridedView> strided_view(const KernelGraph& kg, ir::ValueId v);
 // N >= 8, K >= 8, at the sizes' maxima).
 std::optional<GemmPlan> plan_gemm(const KernelGraph& kg);
 
+// How a depthwise conv kernel is split (emit_depthwise.cpp): one task per `channels` output
+// channels × `rows` output rows of one batch index. Each output row is computed in vectors of
+// `lanes` outputs into a row tile of `tile` floats (the output width's bound in whole vectors),
+// from which the root is evaluated and stored. Output channel c reads input channel
+// c / multiplier. The input rows a task reads are first copied into a scratch of `in_rows`
+// rows, each padded (0, or -inf for a pool) and split by the width stride into `stride_w`
+// phase rows of `phase_w` floats, so that every tap of every output vector is one plain load.
+struct DepthwisePlan {
+  int node = -1;                   // the conv or pool: its index in the graph's nodes
+  ir::ValueId x = -1, w = -1;      // its (materialised) input and its weight (-1: a max pool)
+  bool max_pool = false;           // a 2-D max pool: taps combined by max, -inf outside the input
+  int64_t kh = 1, kw = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t pad_h = 0, pad_w = 0, multiplier = 1;
+  // Planned for 16-lane vectors; for_target narrows them (and tile, phase_w) to a CPU's.
+  int64_t lanes = 16, tile = 16;
+  int64_t width_bound = 1;  // the output width at its maximum
+  int64_t channels = 1, rows = 1;
+  int64_t group = 1;  // output rows computed together (the tile holds one row each)
+  int64_t in_rows = 1, phase_w = 1;  // the scratch: in_rows × stride_w × phase_w floats
+  // The output's sizes, symbolic where the shapes are (out_c is static: the weight's).
+  ir::SymExpr batches = 1, out_c = 1, out_h = 1, out_w = 1;
+  ir::SymExpr c_blocks() const { return floordiv(out_c + (channels - 1), channels); }
+  ir::SymExpr r_blocks() const { return floordiv(out_h + (rows - 1), rows); }
+  ir::SymExpr tasks() const { return batches * c_blocks() * r_blocks(); }
+};
+
+// The depthwise kernel's plan, where the kernel's reduction is a conv or max pool it takes (the
+// scratch checked at 16 lanes, the widest).
+std::optional<DepthwisePlan> plan_depthwise(const KernelGraph& kg);
+// `p` for a CPU of `f32_lanes`: the vector halved while a row would fill at most half of it.
+DepthwisePlan for_target(DepthwisePlan p, int64_t f32_lanes);
+
 // A Winograd transform kernel (emit_winograd.cpp): one task per (batch, channel) plane, its
 // rows of 2×2 output tiles in order, `vectors` vectors of `lanes` tiles along each row. Static
 // sizes only (the pass rewrites static convs). `channels`: the input's C (input transform) or the output's O.
@@ -160,6 +192,7 @@ struct CpuPlan {
   double work = 0;
   std::optional<GemmPlan> gemm;
   std::optional<WinogradPlan> winograd;
+  std::optional<DepthwisePlan> depthwise;
 };
 
 double work_estimate(const KernelGraph& kg);

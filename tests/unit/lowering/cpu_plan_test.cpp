@@ -117,5 +117,30 @@ TEST(CpuPlan, WinogradConvsFuseUpTo128Channels) {
   EXPECT_EQ(cpu::for_target(*w[0], 4).vectors, 7);
 }
 
+// A depthwise conv and a 3×3 stride-2 max pool take the depthwise kernel; at 16 lanes, narrowed
+// per CPU: a 7-wide output row takes 8 lanes, and 4 on a 4-lane CPU.
+TEST(CpuPlan, DepthwiseConvsAndMaxPoolsAreVectorisedAlongTheRow) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({1, 32, 14, 14}), "L['x']");
+  ir::Attrs dw = attrs({{"stride", Ints{2, 2}}, {"dilation", Ints{1, 1}}, {"pad_low", Ints{1, 1}},
+                        {"pad_high", Ints{1, 1}}, {"groups", int64_t{32}}});
+  ir::Attrs pool = attrs({{"kind", std::string("max")}, {"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}},
+                          {"padding", Ints{1, 1}}, {"dilation", Ints{1, 1}}, {"ceil_mode", int64_t{0}}});
+  set_outputs(g, {g.add(OpKind::Conv, {x, weight(g, "w", {32, 1, 3, 3}, 1)}, dw), g.add(OpKind::Pool, {x}, pool)});
+  Planned p = plan(g);
+  std::vector<const cpu::DepthwisePlan*> d;
+  for (const cpu::CpuPlan& c : p.plans)
+    if (c.depthwise) d.push_back(&*c.depthwise);
+  ASSERT_EQ(d.size(), 2u) << cpu::describe(p.plans);
+  EXPECT_FALSE(d[0]->max_pool);
+  EXPECT_TRUE(d[1]->max_pool);
+  for (const cpu::DepthwisePlan* one : d) {
+    EXPECT_EQ(one->width_bound, 7);
+    EXPECT_EQ(one->lanes, 8);
+    EXPECT_EQ(cpu::for_target(*one, 4).lanes, 4);
+    EXPECT_EQ(cpu::for_target(*one, 4).tile, 8);
+  }
+}
+
 }  // namespace
 }  // namespace aotrace::lowering
