@@ -26,8 +26,6 @@
 
 namespace aotrace::lowering::cpu {
 
-// Below this many operations, waking threads costs more than it gains: one task, inline.
-constexpr double kParallelWork = 32768;
 
 llvm::Value* emit_sym(llvm::IRBuilder<>& b, const ir::SymExpr& e,
                       const std::function<llvm::Value*(const std::string&)>& symbol) {
@@ -95,7 +93,7 @@ void KernelEmitter::emit() {
   auto* start = llvm::BasicBlock::Create(ctx_, "start", fn_);
   b_.SetInsertPoint(start);
   const double work = plan_.work;
-  ir::SymExpr tasks = emit_loop_body(fn_->getArg(1), fn_->getArg(2), work);
+  ir::SymExpr tasks = emit_loop_body(fn_->getArg(1), fn_->getArg(2));
   b_.CreateRetVoid();
   llvm::IRBuilder<>(entry_).CreateBr(start);
   emit_entry(tasks, work);
@@ -134,9 +132,9 @@ llvm::Value* KernelEmitter::size(const ir::SymExpr& e) {
 //     (emit_pad_rows);
 //   - otherwise one task per position of every output dim but the innermost, which stays a
 //     static inner loop (contiguous: what the vectoriser wants); with fewer than 8 such rows
-//     and enough work, the innermost dim is cut into chunks as well; a rank-1 root is split
-//     by element, a scalar root is one task.
-ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end, double work) {
+//     and enough work, the innermost dim is cut into chunks as well (CpuPlan::row_chunk); a
+//     rank-1 root is split by element, a scalar root is one task.
+ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end) {
   if (plan_.depthwise) {
     const DepthwisePlan depthwise = for_target(*plan_.depthwise, target_.f32_lanes);
     emit_depthwise_tasks(depthwise, begin, end);
@@ -171,12 +169,9 @@ ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end, 
   if (p >= 0 && !is_copy && k_.reduction < 0 && !outer.empty() &&
       g_.nodes[static_cast<size_t>(p)].op == ir::OpKind::Pad && emit_pad_rows(g_.nodes[static_cast<size_t>(p)], begin, end))
     return tasks;
-  // Symbolic extents are judged at their maxima; the chunk is then fixed, their count is not.
-  if (!inner.empty() && planned(tasks) < 8 && planned(inner[0]) >= 64 && work >= kParallelWork) {
-    // Few rows (a batch-1 linear layer: [1, N]): the innermost dim is split into chunks too, so
-    // that there are tasks for every thread; chunks stay multiples of 16 for the vectoriser.
-    int64_t chunk = (planned(inner[0]) + 7) / 8;
-    chunk = (chunk + 15) / 16 * 16;
+  // Few rows: the innermost dim in chunks too (CpuPlan::row_chunk).
+  if (const int64_t chunk = plan_.row_chunk; chunk > 0) {
+    AOT_CHECK(!inner.empty(), "a kernel's rows are chunked but it has no innermost loop");
     ir::SymExpr chunks = floordiv(inner[0] + (chunk - 1), chunk);
     range_loop(begin, end, [&](llvm::Value* t) {
       Index head = unflatten(b_.CreateUDiv(t, size(chunks)), outer);

@@ -68,8 +68,8 @@ class KernelEmitter {
   std::vector<std::pair<llvm::MDNode*, llvm::MDNode*>> alias_md_;
 
   // kernel_emitter.cpp
-  // Returns the task count; `work` is the plan's.
-  ir::SymExpr emit_loop_body(llvm::Value* begin, llvm::Value* end, double work);
+  // Returns the task count.
+  ir::SymExpr emit_loop_body(llvm::Value* begin, llvm::Value* end);
   // emit_reductions.cpp: a reduction over axes that keep the innermost one, or nothing.
   std::optional<ir::SymExpr> emit_column_reduction(llvm::Value* begin, llvm::Value* end);
   void emit_entry(const ir::SymExpr& tasks, double work);

@@ -494,12 +494,27 @@ double work_estimate(const KernelGraph& kg) {
   return outputs * std::max(1.0, per_output);
 }
 
+int64_t row_chunk(const KernelGraph& kg, double work) {
+  const ir::Shape& extents = kg.k.loop_extents;
+  if (extents.size() < 2) return 0;  // one loop (or none): no innermost loop of its own
+  ir::SymExpr rows = 1;
+  for (size_t d = 0; d + 1 < extents.size(); ++d) rows = rows * extents[d];
+  // Few rows (a batch-1 linear layer: [1, N]): the innermost dim is split into chunks too, so
+  // that there are tasks for every thread; chunks stay multiples of 16 for the vectoriser.
+  // Symbolic extents are judged at their maxima; the chunk is then fixed, their count is not.
+  const int64_t inner = kg.planned(extents.back());
+  if (kg.planned(rows) >= 8 || inner < 64 || work < kParallelWork) return 0;
+  return ((inner + 7) / 8 + 15) / 16 * 16;
+}
+
 std::vector<CpuPlan> plan_cpu_kernels(const Schedule& s) {
   std::vector<CpuPlan> plans;
   for (const ScheduledKernel& k : s.kernels) {
     KernelGraph kg(s.fused.graph, k);
     std::optional<DepthwisePlan> depthwise = plan_depthwise(kg);
-    plans.push_back({k.symbol, work_estimate(kg), depthwise ? std::nullopt : plan_gemm(kg), plan_winograd(kg), depthwise});
+    const double work = work_estimate(kg);
+    plans.push_back({k.symbol, work, depthwise ? std::nullopt : plan_gemm(kg), plan_winograd(kg), depthwise,
+                     row_chunk(kg, work)});
   }
   return plans;
 }
@@ -522,6 +537,7 @@ std::string describe(const std::vector<CpuPlan>& plans) {
         out += " (mt " + std::to_string(w->mt) + ", rows of tiles " + std::to_string(w->block_rows) + ", kc " +
                std::to_string(w->kc) + ", ldb " + std::to_string(w->ldb) + ")";
     }
+    if (plan.row_chunk > 0) out += " | rows in chunks of " + std::to_string(plan.row_chunk);
     const std::optional<GemmPlan>& p = plan.gemm;
     if (!p) {
       out += "\n";

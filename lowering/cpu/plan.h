@@ -2,7 +2,8 @@
 // before codegen (pipeline pass "cpu-plan", printed by `--dump cpu-plan`), as data that tests
 // check without LLVM (DESIGN §4: schedule is a stage). The LLVM emitter (kernel_emitter.h)
 // carries them out. Today: each kernel's work estimate, how each GEMM kernel is blocked
-// (GemmPlan), and the depthwise and Winograd kernels' plans. A plan depends on the
+// (GemmPlan), the depthwise and Winograd kernels' plans, and the generic loop's split. A plan
+// depends on the
 // graph and the kernel only, never on the CPU it is emitted for, so one plan serves every
 // CPU variant's codegen (the vector width of a depthwise or Winograd plan is narrowed per CPU
 // by for_target).
@@ -193,7 +194,16 @@ struct CpuPlan {
   std::optional<GemmPlan> gemm;
   std::optional<WinogradPlan> winograd;
   std::optional<DepthwisePlan> depthwise;
+  // The generic loop nest (no plan above): one task per row of the outer dims, or, where the
+  // innermost dim is cut too, chunks of this many of its elements per task (0: whole rows).
+  int64_t row_chunk = 0;
 };
+
+// Below this many operations (CpuPlan::work), waking threads costs more than it gains: the
+// kernel runs as one task, inline.
+constexpr double kParallelWork = 32768;
+
+int64_t row_chunk(const KernelGraph& kg, double work);
 
 double work_estimate(const KernelGraph& kg);
 

@@ -142,5 +142,21 @@ TEST(CpuPlan, DepthwiseConvsAndMaxPoolsAreVectorisedAlongTheRow) {
   }
 }
 
+// The generic loop nest: one task per row, but a few long rows with enough work are cut into
+// chunks of whole vectors too (8 per row, multiples of 16); small kernels stay whole.
+TEST(CpuPlan, FewLongRowsAreCutIntoChunks) {
+  ir::Graph g;
+  ir::ValueId one_row = g.add_input("one_row", f32({1, 65536}), "L['one_row']");
+  ir::ValueId many = g.add_input("many", f32({64, 1024}), "L['many']");
+  ir::ValueId small = g.add_input("small", f32({1, 4096}), "L['small']");
+  set_outputs(g, {g.add(OpKind::Exp, {one_row}), g.add(OpKind::Exp, {many}), g.add(OpKind::Exp, {small})});
+  Planned p = plan(g);
+  ASSERT_EQ(p.plans.size(), 3u);
+  EXPECT_EQ(p.plans[0].row_chunk, 8192);
+  EXPECT_EQ(p.plans[1].row_chunk, 0);  // 64 rows: tasks enough
+  EXPECT_EQ(p.plans[2].row_chunk, 0);  // 4096 operations: one task, inline
+  EXPECT_LT(p.plans[2].work, cpu::kParallelWork);
+}
+
 }  // namespace
 }  // namespace aotrace::lowering
