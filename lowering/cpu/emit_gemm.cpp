@@ -551,6 +551,54 @@ llvm::Value* KernelEmitter::packed_weight(ir::ValueId view, int64_t width) {
   return buffers_[static_cast<size_t>(read_arg_.at(v))];
 }
 
+KernelEmitter::Microkernels KernelEmitter::gemm_microkernels(const GemmPlan& plan, bool direct_a, int64_t static_lda,
+                                                             int64_t b_row) {
+  Microkernels mk;
+  // Rows per microkernel call: a whole MR panel, or half of it where 6 rows would not fit the
+  // registers (4-lane targets: 16 SSE registers).
+  mk.rows = target_.f32_lanes == 4 ? plan.mr / 2 : plan.mr;
+  // B panels per call (the last panel of an odd count takes the one-panel kernel).
+  mk.b_pair = panels_per_call(target_, plan.nr);
+  // A panels per call: two where a 16-lane register file holds 12 × 2 accumulators (AVX-512).
+  mk.a_pair = target_.f32_lanes >= 16 ? 2 : 1;
+  for (int64_t a = 0; a < mk.a_pair; ++a)
+    for (int64_t q = 0; q < mk.b_pair; ++q)
+      mk.uk[a][q] = gemm_microkernel(plan, mk.rows * (a + 1), direct_a, q + 1, a == 1 ? static_lda : 0, b_row);
+  return mk;
+}
+
+llvm::Value* KernelEmitter::ceil_div(llvm::Value* x, int64_t y) {
+  return b_.CreateUDiv(b_.CreateAdd(x, i64(y - 1)), i64(y));
+}
+
+void KernelEmitter::gemm_block_calls(llvm::Value* m_panels, llvm::Value* n_panels, int64_t a_pair, int64_t b_pair,
+                                     const std::function<llvm::Value*(llvm::Value*)>& rows_there,
+                                     const std::function<void(llvm::Value*, int64_t, llvm::Value*, int64_t)>& call) {
+  // B panels [jr, jr + count) against every A panel of the block, a_pair of them per call where
+  // they are there.
+  auto against_a = [&](llvm::Value* jr, int64_t count) {
+    range_loop(i64(0), ceil_div(m_panels, a_pair), [&](llvm::Value* qa) {
+      llvm::Value* ir = b_.CreateMul(qa, i64(a_pair));
+      if (a_pair == 1) return call(jr, count, ir, 1);
+      llvm::Value* both = b_.CreateICmpULT(b_.CreateAdd(ir, i64(1)), m_panels);
+      if (rows_there) both = b_.CreateAnd(both, rows_there(ir));
+      if_else(both,
+              [&] { call(jr, count, ir, 2); },
+              [&] {  // the last panel, or two panels not all of whose rows are there
+                call(jr, count, ir, 1);
+                llvm::Value* second = b_.CreateAdd(ir, i64(1));
+                if_else(b_.CreateICmpULT(second, m_panels), [&] { call(jr, count, second, 1); }, [] {});
+              });
+    });
+  };
+  range_loop(i64(0), ceil_div(n_panels, b_pair), [&](llvm::Value* q) {
+    llvm::Value* jr = b_.CreateMul(q, i64(b_pair));
+    if (b_pair == 1) return against_a(jr, 1);
+    if_else(b_.CreateICmpULT(b_.CreateAdd(jr, i64(b_pair - 1)), n_panels),
+            [&] { against_a(jr, b_pair); }, [&] { against_a(jr, 1); });
+  });
+}
+
 void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end) {
   AOT_CHECK(plan.mc % plan.mr == 0 && plan.mt % plan.mc == 0, "GEMM blocks must nest");
   // The tile's row stride and the B panel's width: NC's bound in whole NR panels.
@@ -562,13 +610,6 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
   llvm::Value* bp = node.attrs.has("packed_b") ? nullptr : stack_array(f32, plan.kc * ncp + ncp / plan.nr * kBPanelPad);
   llvm::Value* tile = stack_array(f32, plan.mt * ncp);
   llvm::Value* offsets = plan.gathered ? stack_array(b_.getInt64Ty(), ncp) : nullptr;
-  // Rows per microkernel call: a whole MR panel, or half of it where 6 rows would not fit the
-  // registers (4-lane targets: 16 SSE registers).
-  int64_t uk_rows = target_.f32_lanes == 4 ? plan.mr / 2 : plan.mr;
-  // B panels per call (the last panel of an odd count takes the one-panel kernel).
-  int64_t pair = panels_per_call(target_, plan.nr);
-  // A panels per call: two where a 16-lane register file holds 12 × 2 accumulators (AVX-512).
-  int64_t a_pair = target_.f32_lanes >= 16 ? 2 : 1;
   // A read in place at a static row stride: two panels' rows are constant offsets from one
   // pointer. With the stride in a register, LLVM walked the 12 rows with a chain of 11 dependent
   // adds per K step, which took ALU slots from the FMAs.
@@ -578,18 +619,13 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
     const int64_t v = stride.as_constant().value_or(0);
     if (v > 0 && v * plan.mr * 2 < (int64_t{1} << 28)) static_lda = v;
   }
-  // ukernels[a][b]: a + 1 A panels by b + 1 B panels per call (the last of an odd count takes one).
-  llvm::Function* ukernels[2][2] = {};
-  for (int64_t a = 0; a < a_pair; ++a)
-    for (int64_t q = 0; q < pair; ++q)
-      ukernels[a][q] = gemm_microkernel(plan, uk_rows * (a + 1), plan.direct_a, q + 1, a == 1 ? static_lda : 0);
+  const Microkernels mk = gemm_microkernels(plan, plan.direct_a, static_lda, 0);
   // Weights pre-packed by pack_weights: their panels are read in place, never packed here.
   llvm::Value* packed_a = node.attrs.has("packed_a") ? packed_weight(plan.a, plan.mr) : nullptr;
   llvm::Value* packed_b = node.attrs.has("packed_b") ? packed_weight(plan.b, plan.nr) : nullptr;
   const ir::Shape& out = dims(k_.reduction);
   ir::Shape batch_extents(out.begin(), out.end() - (plan.is_conv ? static_cast<std::ptrdiff_t>(out.size() - 1) : 2));
   auto min = [&](llvm::Value* x, int64_t y) { return b_.CreateSelect(b_.CreateICmpSLT(x, i64(y)), x, i64(y)); };
-  auto ceil_div = [&](llvm::Value* x, int64_t y) { return b_.CreateUDiv(b_.CreateAdd(x, i64(y - 1)), i64(y)); };
   range_loop(begin, end, [&](llvm::Value* t) {
     llvm::Value* jb = b_.CreateURem(t, size(plan.n_blocks()));
     llvm::Value* rest = b_.CreateUDiv(t, size(plan.n_blocks()));
@@ -622,100 +658,81 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
           llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateUDiv(jc, i64(plan.nr)), q), size(plan.k)), pc);
           return b_.CreateInBoundsGEP(f32, packed_b, b_.CreateMul(at, i64(plan.nr)));
         };
-        // B panels [jr, jr + count) against every A panel of the block, a_pair of them per call
-        // where they are there.
-        auto panels = [&](llvm::Value* jr, int64_t count) {
-          // A panels [ir, ir + a_count) against the B panels, with one call of `uk`.
-          auto call = [&](llvm::Value* ir, int64_t a_count, llvm::Function* uk) {
-            llvm::Value* m0 = b_.CreateAdd(b_.CreateAdd(it, row0), b_.CreateMul(ir, i64(plan.mr)));  // in C
-            // lda: the row stride of A read in place, else the distance between A panels.
-            llvm::Value *a_panel, *a_next, *lda, *valid = i64(plan.mr * a_count);
-            if (plan.direct_a) {
-              const ir::Shape& as = dims(plan.a);
-              Index ai = broadcast(ir::Shape(as.begin(), as.end() - 2), batch.size(), batch);
-              ai.push_back(m0);
-              ai.push_back(pc);
-              a_panel = a_next = strided_address(*plan.a_view, ai);
-              lda = size(plan.a_view->strides[as.size() - 2]);
-              valid = b_.CreateSub(size(plan.m), m0);
-            } else if (packed_a) {
-              // A pre-packed weight's panel q at K offset pc: weight + (q·K + pc)·MR, in the
-              // batch's panels (a matmul's A has the result's batch dims: pack_weights).
-              llvm::Value* q = b_.CreateUDiv(m0, i64(plan.mr));
-              if (!plan.is_conv)
-                q = b_.CreateAdd(q, b_.CreateMul(batch_flat, size(floordiv(plan.m + (plan.mr - 1), plan.mr))));
-              llvm::Value* at = b_.CreateAdd(b_.CreateMul(q, size(plan.k)), pc);
-              a_panel = b_.CreateInBoundsGEP(f32, packed_a, b_.CreateMul(at, i64(plan.mr)));
-              lda = b_.CreateMul(size(plan.k), i64(plan.mr));
-              a_next = b_.CreateGEP(f32, a_panel, b_.CreateMul(lda, i64(a_count)));
-            } else {
-              a_panel = b_.CreateInBoundsGEP(f32, ap, b_.CreateMul(b_.CreateMul(ir, kc), i64(plan.mr)));
-              lda = b_.CreateMul(kc, i64(plan.mr));
-              a_next = b_.CreateGEP(f32, a_panel, b_.CreateMul(lda, i64(a_count)));
+        // A panels [ir, ir + a_count) against B panels [jr, jr + count), with one microkernel call.
+        auto call = [&](llvm::Value* jr, int64_t count, llvm::Value* ir, int64_t a_count) {
+          llvm::Function* uk = mk.uk[a_count - 1][count - 1];
+          llvm::Value* m0 = b_.CreateAdd(b_.CreateAdd(it, row0), b_.CreateMul(ir, i64(plan.mr)));  // in C
+          // lda: the row stride of A read in place, else the distance between A panels.
+          llvm::Value *a_panel, *a_next, *lda, *valid = i64(plan.mr * a_count);
+          if (plan.direct_a) {
+            const ir::Shape& as = dims(plan.a);
+            Index ai = broadcast(ir::Shape(as.begin(), as.end() - 2), batch.size(), batch);
+            ai.push_back(m0);
+            ai.push_back(pc);
+            a_panel = a_next = strided_address(*plan.a_view, ai);
+            lda = size(plan.a_view->strides[as.size() - 2]);
+            valid = b_.CreateSub(size(plan.m), m0);
+          } else if (packed_a) {
+            // A pre-packed weight's panel q at K offset pc: weight + (q·K + pc)·MR, in the
+            // batch's panels (a matmul's A has the result's batch dims: pack_weights).
+            llvm::Value* q = b_.CreateUDiv(m0, i64(plan.mr));
+            if (!plan.is_conv)
+              q = b_.CreateAdd(q, b_.CreateMul(batch_flat, size(floordiv(plan.m + (plan.mr - 1), plan.mr))));
+            llvm::Value* at = b_.CreateAdd(b_.CreateMul(q, size(plan.k)), pc);
+            a_panel = b_.CreateInBoundsGEP(f32, packed_a, b_.CreateMul(at, i64(plan.mr)));
+            lda = b_.CreateMul(size(plan.k), i64(plan.mr));
+            a_next = b_.CreateGEP(f32, a_panel, b_.CreateMul(lda, i64(a_count)));
+          } else {
+            a_panel = b_.CreateInBoundsGEP(f32, ap, b_.CreateMul(b_.CreateMul(ir, kc), i64(plan.mr)));
+            lda = b_.CreateMul(kc, i64(plan.mr));
+            a_next = b_.CreateGEP(f32, a_panel, b_.CreateMul(lda, i64(a_count)));
+          }
+          llvm::Value* b_panel = b_panel_at(jr);
+          // The first A panels' call brings the next B panels (pre-packed weights come from
+          // memory); the others prefetch their own B panels, already in L1: a no-op. After
+          // the block's last panels come a pre-packed B's first panels of the next K block,
+          // or after the last K block those of the next column block (the task that usually
+          // follows on this thread): without them every K block began with a miss to memory,
+          // which cost bert's GEMMs about a quarter of their time once the weights no longer
+          // stayed in cache.
+          llvm::Value* next_jr = b_.CreateAdd(jr, i64(count));
+          llvm::Value* after_last = b_panel;
+          if (packed_b) {
+            llvm::Value* next_k = b_.CreateGEP(f32, b_panel_at(i64(0)), b_.CreateMul(kc, i64(plan.nr)));
+            llvm::Value* next_n = b_.CreateGEP(
+                f32, packed_b, b_.CreateMul(b_.CreateMul(b_.CreateUDiv(b_.CreateAdd(jc, nc), i64(plan.nr)), size(plan.k)),
+                                            i64(plan.nr)));
+            after_last = b_.CreateSelect(b_.CreateICmpSLT(b_.CreateAdd(pc, kc), size(plan.k)), next_k, next_n);
+          }
+          llvm::Value* prefetch = b_.CreateSelect(
+              b_.CreateICmpEQ(ir, i64(0)), b_.CreateSelect(b_.CreateICmpULT(next_jr, n_panels), b_panel_at(next_jr), after_last),
+              b_panel);
+          llvm::Value* c_row = b_.CreateAdd(row0, b_.CreateMul(ir, i64(plan.mr)));
+          llvm::Value* c_at = b_.CreateInBoundsGEP(
+              f32, tile, b_.CreateAdd(b_.CreateMul(c_row, i64(ncp)), b_.CreateMul(jr, i64(plan.nr))));
+          for (int64_t r0 = 0; r0 < plan.mr * a_count; r0 += mk.rows * a_count) {
+            llvm::Value* a_rows = plan.direct_a ? b_.CreateGEP(f32, a_panel, b_.CreateMul(lda, i64(r0)))
+                                                : b_.CreateConstInBoundsGEP1_64(f32, a_panel, static_cast<uint64_t>(r0));
+            llvm::Value* rows_left = b_.CreateSub(valid, i64(r0));
+            if (plan.direct_a && r0 > 0) {  // no valid row left: read the panel's first row
+              llvm::Value* none = b_.CreateICmpSLT(rows_left, i64(1));
+              a_rows = b_.CreateSelect(none, a_panel, a_rows);
+              rows_left = b_.CreateSelect(none, i64(1), rows_left);
             }
-            llvm::Value* b_panel = b_panel_at(jr);
-            // The first A panels' call brings the next B panels (pre-packed weights come from
-            // memory); the others prefetch their own B panels, already in L1: a no-op. After
-            // the block's last panels come a pre-packed B's first panels of the next K block,
-            // or after the last K block those of the next column block (the task that usually
-            // follows on this thread): without them every K block began with a miss to memory,
-            // which cost bert's GEMMs about a quarter of their time once the weights no longer
-            // stayed in cache.
-            llvm::Value* next_jr = b_.CreateAdd(jr, i64(count));
-            llvm::Value* after_last = b_panel;
-            if (packed_b) {
-              llvm::Value* next_k = b_.CreateGEP(f32, b_panel_at(i64(0)), b_.CreateMul(kc, i64(plan.nr)));
-              llvm::Value* next_n = b_.CreateGEP(
-                  f32, packed_b, b_.CreateMul(b_.CreateMul(b_.CreateUDiv(b_.CreateAdd(jc, nc), i64(plan.nr)), size(plan.k)),
-                                              i64(plan.nr)));
-              after_last = b_.CreateSelect(b_.CreateICmpSLT(b_.CreateAdd(pc, kc), size(plan.k)), next_k, next_n);
-            }
-            llvm::Value* prefetch = b_.CreateSelect(
-                b_.CreateICmpEQ(ir, i64(0)), b_.CreateSelect(b_.CreateICmpULT(next_jr, n_panels), b_panel_at(next_jr), after_last),
-                b_panel);
-            llvm::Value* c_row = b_.CreateAdd(row0, b_.CreateMul(ir, i64(plan.mr)));
-            llvm::Value* c_at = b_.CreateInBoundsGEP(
-                f32, tile, b_.CreateAdd(b_.CreateMul(c_row, i64(ncp)), b_.CreateMul(jr, i64(plan.nr))));
-            for (int64_t r0 = 0; r0 < plan.mr * a_count; r0 += uk_rows * a_count) {
-              llvm::Value* a_rows = plan.direct_a ? b_.CreateGEP(f32, a_panel, b_.CreateMul(lda, i64(r0)))
-                                                  : b_.CreateConstInBoundsGEP1_64(f32, a_panel, static_cast<uint64_t>(r0));
-              llvm::Value* rows_left = b_.CreateSub(valid, i64(r0));
-              if (plan.direct_a && r0 > 0) {  // no valid row left: read the panel's first row
-                llvm::Value* none = b_.CreateICmpSLT(rows_left, i64(1));
-                a_rows = b_.CreateSelect(none, a_panel, a_rows);
-                rows_left = b_.CreateSelect(none, i64(1), rows_left);
-              }
-              b_.CreateCall(uk, {kc, a_rows, b_panel,
-                                 b_.CreateConstInBoundsGEP1_64(f32, c_at, static_cast<uint64_t>(r0 * ncp)),
-                                 i64(ncp), first, prefetch, lda, rows_left, b_stride, a_next});
-            }
-          };
-          llvm::Function* one = ukernels[0][count - 1];
-          range_loop(i64(0), ceil_div(m_panels, a_pair), [&](llvm::Value* qa) {
-            llvm::Value* ir = b_.CreateMul(qa, i64(a_pair));
-            if (a_pair == 1) return call(ir, 1, one);
-            // Both panels there; read in place, all their rows too (see gemm_microkernel).
-            llvm::Value* both = b_.CreateICmpULT(b_.CreateAdd(ir, i64(1)), m_panels);
-            if (plan.direct_a) {
-              llvm::Value* end = b_.CreateAdd(b_.CreateAdd(b_.CreateAdd(it, row0), b_.CreateMul(ir, i64(plan.mr))),
-                                              i64(2 * plan.mr));
-              both = b_.CreateAnd(both, b_.CreateICmpSLE(end, size(plan.m)));
-            }
-            if_else(both,
-                    [&] { call(ir, 2, ukernels[1][count - 1]); },
-                    [&] {  // the last panel, or two panels not all of whose rows are there
-                      call(ir, 1, one);
-                      llvm::Value* second = b_.CreateAdd(ir, i64(1));
-                      if_else(b_.CreateICmpULT(second, m_panels), [&] { call(second, 1, one); }, [] {});
-                    });
-          });
+            b_.CreateCall(uk, {kc, a_rows, b_panel,
+                               b_.CreateConstInBoundsGEP1_64(f32, c_at, static_cast<uint64_t>(r0 * ncp)),
+                               i64(ncp), first, prefetch, lda, rows_left, b_stride, a_next});
+          }
         };
-        range_loop(i64(0), ceil_div(n_panels, pair), [&](llvm::Value* q) {
-          llvm::Value* jr = b_.CreateMul(q, i64(pair));
-          if (pair == 1) return panels(jr, 1);
-          if_else(b_.CreateICmpULT(b_.CreateAdd(jr, i64(pair - 1)), n_panels),
-                  [&] { panels(jr, pair); }, [&] { panels(jr, 1); });
-        });
+        // Two A panels read in place only where all their rows are there (see gemm_microkernel).
+        std::function<llvm::Value*(llvm::Value*)> rows_there;
+        if (plan.direct_a)
+          rows_there = [&](llvm::Value* ir) {
+            llvm::Value* end = b_.CreateAdd(b_.CreateAdd(b_.CreateAdd(it, row0), b_.CreateMul(ir, i64(plan.mr))),
+                                            i64(2 * plan.mr));
+            return b_.CreateICmpSLE(end, size(plan.m));
+          };
+        gemm_block_calls(m_panels, n_panels, mk.a_pair, mk.b_pair, rows_there, call);
       });
     });
     gemm_epilogue(plan, batch, it, mt, jc, nc, tile, ncp);

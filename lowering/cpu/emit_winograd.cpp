@@ -303,14 +303,9 @@ void KernelEmitter::emit_winograd_fused(const WinogradPlan& p, llvm::Value* begi
   llvm::Value* bt = stack_array(f32, 16 * b_pitch);
   llvm::Value* ct = stack_array(f32, 16 * c_pitch + p.lanes);  // + a last vector's lanes past it
   llvm::Value* row_tile = stack_array(f32, 2 * 2 * p.lanes * p.vectors);
-  // As emit_gemm_tasks: rows per call, B and A panels per call.
-  const int64_t uk_rows = target_.f32_lanes == 4 ? g.mr / 2 : g.mr;
-  const int64_t pair = panels_per_call(target_, g.nr), a_pair = target_.f32_lanes >= 16 ? 2 : 1;
-  llvm::Function* ukernels[2][2] = {};
-  for (int64_t a = 0; a < a_pair; ++a)
-    for (int64_t q = 0; q < pair; ++q) ukernels[a][q] = gemm_microkernel(g, uk_rows * (a + 1), false, q + 1, 0, p.ldb);
+  // The GEMM microkernels, reading B by rows of ldb floats.
+  const Microkernels mk = gemm_microkernels(g, false, 0, p.ldb);
   auto* panel = llvm::FixedVectorType::get(f32, static_cast<unsigned>(g.nr));
-  auto ceil_div = [&](llvm::Value* v, int64_t d) { return b_.CreateUDiv(b_.CreateAdd(v, i64(d - 1)), i64(d)); };
   range_loop(begin, end, [&](llvm::Value* t) {
     llvm::Value* it = b_.CreateMul(b_.CreateURem(t, i64(p.m_tasks())), i64(p.mt));
     llvm::Value* r0 = b_.CreateMul(b_.CreateUDiv(t, i64(p.m_tasks())), i64(p.block_rows));
@@ -328,12 +323,14 @@ void KernelEmitter::emit_winograd_fused(const WinogradPlan& p, llvm::Value* begi
       llvm::Value* kc = smin(b_.CreateSub(i64(C), pc), i64(p.kc));
       // B[ab] (kc × ldb): row c holds the tiles' point ab of input channel pc + c. The GEMMs read
       // the last panel whole: zeros past the tiles, which the transform then overwrites.
+      llvm::Value* last = b_.CreateMul(b_.CreateSub(n_panels, i64(1)), i64(g.nr));
       range_loop(i64(0), kc, [&](llvm::Value* c) {
-        llvm::Value* last = b_.CreateMul(b_.CreateSub(n_panels, i64(1)), i64(g.nr));
+        // Column `col` of B[ab]'s row c.
+        auto b_at = [&](int64_t ab, llvm::Value* col) {
+          return b_.CreateInBoundsGEP(f32, bt, b_.CreateAdd(b_.CreateAdd(i64(ab * b_pitch), b_.CreateMul(c, i64(p.ldb))), col));
+        };
         for (int64_t ab = 0; ab < 16; ++ab)
-          b_.CreateAlignedStore(llvm::Constant::getNullValue(panel),
-                                b_.CreateInBoundsGEP(f32, bt, b_.CreateAdd(b_.CreateAdd(i64(ab * b_pitch), b_.CreateMul(c, i64(p.ldb))), last)),
-                                llvm::Align(4));
+          b_.CreateAlignedStore(llvm::Constant::getNullValue(panel), b_at(ab, last), llvm::Align(4));
         range_loop(i64(0), rows, [&](llvm::Value* r) {
           auto [n, th] = image_row(r);
           llvm::Value* plane = b_.CreateAdd(b_.CreateMul(n, i64(C)), b_.CreateAdd(pc, c));
@@ -342,10 +339,8 @@ void KernelEmitter::emit_winograd_fused(const WinogradPlan& p, llvm::Value* begi
             llvm::Value* tw0 = b_.CreateMul(q, i64(p.lanes));
             // A row's last vector runs into the next row's first tiles, stored after it.
             winograd_input_tiles(p, x, plane, th, tw0, [&](const std::vector<llvm::Value*>& v) {
-              for (int64_t ab = 0; ab < 16; ++ab) {
-                llvm::Value* at = b_.CreateAdd(b_.CreateAdd(i64(ab * b_pitch), b_.CreateMul(c, i64(p.ldb))), b_.CreateAdd(col, tw0));
-                b_.CreateAlignedStore(v[static_cast<size_t>(ab)], b_.CreateInBoundsGEP(f32, bt, at), llvm::Align(4));
-              }
+              for (int64_t ab = 0; ab < 16; ++ab)
+                b_.CreateAlignedStore(v[static_cast<size_t>(ab)], b_at(ab, b_.CreateAdd(col, tw0)), llvm::Align(4));
             });
           });
         });
@@ -359,31 +354,19 @@ void KernelEmitter::emit_winograd_fused(const WinogradPlan& p, llvm::Value* begi
                                  i64(g.mr)));
         llvm::Value* b0 = b_.CreateInBoundsGEP(f32, bt, b_.CreateMul(ab, i64(b_pitch)));
         llvm::Value* c0 = b_.CreateInBoundsGEP(f32, ct, b_.CreateMul(ab, i64(c_pitch)));
-        auto call = [&](llvm::Value* ir, int64_t a_count, llvm::Value* jr, llvm::Function* uk) {
+        auto call = [&](llvm::Value* jr, int64_t count, llvm::Value* ir, int64_t a_count) {
           llvm::Value* a_panel = b_.CreateInBoundsGEP(f32, a0, b_.CreateMul(ir, lda));
           llvm::Value* a_next = b_.CreateGEP(f32, a_panel, b_.CreateMul(lda, i64(a_count)));
           llvm::Value* b_panel = b_.CreateInBoundsGEP(f32, b0, b_.CreateMul(jr, i64(g.nr)));
           llvm::Value* c_at = b_.CreateInBoundsGEP(
               f32, c0, b_.CreateAdd(b_.CreateMul(b_.CreateMul(ir, i64(g.mr)), i64(p.ncp)), b_.CreateMul(jr, i64(g.nr))));
-          for (int64_t r = 0; r < g.mr * a_count; r += uk_rows * a_count)
-            b_.CreateCall(uk, {kc, b_.CreateConstInBoundsGEP1_64(f32, a_panel, static_cast<uint64_t>(r)), b_panel,
-                               b_.CreateConstInBoundsGEP1_64(f32, c_at, static_cast<uint64_t>(r * p.ncp)), i64(p.ncp), first,
-                               b_panel, lda, i64(g.mr * a_count), i64(g.nr), a_next});
+          for (int64_t r = 0; r < g.mr * a_count; r += mk.rows * a_count)
+            b_.CreateCall(mk.uk[a_count - 1][count - 1],
+                          {kc, b_.CreateConstInBoundsGEP1_64(f32, a_panel, static_cast<uint64_t>(r)), b_panel,
+                           b_.CreateConstInBoundsGEP1_64(f32, c_at, static_cast<uint64_t>(r * p.ncp)), i64(p.ncp), first,
+                           b_panel, lda, i64(g.mr * a_count), i64(g.nr), a_next});
         };
-        auto b_panels = [&](llvm::Value* jr, int64_t count) {
-          range_loop(i64(0), ceil_div(m_panels, a_pair), [&](llvm::Value* qa) {
-            llvm::Value* ir = b_.CreateMul(qa, i64(a_pair));
-            if (a_pair == 1) return call(ir, 1, jr, ukernels[0][count - 1]);
-            if_else(b_.CreateICmpULT(b_.CreateAdd(ir, i64(1)), m_panels),
-                    [&] { call(ir, 2, jr, ukernels[1][count - 1]); },
-                    [&] { call(ir, 1, jr, ukernels[0][count - 1]); });
-          });
-        };
-        range_loop(i64(0), ceil_div(n_panels, pair), [&](llvm::Value* q) {
-          llvm::Value* jr = b_.CreateMul(q, i64(pair));
-          if (pair == 1) return b_panels(jr, 1);
-          if_else(b_.CreateICmpULT(b_.CreateAdd(jr, i64(1)), n_panels), [&] { b_panels(jr, 2); }, [&] { b_panels(jr, 1); });
-        });
+        gemm_block_calls(m_panels, n_panels, mk.a_pair, mk.b_pair, nullptr, call);
       });
     });
     // The output transform of every channel's tiles, with the kernel's epilogue.

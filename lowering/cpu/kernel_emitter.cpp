@@ -63,10 +63,8 @@ llvm::Value* emit_sym(llvm::IRBuilder<>& b, const ir::SymExpr& e,
 
 KernelEmitter::KernelEmitter(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k,
                              const CpuPlan& plan, const CpuTarget& t)
-    : module_(m), target_(t), ctx_(m.getContext()), b_(ctx_), g_(g), k_(k), plan_(plan),
-      producer_(g.num_values(), -1), max_(max_bindings(g)) {
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (ir::ValueId r : g.nodes[i].results) producer_[static_cast<size_t>(r)] = static_cast<int>(i);
+    : module_(m), target_(t), ctx_(m.getContext()), b_(ctx_), g_(g), k_(k), plan_(plan), kg_(g, k),
+      producer_(kg_.producer_index), read_arg_(kg_.read_arg), max_(kg_.max) {
   auto* ptr = llvm::PointerType::get(ctx_, 0);
   auto* type = llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, ptr}, false);
   kernel_fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, k.symbol, m);
@@ -85,18 +83,16 @@ void KernelEmitter::emit() {
     llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), fn_->getArg(0), a);
     buffers_.push_back(b_.CreateAlignedLoad(b_.getPtrTy(), slot, llvm::Align(8)));
   }
-  for (size_t r = 0; r < k_.read_values.size(); ++r) read_arg_[k_.read_values[r]] = static_cast<int>(r + 1);
   alias_scopes();
   memo_.emplace_back();
   // The loops start in a block of their own: sizes are appended to the entry block as they are
   // first needed, ahead of every use.
   auto* start = llvm::BasicBlock::Create(ctx_, "start", fn_);
   b_.SetInsertPoint(start);
-  const double work = plan_.work;
   ir::SymExpr tasks = emit_loop_body(fn_->getArg(1), fn_->getArg(2));
   b_.CreateRetVoid();
   llvm::IRBuilder<>(entry_).CreateBr(start);
-  emit_entry(tasks, work);
+  emit_entry(tasks, plan_.work);
 }
 
 llvm::Value* KernelEmitter::size(const ir::SymExpr& e) {

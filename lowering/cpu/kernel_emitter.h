@@ -51,16 +51,18 @@ class KernelEmitter {
   const ir::Graph& g_;
   const ScheduledKernel& k_;
   const CpuPlan& plan_;  // plan.h: decided before codegen
-  std::vector<int> producer_;
+  // The kernel's graph as the plan saw it; the names below are views of it.
+  const KernelGraph kg_;
+  const std::vector<int>& producer_;                 // value → node index, or -1
+  const std::map<ir::ValueId, int>& read_arg_;       // value read from a buffer → its argument
+  const ir::SymBindings& max_;                       // max_bindings(g): planning sizes
   llvm::Function* kernel_fn_ = nullptr;  // the exported ABI function
   // The body: (closure, begin, end) over parallel tasks. The closure is the buffers array; a
   // kernel with symbolic sizes gets a copy of it with the symbols pointer after the buffers.
   llvm::Function* fn_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;    // the body's allocas, buffer pointers and sizes
   std::vector<llvm::Value*> buffers_;
-  std::map<ir::ValueId, int> read_arg_;
   std::vector<std::map<std::pair<ir::ValueId, Index>, llvm::Value*>> memo_;
-  ir::SymBindings max_;                        // max_bindings(g): planning sizes
   llvm::Value* symbols_ = nullptr;             // the body's symbols pointer, once loaded
   std::map<std::string, llvm::Value*> sizes_;  // size(e) by e.str(), in entry_
   // Per buffer argument: its alias scope and the scopes it does not alias (or null), for
@@ -136,6 +138,22 @@ class KernelEmitter {
 
   // emit_gemm.cpp
   void emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end);
+  // ⌈x / y⌉ for x >= 0.
+  llvm::Value* ceil_div(llvm::Value* x, int64_t y);
+  // The microkernels of a GEMM for this target: uk[a][b] takes a + 1 A panels by b + 1 B panels
+  // per call (up to a_pair and b_pair), `rows` rows of A per call.
+  struct Microkernels {
+    llvm::Function* uk[2][2] = {};
+    int64_t rows = 6, a_pair = 1, b_pair = 1;
+  };
+  Microkernels gemm_microkernels(const GemmPlan& plan, bool direct_a, int64_t static_lda, int64_t b_row);
+  // The microkernel calls of a block of m_panels A panels × n_panels B panels:
+  // call(jr, b_count, ir, a_count) for B panels [jr, jr + b_count) and A panels
+  // [ir, ir + a_count), b_pair and a_pair at a time where they are there (and, for A,
+  // `rows_there(ir)` when given), one at a time at the edges.
+  void gemm_block_calls(llvm::Value* m_panels, llvm::Value* n_panels, int64_t a_pair, int64_t b_pair,
+                        const std::function<llvm::Value*(llvm::Value*)>& rows_there,
+                        const std::function<void(llvm::Value*, int64_t, llvm::Value*, int64_t)>& call);
   llvm::Function* gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a, int64_t panels,
                                    int64_t static_lda = 0, int64_t b_row = 0);
   llvm::Value* packed_weight(ir::ValueId view, int64_t width);

@@ -485,8 +485,7 @@ double work_estimate(const KernelGraph& kg) {
     case ir::OpCategory::Transform:
       per_output = 8;  // a few adds per element
       // A fused Winograd conv (emit_winograd.cpp): its 16 GEMMs too, 4·C per output.
-      if (n.op == ir::OpKind::WinogradOutput &&
-          std::find(k_.read_values.begin(), k_.read_values.end(), n.operands[0]) == k_.read_values.end())
+      if (n.op == ir::OpKind::WinogradOutput && kg.read_arg.count(n.operands[0]) == 0)
         per_output += 4.0 * static_cast<double>(planned(dims(kg.producer(n.operands[0]).operands[0]).back()));
       break;
     default: break;
@@ -511,10 +510,8 @@ std::vector<CpuPlan> plan_cpu_kernels(const Schedule& s) {
   std::vector<CpuPlan> plans;
   for (const ScheduledKernel& k : s.kernels) {
     KernelGraph kg(s.fused.graph, k);
-    std::optional<DepthwisePlan> depthwise = plan_depthwise(kg);
     const double work = work_estimate(kg);
-    plans.push_back({k.symbol, work, depthwise ? std::nullopt : plan_gemm(kg), plan_winograd(kg), depthwise,
-                     row_chunk(kg, work)});
+    plans.push_back({k.symbol, work, plan_gemm(kg), plan_winograd(kg), plan_depthwise(kg), row_chunk(kg, work)});
   }
   return plans;
 }
