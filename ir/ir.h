@@ -340,6 +340,10 @@ struct KernelCall {
   // The nodes of the lowered graph it computes (lowering::LoweredVariant::graph), in graph
   // order: for compile --report (not stored in the bundle).
   std::vector<int32_t> nodes{};
+  // CUDA kernels: the threads a launch covers (one per task; a SymExpr of the variant's
+  // symbols) in blocks of `block`; 0 for CPU kernels.
+  SymExpr threads = 0;
+  int32_t block = 0;
 };
 
 struct ExecutionPlan {

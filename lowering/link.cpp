@@ -34,6 +34,8 @@ std::string libm_for(const std::string& triple) {
   return {};
 }
 
+}  // namespace
+
 void write_file(const fs::path& path, const ir::Bytes& bytes) {
   std::ofstream f(path, std::ios::binary);
   f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
@@ -45,7 +47,6 @@ std::string read_text(const fs::path& path) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-// Runs argv with stderr (and stdout) into `log`; returns the exit status.
 int run_tool(const std::vector<std::string>& argv, const fs::path& log) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -65,12 +66,19 @@ int run_tool(const std::vector<std::string>& argv, const fs::path& log) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-}  // namespace
+fs::path make_temp_dir(const std::string& prefix) {
+  std::string pattern = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  AOT_CHECK(mkdtemp(pattern.data()) != nullptr, "cannot create a temporary directory");
+  return pattern;
+}
+
+ir::Bytes read_bytes(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  return ir::Bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
 
 ir::Bytes link_cpu_library(const std::vector<ir::Bytes>& objects, const Options& options) {
-  std::string pattern = (fs::temp_directory_path() / "aotrace-link-XXXXXX").string();
-  AOT_CHECK(mkdtemp(pattern.data()) != nullptr, "cannot create a temporary directory");
-  fs::path dir = pattern;
+  fs::path dir = make_temp_dir("aotrace-link");
   std::vector<std::string> argv = {AOTRACE_LD_LLD, "-shared", "--build-id=none", "-o",
                                    (dir / "lib.so").string()};
   for (size_t i = 0; i < objects.size(); ++i) {
@@ -88,8 +96,7 @@ ir::Bytes link_cpu_library(const std::vector<ir::Bytes>& objects, const Options&
     fs::remove_all(dir);
     internal_error("ld.lld failed (exit " + std::to_string(status) + "):\n" + log);
   }
-  std::ifstream f(dir / "lib.so", std::ios::binary);
-  ir::Bytes bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ir::Bytes bytes = read_bytes(dir / "lib.so");
   fs::remove_all(dir);
   return bytes;
 }

@@ -50,6 +50,18 @@ struct Options {
   // (automatic), for every conv it applies to (always: tests), or never (every conv direct).
   enum class Winograd { automatic, always, never };
   Winograd winograd = Winograd::automatic;
+  // The device the kernels run on: the CPU (an ELF object per variant, linked by
+  // link_cpu_library), or CUDA (LLVM bitcode per variant, linked by link_cuda_kernels into PTX and
+  // a cubin per arch; the CPU-only graph passes are skipped: lowering/cuda/).
+  enum class Device { cpu, cuda };
+  Device device = Device::cpu;
+  // CUDA without a GPU (tests): each kernel's grid function, the very IR the GPU entry calls,
+  // compiled for this CPU instead and exported with the CPU kernel ABI, running the whole grid
+  // with block and thread ids as loop variables. The object links and runs like a CPU variant's.
+  bool cuda_grid_emulation = false;
+  // The GPUs link_cuda_kernels builds cubins for; PTX is made for the first (the oldest), which
+  // newer GPUs' drivers compile.
+  std::vector<std::string> cuda_archs = {"sm_80", "sm_90"};
   // Passes whose result is printed to stderr (`compile --dump`): names of pass_names(), or
   // "all". The environment variable AOTRACE_DUMP (after-<pass>,... or all) adds to it.
   std::vector<std::string> dump;
@@ -67,7 +79,9 @@ struct LoweredVariant {
   ir::Graph graph;                   // what the plan runs (after the graph passes): the plan's
                                      // Weight buffers index graph.weights (pre-packed ones too)
   ir::ExecutionPlan plan;
-  ir::Bytes object;                  // ELF relocatable object with the plan's kernels
+  ir::Bytes object;                  // ELF relocatable object with the plan's kernels; for
+                                     // Device::cuda, LLVM bitcode (link_cuda_kernels), or with
+                                     // cuda_grid_emulation an ELF object again
   std::vector<ir::Bytes> extra_objects;  // the same kernels, one object per Options::extra_cpus
   std::vector<PassTiming> timings;
   int num_kernels() const { return static_cast<int>(plan.calls.size()); }
@@ -79,6 +93,21 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
 
 // Links objects into a shared library (bytes of the .so) with ld.lld-16.
 ir::Bytes link_cpu_library(const std::vector<ir::Bytes>& objects, const Options& options);
+
+// The CUDA kernels of every variant of a bundle (lowering/cuda/link.cpp): one LLVM module with
+// libdevice's math, as PTX for Options::cuda_archs[0] (which newer GPUs' drivers compile) and a
+// cubin per arch assembled by the toolkit's ptxas (CUDA_HOME, else /usr/local/cuda).
+struct CudaLibrary {
+  std::string ptx_arch;  // "sm_80"
+  std::string ptx;
+  std::vector<std::pair<std::string, ir::Bytes>> cubins;  // ("sm_90", cubin), in cuda_archs order
+};
+// `bitcode`: LoweredVariant::object of variants lowered for Device::cuda. A missing toolkit or a
+// bad arch name is a UserError naming what to install or pass.
+CudaLibrary link_cuda_kernels(const std::vector<ir::Bytes>& bitcode, const Options& options);
+// The CUDA toolkit's folder: $CUDA_HOME, else /usr/local/cuda; user_error when it has no ptxas
+// or libdevice (before any capture), or when an arch is not sm_<digits> of 75 or more.
+std::string check_cuda_toolkit(const Options& options);
 
 // The triple lower_graph uses for `options` (host default resolved).
 std::string resolved_triple(const Options& options);

@@ -10,6 +10,7 @@
 //   plan_memory    arena offsets with liveness-based reuse       Schedule → ir::ExecutionPlan
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,14 @@ ir::SymBindings min_bindings(const ir::Graph& g);  // the symbols at their minim
 // `e` with the symbols at `at` (max_bindings): a compile-time estimate of a dim, exact for a
 // static one. internal_error when a symbol is unbound.
 int64_t planned_size(const ir::SymExpr& e, const ir::SymBindings& at);
+// Running the toolchain's programs (link.cpp: ld.lld; cuda/link.cpp: ptxas).
+void write_file(const std::filesystem::path& path, const ir::Bytes& bytes);
+ir::Bytes read_bytes(const std::filesystem::path& path);
+std::string read_text(const std::filesystem::path& path);
+// Runs argv (argv[0] a path) with stdout and stderr into `log`; returns the exit status.
+int run_tool(const std::vector<std::string>& argv, const std::filesystem::path& log);
+std::filesystem::path make_temp_dir(const std::string& prefix);  // "aotrace-link-XXXXXX"
+
 // The position of symbol `name` in Graph::symbols: its index in the kernels' symbols array.
 int symbol_index(const ir::Graph& g, const std::string& name);
 // The static shape of a value; user_error for symbolic dims (weights, and what must be static).

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "lowering/cpu/plan.h"
+#include "lowering/cuda/cuda_backend.h"
 #include "lowering/passes.h"
 
 namespace aotrace::lowering {
@@ -70,12 +71,34 @@ auto run_pass(const Options& options, std::vector<PassTiming>& timings, const st
   return result;
 }
 
+// The CUDA pipeline after channels-last: the passes that follow there serve the CPU's caches
+// and vectors (Winograd, materialised conv padding, packed weight panels), so fusion takes the
+// graph as it is; cuda-plan maps each kernel's tasks to threads (lowering/cuda/).
+LoweredVariant lower_for_cuda(ir::Graph g, const std::string& symbol_prefix, const Options& options, LoweredVariant out) {
+  auto& t = out.timings;
+  out.graph = g;
+  FusedGraph fused = run_pass(options, t, "fuse", [&] { return fuse(std::move(g)); });
+  Schedule sched = run_pass(options, t, "schedule", [&] { return schedule(std::move(fused), symbol_prefix); });
+  std::vector<cpu::CpuPlan> plans = run_pass(options, t, "cuda-plan", [&] { return cuda::plan_cuda_kernels(sched); });
+  std::vector<ir::SymExpr> threads;
+  std::vector<PassTiming> phases;
+  out.object = run_pass(options, t, "codegen", [&] { return cuda::codegen_cuda(sched, plans, options, threads, &phases); });
+  for (const PassTiming& ph : phases) t.push_back({"codegen." + ph.pass, ph.seconds});
+  out.plan = run_pass(options, t, "memory-plan", [&] { return plan_memory(sched); });
+  AOT_CHECK(out.plan.calls.size() == threads.size(), "one CUDA launch per scheduled kernel");
+  for (size_t i = 0; i < threads.size(); ++i) {
+    out.plan.calls[i].threads = threads[i];
+    out.plan.calls[i].block = cuda::kBlock;
+  }
+  return out;
+}
+
 }  // namespace
 
 const std::vector<std::string>& pass_names() {
   static const std::vector<std::string> names = {"decompose", "fold-constants", "cse", "dce", "channels-last", "winograd",
-                                                 "pad-conv-inputs", "pack-weights", "fuse", "schedule", "cpu-plan", "codegen",
-                                                 "memory-plan"};
+                                                 "pad-conv-inputs", "pack-weights", "fuse", "schedule", "cpu-plan", "cuda-plan",
+                                                 "codegen", "memory-plan"};
   return names;
 }
 
@@ -98,6 +121,7 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
   //    matmuls, the depthwise convs elementwise taps (after DCE: only live convs; before
   //    pack-weights, which packs the new matmuls' weights).
   g = run_pass(options, t, "channels-last", [&] { return channels_last(std::move(g)); });
+  if (options.device == Options::Device::cuda) return lower_for_cuda(std::move(g), symbol_prefix, options, std::move(out));
   // 6. 3×3 stride-1 convs as Winograd transforms around 16 GEMMs, where that pays (after DCE:
   //    only live convs; before padding: the input transform zero-fills the border itself).
   g = run_pass(options, t, "winograd", [&] { return winograd(std::move(g), options.winograd); });

@@ -66,10 +66,6 @@ KernelEmitter::KernelEmitter(llvm::Module& m, const ir::Graph& g, const Schedule
     : module_(m), target_(t), ctx_(m.getContext()), b_(ctx_), g_(g), k_(k), plan_(plan), kg_(g, k),
       producer_(kg_.producer_index), read_arg_(kg_.read_arg), max_(kg_.max) {
   auto* ptr = llvm::PointerType::get(ctx_, 0);
-  auto* type = llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, ptr}, false);
-  kernel_fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, k.symbol, m);
-  kernel_fn_->setDoesNotThrow();
-  kernel_fn_->setVisibility(llvm::GlobalValue::DefaultVisibility);
   // The body has the ABI's aotrace_parallel_body type: (closure, begin, end).
   auto* body_type = llvm::FunctionType::get(b_.getVoidTy(), {ptr, b_.getInt64Ty(), b_.getInt64Ty()}, false);
   fn_ = llvm::Function::Create(body_type, llvm::Function::InternalLinkage, k.symbol + ".body", m);
@@ -78,6 +74,11 @@ KernelEmitter::KernelEmitter(llvm::Module& m, const ir::Graph& g, const Schedule
 }
 
 void KernelEmitter::emit() {
+  KernelBody body = emit_body();
+  emit_entry(body.tasks, plan_.work);
+}
+
+KernelBody KernelEmitter::emit_body() {
   b_.SetInsertPoint(entry_);
   for (size_t a = 0; a < k_.buffers.size(); ++a) {
     llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), fn_->getArg(0), a);
@@ -92,7 +93,7 @@ void KernelEmitter::emit() {
   ir::SymExpr tasks = emit_loop_body(fn_->getArg(1), fn_->getArg(2));
   b_.CreateRetVoid();
   llvm::IRBuilder<>(entry_).CreateBr(start);
-  emit_entry(tasks, plan_.work);
+  return {fn_, tasks, symbols_ != nullptr};
 }
 
 llvm::Value* KernelEmitter::size(const ir::SymExpr& e) {
@@ -198,12 +199,16 @@ ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end) 
 // symbolic sizes, the task count is computed from the symbols, the closure is the buffers
 // followed by the symbols pointer, and fewer than 2 tasks run inline.
 void KernelEmitter::emit_entry(const ir::SymExpr& tasks, double work) {
+  auto* ptr = b_.getPtrTy();
+  kernel_fn_ = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, ptr}, false),
+                                      llvm::Function::ExternalLinkage, k_.symbol, module_);
+  kernel_fn_->setDoesNotThrow();
+  kernel_fn_->setVisibility(llvm::GlobalValue::DefaultVisibility);
   auto* bb = llvm::BasicBlock::Create(ctx_, "entry", kernel_fn_);
   llvm::IRBuilder<> b(bb);
   llvm::Value* buffers = kernel_fn_->getArg(0);
   llvm::Value* symbols = kernel_fn_->getArg(1);
   llvm::Value* ctx = kernel_fn_->getArg(2);
-  auto* ptr = b.getPtrTy();
   llvm::Value* closure = buffers;
   if (symbols_ != nullptr) {
     const size_t n = k_.buffers.size();
@@ -531,6 +536,11 @@ bool KernelEmitter::may_leave(const ir::SymExpr& out, int64_t stride, int64_t ta
 void emit_kernel(llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel, const CpuPlan& plan,
                  const CpuTarget& target) {
   KernelEmitter(module, g, kernel, plan, target).emit();
+}
+
+KernelBody emit_kernel_body(llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel,
+                            const CpuPlan& plan, const CpuTarget& target) {
+  return KernelEmitter(module, g, kernel, plan, target).emit_body();
 }
 
 }  // namespace aotrace::lowering::cpu

@@ -28,11 +28,6 @@ namespace aotrace::lowering::cpu {
 
 using Index = std::vector<llvm::Value*>;
 
-// `e` as LLVM code at `b`: constants fold, symbol(name) gives a symbol's value (Python floor
-// division and modulo, as SymExpr evaluates them).
-llvm::Value* emit_sym(llvm::IRBuilder<>& b, const ir::SymExpr& e,
-                      const std::function<llvm::Value*(const std::string&)>& symbol);
-
 // B panels per GEMM microkernel call (emit_gemm.cpp): two where one NR-wide panel is a single
 // vector (AVX-512), else one.
 int64_t panels_per_call(const CpuTarget& target, int64_t nr);
@@ -41,7 +36,8 @@ class KernelEmitter {
  public:
   KernelEmitter(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k, const CpuPlan& plan,
                 const CpuTarget& t);
-  void emit();
+  void emit();  // the body and the exported CPU entry (emit_entry)
+  KernelBody emit_body();
 
  private:
   llvm::Module& module_;
@@ -56,7 +52,7 @@ class KernelEmitter {
   const std::vector<int>& producer_;                 // value → node index, or -1
   const std::map<ir::ValueId, int>& read_arg_;       // value read from a buffer → its argument
   const ir::SymBindings& max_;                       // max_bindings(g): planning sizes
-  llvm::Function* kernel_fn_ = nullptr;  // the exported ABI function
+  llvm::Function* kernel_fn_ = nullptr;  // the exported ABI function (emit_entry)
   // The body: (closure, begin, end) over parallel tasks. The closure is the buffers array; a
   // kernel with symbolic sizes gets a copy of it with the symbols pointer after the buffers.
   llvm::Function* fn_ = nullptr;

@@ -5,6 +5,7 @@
 //   target.cpp       target machine, the O2 pipeline, object emission
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -42,6 +43,11 @@ llvm::Value* emit_min(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, ir::
 llvm::Value* lowest_value(llvm::IRBuilder<>& b, ir::DType t);
 llvm::Value* highest_value(llvm::IRBuilder<>& b, ir::DType t);
 
+// `e` as LLVM code at `b`: constants fold, symbol(name) gives a symbol's value (Python floor
+// division and modulo, as SymExpr evaluates them).
+llvm::Value* emit_sym(llvm::IRBuilder<>& b, const ir::SymExpr& e,
+                      const std::function<llvm::Value*(const std::string&)>& symbol);
+
 // What code generation needs to know of the target machine.
 struct CpuTarget {
   int f32_lanes = 4;  // floats per vector register: 4 (SSE, NEON), 8 (AVX2), 16 (AVX-512)
@@ -52,10 +58,26 @@ CpuTarget cpu_target(const llvm::TargetMachine& tm);
 void emit_kernel(llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel, const CpuPlan& plan,
                  const CpuTarget& target);
 
+// The body of `kernel` alone, for a mapping of its tasks other than the CPU's parallel_for
+// (lowering/cuda: one task per GPU thread): an internal function (closure, begin, end) that runs
+// tasks [begin, end) of [0, tasks). The closure is the kernel's buffer pointers, in the order of
+// ScheduledKernel::buffers, followed by the symbols pointer when `reads_symbols`.
+struct KernelBody {
+  llvm::Function* fn = nullptr;
+  ir::SymExpr tasks = 0;
+  bool reads_symbols = false;
+};
+KernelBody emit_kernel_body(llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel,
+                            const CpuPlan& plan, const CpuTarget& target);
+
+// Registers every LLVM target this build has (once per process).
+void initialise_llvm_targets();
 std::unique_ptr<llvm::TargetMachine> make_target_machine(const Options& options);
-// Verifies, optimises (PassBuilder O<opt_level>) and emits `module` as an ELF object.
-// `phases`, when given, gets llvm-opt and llvm-mc's times.
+// Verifies, optimises (PassBuilder O<opt_level>) and emits `module` as an ELF object (or, with
+// CGFT_AssemblyFile, as assembly: PTX for NVPTX). `phases`, when given, gets llvm-opt and
+// llvm-mc's times.
 ir::Bytes optimise_and_emit(llvm::Module& module, llvm::TargetMachine& tm, int opt_level,
-                            std::vector<PassTiming>* phases = nullptr);
+                            std::vector<PassTiming>* phases = nullptr,
+                            llvm::CodeGenFileType file_type = llvm::CGFT_ObjectFile);
 
 }  // namespace aotrace::lowering::cpu

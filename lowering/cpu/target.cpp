@@ -25,7 +25,7 @@ std::string resolved_triple(const Options& options) {
 
 namespace cpu {
 
-static void initialise_llvm_targets() {
+void initialise_llvm_targets() {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeAllTargetInfos();
@@ -83,7 +83,8 @@ static void optimise(llvm::Module& module, llvm::TargetMachine& tm, int opt_leve
   mpm.run(module, mam);
 }
 
-ir::Bytes optimise_and_emit(llvm::Module& module, llvm::TargetMachine& tm, int opt_level, std::vector<PassTiming>* phases) {
+ir::Bytes optimise_and_emit(llvm::Module& module, llvm::TargetMachine& tm, int opt_level, std::vector<PassTiming>* phases,
+                            llvm::CodeGenFileType file_type) {
   module.setTargetTriple(tm.getTargetTriple().str());
   module.setDataLayout(tm.createDataLayout());
   std::string problems;
@@ -109,8 +110,8 @@ ir::Bytes optimise_and_emit(llvm::Module& module, llvm::TargetMachine& tm, int o
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream out(buffer);
   llvm::legacy::PassManager pm;
-  if (tm.addPassesToEmitFile(pm, out, nullptr, llvm::CGFT_ObjectFile))
-    internal_error("the target cannot emit object files");
+  if (tm.addPassesToEmitFile(pm, out, nullptr, file_type))
+    internal_error("the target " + tm.getTargetTriple().str() + " cannot emit this kind of file");
   pm.run(module);
   if (phases != nullptr) {
     const auto end = std::chrono::steady_clock::now();

@@ -1,0 +1,173 @@
+// codegen_cuda: each scheduled kernel's body (cpu::emit_kernel_body, the CPU backend's emitter)
+// under the GPU mapping of cuda_backend.h. The grid function is the same IR for the GPU and for
+// grid emulation; only its caller differs:
+//   GPU:       void @sym(ptr closure, i64 tasks), a PTX kernel (nvvm.annotations), which passes
+//              %ctaid.x, %ntid.x and %tid.x;
+//   emulation: the CPU kernel ABI (aotrace_kernel_abi.h), which builds the closure, computes the
+//              task count from the symbols and calls the grid function for every block and
+//              thread of the launch the runtime would make, blocks in reverse order (threads of
+//              a launch may run in any order: a kernel that depends on one is caught).
+// The kernels share no memory between threads, so they have no barriers: a thread's task is
+// independent of every other's.
+// Test: lowering_tests Cuda.* (emulated kernels against the reference interpreter; PTX through ptxas).
+#include <chrono>
+#include <functional>
+#include <map>
+
+#include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "lowering/cpu/llvm_backend.h"
+#include "lowering/cuda/cuda_backend.h"
+
+namespace aotrace::lowering::cuda {
+namespace {
+
+const char* const kNvptxTriple = "nvptx64-nvidia-cuda";
+// LLVM's data layout of nvptx64 (what the NVPTX target machine gives), so that the bitcode is
+// made without a target machine and links into link_cuda_kernels' module as it is.
+const char* const kNvptxDataLayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64";
+
+// void @sym.grid(ptr closure, i64 tasks, i64 block, i64 block_dim, i64 thread): runs task
+// block·block_dim + thread of the body when it is below tasks.
+llvm::Function* grid_function(llvm::Module& m, const std::string& symbol, llvm::Function* body) {
+  llvm::LLVMContext& ctx = m.getContext();
+  llvm::IRBuilder<> b(ctx);
+  auto* i64 = b.getInt64Ty();
+  auto* type = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(), i64, i64, i64, i64}, false);
+  auto* fn = llvm::Function::Create(type, llvm::Function::InternalLinkage, symbol + ".grid", m);
+  fn->setDoesNotThrow();
+  fn->addFnAttr(llvm::Attribute::AlwaysInline);
+  body->addFnAttr(llvm::Attribute::AlwaysInline);
+  auto* entry = llvm::BasicBlock::Create(ctx, "entry", fn);
+  auto* run = llvm::BasicBlock::Create(ctx, "run", fn);
+  auto* done = llvm::BasicBlock::Create(ctx, "done", fn);
+  b.SetInsertPoint(entry);
+  llvm::Value* task = b.CreateAdd(b.CreateMul(fn->getArg(2), fn->getArg(3)), fn->getArg(4), "task");
+  b.CreateCondBr(b.CreateICmpSLT(task, fn->getArg(1)), run, done);
+  b.SetInsertPoint(run);
+  b.CreateCall(body, {fn->getArg(0), task, b.CreateAdd(task, b.getInt64(1))});
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  b.CreateRetVoid();
+  return fn;
+}
+
+// The PTX kernel: void @sym(ptr closure, i64 tasks).
+void gpu_entry(llvm::Module& m, const std::string& symbol, llvm::Function* grid) {
+  llvm::LLVMContext& ctx = m.getContext();
+  llvm::IRBuilder<> b(ctx);
+  auto* i64 = b.getInt64Ty();
+  auto* type = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(), i64}, false);
+  auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, symbol, m);
+  fn->setDoesNotThrow();
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", fn));
+  auto sreg = [&](llvm::Intrinsic::ID id) { return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), i64); };
+  b.CreateCall(grid, {fn->getArg(0), fn->getArg(1), sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
+                      sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x)});
+  b.CreateRetVoid();
+  llvm::NamedMDNode* annotations = m.getOrInsertNamedMetadata("nvvm.annotations");
+  llvm::MDBuilder md(ctx);
+  annotations->addOperand(llvm::MDNode::get(
+      ctx, {llvm::ValueAsMetadata::get(fn), md.createString("kernel"), md.createConstant(b.getInt32(1))}));
+}
+
+// for (i = count - 1; i >= 0; --i) body(i), at b (left after the loop).
+void countdown(llvm::IRBuilder<>& b, llvm::Value* count, const std::function<void(llvm::Value*)>& body) {
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  llvm::LLVMContext& ctx = fn->getContext();
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx, "loop", fn);
+  auto* exit = llvm::BasicBlock::Create(ctx, "loop.end", fn);
+  llvm::Value* last = b.CreateSub(count, b.getInt64(1));
+  b.CreateCondBr(b.CreateICmpSGT(count, b.getInt64(0)), header, exit);
+  b.SetInsertPoint(header);
+  llvm::PHINode* i = b.CreatePHI(b.getInt64Ty(), 2, "i");
+  i->addIncoming(last, pre);
+  body(i);
+  llvm::Value* next = b.CreateSub(i, b.getInt64(1));
+  i->addIncoming(next, b.GetInsertBlock());
+  b.CreateCondBr(b.CreateICmpSGE(next, b.getInt64(0)), header, exit);
+  b.SetInsertPoint(exit);
+}
+
+// Grid emulation: void @sym(void* const* buffers, const int64_t* symbols, ctx), the CPU ABI,
+// running every block and thread of the launch.
+void emulated_entry(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k, const cpu::KernelBody& body,
+                    llvm::Function* grid) {
+  llvm::LLVMContext& ctx = m.getContext();
+  llvm::IRBuilder<> b(ctx);
+  auto* ptr = b.getPtrTy();
+  auto* fn = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, ptr}, false),
+                                    llvm::Function::ExternalLinkage, k.symbol, m);
+  fn->setDoesNotThrow();
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", fn));
+  llvm::Value* closure = fn->getArg(0);
+  llvm::Value* symbols = fn->getArg(1);
+  if (body.reads_symbols) {
+    const size_t n = k.buffers.size();
+    closure = b.CreateAlloca(ptr, b.getInt64(n + 1), "closure");
+    for (size_t a = 0; a < n; ++a)
+      b.CreateAlignedStore(b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, fn->getArg(0), a), llvm::Align(8)),
+                           b.CreateConstInBoundsGEP1_64(ptr, closure, a), llvm::Align(8));
+    b.CreateAlignedStore(symbols, b.CreateConstInBoundsGEP1_64(ptr, closure, n), llvm::Align(8));
+  }
+  llvm::Value* tasks = cpu::emit_sym(b, body.tasks, [&](const std::string& name) -> llvm::Value* {
+    auto index = static_cast<uint64_t>(symbol_index(g, name));
+    return b.CreateAlignedLoad(b.getInt64Ty(), b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), symbols, index), llvm::Align(8));
+  });
+  llvm::Value* block_dim = b.getInt64(kBlock);
+  llvm::Value* blocks = b.CreateSDiv(b.CreateAdd(tasks, b.getInt64(kBlock - 1)), block_dim);
+  countdown(b, blocks, [&](llvm::Value* block) {
+    countdown(b, block_dim, [&](llvm::Value* thread) { b.CreateCall(grid, {closure, tasks, block, block_dim, thread}); });
+  });
+  b.CreateRetVoid();
+}
+
+}  // namespace
+
+ir::Bytes codegen_cuda(const Schedule& s, const std::vector<cpu::CpuPlan>& plans, const Options& options,
+                       std::vector<ir::SymExpr>& threads, std::vector<PassTiming>* phases) {
+  AOT_CHECK(plans.size() == s.kernels.size(), "CUDA codegen needs one plan per scheduled kernel");
+  const auto start = std::chrono::steady_clock::now();
+  llvm::LLVMContext context;
+  llvm::Module module("aotrace_cuda_kernels", context);
+  module.setSourceFileName("aotrace_cuda_kernels");
+  if (!options.cuda_grid_emulation) {
+    module.setTargetTriple(kNvptxTriple);
+    module.setDataLayout(kNvptxDataLayout);
+  }
+  // One lane: a GPU thread computes one element; the emitter's CPU vector paths stay off.
+  const cpu::CpuTarget target{1};
+  std::map<std::string, ir::SymExpr> emitted;  // kernels with the same code share a symbol
+  threads.clear();
+  for (size_t i = 0; i < s.kernels.size(); ++i) {
+    const ScheduledKernel& k = s.kernels[i];
+    if (auto it = emitted.find(k.symbol); it != emitted.end()) {
+      threads.push_back(it->second);
+      continue;
+    }
+    cpu::KernelBody body = cpu::emit_kernel_body(module, s.fused.graph, k, plans[i], target);
+    llvm::Function* grid = grid_function(module, k.symbol, body.fn);
+    if (options.cuda_grid_emulation) emulated_entry(module, s.fused.graph, k, body, grid);
+    else gpu_entry(module, k.symbol, grid);
+    emitted.emplace(k.symbol, body.tasks);
+    threads.push_back(body.tasks);
+  }
+  if (phases != nullptr)
+    phases->push_back({"llvm-ir", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
+  if (options.cuda_grid_emulation) {
+    std::unique_ptr<llvm::TargetMachine> tm = cpu::make_target_machine(options);
+    return cpu::optimise_and_emit(module, *tm, options.opt_level, phases);
+  }
+  // Optimised once, in link_cuda_kernels, with libdevice and for each arch.
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream out(buffer);
+  llvm::WriteBitcodeToFile(module, out);
+  return ir::Bytes(buffer.begin(), buffer.end());
+}
+
+}  // namespace aotrace::lowering::cuda

@@ -1,0 +1,32 @@
+// Private to lowering/: the CUDA backend (DESIGN §4). The kernels are the CPU backend's bodies
+// (cpu::emit_kernel_body: one emitter) under a GPU mapping of their tasks:
+//   plan.cpp     cuda-plan: every kernel as independent tasks, one per output element where the
+//                loop nest has an innermost dim (CpuPlan::row_chunk 1), else the emitter's tasks
+//   codegen.cpp  per kernel a grid function (closure, tasks, block, block_dim, thread) that runs
+//                task block·block_dim + thread of the body, and the entry that calls it: a PTX
+//                kernel reading the ids from the special registers, or (cuda_grid_emulation) a
+//                CPU-ABI function looping over blocks and threads
+//   link.cpp     link_cuda_kernels: the variants' bitcode in one module, libdevice's math, PTX
+//                per arch through LLVM's NVPTX backend, cubins through the toolkit's ptxas
+// Kernel parameters of a PTX kernel: (closure, tasks): closure is a device array of the
+// kernel's buffer pointers followed by a pointer to the symbols when it reads them
+// (cpu::KernelBody), tasks the launch's thread count (KernelCall::threads).
+#pragma once
+
+#include <vector>
+
+#include "lowering/cpu/plan.h"
+
+namespace aotrace::lowering::cuda {
+
+// Threads per block of every launch.
+constexpr int32_t kBlock = 256;
+
+std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s);
+
+// The kernels of `s` as LLVM bitcode for NVPTX, or, with options.cuda_grid_emulation, as an ELF
+// object for the host CPU. `threads` gets each kernel's task count (one thread per task).
+ir::Bytes codegen_cuda(const Schedule& s, const std::vector<cpu::CpuPlan>& plans, const Options& options,
+                       std::vector<ir::SymExpr>& threads, std::vector<PassTiming>* phases = nullptr);
+
+}  // namespace aotrace::lowering::cuda

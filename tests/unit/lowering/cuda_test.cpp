@@ -1,0 +1,246 @@
+// The CUDA backend without a GPU (lowering/cuda/):
+//   Cuda.Emulated*   each kernel's grid function (the IR the PTX entry calls) compiled for this
+//                    CPU and run over every block and thread of its launch (grid emulation),
+//                    against the reference interpreter;
+//   Cuda.Ptxas*      the same kernels through LLVM's NVPTX backend and the toolkit's ptxas into
+//                    cubins for sm_80 and sm_90;
+//   Cuda.Toolkit*    a missing toolkit or a bad arch is a user error that says what to do.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <functional>
+#include <set>
+
+#include "lowering/passes.h"
+#include "tests/unit/lowering/reference_check.h"
+#include "tests/unit/lowering/test_graphs.h"
+
+namespace aotrace::lowering {
+namespace {
+using namespace testing;
+using ir::DType;
+using ir::OpKind;
+using ir::SymExpr;
+using Ints = std::vector<int64_t>;
+
+Options emulated() {
+  Options o;
+  o.device = Options::Device::cuda;
+  o.cuda_grid_emulation = true;
+  return o;
+}
+
+Options for_gpu() {
+  Options o;
+  o.device = Options::Device::cuda;
+  return o;
+}
+
+ir::Attrs conv_attrs(Ints stride, Ints pad, int64_t groups = 1) {
+  return attrs({{"stride", stride}, {"dilation", Ints{1, 1}}, {"pad_low", pad}, {"pad_high", pad}, {"groups", groups}});
+}
+
+// Elementwise chains with broadcasting, math that the GPU takes from libdevice (tanh, erf, pow,
+// exp, log), compares and casts: fused kernels, one thread per output element.
+ir::Graph elementwise_graph() {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({3, 300}), "L['x']");
+  ir::ValueId y = g.add_input("y", f32({300}), "L['y']");
+  ir::ValueId s = g.add(OpKind::Add, {g.add(OpKind::Mul, {x, y}), g.constant(0.5, DType::f32)});
+  ir::Attrs to_i64;
+  to_i64.set("dtype", DType::i64);
+  set_outputs(g, {s, g.add(OpKind::Tanh, {s}), g.add(OpKind::Gelu, {x}, attrs({{"approximate", std::string("none")}})),
+                  g.add(OpKind::Pow, {g.add(OpKind::Abs, {x}), y}), g.add(OpKind::Log, {g.add(OpKind::Exp, {y})}),
+                  g.add(OpKind::Where, {g.add(OpKind::Gt, {x, y}), x, y}),
+                  g.add(OpKind::Cast, {g.add(OpKind::Mul, {x, g.constant(10, DType::f32)})}, to_i64)});
+  return g;
+}
+
+// Reductions over every axis position, softmax and layer norm (a reduction feeding an
+// elementwise epilogue in one kernel).
+ir::Graph reduction_graph() {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({3, 40, 37}), "L['x']");
+  ir::ValueId w = weight(g, "ln.weight", {37}, 1), b = weight(g, "ln.bias", {37}, 2);
+  set_outputs(g, {g.add(OpKind::ReduceSum, {x}, reduce_attrs({2}, false)),
+                  g.add(OpKind::Mean, {x}, reduce_attrs({1}, true)),
+                  g.add(OpKind::ReduceMax, {x}, reduce_attrs({0, 2}, false)),
+                  g.add(OpKind::Softmax, {x}, attrs({{"axis", int64_t{2}}})),
+                  g.add(OpKind::LogSoftmax, {x}, attrs({{"axis", int64_t{1}}})),
+                  g.add(OpKind::LayerNorm, {x, w, b}, attrs({{"normalized_ndim", int64_t{1}}, {"eps", 1e-5}}))});
+  return g;
+}
+
+// Matmuls (batched, broadcast, a transposed weight with bias and relu), and convs: 3×3 padded,
+// strided, 1×1, depthwise, and a max pool.
+ir::Graph matmul_conv_graph() {
+  ir::Graph g;
+  ir::ValueId a = g.add_input("a", f32({2, 17, 33}), "L['a']");
+  ir::ValueId b = g.add_input("b", f32({2, 33, 9}), "L['b']");
+  ir::ValueId x = g.add_input("x", f32({1, 8, 13, 11}), "L['x']");
+  ir::ValueId w = weight(g, "w", {24, 33}, 3), bias = weight(g, "bias", {24}, 4);
+  ir::ValueId pool = g.add(OpKind::Pool, {x}, attrs({{"kind", std::string("max")}, {"kernel", Ints{3, 3}},
+                                                     {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}, {"dilation", Ints{1, 1}},
+                                                     {"ceil_mode", int64_t{0}}}));
+  set_outputs(g, {g.add(OpKind::Matmul, {a, b}),
+                  g.add(OpKind::Relu, {g.add(OpKind::Linear, {a, w, bias})}),
+                  g.add(OpKind::Conv, {x, weight(g, "c3", {16, 8, 3, 3}, 5)}, conv_attrs({1, 1}, {1, 1})),
+                  g.add(OpKind::Conv, {x, weight(g, "c3s", {16, 8, 3, 3}, 6)}, conv_attrs({2, 2}, {1, 1})),
+                  g.add(OpKind::Conv, {x, weight(g, "c1", {12, 8, 1, 1}, 7)}, conv_attrs({1, 1}, {0, 0})),
+                  g.add(OpKind::Conv, {x, weight(g, "dw", {8, 1, 3, 3}, 8)}, conv_attrs({1, 1}, {1, 1}, 8)),
+                  pool});
+  return g;
+}
+
+// Symbolic batch and sequence: lowered once, launched at several sizes.
+ir::Graph dynamic_graph() {
+  ir::Graph g;
+  const SymExpr B = SymExpr::symbol("B"), T = SymExpr::symbol("T");
+  g.symbols["B"] = {2, 5, 1};
+  g.symbols["T"] = {2, 300, 1};
+  ir::ValueId x = g.add_input("x", ir::TensorType{DType::f32, ir::Device{}, ir::Shape{B, T, 16}}, "L['x']");
+  ir::ValueId w = weight(g, "w", {8, 16}, 1);
+  ir::ValueId h = g.add(OpKind::Linear, {x, w});
+  set_outputs(g, {g.add(OpKind::Softmax, {h}, attrs({{"axis", int64_t{1}}})),
+                  g.add(OpKind::ReduceSum, {g.add(OpKind::Exp, {x})}, reduce_attrs({1}, false))});
+  return g;
+}
+
+ir::Graph half_graph() {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", typed(DType::f16, {4, 70}), "L['x']");
+  ir::ValueId y = g.add_input("y", typed(DType::bf16, {70}), "L['y']");
+  ir::Attrs to_f16;
+  to_f16.set("dtype", DType::f16);
+  set_outputs(g, {g.add(OpKind::Sigmoid, {x}), g.add(OpKind::Softmax, {x}, attrs({{"axis", int64_t{1}}})),
+                  g.add(OpKind::Add, {x, g.add(OpKind::Cast, {y}, to_f16)}), g.add(OpKind::Mul, {y, y})});
+  return g;
+}
+
+TEST(Cuda, EmulatedElementwiseAndBroadcast) {
+  LoweredVariant v = expect_matches_reference_in(elementwise_graph(), -2, 2, 1, std::nullopt, emulated());
+  // Each launch covers its kernel's output elements, in blocks of 256 threads.
+  ASSERT_FALSE(v.plan.calls.empty());
+  for (const ir::KernelCall& call : v.plan.calls) {
+    EXPECT_EQ(call.block, 256);
+    EXPECT_TRUE(call.threads.is_constant());
+  }
+  EXPECT_EQ(v.plan.calls[0].threads.constant(), 3 * 300);
+}
+
+TEST(Cuda, EmulatedReductionsSoftmaxAndLayerNorm) {
+  expect_matches_reference_in(reduction_graph(), -2, 2, 1, std::nullopt, emulated());
+}
+
+TEST(Cuda, EmulatedMatmulsConvsAndPool) {
+  expect_matches_reference_in(matmul_conv_graph(), -1, 1, 1, Tolerance{1e-4, 1e-4}, emulated());
+}
+
+TEST(Cuda, EmulatedHalfPrecision) {
+  expect_matches_reference_in(half_graph(), -2, 2, 1, std::nullopt, emulated());
+}
+
+// One library, several sizes: the launch's thread count is a formula of the symbols, and the
+// last block's threads past it do nothing.
+TEST(Cuda, EmulatedDynamicDims) {
+  ir::Graph g = dynamic_graph();
+  LoweredVariant lowered = lower_graph(g, "dyn_", emulated());
+  bool symbolic = false;
+  for (const ir::KernelCall& call : lowered.plan.calls) symbolic |= !call.threads.is_constant();
+  EXPECT_TRUE(symbolic);
+  LoadedLibrary lib(link_cpu_library({lowered.object}, emulated()));
+  for (auto [b, t] : {std::pair<int64_t, int64_t>{2, 2}, {3, 257}, {5, 300}}) {
+    SCOPED_TRACE("B=" + std::to_string(b) + " T=" + std::to_string(t));
+    std::vector<ir::HostTensor> inputs = {random_tensor({b, t, 16}, 3)};
+    std::vector<ir::HostTensor> expected = ir::evaluate(g, inputs);
+    std::vector<ir::HostTensor> actual = run_plan(lib, lowered.plan, lowered.graph, inputs);
+    ASSERT_EQ(actual.size(), expected.size());
+    for (size_t i = 0; i < actual.size(); ++i) EXPECT_EQ(compare(actual[i], expected[i], 1e-4, 1e-5), "") << "output " << i;
+  }
+}
+
+// Every kernel of every graph above, in one library as a bundle links them: PTX with an entry per
+// kernel, and a cubin per arch (ELF, for the NVIDIA machine type).
+TEST(Cuda, PtxasAssemblesEveryKernelForSm80AndSm90) {
+  std::vector<ir::Bytes> bitcode;
+  std::set<std::string> symbols;
+  int prefix = 0;
+  for (const ir::Graph& g : {elementwise_graph(), reduction_graph(), matmul_conv_graph(), dynamic_graph(), half_graph()}) {
+    LoweredVariant v = lower_graph(g, "v" + std::to_string(prefix++) + "_", for_gpu());
+    ASSERT_GE(v.object.size(), 4u);
+    EXPECT_EQ(std::string(v.object.begin(), v.object.begin() + 2), "BC");  // LLVM bitcode
+    for (const ir::KernelCall& call : v.plan.calls) symbols.insert(call.symbol);
+    bitcode.push_back(std::move(v.object));
+  }
+  CudaLibrary lib = link_cuda_kernels(bitcode, for_gpu());
+  EXPECT_EQ(lib.ptx_arch, "sm_80");
+  EXPECT_NE(lib.ptx.find(".target sm_80"), std::string::npos);
+  for (const std::string& s : symbols) EXPECT_NE(lib.ptx.find(".entry " + s + "("), std::string::npos) << s;
+  // No call is left to a function the GPU does not have: libdevice's math was linked in.
+  EXPECT_EQ(lib.ptx.find(".extern .func"), std::string::npos);
+  ASSERT_EQ(lib.cubins.size(), 2u);
+  EXPECT_EQ(lib.cubins[0].first, "sm_80");
+  EXPECT_EQ(lib.cubins[1].first, "sm_90");
+  for (const auto& [arch, cubin] : lib.cubins) {
+    ASSERT_GT(cubin.size(), 64u) << arch;
+    EXPECT_EQ(std::string(cubin.begin(), cubin.begin() + 4), "\x7f" "ELF") << arch;
+    const uint16_t machine = static_cast<uint16_t>(cubin[18] | (cubin[19] << 8));
+    EXPECT_EQ(machine, 190) << arch;  // EM_CUDA
+  }
+}
+
+// A variant lowered for the GPU has the same plan (kernels, buffers, arena) as its emulation.
+TEST(Cuda, EmulationRunsTheGpuPlan) {
+  ir::Graph g = reduction_graph();
+  LoweredVariant gpu = lower_graph(g, "p_", for_gpu()), emu = lower_graph(g, "p_", emulated());
+  ASSERT_EQ(gpu.plan.calls.size(), emu.plan.calls.size());
+  EXPECT_EQ(gpu.plan.arena_bytes, emu.plan.arena_bytes);
+  for (size_t i = 0; i < gpu.plan.calls.size(); ++i) {
+    EXPECT_EQ(gpu.plan.calls[i].symbol, emu.plan.calls[i].symbol);
+    EXPECT_EQ(gpu.plan.calls[i].threads.str(), emu.plan.calls[i].threads.str());
+  }
+}
+
+std::string user_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.render();
+  }
+  return "(no user error)";
+}
+
+TEST(Cuda, ToolkitRefusesArchsItCannotBuild) {
+  EXPECT_NE(user_error_of([] {
+              Options o = for_gpu();
+              o.cuda_archs = {"sm_61"};
+              check_cuda_toolkit(o);
+            }).find("sm_75 or newer"),
+            std::string::npos);
+  for (const char* arch : {"sm_61", "compute_90", "90", "sm_9x"}) {
+    Options o = for_gpu();
+    o.cuda_archs = {"sm_90", arch};
+    std::string e = user_error_of([&] { check_cuda_toolkit(o); });
+    EXPECT_NE(e.find(arch), std::string::npos) << e;
+    EXPECT_NE(e.find("hint: "), std::string::npos) << e;
+  }
+  Options none = for_gpu();
+  none.cuda_archs = {};
+  EXPECT_NE(user_error_of([&] { check_cuda_toolkit(none); }), "(no user error)");
+}
+
+TEST(Cuda, ToolkitMissingNamesCudaHome) {
+  const char* old = std::getenv("CUDA_HOME");
+  const std::string saved = old != nullptr ? old : "";
+  setenv("CUDA_HOME", "/nonexistent/cuda", 1);
+  std::string e = user_error_of([&] { check_cuda_toolkit(for_gpu()); });
+  std::string link = user_error_of([&] { link_cuda_kernels({}, for_gpu()); });
+  if (old != nullptr) setenv("CUDA_HOME", saved.c_str(), 1);
+  else unsetenv("CUDA_HOME");
+  EXPECT_NE(e.find("/nonexistent/cuda"), std::string::npos) << e;
+  EXPECT_NE(e.find("CUDA_HOME"), std::string::npos) << e;
+  EXPECT_NE(link.find("CUDA_HOME"), std::string::npos) << link;
+}
+
+}  // namespace
+}  // namespace aotrace::lowering
