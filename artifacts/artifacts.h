@@ -52,6 +52,9 @@ struct VariantSpec {
   bool draws_random = false;
   // The shape symbols, in the order of ir::Graph::symbols (the kernels' `symbols` argument).
   std::vector<SymbolSpec> symbols;
+  // The plan of the same graph for a CUDA GPU (format 1.8): kernels of BundleSpec::cuda_images,
+  // each call with its launch (KernelCall::threads, block); Weight indices as in `plan`.
+  std::optional<ir::ExecutionPlan> cuda_plan;
 };
 
 // A dim declared `{buckets: [...]}` (format 1.7): which input axes the runtime pads, with what,
@@ -87,6 +90,14 @@ struct CpuLibrarySpec {
   ir::Bytes library;                      // the linked shared library
 };
 
+// A CUDA image (format 1.8): every variant's CUDA kernels as a cubin for `arch`, or as PTX
+// (`ptx`) that drivers of newer GPUs compile. Written to cuda/<arch>.cubin or cuda/<arch>.ptx.
+struct CudaImageSpec {
+  std::string arch;  // "sm_90"
+  bool ptx = false;
+  ir::Bytes bytes;
+};
+
 struct BundleSpec {
   std::string name;
   std::vector<EntrySpec> entries;
@@ -100,6 +111,9 @@ struct BundleSpec {
   // Faster builds of cpu_library, fastest first: the runtime loads the first whose features the
   // device has, else cpu_library (the portable baseline).
   std::vector<CpuLibrarySpec> faster_cpu_libraries;
+  // The CUDA kernels of the variants' cuda_plans (targets: [cuda]); empty for a CPU-only bundle.
+  // cpu_library may then be empty (a CUDA-only bundle: its variants' plans have no calls).
+  std::vector<CudaImageSpec> cuda_images;
 };
 
 // The golden pair of a variant whose graph is `graph` (static shapes): `eager`, a real call of

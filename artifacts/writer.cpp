@@ -153,6 +153,16 @@ void check_spec(const BundleSpec& spec) {
               "faster CPU library for '" + l.cpu + "' cannot be told from the others");
     AOT_CHECK(!l.library.empty(), "faster CPU library for '" + l.cpu + "' is empty");
   }
+  std::set<std::string> images;
+  for (const CudaImageSpec& image : spec.cuda_images) {
+    AOT_CHECK(safe_file_name(image.arch) && images.insert(cuda_image_path(image)).second,
+              "CUDA image for '" + image.arch + "' cannot be told from the others");
+    AOT_CHECK(!image.bytes.empty(), "CUDA image for '" + image.arch + "' is empty");
+  }
+  for (const EntrySpec& e : spec.entries)
+    for (const VariantSpec& v : e.variants)
+      AOT_CHECK(v.cuda_plan.has_value() == !spec.cuda_images.empty(),
+                "variant " + e.name + "." + v.name + " needs a CUDA plan exactly when the bundle has CUDA images");
 }
 
 // Moves `tmp` to `out`; an existing `out` is removed only after `tmp` is complete.
@@ -186,6 +196,8 @@ void write_bundle_files(const BundleSpec& spec, const fs::path& tmp, const fs::p
   }
   for (const CpuLibrarySpec& l : spec.faster_cpu_libraries)
     files.write(faster_cpu_library_path(spec.triple, l.cpu), l.library.data(), l.library.size());
+  for (const CudaImageSpec& image : spec.cuda_images)
+    files.write(cuda_image_path(image), image.bytes.data(), image.bytes.size());
   for (const EntrySpec& e : spec.entries)
     for (const VariantSpec& v : e.variants)
       files.write("graphs/" + e.name + "." + v.name + ".json", v.graph_json);

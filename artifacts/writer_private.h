@@ -11,7 +11,7 @@ namespace aotrace::artifacts {
 
 // bundle.fb format version written by this compiler (artifacts/COMPATIBILITY.md).
 constexpr uint32_t kBundleFormatMajor = 1;
-constexpr uint32_t kBundleFormatMinor = 7;
+constexpr uint32_t kBundleFormatMinor = 8;
 
 struct FileRecord {
   std::string path;  // relative to the bundle, '/' separated
@@ -38,6 +38,11 @@ inline std::string golden_path(const std::string& entry, const std::string& vari
 // Where a faster CPU library of the bundle is written.
 inline std::string faster_cpu_library_path(const std::string& triple, const std::string& cpu) {
   return "cpu/" + triple + "." + cpu + ".so";
+}
+
+// Where a CUDA image of the bundle is written: "cuda/sm_90.cubin", "cuda/sm_80.ptx".
+inline std::string cuda_image_path(const CudaImageSpec& image) {
+  return "cuda/" + image.arch + (image.ptx ? ".ptx" : ".cubin");
 }
 
 // Serialises the table of contents. `files` sorted by path; `placements` parallel to

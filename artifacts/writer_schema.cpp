@@ -109,7 +109,7 @@ int32_t flatten_output_tree(const ir::OutputTree& tree,
   return me;
 }
 
-std::unique_ptr<fb::PlanT> plan_table(const ir::ExecutionPlan& plan) {
+std::unique_ptr<fb::PlanT> plan_table(const ir::ExecutionPlan& plan, const std::vector<SymbolSpec>& symbols) {
   auto t = std::make_unique<fb::PlanT>();
   for (const ir::PlanBuffer& b : plan.buffers)
     t->buffers.emplace_back(static_cast<fb::BufferKind>(b.kind), b.index, b.offset, b.size_bytes);
@@ -118,6 +118,12 @@ std::unique_ptr<fb::PlanT> plan_table(const ir::ExecutionPlan& plan) {
     call->symbol = c.symbol;
     call->buffers = c.buffers;
     call->what = c.what;
+    if (c.block > 0) {  // a CUDA launch
+      call->threads = std::make_unique<fb::SymProgramT>();
+      sym_program(c.threads, symbols, call->threads->code);
+      call->threads->text = c.threads.str();
+      call->block = c.block;
+    }
     t->calls.push_back(std::move(call));
   }
   t->arena_bytes = plan.arena_bytes;
@@ -150,7 +156,8 @@ std::unique_ptr<fb::VariantT> variant_table(const std::string& entry, const Vari
     at->origin = origin_str(a.origin);
     t->assumptions.push_back(std::move(at));
   }
-  t->plan = plan_table(v.plan);
+  t->plan = plan_table(v.plan, v.symbols);
+  if (v.cuda_plan) t->cuda_plan = plan_table(*v.cuda_plan, v.symbols);
   t->input_updates = v.updated_inputs;
   t->draws_random = v.draws_random;
   for (size_t k = 0; k < v.golden.size(); ++k) {
@@ -197,15 +204,15 @@ std::vector<uint8_t> build_bundle_fb(const BundleSpec& spec, const std::vector<F
   for (const EntrySpec& e : spec.entries) {
     auto t = std::make_unique<fb::EntryT>();
     t->name = e.name;
+    // Runtimes before format 1.3 cannot read constants in the output tree, nor before 1.4
+    // write updated inputs back, nor before 1.8 run CUDA kernels: they refuse the bundle naming
+    // the feature, while bundles without them stay readable to them.
+    auto require = [&](const char* feature) {
+      if (std::find(b.required_features.begin(), b.required_features.end(), feature) == b.required_features.end())
+        b.required_features.push_back(feature);
+    };
     for (const VariantSpec& v : e.variants) {
       t->variants.push_back(variant_table(e.name, v));
-      // Runtimes before format 1.3 cannot read constants in the output tree, nor before 1.4
-      // write updated inputs back: they refuse the bundle naming the feature, while bundles
-      // without them stay readable to them.
-      auto require = [&](const char* feature) {
-        if (std::find(b.required_features.begin(), b.required_features.end(), feature) == b.required_features.end())
-          b.required_features.push_back(feature);
-      };
       for (const auto& node : t->variants.back()->output_nodes)
         if (node->kind == fb::OutputKind::Constant) require("output-constants");
       if (!v.updated_inputs.empty()) require("input-updates");
@@ -229,12 +236,11 @@ std::vector<uint8_t> build_bundle_fb(const BundleSpec& spec, const std::vector<F
         }
       t->buckets.push_back(std::move(d));
     }
-    if (!e.buckets.empty()) {
-      if (std::find(b.required_features.begin(), b.required_features.end(), "padding-buckets") == b.required_features.end())
-        b.required_features.push_back("padding-buckets");
-    }
+    if (!e.buckets.empty()) require("padding-buckets");
     b.entries.push_back(std::move(t));
   }
+  // A CUDA-only bundle: an older runtime would find no CPU kernels to run.
+  if (!spec.cuda_images.empty() && spec.cpu_library.empty()) b.required_features.push_back("cuda");
   b.cpu = spec.cpu;
   b.required_cpu_features = spec.cpu_features;
   for (const CpuLibrarySpec& l : spec.faster_cpu_libraries) {
@@ -243,6 +249,13 @@ std::vector<uint8_t> build_bundle_fb(const BundleSpec& spec, const std::vector<F
     t->cpu = l.cpu;
     t->required_cpu_features = l.cpu_features;
     b.faster_cpu_libraries.push_back(std::move(t));
+  }
+  for (const CudaImageSpec& image : spec.cuda_images) {
+    auto t = std::make_unique<fb::CudaImageT>();
+    t->path = cuda_image_path(image);
+    t->arch = image.arch;
+    t->ptx = image.ptx;
+    b.cuda_images.push_back(std::move(t));
   }
   flatbuffers::FlatBufferBuilder builder;
   builder.ForceDefaults(true);  // every scalar present, so tools can patch any of them in place

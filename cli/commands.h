@@ -43,7 +43,7 @@ using driver::explain_json;
 using driver::explain_text;
 using driver::plan_variants;
 using driver::refuse_graph_breaks;
-using driver::refuse_unbuilt_targets;
+using driver::check_targets;
 using driver::variant_plan_text;
 // `aotrace compile`: --dump's pass names checked (a typo gets the closest), then driver::compile.
 int compile_command(const std::filesystem::path& yaml, const CompileOptions& options);

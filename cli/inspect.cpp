@@ -56,7 +56,7 @@ json variant_json(const rt::EntryInfo& e, const rt::VariantInfo& v) {
           {"updated_inputs", updated},
           {"guards", texts(v.guards)}, {"assumptions", texts(v.assumptions)}, {"kernels", strings(v.kernels)},
           {"arena_bytes", v.arena_bytes}, {"arena_bytes_at_min", v.arena_bytes_at_min}, {"golden_pairs", v.golden_pairs},
-          {"dynamic_dims", dims}};
+          {"dynamic_dims", dims}, {"cuda_kernels", strings(v.cuda_kernels)}, {"cuda_arena_bytes", v.cuda_arena_bytes}};
 }
 
 // The stripped runtime library built next to aotrace (runtime/CMakeLists.txt), if present.
@@ -116,6 +116,13 @@ json bundle_json(const rt::BundleInfo& b) {
       b.cpu_libraries.empty() ? std::vector<std::string>() : b.cpu_libraries.front().features;
   json load_here;
   json cpu_libraries = cpu_libraries_json(b, load_here);
+  json cuda_images = json::array();  // format 1.8
+  for (const rt::CudaImageInfo& image : b.cuda_images) {
+    uint64_t bytes = 0;
+    for (const rt::FileInfo& f : b.files)
+      if (f.path == image.path) bytes = f.size;
+    cuda_images.push_back({{"path", image.path}, {"arch", image.arch}, {"kind", image.ptx ? "ptx" : "cubin"}, {"size", bytes}});
+  }
   return {{"bundle", b.dir},
           {"name", b.name},
           {"format_version", std::to_string(b.format_major) + "." + std::to_string(b.format_minor)},
@@ -128,7 +135,8 @@ json bundle_json(const rt::BundleInfo& b) {
                         {"cpu_features", cpu_features},
                         {"missing_on_this_machine", rt::missing_cpu_features(cpu_features)},
                         {"cpu_libraries", cpu_libraries},
-                        {"cpu_library_loaded_here", load_here}}},
+                        {"cpu_library_loaded_here", load_here},
+                        {"cuda_images", cuda_images}}},
           {"cpu_library", b.cpu_libraries.empty() ? "" : b.cpu_libraries.front().path},
           {"entries", entries},
           {"weights", weights},
@@ -167,6 +175,13 @@ std::string inspect_text(const json& j) {
          (l["baseline"].get<bool>() ? " (baseline)" : ", needs also: " + (extra.empty() ? std::string("nothing") : join(extra))) +
          (l["missing_on_this_machine"].empty() ? "" : " (missing here: " + join(l["missing_on_this_machine"]) + ")"));
   }
+  if (!hw["cuda_images"].empty()) {
+    line("  cuda images: " + std::to_string(hw["cuda_images"].size()) + " (this runtime runs the CPU kernels)");
+    for (const auto& image : hw["cuda_images"])
+      line("    " + image["path"].get<std::string>() + ": " + image["kind"].get<std::string>() + " for " +
+           image["arch"].get<std::string>() + (image["kind"] == "ptx" ? " and newer GPUs" : "") + ", " + image["size"].dump() +
+           " bytes");
+  }
   for (const auto& e : j["entries"]) {
     line("  entry " + e["name"].get<std::string>() + ": " + std::to_string(e["variants"].size()) + " variant(s)");
     for (const auto& b : e["buckets"])
@@ -187,6 +202,9 @@ std::string inspect_text(const json& j) {
       for (const auto& a : v["assumptions"])
         line("      assumption " + a["text"].get<std::string>() + (a["origin"].get<std::string>().empty() ? "" : "  (" + a["origin"].get<std::string>() + ")"));
       line("      " + std::to_string(v["kernels"].size()) + " kernel(s): " + join(v["kernels"]));
+      if (!v["cuda_kernels"].empty())
+        line("      " + std::to_string(v["cuda_kernels"].size()) + " CUDA kernel(s), device arena " +
+             v["cuda_arena_bytes"].dump() + " bytes: " + join(v["cuda_kernels"]));
       for (const auto& d : v["dynamic_dims"])
         line("      dynamic dim " + d["name"].get<std::string>() + " in [" + d["min"].dump() + ", " + d["max"].dump() + "]" +
              (d["multiple_of"].get<int64_t>() > 1 ? " (multiples of " + d["multiple_of"].dump() + ")" : ""));

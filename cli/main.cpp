@@ -20,6 +20,10 @@ int main(int argc, char** argv) {
   c->add_option("--cpu", compile.cpu,
                 "build the kernels for this CPU only (default: x86-64-v2, plus a faster library "
                 "for this host's level, x86-64-v3 or -v4, chosen at load)");
+  c->add_option("--cuda-arch", compile.cuda_archs,
+                "the GPUs of `targets: [cuda]`: a cubin per arch and PTX for the oldest, which newer GPUs' drivers "
+                "compile (default: sm_80,sm_90)")
+      ->delimiter(',');
   c->add_option("--depfile", compile.depfile,
                 "also write a Make/Ninja depfile: OUT/bundle.fb and every file the compile read "
                 "(the spec, the script, its own imported modules, the files it opened)");
@@ -41,7 +45,7 @@ int main(int argc, char** argv) {
   c->add_option("--dump", compile.dump,
                 "print the result of these lowering passes to stderr, e.g. --dump fuse,schedule or --dump all "
                 "(the passes: decompose, fold-constants, cse, dce, channels-last, winograd, pad-conv-inputs, pack-weights, fuse, "
-                "schedule, cpu-plan, codegen, memory-plan); the compile cache is not used")
+                "schedule, cpu-plan, cuda-plan, codegen, memory-plan); the compile cache is not used")
       ->delimiter(',');
   c->add_option("--report", compile.report,
                 "write a JSON report: per variant its guards, kernels with the graph nodes and source lines each "

@@ -29,6 +29,14 @@ int verify_command(const std::filesystem::path& bundle) {
                 << ", of " << libraries.size() << " kernel libraries";
     std::cout << "\n";
   }
+  // The CUDA images were hashed with every file; this runtime runs the CPU kernels only.
+  if (auto info = rt::read_bundle_info(dir); info.ok() && !info->cuda_images.empty()) {
+    std::string images;
+    for (const rt::CudaImageInfo& image : info->cuda_images)
+      images += (images.empty() ? "" : ", ") + std::string(image.ptx ? "PTX " : "") + image.arch;
+    std::cout << "aotrace verify: " << dir << ": CUDA kernels (" << images
+              << ") not run: this runtime launches the CPU kernels only, and checks no GPU\n";
+  }
   size_t checked = 0;
   rt::Status s = b->selftest(&checked);
   if (!s.ok()) {

@@ -164,8 +164,10 @@ std::string stat_identity(const std::filesystem::path& p) {
 //     change when a package (torch, numpy) is installed, upgraded or removed;
 //   - the spec's path (the report names it) and the options, with the triple and CPUs resolved
 //     for this host (the default builds a library for the host's x86-64 level);
+//   - with the cuda target, the GPU archs and the toolkit's ptxas and libdevice;
 //   - environment variables that change what capture accepts or reports.
-std::string cache_base_key(const std::filesystem::path& yaml, const CompileOptions& options, const lowering::Options& lo) {
+std::string cache_base_key(const std::filesystem::path& yaml, const CompileOptions& options, const lowering::Options& lo,
+                           const lowering::Options* cuda) {
   std::string m = "aotrace compile cache 1\n" + std::string(AOTRACE_VERSION) + "\n";
   std::error_code ec;
   m += stat_identity(std::filesystem::read_symlink("/proc/self/exe", ec));
@@ -183,6 +185,11 @@ std::string cache_base_key(const std::filesystem::path& yaml, const CompileOptio
   }
   m += "\n";
   m += "winograd " + std::to_string(static_cast<int>(lo.winograd)) + "\n";
+  if (cuda != nullptr) {  // the toolkit (its ptxas and libdevice) and the archs
+    const std::string home = lowering::check_cuda_toolkit(*cuda);
+    m += "cuda " + join(cuda->cuda_archs, ",") + "\n" + stat_identity(home + "/bin/ptxas") +
+         stat_identity(home + "/nvvm/libdevice/libdevice.10.bc");
+  }
   for (const char* var : {"AOTRACE_STRICT_BINDING", "AOTRACE_LIBRARY_FRAMES"})
     if (const char* v = std::getenv(var)) m += std::string(var) + "=" + v + "\n";
   return hash_hex(m);
@@ -269,9 +276,10 @@ class ParallelLowering {
   struct Task {
     const ir::Graph* graph;
     std::string prefix;
+    const lowering::Options* options;  // the CPU's or the GPU's (outlives the lowering)
   };
-  ParallelLowering(std::vector<Task> tasks, const lowering::Options& lo, int jobs)
-      : tasks_(std::move(tasks)), lo_(lo), results_(tasks_.size()), errors_(tasks_.size()),
+  ParallelLowering(std::vector<Task> tasks, int jobs)
+      : tasks_(std::move(tasks)), results_(tasks_.size()), errors_(tasks_.size()),
         seconds_(tasks_.size()), done_(tasks_.size(), false) {
     const size_t threads = std::min<size_t>(static_cast<size_t>(std::max(1, jobs)), tasks_.size());
     for (size_t t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
@@ -295,7 +303,7 @@ class ParallelLowering {
       std::optional<lowering::LoweredVariant> lv;
       std::exception_ptr error;
       try {
-        lv = lowering::lower_graph(*tasks_[i].graph, tasks_[i].prefix, lo_);
+        lv = lowering::lower_graph(*tasks_[i].graph, tasks_[i].prefix, *tasks_[i].options);
       } catch (...) {
         error = std::current_exception();
       }
@@ -308,7 +316,6 @@ class ParallelLowering {
     }
   }
   std::vector<Task> tasks_;
-  lowering::Options lo_;
   std::vector<std::optional<lowering::LoweredVariant>> results_;
   std::vector<std::exception_ptr> errors_;
   std::vector<double> seconds_;
@@ -320,15 +327,49 @@ class ParallelLowering {
   std::vector<std::thread> workers_;
 };
 
+bool has_target(const shape_profiles::ProfileSet& spec, const std::string& target) {
+  return std::find(spec.targets.begin(), spec.targets.end(), target) != spec.targets.end();
+}
+
+// lowering::check_cuda_toolkit, its error placed at the spec's `cuda` target.
+void check_cuda_toolkit_for(const shape_profiles::ProfileSet& spec, const lowering::Options& lo) {
+  try {
+    lowering::check_cuda_toolkit(lo);
+  } catch (const UserError& e) {
+    size_t i = 0;
+    while (i < spec.targets.size() && spec.targets[i] != "cuda") ++i;
+    throw UserError(e.what(), i < spec.target_locs.size() ? spec.target_locs[i] : e.loc(), e.hint(), e.notes());
+  }
+}
+
 }  // namespace
 
-// The CUDA backend does not exist yet: a spec that asks for it must not get a CPU-only bundle.
-void refuse_unbuilt_targets(const shape_profiles::ProfileSet& spec) {
-  for (size_t i = 0; i < spec.targets.size(); ++i)
-    if (spec.targets[i] != "cpu")
-      user_error("target '" + spec.targets[i] + "' is not supported yet: this aotrace builds CPU bundles only (issue 17)",
-                 i < spec.target_locs.size() ? spec.target_locs[i] : SourceLoc{}, "remove " + spec.targets[i] + " from targets");
+void check_targets(const shape_profiles::ProfileSet& spec) {
+  lowering::Options lo;
+  lo.device = lowering::Options::Device::cuda;
+  if (has_target(spec, "cuda")) check_cuda_toolkit_for(spec, lo);
 }
+
+namespace {
+
+// The lowering options of `targets: [cuda]`: the CPU's, for the GPU archs of --cuda-arch;
+// user_error before any capture when the toolkit cannot build them, or when --cuda-arch is given
+// to a spec without the cuda target.
+lowering::Options cuda_options(const shape_profiles::ProfileSet& spec, const CompileOptions& options,
+                               const lowering::Options& cpu) {
+  lowering::Options lo = cpu;
+  lo.device = lowering::Options::Device::cuda;
+  lo.extra_cpus.clear();
+  lo.object_cache = nullptr;  // the cache keeps CPU objects
+  if (!options.cuda_archs.empty()) lo.cuda_archs = options.cuda_archs;
+  if (has_target(spec, "cuda")) check_cuda_toolkit_for(spec, lo);
+  else if (!options.cuda_archs.empty())
+    user_error("--cuda-arch is given, but the spec's targets have no cuda", spec.target_locs.empty() ? SourceLoc{} : spec.target_locs[0],
+               "add cuda to the spec's targets (`targets: [cpu, cuda]`), or drop --cuda-arch");
+  return lo;
+}
+
+}  // namespace
 
 int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -340,13 +381,14 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
   // Everything the user gave is checked before the script runs: a capture takes seconds.
   lowering::check_target(lo);
   auto spec = shape_profiles::parse_profile_file(yaml);
-  refuse_unbuilt_targets(spec);
+  const bool for_cpu = has_target(spec, "cpu"), for_cuda = has_target(spec, "cuda");
+  const lowering::Options lo_cuda = cuda_options(spec, options, lo);
   std::filesystem::path out = options.output.empty() ? std::filesystem::path(spec.name + ".aot") : options.output;
   artifacts::check_bundle_output(out);
   if (!options.depfile.empty()) check_depfile_writable(options.depfile);
   if (!options.report.empty()) check_output_file(options.report, "report", "--report");
   std::optional<CompileCache> cache = open_cache(options);
-  const std::string base_key = cache ? cache_base_key(yaml, options, lo) : std::string();
+  const std::string base_key = cache ? cache_base_key(yaml, options, lo, for_cuda ? &lo_cuda : nullptr) : std::string();
   if (cache)
     if (std::optional<CompileCache::Entry> hit = cache->lookup(base_key))
       return compile_from_cache(*hit, out, options, *cache, start);
@@ -368,20 +410,24 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
 
   // The portable baseline, and by default on x86-64 this host's faster level too: each variant
   // is scheduled once and code-generated per CPU; the runtime picks a library at load.
-  const std::vector<std::string> cpus = lowering::kernel_cpus(lo);
-  lo.extra_cpus.assign(cpus.begin() + 1, cpus.end());
+  // `targets: [cuda]` alone builds no CPU kernels.
+  const std::vector<std::string> cpus = for_cpu ? lowering::kernel_cpus(lo) : std::vector<std::string>{};
+  if (for_cpu) lo.extra_cpus.assign(cpus.begin() + 1, cpus.end());
   artifacts::BundleSpec bundle;
   bundle.name = spec.name;
   bundle.triple = lowering::resolved_triple(lo);
   bundle.toolchain = "LLVM 16";
-  bundle.cpu = lowering::resolved_cpu(lo);
-  // The preflight lists the features the runtime can check on the device.
-  bundle.cpu_features = checkable_cpu_features(lo);
+  if (for_cpu) {
+    bundle.cpu = lowering::resolved_cpu(lo);
+    // The preflight lists the features the runtime can check on the device.
+    bundle.cpu_features = checkable_cpu_features(lo);
+  }
+  std::vector<ir::Bytes> cuda_bitcode;  // per variant
   std::map<std::string, std::vector<int64_t>> weight_index;  // add_weights: by type and content
   std::vector<std::vector<ir::Bytes>> objects(cpus.size());  // per CPU, per variant
   json report_profiles = json::array();
   json report_variants = json::array();  // --report
-  int kernels = 0;
+  int kernels = 0, cuda_kernels = 0;
   size_t lowered = 0;
   // --timings: seconds per phase, summed over variants, in the order phases first ran.
   std::vector<std::pair<std::string, double>> phase_seconds;
@@ -392,15 +438,19 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
   };
   for (const ProfileCapture& pc : captures) add_time("capture", pc.capture.seconds);
 
-  // Every variant's lowering, --jobs at a time (each also builds its extra CPUs' code in threads).
+  // Every variant's lowering, --jobs at a time (each also builds its extra CPUs' code in threads):
+  // per variant, the CPU's then the GPU's, as the targets ask.
   std::vector<ParallelLowering::Task> tasks;
   for (size_t e = 0; e < spec.entries.size(); ++e)
-    for (size_t v = 0; v < plans[e].size(); ++v)
-      tasks.push_back({&captures[plans[e][v].captures.front()].capture.graph,
-                       spec.entries[e].name + "_v" + std::to_string(v) + "_"});
+    for (size_t v = 0; v < plans[e].size(); ++v) {
+      const ir::Graph* graph = &captures[plans[e][v].captures.front()].capture.graph;
+      const std::string prefix = spec.entries[e].name + "_v" + std::to_string(v) + "_";
+      if (for_cpu) tasks.push_back({graph, prefix, &lo});
+      if (for_cuda) tasks.push_back({graph, prefix, &lo_cuda});
+    }
   const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  ParallelLowering lowerings(std::move(tasks), lo,
-                             options.jobs > 0 ? options.jobs : std::max(1, hardware / static_cast<int>(cpus.size())));
+  const int per_variant = static_cast<int>(std::max<size_t>(1, cpus.size()));
+  ParallelLowering lowerings(std::move(tasks), options.jobs > 0 ? options.jobs : std::max(1, hardware / per_variant));
   size_t task = 0;
   for (size_t e = 0; e < spec.entries.size(); ++e) {
     const shape_profiles::EntrySpec& entry = spec.entries[e];
@@ -414,15 +464,32 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
       vs.golden = golden_of(pc, vname);
       const double golden_seconds = seconds_since(golden_start);
       double lowering_seconds = 0;
-      lowering::LoweredVariant lv = lowerings.take(task++, &lowering_seconds);
-      for (const lowering::PassTiming& pt : lv.timings) add_time("lowering: " + pt.pass, pt.seconds);
+      lowering::LoweredVariant lv;  // the CPU's; `plan` stays empty without the cpu target
+      if (for_cpu) {
+        lv = lowerings.take(task++, &lowering_seconds);
+        for (const lowering::PassTiming& pt : lv.timings) add_time("lowering: " + pt.pass, pt.seconds);
+        vs.plan = std::move(lv.plan);
+        add_weights(lv.graph, vs.plan, bundle, weight_index);
+        objects[0].push_back(std::move(lv.object));
+        for (size_t i = 0; i < lv.extra_objects.size(); ++i)
+          objects[i + 1].push_back(std::move(lv.extra_objects[i]));
+        kernels += static_cast<int>(vs.plan.calls.size());
+      }
+      if (for_cuda) {
+        double seconds = 0;
+        lowering::LoweredVariant gpu = lowerings.take(task++, &seconds);
+        lowering_seconds += seconds;
+        for (const lowering::PassTiming& pt : gpu.timings) add_time("lowering (cuda): " + pt.pass, pt.seconds);
+        vs.cuda_plan = std::move(gpu.plan);
+        add_weights(gpu.graph, *vs.cuda_plan, bundle, weight_index);
+        cuda_bitcode.push_back(std::move(gpu.object));
+        cuda_kernels += static_cast<int>(vs.cuda_plan->calls.size());
+        if (!for_cpu) {  // the report's kernels, their nodes and the passes
+          lv.graph = std::move(gpu.graph);
+          lv.timings = std::move(gpu.timings);
+        }
+      }
       add_time("golden vectors", golden_seconds);
-      vs.plan = std::move(lv.plan);
-      add_weights(lv.graph, vs.plan, bundle, weight_index);
-      objects[0].push_back(std::move(lv.object));
-      for (size_t i = 0; i < lv.extra_objects.size(); ++i)
-        objects[i + 1].push_back(std::move(lv.extra_objects[i]));
-      kernels += static_cast<int>(vs.plan.calls.size());
       // Timings are printed, not stored: the same inputs must give a byte-identical bundle.
       if (!options.quiet) {
         std::string profiles;
@@ -434,8 +501,10 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
         std::cerr << "\n" << std::setprecision(6);
       }
       if (!options.report.empty()) {
+        // The CPU's plan, or without the cpu target the GPU's.
+        const ir::ExecutionPlan& plan = for_cpu ? vs.plan : *vs.cuda_plan;
         json kernels = json::array();
-        for (const ir::KernelCall& call : vs.plan.calls) {
+        for (const ir::KernelCall& call : plan.calls) {
           json nodes = json::array();
           for (int32_t n : call.nodes) {
             const ir::Node& node = lv.graph.nodes[static_cast<size_t>(n)];
@@ -448,15 +517,19 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
         for (const ir::Guard& g : vs.guards) guards.push_back(g.str());
         for (const lowering::PassTiming& pt : lv.timings) phases.push_back({{"pass", pt.pass}, {"seconds", pt.seconds}});
         int64_t weight_bytes = 0;
-        for (const ir::PlanBuffer& b : vs.plan.buffers)
+        for (const ir::PlanBuffer& b : plan.buffers)
           if (b.kind == ir::PlanBuffer::Kind::Weight) weight_bytes += b.size_bytes;
         std::vector<std::string> profile_names;
         for (size_t k : planned.captures) profile_names.push_back(captures[k].profile->name);
         report_variants.push_back({{"entry", entry.name}, {"variant", vname}, {"profiles", profile_names},
                                    {"capture_seconds", pc.capture.seconds}, {"lowering_seconds", lowering_seconds},
                                    {"golden_seconds", golden_seconds}, {"phases", phases}, {"guards", guards},
-                                   {"arena_bytes", vs.plan.arena_bytes}, {"weight_bytes", weight_bytes},
+                                   {"arena_bytes", plan.arena_bytes}, {"weight_bytes", weight_bytes},
                                    {"kernels", kernels}});
+        if (for_cuda) {
+          report_variants.back()["cuda_kernels"] = vs.cuda_plan->calls.size();
+          report_variants.back()["cuda_arena_bytes"] = vs.cuda_plan->arena_bytes;
+        }
       }
       for (size_t k = 0; k < planned.captures.size(); ++k) {
         const ProfileCapture& member = captures[planned.captures[k]];
@@ -474,7 +547,7 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
     bundle.entries.push_back(std::move(es));
   }
   const auto link_start = std::chrono::steady_clock::now();
-  bundle.cpu_library = lowering::link_cpu_library(objects[0], lo);
+  if (for_cpu) bundle.cpu_library = lowering::link_cpu_library(objects[0], lo);
   for (size_t i = cpus.size(); i-- > 1;) {  // fastest first
     lowering::Options faster = lo;
     faster.cpu = cpus[i];
@@ -483,6 +556,13 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
         {cpus[i], checkable_cpu_features(faster), lowering::link_cpu_library(objects[i], faster)});
   }
   add_time("link (ld.lld)", seconds_since(link_start));
+  if (for_cuda) {
+    const auto ptxas_start = std::chrono::steady_clock::now();
+    lowering::CudaLibrary cuda = lowering::link_cuda_kernels(cuda_bitcode, lo_cuda);
+    for (auto& [arch, cubin] : cuda.cubins) bundle.cuda_images.push_back({arch, false, std::move(cubin)});
+    bundle.cuda_images.push_back({cuda.ptx_arch, true, ir::Bytes(cuda.ptx.begin(), cuda.ptx.end())});
+    add_time("link (NVPTX, ptxas)", seconds_since(ptxas_start));
+  }
   json entries = json::array();
   for (const auto& e : spec.entries) {
     json inputs = json::array();
@@ -506,9 +586,18 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
   if (!options.depfile.empty()) write_depfile(options.depfile, depfile_target(out), deps);
   size_t variants = 0;
   for (const auto& e : bundle.entries) variants += e.variants.size();
+  std::vector<std::string> targets = cpus;  // "x86-64-v2", …, "CUDA sm_80, sm_90 (PTX sm_80)"
+  if (for_cuda) {
+    std::string gpus;
+    for (const artifacts::CudaImageSpec& image : bundle.cuda_images)
+      gpus += image.ptx ? " (PTX " + image.arch + ")" : (gpus.empty() ? "CUDA " : ", ") + image.arch;
+    targets.push_back(gpus);
+  }
   const std::string summary = std::to_string(spec.profiles.size() * spec.entries.size()) + " profile(s) into " +
-                              std::to_string(variants) + " variant(s), " + std::to_string(kernels) + " kernel(s), " +
-                              std::to_string(bundle.weights.size()) + " weight(s), kernels for " + join(cpus, " and ");
+                              std::to_string(variants) + " variant(s), " +
+                              (for_cpu ? std::to_string(kernels) + " kernel(s), " : "") +
+                              (for_cuda ? std::to_string(cuda_kernels) + " CUDA kernel(s), " : "") +
+                              std::to_string(bundle.weights.size()) + " weight(s), kernels for " + join(targets, " and ");
   std::string cache_note;
   if (cache) {
     std::string why;
@@ -523,8 +612,10 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
     json phases = json::array();
     for (const auto& [name, sec] : phase_seconds) phases.push_back({{"phase", name}, {"seconds", sec}});
     json libraries = json::array();
-    libraries.push_back({{"cpu", cpus.front()}, {"bytes", bundle.cpu_library.size()}});
+    if (for_cpu) libraries.push_back({{"cpu", cpus.front()}, {"bytes", bundle.cpu_library.size()}});
     for (const auto& l : bundle.faster_cpu_libraries) libraries.push_back({{"cpu", l.cpu}, {"bytes", l.library.size()}});
+    for (const auto& image : bundle.cuda_images)
+      libraries.push_back({{"cuda", image.arch}, {"kind", image.ptx ? "ptx" : "cubin"}, {"bytes", image.bytes.size()}});
     write_output_file(options.report,
                               json{{"bundle", out.string()}, {"spec", std::filesystem::absolute(yaml).lexically_normal().string()},
                                    {"cache", cache ? "miss" : "off"}, {"seconds", total}, {"summary", summary},

@@ -28,8 +28,9 @@ struct ProfileCapture {
   embed::Capture capture;
 };
 
-// A UserError at the spec's `targets:` for a target this aotrace cannot build (cuda).
-void refuse_unbuilt_targets(const shape_profiles::ProfileSet& spec);
+// A UserError when the spec's targets cannot be built here: `cuda` without the CUDA toolkit
+// (lowering::check_cuda_toolkit, for the default archs).
+void check_targets(const shape_profiles::ProfileSet& spec);
 
 // The bucketed dims of `entry` (dims declared `{buckets: [...]}`), each proved safe to pad in
 // eager at sizes below every bucket: which input axes the runtime pads and with what, which
@@ -68,6 +69,8 @@ struct CompileOptions {
   std::filesystem::path output;  // empty: ./<name>.aot
   std::string triple;
   std::string cpu;
+  // `targets: [cuda]`: the GPU archs ("sm_90"); empty: lowering::Options' default (sm_80, sm_90).
+  std::vector<std::string> cuda_archs;
   std::filesystem::path depfile;  // empty: none
   // The compile cache (driver.h): `cache_dir` empty is the default folder
   // (driver::default_cache_dir), unless `no_cache` or AOTRACE_NO_CACHE in the environment.

@@ -301,7 +301,7 @@ class Bundle {
 
 // The bundle format this runtime reads: every minor of its major (COMPATIBILITY.md).
 constexpr uint32_t kFormatMajor = 1;
-constexpr uint32_t kFormatMinor = 7;
+constexpr uint32_t kFormatMinor = 8;
 // Required features this runtime knows (a bundle naming any other is refused).
 std::vector<std::string> known_features();
 
@@ -341,6 +341,10 @@ struct VariantInfo {
   int64_t arena_bytes_at_min = 0;       // at their minima (format 1.6; arena_bytes before)
   size_t golden_pairs = 0;
   std::vector<DynamicDimInfo> dynamic_dims;
+  // The plan for a CUDA GPU (format 1.8): its kernels (empty when the bundle has none) and
+  // its device arena at the dynamic dims' maxima.
+  std::vector<std::string> cuda_kernels;
+  int64_t cuda_arena_bytes = 0;
 };
 // A bucketed dim (format 1.7): calls are padded up to one of `sizes`.
 struct BucketInfo {
@@ -370,6 +374,13 @@ struct FileInfo {
   uint64_t size = 0;
   uint64_t xxh3 = 0;
 };
+// A CUDA image (format 1.8): the bundle's CUDA kernels as a cubin for one GPU architecture, or
+// as PTX that the drivers of newer GPUs compile.
+struct CudaImageInfo {
+  std::string path;  // in the bundle: "cuda/sm_90.cubin"
+  std::string arch;  // "sm_90"
+  bool ptx = false;
+};
 struct BundleInfo {
   std::string dir, name, tool_version, toolchain, triple;
   uint32_t format_major = 0, format_minor = 0, kernel_abi_version = 0;
@@ -380,6 +391,7 @@ struct BundleInfo {
   std::vector<EntryInfo> entries;
   std::vector<WeightInfo> weights;
   std::vector<FileInfo> files;
+  std::vector<CudaImageInfo> cuda_images;  // format 1.8; empty: CPU kernels only
 };
 // not_found when `dir` holds no bundle.fb; open()'s errors for one it cannot read.
 Result<BundleInfo> read_bundle_info(const std::string& dir);

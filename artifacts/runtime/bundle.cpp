@@ -144,6 +144,21 @@ Status load_kernels(BundleData& b, const OpenOptions& options) {
   return Status::Ok();
 }
 
+// A bundle without CPU kernels (`targets: [cuda]`) needs a GPU: refused here, with what to do.
+Status check_cuda_only(const BundleData& b) {
+  if (b.cuda_images.empty() || !b.cpu_libraries.front().path.empty()) return Status::Ok();
+  std::string images;
+  for (const CudaImageInfo& image : b.cuda_images) images += (images.empty() ? "" : ", ") + std::string(image.ptx ? "PTX " : "") + image.arch;
+  const std::string what = "bundle " + b.dir + " has CUDA kernels only (" + images + ")";
+  const std::string fix = "compile the model with `targets: [cpu, cuda]` to run its CPU kernels on this machine";
+  void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver == nullptr)
+    return Status(StatusCode::unsupported, what + ", and this machine has no CUDA driver (" + std::string(::dlerror()) +
+                                               "): run it on a machine with an NVIDIA driver, or " + fix);
+  ::dlclose(driver);
+  return Status(StatusCode::unsupported, what + ": this runtime does not launch CUDA kernels yet; " + fix);
+}
+
 // One run slot per variant up front, so that single-threaded use never allocates scratch.
 Status allocate_arenas(BundleData& b) {
   for (EntryData& e : b.entries)
@@ -216,6 +231,7 @@ Result<Bundle> Bundle::open(const std::string& dir, const OpenOptions& options) 
   for (const FileData& f : data->files)
     if (Status s = verify_file(*data, f, options.verify_hashes); !s.ok()) return s;
   if (Status s = map_weights(*data); !s.ok()) return s;
+  if (Status s = check_cuda_only(*data); !s.ok()) return s;
   if (Status s = load_kernels(*data, options); !s.ok()) return s;
   if (Status s = allocate_arenas(*data); !s.ok()) return s;
   if (Status s = start_thread_pool(*data, options.num_threads); !s.ok()) return s;
@@ -253,7 +269,7 @@ const std::vector<CpuLibraryInfo>& Bundle::cpu_libraries() const { return data_-
 
 std::vector<std::string> known_features() {
   return {"output-constants", "input-updates", "scalar-inputs", "random", "dynamic-dims", "value-guards",
-          "padding-buckets"};
+          "padding-buckets", "cuda"};
 }
 
 }  // namespace aotrace::rt

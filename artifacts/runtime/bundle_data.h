@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,8 @@ using SymbolData = DynamicDimInfo;
 
 // The most values a size program (bundle.fbs SymProgram) may stack; the reader refuses deeper.
 constexpr size_t kMaxSymStack = 16;
+// Whether `code` is a well-formed size program over `num_symbols` symbols (bundle_reader.cpp).
+bool valid_sym_program(const std::vector<int64_t>& code, size_t num_symbols);
 
 enum class BufferKind : uint8_t { Input, Output, Weight, Arena };
 
@@ -55,6 +58,23 @@ struct CallData {
   std::string what;                // format 1.6: what it computes (empty before)
   aotrace_kernel_fn fn = nullptr;  // resolved at open
   std::vector<int32_t> buffers;
+};
+
+// A CUDA launch (format 1.8, bundle.fbs KernelCall.threads/block): `threads` threads, a size
+// program over the variant's symbols, in blocks of `block`.
+struct CudaCallData {
+  std::string symbol;
+  std::string what;
+  std::vector<int32_t> buffers;
+  std::vector<int64_t> threads;
+  int32_t block = 0;
+};
+
+// A variant's plan for a CUDA GPU: buffers as the CPU plan's, its arena in device memory.
+struct CudaPlanData {
+  std::vector<BufferData> buffers;
+  std::vector<CudaCallData> calls;
+  int64_t arena_bytes = 0;
 };
 
 // Scratch memory of one run: the arena and the pointer tables, reused across runs.
@@ -110,6 +130,7 @@ struct VariantData {
   std::vector<SymbolData> symbols;
   std::vector<std::vector<int64_t>> dim_exprs;
   std::vector<std::vector<int64_t>> raw_input_shapes, raw_output_shapes;
+  std::optional<CudaPlanData> cuda;  // format 1.8: the bundle has CUDA kernels
   // Created at open with one slot allocated, sized by the memory plan (STYLE 10).
   std::unique_ptr<RunSlotPool> slots;
 };
@@ -155,6 +176,7 @@ struct BundleData {
   // its path empty when the bundle has no kernels), then the faster ones, fastest first.
   std::vector<CpuLibraryInfo> cpu_libraries;
   size_t cpu_library = 0;  // the one chosen and loaded at open
+  std::vector<CudaImageInfo> cuda_images;  // format 1.8
   uint32_t format_major = 0, format_minor = 0;
   std::vector<WeightData> weights;
   std::vector<EntryData> entries;

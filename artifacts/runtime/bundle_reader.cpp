@@ -142,21 +142,7 @@ bool read_dynamic_dims(const fb::Variant& v, VariantData& d) {
   if (v.dim_exprs())
     for (const auto* p : *v.dim_exprs()) {
       std::vector<int64_t> code = longs(p->code());
-      size_t depth = 0;
-      if (code.size() % 2 != 0) return false;
-      for (size_t i = 0; i < code.size(); i += 2) {
-        const int64_t op = code[i], arg = code[i + 1];
-        if (op == 0 || op == 1) {
-          if (op == 1 && (arg < 0 || static_cast<size_t>(arg) >= d.symbols.size())) return false;
-          if (++depth > kMaxSymStack) return false;
-        } else if (op >= 2 && op <= 7) {
-          if (depth < 2) return false;
-          --depth;
-        } else {
-          return false;
-        }
-      }
-      if (depth != 1) return false;
+      if (!valid_sym_program(code, d.symbols.size())) return false;
       d.dim_exprs.push_back(std::move(code));
     }
   for (const SymbolData& sym : d.symbols)
@@ -219,6 +205,23 @@ VariantData read_variant(const fb::Variant& v, bool* ok) {
     d.arena_bytes = plan->arena_bytes();
     d.arena_bytes_at_min = plan->arena_bytes_at_min() > 0 ? plan->arena_bytes_at_min() : d.arena_bytes;
   }
+  if (const auto* plan = v.cuda_plan()) {
+    CudaPlanData& cuda = d.cuda.emplace();
+    if (plan->buffers())
+      for (const auto* b : *plan->buffers())
+        cuda.buffers.push_back({static_cast<BufferKind>(b->kind()), b->index(), b->offset(), b->size_bytes()});
+    if (plan->calls())
+      for (const auto* c : *plan->calls()) {
+        CudaCallData call;
+        call.symbol = str(c->symbol());
+        call.what = str(c->what());
+        if (c->buffers()) call.buffers.assign(c->buffers()->begin(), c->buffers()->end());
+        if (c->threads()) call.threads = longs(c->threads()->code());
+        call.block = c->block();
+        cuda.calls.push_back(std::move(call));
+      }
+    cuda.arena_bytes = plan->arena_bytes();
+  }
   if (v.assumptions())
     for (const auto* a : *v.assumptions()) d.assumptions.push_back({str(a->text()), str(a->origin())});
   if (v.golden())
@@ -231,9 +234,28 @@ VariantData read_variant(const fb::Variant& v, bool* ok) {
 
 }  // namespace
 
+bool valid_sym_program(const std::vector<int64_t>& code, size_t num_symbols) {
+  size_t depth = 0;
+  if (code.size() % 2 != 0) return false;
+  for (size_t i = 0; i < code.size(); i += 2) {
+    const int64_t op = code[i], arg = code[i + 1];
+    if (op == 0 || op == 1) {
+      if (op == 1 && (arg < 0 || static_cast<size_t>(arg) >= num_symbols)) return false;
+      if (++depth > kMaxSymStack) return false;
+    } else if (op >= 2 && op <= 7) {
+      if (depth < 2) return false;
+      --depth;
+    } else {
+      return false;
+    }
+  }
+  return depth == 1;
+}
+
 Status validate_variant(const std::string& dir, const BundleData& b, const EntryData& e,
                         const VariantData& v);
 Status validate_cpu_libraries(const std::string& dir, const BundleData& b);
+Status validate_cuda_images(const std::string& dir, const BundleData& b);
 Status validate_buckets(const std::string& dir, const EntryData& e);
 
 Result<std::shared_ptr<BundleData>> read_bundle_fb(const std::string& dir,
@@ -267,8 +289,13 @@ Result<BundleInfo> read_bundle_info(const std::string& dir) {
       vi.arena_bytes_at_min = v.arena_bytes_at_min;
       vi.golden_pairs = v.golden.size();
       vi.dynamic_dims = v.symbols;
+      if (v.cuda) {
+        for (const CudaCallData& c : v.cuda->calls) vi.cuda_kernels.push_back(c.symbol);
+        vi.cuda_arena_bytes = v.cuda->arena_bytes;
+      }
     }
   }
+  info.cuda_images = b.cuda_images;
   return info;
 }
 
@@ -295,6 +322,9 @@ Result<std::shared_ptr<BundleData>> parse_bundle_fb(const std::string& dir, std:
   if (fbb.faster_cpu_libraries())
     for (const auto* l : *fbb.faster_cpu_libraries())
       data->cpu_libraries.push_back({str(l->path()), str(l->cpu()), strings(l->required_cpu_features())});
+  if (fbb.cuda_images())
+    for (const auto* image : *fbb.cuda_images())
+      data->cuda_images.push_back({str(image->path()), str(image->arch()), image->ptx()});
   if (fbb.files())
     for (const auto* f : *fbb.files()) data->files.push_back({str(f->path()), f->size(), f->xxh3()});
   bool ok = true;
@@ -329,6 +359,7 @@ Result<std::shared_ptr<BundleData>> parse_bundle_fb(const std::string& dir, std:
     }
   if (!ok) return corrupt(dir, "unknown dtype in bundle.fb");
   if (Status s = validate_cpu_libraries(dir, *data); !s.ok()) return s;
+  if (Status s = validate_cuda_images(dir, *data); !s.ok()) return s;
   for (const EntryData& e : data->entries) {
     if (e.variants.empty()) return corrupt(dir, "entry '" + e.name + "' has no variants");
     for (const VariantData& v : e.variants)

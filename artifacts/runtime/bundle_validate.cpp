@@ -46,7 +46,9 @@ bool valid_guard(const GuardData& g, size_t num_inputs) {
          (g.kind != GuardKind::DimMultiple || g.value > 0);
 }
 
-std::string check_buffer(const BufferData& b, const BundleData& bundle, const VariantData& v, const TensorBytes& bytes) {
+// `arena_bytes`: of the plan the buffer belongs to (the CPU's or the GPU's).
+std::string check_buffer(const BufferData& b, const BundleData& bundle, const VariantData& v, const TensorBytes& bytes,
+                         int64_t arena_bytes) {
   auto tensor_size_matches = [&](const std::vector<int64_t>& sizes) {
     return b.index >= 0 && static_cast<size_t>(b.index) < sizes.size() && sizes[static_cast<size_t>(b.index)] == b.size_bytes;
   };
@@ -74,7 +76,7 @@ std::string check_buffer(const BufferData& b, const BundleData& bundle, const Va
                  : "weight buffer larger than its weight";
     case BufferKind::Arena:
       if (b.offset < 0 || b.size_bytes < 0 || b.offset % 64 != 0 ||
-          b.offset > v.arena_bytes - b.size_bytes)
+          b.offset > arena_bytes - b.size_bytes)
         return "arena buffer outside the arena";
       return "";
   }
@@ -122,12 +124,27 @@ std::string check_variant(const BundleData& bundle, const EntryData& e, const Va
     if (i < 0 || static_cast<size_t>(i) >= v.inputs.size()) return "updated input out of range";
   if (v.arena_bytes < 0 || v.arena_bytes > kMaxBytes) return "invalid arena size";
   for (const BufferData& b : v.buffers)
-    if (std::string why = check_buffer(b, bundle, v, bytes); !why.empty()) return why;
+    if (std::string why = check_buffer(b, bundle, v, bytes, v.arena_bytes); !why.empty()) return why;
   for (const CallData& c : v.calls) {
     if (c.symbol.empty()) return "kernel call without a symbol";
     for (int32_t i : c.buffers)
       if (i < 0 || static_cast<size_t>(i) >= v.buffers.size())
         return "kernel call '" + c.symbol + "' names a buffer out of range";
+  }
+  if (v.cuda.has_value() != !bundle.cuda_images.empty()) return "a CUDA plan without CUDA images, or the reverse";
+  if (v.cuda) {
+    const CudaPlanData& cuda = *v.cuda;
+    if (cuda.arena_bytes < 0 || cuda.arena_bytes > kMaxBytes) return "invalid CUDA arena size";
+    for (const BufferData& b : cuda.buffers)
+      if (std::string why = check_buffer(b, bundle, v, bytes, cuda.arena_bytes); !why.empty()) return "CUDA plan: " + why;
+    for (const CudaCallData& c : cuda.calls) {
+      if (c.symbol.empty()) return "CUDA kernel call without a symbol";
+      if (c.block < 1 || c.block > 1024) return "CUDA kernel '" + c.symbol + "' has an invalid block size";
+      if (!valid_sym_program(c.threads, v.symbols.size())) return "CUDA kernel '" + c.symbol + "' has an invalid thread count";
+      for (int32_t i : c.buffers)
+        if (i < 0 || static_cast<size_t>(i) >= cuda.buffers.size())
+          return "CUDA kernel call '" + c.symbol + "' names a buffer out of range";
+    }
   }
   for (const GoldenData& g : v.golden) {
     if (g.inputs.size() != v.inputs.size() + (v.draws_random ? 1 : 0) ||
@@ -151,6 +168,19 @@ Status validate_cpu_libraries(const std::string& dir, const BundleData& b) {
     else if (!listed(b, libs[i].path)) why = "CPU library '" + libs[i].path + "' is not listed in bundle.fb";
     for (size_t j = 0; j < i && why.empty(); ++j)
       if (libs[j].path == libs[i].path) why = "CPU library '" + libs[i].path + "' is listed twice";
+    if (!why.empty()) return Status(StatusCode::data_loss, "bundle " + dir + " is corrupt: " + why);
+  }
+  return Status::Ok();
+}
+
+// CUDA images (format 1.8): each a distinct file of the bundle.
+Status validate_cuda_images(const std::string& dir, const BundleData& b) {
+  for (size_t i = 0; i < b.cuda_images.size(); ++i) {
+    const CudaImageInfo& image = b.cuda_images[i];
+    std::string why;
+    if (image.arch.empty() || !listed(b, image.path)) why = "CUDA image '" + image.path + "' is not listed in bundle.fb";
+    for (size_t j = 0; j < i && why.empty(); ++j)
+      if (b.cuda_images[j].path == image.path) why = "CUDA image '" + image.path + "' is listed twice";
     if (!why.empty()) return Status(StatusCode::data_loss, "bundle " + dir + " is corrupt: " + why);
   }
   return Status::Ok();

@@ -26,7 +26,8 @@ Status check_tensors(const EntryData& e, const VariantData& v, const std::vector
       return invalid("variant " + v.name + " of entry '" + e.name + "' needs " + role + " '" +
                      info.name + "' as a contiguous cpu " + dtype_name(info.dtype) + " tensor of shape " +
                      shape_str(concrete_shape(v, raw[i], symbols)) + ", got " + dtype_name(t.dtype) + " " +
-                     shape_str(t.shape));
+                     shape_str(t.shape) +
+                     (t.device == DeviceKind::cuda ? " on cuda (this runtime runs a bundle's CPU kernels only)" : ""));
     if (!t.data && t.nbytes() > 0)
       return invalid(std::string(role) + " '" + info.name + "' of entry '" + e.name + "' has no data");
   }

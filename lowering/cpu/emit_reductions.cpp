@@ -135,13 +135,13 @@ llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
 // A sum, max or min over axes that leave the input's innermost axis (a channels-last average
 // pool: [N, H·W, C] over H·W), as the kernel's reduction: per element it would walk the input
 // C apart, which LLVM leaves scalar. Instead each task accumulates a run of up to
-// kColumnChunk contiguous outputs of one row in a stack buffer, one vectorisable pass over C
+// CpuPlan::column_chunk contiguous outputs of one row in a stack buffer, one vectorisable pass over C
 // per reduced position, then stores the root over the run with the reduction taken from it.
 // Taken for f32 with a static innermost dim; the result's innermost dim is the input's.
 // Returns the task count, or nothing where it does not apply.
 std::optional<ir::SymExpr> KernelEmitter::emit_column_reduction(llvm::Value* begin, llvm::Value* end) {
-  constexpr int64_t kColumnChunk = 64;
-  if (k_.reduction < 0 || dims(k_.root) != dims(k_.reduction)) return std::nullopt;
+  const int64_t run = plan_.column_chunk;
+  if (run <= 0 || k_.reduction < 0 || dims(k_.root) != dims(k_.reduction)) return std::nullopt;
   const ir::Node& n = producer(k_.reduction);
   if (n.op != ir::OpKind::ReduceSum && n.op != ir::OpKind::ReduceMax && n.op != ir::OpKind::ReduceMin) return std::nullopt;
   ir::ValueId x = n.operands[0];
@@ -154,14 +154,14 @@ std::optional<ir::SymExpr> KernelEmitter::emit_column_reduction(llvm::Value* beg
   for (const ir::SymExpr& e : axes.extents) trip *= planned(e);
   if (axes.reduced.back() || !inner || axes.extents.empty() || trip < 8) return std::nullopt;
   ir::Shape outer(out.begin(), out.end() - 1);
-  const int64_t chunks = (*inner + kColumnChunk - 1) / kColumnChunk;
+  const int64_t chunks = (*inner + run - 1) / run;
   llvm::Type* f32 = b_.getFloatTy();
-  llvm::Value* acc = stack_array(f32, std::min(*inner, kColumnChunk));
+  llvm::Value* acc = stack_array(f32, std::min(*inner, run));
   llvm::Value* init = reduce_identity(b_, n.op, ir::DType::f32);
   range_loop(begin, end, [&](llvm::Value* t) {
     Index head = unflatten(b_.CreateUDiv(t, i64(chunks)), outer);
-    llvm::Value* lo = b_.CreateMul(b_.CreateURem(t, i64(chunks)), i64(kColumnChunk));
-    llvm::Value* count = smin(i64(kColumnChunk), b_.CreateSub(i64(*inner), lo));
+    llvm::Value* lo = b_.CreateMul(b_.CreateURem(t, i64(chunks)), i64(run));
+    llvm::Value* count = smin(i64(run), b_.CreateSub(i64(*inner), lo));
     auto at = [&](llvm::Value* j) { return b_.CreateInBoundsGEP(f32, acc, j); };
     range_loop(i64(0), count, [&](llvm::Value* j) { b_.CreateStore(init, at(j)); });
     loop_nest(axes.extents, [&](const Index& r) {

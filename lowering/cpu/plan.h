@@ -197,6 +197,10 @@ struct CpuPlan {
   // The generic loop nest (no plan above): one task per row of the outer dims, or, where the
   // innermost dim is cut too, chunks of this many of its elements per task (0: whole rows).
   int64_t row_chunk = 0;
+  // A reduction that keeps the innermost axis accumulates runs of up to this many outputs per
+  // task (emit_column_reduction: vectors along the row); 0: one output at a time, as any other
+  // reduction (the GPU's mapping: a thread per output).
+  int64_t column_chunk = 64;
 };
 
 // Below this many operations (CpuPlan::work), waking threads costs more than it gains: the

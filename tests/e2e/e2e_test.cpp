@@ -3,12 +3,15 @@
 // Guard misses through `aotrace run` exit 1 with a message naming the input.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -783,6 +786,92 @@ TEST(Bundle, HoldsOneVariantPerProfileAndTheDeclaredFiles) {
   auto e = bundle->entry("forward");
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->num_variants(), 3u);
+}
+
+// A copy of `spec` beside the bundles, its script named by absolute path, with `targets`.
+fs::path with_targets(const fs::path& spec, const std::string& targets) {
+  std::ifstream in(spec);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), out, line;
+  std::istringstream lines(text);
+  while (std::getline(lines, line)) {
+    if (line.rfind("targets:", 0) == 0) continue;
+    if (line.rfind("script: ", 0) == 0) line = "script: " + (spec.parent_path() / line.substr(8)).string();
+    out += line + "\n";
+  }
+  const fs::path copy = temp_dir() / (spec.stem().string() + "_" + std::to_string(std::hash<std::string>{}(targets)) + ".yaml");
+  std::ofstream(copy) << out << "targets: " << targets << "\n";
+  return copy;
+}
+
+// Issue 17, without a GPU: every kernel of every e2e model goes through LLVM's NVPTX backend and
+// the toolkit's ptxas into cubins for sm_80 and sm_90 (and PTX for sm_80), listed with their
+// hashes; a CUDA-only bundle names the feature "cuda", and a runtime without a GPU driver
+// refuses it saying what to do.
+TEST(Cuda, EveryModelsKernelsAssembleForSm80AndSm90) {
+  const fs::path spec = with_targets(fs::path(AOTRACE_SOURCE_DIR) / "tests" / "e2e" / "models" / "models.yaml", "[cuda]");
+  const fs::path out = temp_dir() / "models_cuda.aot";
+  auto r = run_command(quote(AOTRACE_CLI) + " compile -q --no-cache " + quote(spec.string()) + " -o " + quote(out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_contains(r.output, "CUDA kernel(s)");
+  expect_contains(r.output, "kernels for CUDA sm_80, sm_90 (PTX sm_80)");
+  auto shown = run_command(quote(AOTRACE_CLI) + " inspect --json " + quote(out.string()) + " 2>/dev/null");
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  const nlohmann::json j = nlohmann::json::parse(shown.output);
+  EXPECT_NE(std::find(j["required_features"].begin(), j["required_features"].end(), "cuda"), j["required_features"].end());
+  std::set<std::string> images;
+  for (const auto& image : j["hardware"]["cuda_images"]) {
+    images.insert(image["path"].get<std::string>());
+    EXPECT_GT(image["size"].get<int64_t>(), 1000) << image.dump();
+  }
+  EXPECT_EQ(images, (std::set<std::string>{"cuda/sm_80.cubin", "cuda/sm_90.cubin", "cuda/sm_80.ptx"}));
+  size_t variants = 0;
+  for (const auto& e : j["entries"])
+    for (const auto& v : e["variants"]) {
+      ++variants;
+      EXPECT_TRUE(v["kernels"].empty()) << v["name"];
+      EXPECT_FALSE(v["cuda_kernels"].empty()) << v["name"];
+    }
+  EXPECT_EQ(variants, 22u);  // 11 models at batch 1 and 4
+  // Every kernel the plans launch is an entry of the PTX (ptxas assembled all of it).
+  std::ifstream ptx_file(out / "cuda" / "sm_80.ptx");
+  const std::string ptx((std::istreambuf_iterator<char>(ptx_file)), std::istreambuf_iterator<char>());
+  for (const auto& e : j["entries"])
+    for (const auto& v : e["variants"])
+      for (const auto& k : v["cuda_kernels"]) EXPECT_NE(ptx.find(".entry " + k.get<std::string>() + "("), std::string::npos) << k;
+  void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  auto bundle = rt::Bundle::open(out.string());
+  ASSERT_FALSE(bundle.ok());
+  EXPECT_EQ(bundle.status().code(), rt::StatusCode::unsupported);
+  expect_contains(bundle.status().message(), "has CUDA kernels only (sm_80, sm_90, PTX sm_80)");
+  expect_contains(bundle.status().message(), "`targets: [cpu, cuda]`");
+  if (driver == nullptr) expect_contains(bundle.status().message(), "this machine has no CUDA driver (libcuda.so.1");
+  else ::dlclose(driver);
+}
+
+// A bundle for `targets: [cpu, cuda]` runs its CPU kernels on a machine without a GPU: verify
+// checks its golden vectors, and inspect lists the CUDA images beside the CPU libraries.
+TEST(Cuda, ACpuAndCudaBundleRunsItsCpuKernelsHere) {
+  const fs::path spec = with_targets(kExamples / "mlp" / "mlp.yaml", "[cpu, cuda]");
+  const fs::path out = temp_dir() / "mlp_cpu_cuda.aot";
+  auto r = run_command(quote(AOTRACE_CLI) + " compile -q --no-cache " + quote(spec.string()) + " -o " + quote(out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_contains(r.output, "21 kernel(s), 21 CUDA kernel(s)");
+  auto verified = run_command(quote(AOTRACE_CLI) + " verify " + quote(out.string()));
+  EXPECT_EQ(verified.exit_code, 0) << verified.output;
+  expect_contains(verified.output, "3 golden pair(s) match");
+  auto shown = run_command(quote(AOTRACE_CLI) + " inspect " + quote(out.string()));
+  expect_contains(shown.output, "cuda images: 3 (this runtime runs the CPU kernels)");
+  expect_contains(shown.output, "cuda/sm_90.cubin: cubin for sm_90");
+  expect_contains(shown.output, "7 CUDA kernel(s), device arena");
+  // A CUDA tensor is refused with the reason, not read as host memory.
+  auto bundle = rt::Bundle::open(out.string());
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  auto e = bundle->entry("forward");
+  ASSERT_TRUE(e.ok());
+  std::vector<float> x(784);
+  auto run = e->run({rt::TensorRef(rt::DType::f32, {1, 784}, x.data(), {}, rt::DeviceKind::cuda)});
+  ASSERT_FALSE(run.ok());
+  expect_contains(run.status().message(), "on cuda (this runtime runs a bundle's CPU kernels only)");
 }
 
 }  // namespace

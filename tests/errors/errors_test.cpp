@@ -153,18 +153,33 @@ TEST(TargetErrors, NonLinuxTripleNamesTheSupportedOnes) {
   }
 }
 
-// Until the CUDA backend exists, a spec that asks for it gets no CPU-only bundle.
-TEST(TargetErrors, CudaTargetIsRefusedAtItsYamlLocation) {
-  auto r = aotrace_cli("compile " + quote((kCases / "cuda_target.yaml").string()));
+// `targets: [cuda]` needs the CUDA toolkit (CUDA_HOME, else /usr/local/cuda): without it the
+// compile stops before capture, at the target's YAML location; bad --cuda-arch values too.
+TEST(TargetErrors, CudaTargetWithoutTheToolkitIsRefusedAtItsYamlLocation) {
+  const std::string no_toolkit = "CUDA_HOME=/nonexistent/cuda " + quote(AOTRACE_CLI) + " ";
+  auto r = run_command(no_toolkit + "compile " + quote((kCases / "cuda_target.yaml").string()));
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  expect_contains(r.output, "aotrace: error: target 'cuda' is not supported yet: this aotrace builds CPU bundles "
-                            "only (issue 17)");
+  expect_contains(r.output, "aotrace: error: the CUDA toolkit's ptxas is not at /nonexistent/cuda/bin/ptxas");
   expect_contains(r.output, "--> " + (kCases / "cuda_target.yaml").string() + ":8:16");
-  expect_contains(r.output, "hint: remove cuda from targets");
-  auto only = aotrace_cli("compile " + quote((kCases / "cuda_only.yaml").string()));
+  expect_contains(r.output, "set CUDA_HOME to its folder");
+  EXPECT_EQ(r.output.find("the script fails while loading"), std::string::npos) << r.output;
+  auto only = run_command(no_toolkit + "compile " + quote((kCases / "cuda_only.yaml").string()));
   EXPECT_EQ(only.exit_code, 1) << only.output;
   expect_contains(only.output, "--> " + (kCases / "cuda_only.yaml").string() + ":9:5");
-  expect_contains(only.output, "target 'cuda' is not supported yet");
+  expect_contains(only.output, "ptxas is not at");
+}
+
+TEST(TargetErrors, CudaArchMustBeAGpuTheToolkitBuildsFor) {
+  auto r = aotrace_cli("compile " + quote((kCases / "cuda_target.yaml").string()) + " --cuda-arch sm_90,sm_61");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "aotrace: error: CUDA architecture sm_61 is older than this toolkit builds for (sm_75)");
+  expect_contains(r.output, "hint: choose sm_75 or newer");
+  r = aotrace_cli("compile " + quote((kCases / "cuda_target.yaml").string()) + " --cuda-arch 90");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "aotrace: error: '90' is not a CUDA architecture");
+  r = aotrace_cli("compile " + quote((kCases / "raises.yaml").string()) + " --cuda-arch sm_90");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "aotrace: error: --cuda-arch is given, but the spec's targets have no cuda");
 }
 
 // -o replaces an aotrace bundle (or an empty folder), nothing else; refused before capture.
@@ -281,10 +296,11 @@ TEST(Profiles, CheckRefusesBreaksAndTooManyVariantsAndSummarisesAGoodSpec) {
   r = aotrace_cli("profiles check " + quote((kCases / "bad_dtype.yaml").string()));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   expect_contains(r.output, "bad_dtype.yaml:");
-  // A target this aotrace cannot build, as compile refuses it.
-  r = aotrace_cli("profiles check " + quote((kCases / "cuda_target.yaml").string()));
+  // A target this machine cannot build, as compile refuses it.
+  r = run_command("CUDA_HOME=/nonexistent/cuda " + quote(AOTRACE_CLI) + " profiles check " +
+                  quote((kCases / "cuda_target.yaml").string()));
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  expect_contains(r.output, "target 'cuda' is not supported yet");
+  expect_contains(r.output, "ptxas is not at /nonexistent/cuda/bin/ptxas");
   expect_contains(r.output, "cuda_target.yaml:8:");
   // Padding buckets the model does not mask (issue 15): refused as compile refuses them.
   const fs::path buckets = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "e2e" / "buckets";
