@@ -6,6 +6,7 @@
 // Test: lowering_tests Cuda.PtxasAssembles*, e2e_tests (every model compiled for cuda too).
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <regex>
 #include <set>
 
@@ -14,6 +15,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Linker/Linker.h>
 #include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/ErrorHandling.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
@@ -92,6 +94,14 @@ std::unique_ptr<llvm::TargetMachine> nvptx_machine(const std::string& arch, int 
   return tm;
 }
 
+// LLVM reports a backend failure (an instruction NVPTX cannot select: LLVM 16 has such bugs) as a
+// fatal error that aborts the process; it becomes aotrace's internal error and exit code 3.
+void nvptx_fatal_error(void* /*user_data*/, const char* reason, bool /*gen_crash_diag*/) {
+  std::cerr << InternalError(std::string("LLVM's NVPTX backend failed on the CUDA kernels: ") + reason).render()
+            << "  meanwhile, compile for `targets: [cpu]`\n";
+  std::_Exit(3);
+}
+
 }  // namespace
 
 std::string check_cuda_toolkit(const Options& options) {
@@ -148,6 +158,7 @@ CudaLibrary link_cuda_kernels(const std::vector<ir::Bytes>& bitcode, const Optio
   module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", static_cast<uint32_t>(0));
 
   CudaLibrary library;
+  llvm::ScopedFatalErrorHandler on_fatal_error(nvptx_fatal_error);
   const fs::path dir = make_temp_dir("aotrace-ptxas");
   for (const std::string& arch : options.cuda_archs) {
     std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*module);
