@@ -1,7 +1,8 @@
 // Dynamic dims in CPU codegen: graphs whose shapes hold symbols of Graph::symbols are lowered
 // once, and the same library is run at several sizes of the symbols' ranges (min, min + 1, an
 // odd middle value, max), each compared with the reference interpreter. The plan runner binds
-// the symbols from the input shapes and passes them to every kernel.
+// the symbols from the input shapes and passes them to every kernel. Each graph runs as CUDA
+// kernels under grid emulation too (expect_matches_at).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,10 +48,27 @@ std::string str(const ir::SymBindings& b) {
   return s;
 }
 
-// Lowers `g` once and runs that one library at every binding of `sizes`.
+LoweredVariant expect_matches_at_for(const ir::Graph& g, const std::vector<ir::SymBindings>& sizes, double lo, double hi,
+                                     std::optional<Tolerance> tol, const Options& options);
+
+// Lowers `g` once and runs that one library at every binding of `sizes`; for the baseline CPU,
+// the CUDA kernels too, under grid emulation (lowering/cuda/: one thread per output element,
+// launches sized by the symbols).
 LoweredVariant expect_matches_at(const ir::Graph& g, const std::vector<ir::SymBindings>& sizes,
                                  double lo = -1, double hi = 1, std::optional<Tolerance> tol = std::nullopt,
                                  const Options& options = {}) {
+  if (options.cpu.empty() && options.device == Options::Device::cpu) {
+    Options emulated = options;
+    emulated.device = Options::Device::cuda;
+    emulated.cuda_grid_emulation = true;
+    SCOPED_TRACE("CUDA grid emulation");
+    expect_matches_at_for(g, sizes, lo, hi, tol, emulated);
+  }
+  return expect_matches_at_for(g, sizes, lo, hi, tol, options);
+}
+
+LoweredVariant expect_matches_at_for(const ir::Graph& g, const std::vector<ir::SymBindings>& sizes, double lo, double hi,
+                                     std::optional<Tolerance> tol, const Options& options) {
   LoweredVariant lowered = lower_graph(g, "dyn_", options);
   LoadedLibrary lib(link_cpu_library({lowered.object}, options));
   for (const ir::SymBindings& b : sizes) {

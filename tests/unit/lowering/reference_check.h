@@ -39,19 +39,31 @@ inline std::vector<ir::HostTensor> random_inputs(const ir::Graph& g, uint32_t se
 }
 
 // Compiles and runs `g` on `inputs`; every output must match ir::evaluate within its dtype's
-// tolerance (or `tol` when given).
+// tolerance (or `tol` when given). For the baseline CPU (no Options::cpu), the CUDA kernels too
+// (lowering/cuda/), under grid emulation: the GPU's mapping run on this CPU.
 inline LoweredVariant expect_outputs_match(const ir::Graph& g,
                                            const std::vector<ir::HostTensor>& inputs,
                                            std::optional<Tolerance> tol = std::nullopt,
                                            const Options& options = {}) {
   std::vector<ir::HostTensor> expected = ir::evaluate(g, inputs);
+  auto check = [&](const Options& o, LoweredVariant* lowered) {
+    std::vector<ir::HostTensor> actual = compile_and_run(g, inputs, lowered, o);
+    EXPECT_EQ(actual.size(), expected.size());
+    for (size_t i = 0; i < actual.size() && i < expected.size(); ++i) {
+      Tolerance t = tol ? *tol : tolerance_for(expected[i].dtype);
+      EXPECT_EQ(compare(actual[i], expected[i], t.rtol, t.atol), "")
+          << "output " << i << " (" << ir::dtype_name(expected[i].dtype) << ")";
+    }
+  };
   LoweredVariant lowered;
-  std::vector<ir::HostTensor> actual = compile_and_run(g, inputs, &lowered, options);
-  EXPECT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < actual.size() && i < expected.size(); ++i) {
-    Tolerance t = tol ? *tol : tolerance_for(expected[i].dtype);
-    EXPECT_EQ(compare(actual[i], expected[i], t.rtol, t.atol), "")
-        << "output " << i << " (" << ir::dtype_name(expected[i].dtype) << ")";
+  check(options, &lowered);
+  if (options.cpu.empty() && options.device == Options::Device::cpu) {
+    Options emulated = options;
+    emulated.device = Options::Device::cuda;
+    emulated.cuda_grid_emulation = true;
+    SCOPED_TRACE("CUDA grid emulation");
+    LoweredVariant gpu;
+    check(emulated, &gpu);
   }
   return lowered;
 }
@@ -63,9 +75,10 @@ inline LoweredVariant expect_matches_reference_in(const ir::Graph& g, double lo,
   return expect_outputs_match(g, random_inputs(g, seed, lo, hi), tol, options);
 }
 
-// On the x86-64-v2 baseline (4 lanes) and, where this machine has them, on x86-64-v3 (8 lanes:
-// AVX2) and x86-64-v4 (16 lanes: AVX-512, where the GEMM takes two B panels per call); returns
-// the baseline's lowering. `base`: the other options (the CPU is set on it).
+// On the x86-64-v2 baseline (4 lanes; and as CUDA kernels under grid emulation), and, where this
+// machine has them, on x86-64-v3 (8 lanes: AVX2) and x86-64-v4 (16 lanes: AVX-512, where the
+// GEMM takes two B panels per call); returns the baseline's lowering. `base`: the other options
+// (the CPU is set on it).
 inline LoweredVariant expect_on_every_cpu(const ir::Graph& g, double lo = -1, double hi = 1,
                                           std::optional<Tolerance> tol = std::nullopt,
                                           const Options& base = {}) {
