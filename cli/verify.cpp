@@ -34,8 +34,23 @@ int verify_command(const std::filesystem::path& bundle) {
     std::string images;
     for (const rt::CudaImageInfo& image : info->cuda_images)
       images += (images.empty() ? "" : ", ") + std::string(image.ptx ? "PTX " : "") + image.arch;
-    std::cout << "aotrace verify: " << dir << ": CUDA kernels (" << images
-              << ") not run: this runtime launches the CPU kernels only, and checks no GPU\n";
+    std::cout << "aotrace verify: " << dir << ": CUDA kernels (" << images << ") not run: this runtime launches the "
+              << "CPU kernels only\n";
+    const rt::CudaDeviceInfo gpu = rt::probe_cuda_device();
+    std::cout << "aotrace verify: " << dir << ": ";
+    if (!gpu.driver) {
+      std::cout << "no CUDA driver here (" << gpu.error << ")\n";
+    } else if (gpu.devices == 0 || !gpu.error.empty()) {
+      std::cout << "CUDA driver " << gpu.driver_version / 1000 << "." << gpu.driver_version % 1000 / 10 << ", "
+                << (gpu.error.empty() ? "no GPU" : gpu.error) << "\n";
+    } else {
+      const int image = rt::choose_cuda_image(info->cuda_images, gpu.arch);
+      std::cout << "GPU 0 is " << gpu.arch << " with " << gpu.memory_bytes / (1 << 20) << " MiB, CUDA driver "
+                << gpu.driver_version / 1000 << "." << gpu.driver_version % 1000 / 10 << ": "
+                << (image < 0 ? "no image of the bundle fits it (compile with --cuda-arch " + gpu.arch + ")"
+                              : "it would load " + info->cuda_images[static_cast<size_t>(image)].path)
+                << "\n";
+    }
   }
   size_t checked = 0;
   rt::Status s = b->selftest(&checked);

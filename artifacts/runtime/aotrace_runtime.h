@@ -396,4 +396,19 @@ struct BundleInfo {
 // not_found when `dir` holds no bundle.fb; open()'s errors for one it cannot read.
 Result<BundleInfo> read_bundle_info(const std::string& dir);
 
+// The CUDA side of this machine (a bundle's CUDA images, format 1.8): libcuda.so.1 is loaded
+// with dlopen only by this call, and GPU 0 described. This runtime launches no CUDA kernels yet.
+struct CudaDeviceInfo {
+  bool driver = false;      // libcuda.so.1 loaded and cuInit succeeded
+  std::string error;        // why not, or which driver call failed
+  int driver_version = 0;   // cuDriverGetVersion: 13000 is CUDA 13.0
+  int devices = 0;
+  std::string arch;         // GPU 0: "sm_90"
+  uint64_t memory_bytes = 0;
+};
+CudaDeviceInfo probe_cuda_device();
+// The image of `images` a GPU of `arch` ("sm_90") loads: its own cubin, else the newest PTX made
+// for an arch not newer than it (which its driver compiles); -1 when none fits.
+int choose_cuda_image(const std::vector<CudaImageInfo>& images, const std::string& arch);
+
 }  // namespace aotrace::rt

@@ -151,11 +151,10 @@ Status check_cuda_only(const BundleData& b) {
   for (const CudaImageInfo& image : b.cuda_images) images += (images.empty() ? "" : ", ") + std::string(image.ptx ? "PTX " : "") + image.arch;
   const std::string what = "bundle " + b.dir + " has CUDA kernels only (" + images + ")";
   const std::string fix = "compile the model with `targets: [cpu, cuda]` to run its CPU kernels on this machine";
-  void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (driver == nullptr)
-    return Status(StatusCode::unsupported, what + ", and this machine has no CUDA driver (" + std::string(::dlerror()) +
+  const CudaDeviceInfo gpu = probe_cuda_device();
+  if (!gpu.driver)
+    return Status(StatusCode::unsupported, what + ", and this machine has no CUDA driver (" + gpu.error +
                                                "): run it on a machine with an NVIDIA driver, or " + fix);
-  ::dlclose(driver);
   return Status(StatusCode::unsupported, what + ": this runtime does not launch CUDA kernels yet; " + fix);
 }
 

@@ -859,6 +859,11 @@ TEST(Cuda, ACpuAndCudaBundleRunsItsCpuKernelsHere) {
   auto verified = run_command(quote(AOTRACE_CLI) + " verify " + quote(out.string()));
   EXPECT_EQ(verified.exit_code, 0) << verified.output;
   expect_contains(verified.output, "3 golden pair(s) match");
+  expect_contains(verified.output, "CUDA kernels (sm_80, sm_90, PTX sm_80) not run");
+  if (void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL); driver == nullptr)
+    expect_contains(verified.output, "no CUDA driver here (libcuda.so.1");
+  else
+    ::dlclose(driver);
   auto shown = run_command(quote(AOTRACE_CLI) + " inspect " + quote(out.string()));
   expect_contains(shown.output, "cuda images: 3 (this runtime runs the CPU kernels)");
   expect_contains(shown.output, "cuda/sm_90.cubin: cubin for sm_90");
