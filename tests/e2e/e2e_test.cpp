@@ -879,4 +879,33 @@ TEST(Cuda, ACpuAndCudaBundleRunsItsCpuKernelsHere) {
   expect_contains(run.status().message(), "on cuda (this runtime runs a bundle's CPU kernels only)");
 }
 
+// The compile cache keys on the GPU archs: another --cuda-arch is a miss that builds its own
+// images, the same one a hit. --report counts each variant's CUDA kernels and sizes the images.
+TEST(Cuda, TheCacheKeysOnTheArchsAndTheReportCountsCudaKernels) {
+  const fs::path spec = with_targets(kExamples / "mlp" / "mlp.yaml", "[cpu, cuda]");
+  const fs::path cache = temp_dir() / "cuda-cache", out = temp_dir() / "mlp_archs.aot", report = temp_dir() / "archs.json";
+  const std::string compile = quote(AOTRACE_CLI) + " compile -q " + quote(spec.string()) + " -o " + quote(out.string()) +
+                              " --cache-dir " + quote(cache.string());
+  auto first = run_command(compile + " --cuda-arch sm_80 --report " + quote(report.string()));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  expect_contains(first.output, "cache miss");
+  EXPECT_TRUE(fs::exists(out / "cuda" / "sm_80.cubin"));
+  EXPECT_FALSE(fs::exists(out / "cuda" / "sm_90.cubin"));
+  std::ifstream in(report);
+  const nlohmann::json r = nlohmann::json::parse(in);
+  ASSERT_EQ(r["variants"].size(), 3u);
+  for (const auto& v : r["variants"]) EXPECT_EQ(v["cuda_kernels"], 7) << v.dump();
+  size_t cuda_libraries = 0;
+  for (const auto& l : r["libraries"]) cuda_libraries += l.contains("cuda") && l["bytes"].get<int64_t>() > 0;
+  EXPECT_EQ(cuda_libraries, 2u);  // the sm_80 cubin and its PTX
+  auto again = run_command(compile + " --cuda-arch sm_80");
+  expect_contains(again.output, "cache hit");
+  auto other = run_command(compile + " --cuda-arch sm_90");
+  ASSERT_EQ(other.exit_code, 0) << other.output;
+  expect_contains(other.output, "cache miss");
+  EXPECT_TRUE(fs::exists(out / "cuda" / "sm_90.cubin"));
+  EXPECT_TRUE(fs::exists(out / "cuda" / "sm_90.ptx"));
+  EXPECT_FALSE(fs::exists(out / "cuda" / "sm_80.cubin"));
+}
+
 }  // namespace
