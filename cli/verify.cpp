@@ -30,9 +30,9 @@ int verify_command(const std::filesystem::path& bundle) {
     std::cout << "\n";
   }
   // The CUDA images were hashed with every file; this runtime runs the CPU kernels only.
-  if (auto info = rt::read_bundle_info(dir); info.ok() && !info->cuda_images.empty()) {
+  if (const std::vector<rt::CudaImageInfo>& cuda_images = b->cuda_images(); !cuda_images.empty()) {
     std::string images;
-    for (const rt::CudaImageInfo& image : info->cuda_images)
+    for (const rt::CudaImageInfo& image : cuda_images)
       images += (images.empty() ? "" : ", ") + std::string(image.ptx ? "PTX " : "") + image.arch;
     std::cout << "aotrace verify: " << dir << ": CUDA kernels (" << images << ") not run: this runtime launches the "
               << "CPU kernels only\n";
@@ -44,11 +44,11 @@ int verify_command(const std::filesystem::path& bundle) {
       std::cout << "CUDA driver " << gpu.driver_version / 1000 << "." << gpu.driver_version % 1000 / 10 << ", "
                 << (gpu.error.empty() ? "no GPU" : gpu.error) << "\n";
     } else {
-      const int image = rt::choose_cuda_image(info->cuda_images, gpu.arch);
+      const int image = rt::choose_cuda_image(cuda_images, gpu.arch);
       std::cout << "GPU 0 is " << gpu.arch << " with " << gpu.memory_bytes / (1 << 20) << " MiB, CUDA driver "
                 << gpu.driver_version / 1000 << "." << gpu.driver_version % 1000 / 10 << ": "
                 << (image < 0 ? "no image of the bundle fits it (compile with --cuda-arch " + gpu.arch + ")"
-                              : "it would load " + info->cuda_images[static_cast<size_t>(image)].path)
+                              : "it would load " + cuda_images[static_cast<size_t>(image)].path)
                 << "\n";
     }
   }

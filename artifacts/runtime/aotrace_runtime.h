@@ -183,6 +183,14 @@ struct CpuLibraryInfo {
   std::vector<std::string> features;  // CPU features it needs ("avx512f")
 };
 
+// A CUDA image (format 1.8): the bundle's CUDA kernels as a cubin for one GPU architecture, or
+// as PTX that the drivers of newer GPUs compile.
+struct CudaImageInfo {
+  std::string path;  // in the bundle: "cuda/sm_90.cubin"
+  std::string arch;  // "sm_90"
+  bool ptx = false;
+};
+
 struct EntryData;
 struct BundleData;
 
@@ -285,6 +293,9 @@ class Bundle {
   const std::string& cpu_library() const;                 // its path: "cpu/<triple>.<cpu>.so"
   // Every kernel library of the bundle: the baseline first, then faster ones, fastest first.
   const std::vector<CpuLibraryInfo>& cpu_libraries() const;
+  // The CUDA images (format 1.8; empty for a CPU-only bundle), hashed at open, never loaded by
+  // this runtime (probe_cuda_device, choose_cuda_image).
+  const std::vector<CudaImageInfo>& cuda_images() const;
   int num_threads() const;  // of the kernels' thread pool, caller included (OpenOptions)
 
   // Runs every variant on its golden inputs (golden/ in the bundle) and compares the outputs
@@ -373,13 +384,6 @@ struct FileInfo {
   std::string path;  // relative to the bundle directory
   uint64_t size = 0;
   uint64_t xxh3 = 0;
-};
-// A CUDA image (format 1.8): the bundle's CUDA kernels as a cubin for one GPU architecture, or
-// as PTX that the drivers of newer GPUs compile.
-struct CudaImageInfo {
-  std::string path;  // in the bundle: "cuda/sm_90.cubin"
-  std::string arch;  // "sm_90"
-  bool ptx = false;
 };
 struct BundleInfo {
   std::string dir, name, tool_version, toolchain, triple;

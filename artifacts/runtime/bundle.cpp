@@ -265,6 +265,7 @@ const std::vector<std::string>& Bundle::cpu_features() const {
 }
 const std::string& Bundle::cpu_library() const { return data_->cpu_libraries[data_->cpu_library].path; }
 const std::vector<CpuLibraryInfo>& Bundle::cpu_libraries() const { return data_->cpu_libraries; }
+const std::vector<CudaImageInfo>& Bundle::cuda_images() const { return data_->cuda_images; }
 
 std::vector<std::string> known_features() {
   return {"output-constants", "input-updates", "scalar-inputs", "random", "dynamic-dims", "value-guards",

@@ -181,6 +181,14 @@ std::vector<OutputNode> read_output_nodes(const fb::Variant& v) {
   return out;
 }
 
+std::vector<BufferData> read_buffers(const fb::Plan& plan) {
+  std::vector<BufferData> out;
+  if (plan.buffers())
+    for (const auto* b : *plan.buffers())
+      out.push_back({static_cast<BufferKind>(b->kind()), b->index(), b->offset(), b->size_bytes()});
+  return out;
+}
+
 VariantData read_variant(const fb::Variant& v, bool* ok) {
   VariantData d;
   d.name = str(v.name());
@@ -190,10 +198,7 @@ VariantData read_variant(const fb::Variant& v, bool* ok) {
   if (v.guards())
     for (const auto* g : *v.guards()) d.guards.push_back(read_guard(*g));
   if (const auto* plan = v.plan()) {
-    if (plan->buffers())
-      for (const auto* b : *plan->buffers())
-        d.buffers.push_back({static_cast<BufferKind>(b->kind()), b->index(), b->offset(),
-                             b->size_bytes()});
+    d.buffers = read_buffers(*plan);
     if (plan->calls())
       for (const auto* c : *plan->calls()) {
         CallData call;
@@ -207,9 +212,7 @@ VariantData read_variant(const fb::Variant& v, bool* ok) {
   }
   if (const auto* plan = v.cuda_plan()) {
     CudaPlanData& cuda = d.cuda.emplace();
-    if (plan->buffers())
-      for (const auto* b : *plan->buffers())
-        cuda.buffers.push_back({static_cast<BufferKind>(b->kind()), b->index(), b->offset(), b->size_bytes()});
+    cuda.buffers = read_buffers(*plan);
     if (plan->calls())
       for (const auto* c : *plan->calls()) {
         CudaCallData call;

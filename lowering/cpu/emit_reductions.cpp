@@ -135,8 +135,9 @@ llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
 // A sum, max or min over axes that leave the input's innermost axis (a channels-last average
 // pool: [N, H·W, C] over H·W), as the kernel's reduction: per element it would walk the input
 // C apart, which LLVM leaves scalar. Instead each task accumulates a run of up to
-// CpuPlan::column_chunk contiguous outputs of one row in a stack buffer, one vectorisable pass over C
-// per reduced position, then stores the root over the run with the reduction taken from it.
+// CpuPlan::column_chunk contiguous outputs of one row in a stack buffer, one vectorisable pass
+// over C per reduced position, then stores the root over the run with the reduction taken from
+// it.
 // Taken for f32 with a static innermost dim; the result's innermost dim is the input's.
 // Returns the task count, or nothing where it does not apply.
 std::optional<ir::SymExpr> KernelEmitter::emit_column_reduction(llvm::Value* begin, llvm::Value* end) {

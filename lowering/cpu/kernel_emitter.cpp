@@ -200,34 +200,12 @@ ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end) 
 // followed by the symbols pointer, and fewer than 2 tasks run inline.
 void KernelEmitter::emit_entry(const ir::SymExpr& tasks, double work) {
   auto* ptr = b_.getPtrTy();
-  kernel_fn_ = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, ptr}, false),
-                                      llvm::Function::ExternalLinkage, k_.symbol, module_);
-  kernel_fn_->setDoesNotThrow();
-  kernel_fn_->setVisibility(llvm::GlobalValue::DefaultVisibility);
-  auto* bb = llvm::BasicBlock::Create(ctx_, "entry", kernel_fn_);
-  llvm::IRBuilder<> b(bb);
-  llvm::Value* buffers = kernel_fn_->getArg(0);
-  llvm::Value* symbols = kernel_fn_->getArg(1);
+  llvm::IRBuilder<> b(ctx_);
+  const KernelEntry entry = begin_kernel_entry(b, module_, g_, k_, {fn_, tasks, symbols_ != nullptr});
+  kernel_fn_ = entry.fn;
   llvm::Value* ctx = kernel_fn_->getArg(2);
-  llvm::Value* closure = buffers;
-  if (symbols_ != nullptr) {
-    const size_t n = k_.buffers.size();
-    closure = b.CreateAlloca(ptr, b.getInt64(n + 1), "closure");
-    for (size_t a = 0; a < n; ++a)
-      b.CreateAlignedStore(b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, buffers, a), llvm::Align(8)),
-                           b.CreateConstInBoundsGEP1_64(ptr, closure, a), llvm::Align(8));
-    b.CreateAlignedStore(symbols, b.CreateConstInBoundsGEP1_64(ptr, closure, n), llvm::Align(8));
-  }
-  std::map<std::string, llvm::Value*> loaded;
-  llvm::Value* count = emit_sym(b, tasks, [&](const std::string& name) {
-    llvm::Value*& v = loaded[name];
-    if (v == nullptr) {
-      auto index = static_cast<uint64_t>(symbol_index(g_, name));
-      v = b.CreateAlignedLoad(b.getInt64Ty(), b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), symbols, index),
-                              llvm::Align(8), name);
-    }
-    return v;
-  });
+  llvm::Value* closure = entry.closure;
+  llvm::Value* count = entry.tasks;
   auto call_serial = [&](llvm::IRBuilder<>& at) {
     at.CreateCall(fn_, {closure, at.getInt64(0), count});
     at.CreateRetVoid();
@@ -536,6 +514,38 @@ bool KernelEmitter::may_leave(const ir::SymExpr& out, int64_t stride, int64_t ta
 void emit_kernel(llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel, const CpuPlan& plan,
                  const CpuTarget& target) {
   KernelEmitter(module, g, kernel, plan, target).emit();
+}
+
+KernelEntry begin_kernel_entry(llvm::IRBuilder<>& b, llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel,
+                               const KernelBody& body) {
+  auto* ptr = b.getPtrTy();
+  auto* fn = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, ptr}, false),
+                                    llvm::Function::ExternalLinkage, kernel.symbol, module);
+  fn->setDoesNotThrow();
+  fn->setVisibility(llvm::GlobalValue::DefaultVisibility);
+  b.SetInsertPoint(llvm::BasicBlock::Create(module.getContext(), "entry", fn));
+  llvm::Value* buffers = fn->getArg(0);
+  llvm::Value* symbols = fn->getArg(1);
+  llvm::Value* closure = buffers;
+  if (body.reads_symbols) {
+    const size_t n = kernel.buffers.size();
+    closure = b.CreateAlloca(ptr, b.getInt64(n + 1), "closure");
+    for (size_t a = 0; a < n; ++a)
+      b.CreateAlignedStore(b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, buffers, a), llvm::Align(8)),
+                           b.CreateConstInBoundsGEP1_64(ptr, closure, a), llvm::Align(8));
+    b.CreateAlignedStore(symbols, b.CreateConstInBoundsGEP1_64(ptr, closure, n), llvm::Align(8));
+  }
+  std::map<std::string, llvm::Value*> loaded;
+  llvm::Value* tasks = emit_sym(b, body.tasks, [&](const std::string& name) {
+    llvm::Value*& v = loaded[name];
+    if (v == nullptr) {
+      auto index = static_cast<uint64_t>(symbol_index(g, name));
+      v = b.CreateAlignedLoad(b.getInt64Ty(), b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), symbols, index),
+                              llvm::Align(8), name);
+    }
+    return v;
+  });
+  return {fn, closure, tasks};
 }
 
 KernelBody emit_kernel_body(llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel,

@@ -70,6 +70,19 @@ struct KernelBody {
 KernelBody emit_kernel_body(llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel,
                             const CpuPlan& plan, const CpuTarget& target);
 
+// The start of `kernel`'s exported function in the CPU kernel ABI (aotrace_kernel_abi.h:
+// void(void* const* buffers, const int64_t* symbols, ctx)), `b` left in its entry block: the
+// body's closure (the buffers, or a copy with the symbols pointer after them when the body
+// reads symbols) and its task count computed from the symbols. The caller runs the tasks
+// (KernelEmitter: parallel_for; cuda grid emulation: every block and thread of the launch).
+struct KernelEntry {
+  llvm::Function* fn = nullptr;
+  llvm::Value* closure = nullptr;
+  llvm::Value* tasks = nullptr;
+};
+KernelEntry begin_kernel_entry(llvm::IRBuilder<>& b, llvm::Module& module, const ir::Graph& g, const ScheduledKernel& kernel,
+                               const KernelBody& body);
+
 // Registers every LLVM target this build has (once per process).
 void initialise_llvm_targets();
 std::unique_ptr<llvm::TargetMachine> make_target_machine(const Options& options);

@@ -26,11 +26,6 @@
 namespace aotrace::lowering::cuda {
 namespace {
 
-const char* const kNvptxTriple = "nvptx64-nvidia-cuda";
-// LLVM's data layout of nvptx64 (what the NVPTX target machine gives), so that the bitcode is
-// made without a target machine and links into link_cuda_kernels' module as it is.
-const char* const kNvptxDataLayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64";
-
 // void @sym.grid(ptr closure, i64 tasks, i64 block, i64 block_dim, i64 thread): runs task
 // block·block_dim + thread of the body when it is below tasks.
 llvm::Function* grid_function(llvm::Module& m, const std::string& symbol, llvm::Function* body) {
@@ -98,27 +93,10 @@ void countdown(llvm::IRBuilder<>& b, llvm::Value* count, const std::function<voi
 // running every block and thread of the launch.
 void emulated_entry(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k, const cpu::KernelBody& body,
                     llvm::Function* grid) {
-  llvm::LLVMContext& ctx = m.getContext();
-  llvm::IRBuilder<> b(ctx);
-  auto* ptr = b.getPtrTy();
-  auto* fn = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, ptr}, false),
-                                    llvm::Function::ExternalLinkage, k.symbol, m);
-  fn->setDoesNotThrow();
-  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", fn));
-  llvm::Value* closure = fn->getArg(0);
-  llvm::Value* symbols = fn->getArg(1);
-  if (body.reads_symbols) {
-    const size_t n = k.buffers.size();
-    closure = b.CreateAlloca(ptr, b.getInt64(n + 1), "closure");
-    for (size_t a = 0; a < n; ++a)
-      b.CreateAlignedStore(b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, fn->getArg(0), a), llvm::Align(8)),
-                           b.CreateConstInBoundsGEP1_64(ptr, closure, a), llvm::Align(8));
-    b.CreateAlignedStore(symbols, b.CreateConstInBoundsGEP1_64(ptr, closure, n), llvm::Align(8));
-  }
-  llvm::Value* tasks = cpu::emit_sym(b, body.tasks, [&](const std::string& name) -> llvm::Value* {
-    auto index = static_cast<uint64_t>(symbol_index(g, name));
-    return b.CreateAlignedLoad(b.getInt64Ty(), b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), symbols, index), llvm::Align(8));
-  });
+  llvm::IRBuilder<> b(m.getContext());
+  const cpu::KernelEntry entry = cpu::begin_kernel_entry(b, m, g, k, body);
+  llvm::Value* closure = entry.closure;
+  llvm::Value* tasks = entry.tasks;
   llvm::Value* block_dim = b.getInt64(kBlock);
   llvm::Value* blocks = b.CreateSDiv(b.CreateAdd(tasks, b.getInt64(kBlock - 1)), block_dim);
   countdown(b, blocks, [&](llvm::Value* block) {

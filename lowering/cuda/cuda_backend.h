@@ -22,6 +22,11 @@ namespace aotrace::lowering::cuda {
 // Threads per block of every launch.
 constexpr int32_t kBlock = 256;
 
+constexpr const char* kNvptxTriple = "nvptx64-nvidia-cuda";
+// LLVM's data layout of nvptx64 (what the NVPTX target machine gives), so that codegen writes
+// bitcode without a target machine that links into link_cuda_kernels' module as it is.
+constexpr const char* kNvptxDataLayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64";
+
 std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s);
 
 // The kernels of `s` as LLVM bitcode for NVPTX, or, with options.cuda_grid_emulation, as an ELF

@@ -26,7 +26,8 @@ namespace aotrace::lowering {
 namespace fs = std::filesystem;
 namespace {
 
-const char* const kNvptxTriple = "nvptx64-nvidia-cuda";
+using cuda::kNvptxTriple;
+
 // LLVM 16's newest PTX ISA; sm_90 needs 7.8. ptxas of CUDA 12 and 13 read it.
 const char* const kPtxFeatures = "+ptx78";
 const int kMinArch = 75;  // the oldest GPU CUDA 13 builds for

@@ -23,13 +23,6 @@ using ir::OpKind;
 using ir::SymExpr;
 using Ints = std::vector<int64_t>;
 
-Options emulated() {
-  Options o;
-  o.device = Options::Device::cuda;
-  o.cuda_grid_emulation = true;
-  return o;
-}
-
 Options for_gpu() {
   Options o;
   o.device = Options::Device::cuda;
@@ -118,7 +111,7 @@ ir::Graph half_graph() {
 }
 
 TEST(Cuda, EmulatedElementwiseAndBroadcast) {
-  LoweredVariant v = expect_matches_reference_in(elementwise_graph(), -2, 2, 1, std::nullopt, emulated());
+  LoweredVariant v = expect_matches_reference_in(elementwise_graph(), -2, 2, 1, std::nullopt, cuda_emulation());
   // Each launch covers its kernel's output elements, in blocks of 256 threads.
   ASSERT_FALSE(v.plan.calls.empty());
   for (const ir::KernelCall& call : v.plan.calls) {
@@ -129,26 +122,26 @@ TEST(Cuda, EmulatedElementwiseAndBroadcast) {
 }
 
 TEST(Cuda, EmulatedReductionsSoftmaxAndLayerNorm) {
-  expect_matches_reference_in(reduction_graph(), -2, 2, 1, std::nullopt, emulated());
+  expect_matches_reference_in(reduction_graph(), -2, 2, 1, std::nullopt, cuda_emulation());
 }
 
 TEST(Cuda, EmulatedMatmulsConvsAndPool) {
-  expect_matches_reference_in(matmul_conv_graph(), -1, 1, 1, Tolerance{1e-4, 1e-4}, emulated());
+  expect_matches_reference_in(matmul_conv_graph(), -1, 1, 1, Tolerance{1e-4, 1e-4}, cuda_emulation());
 }
 
 TEST(Cuda, EmulatedHalfPrecision) {
-  expect_matches_reference_in(half_graph(), -2, 2, 1, std::nullopt, emulated());
+  expect_matches_reference_in(half_graph(), -2, 2, 1, std::nullopt, cuda_emulation());
 }
 
 // One library, several sizes: the launch's thread count is a formula of the symbols, and the
 // last block's threads past it do nothing.
 TEST(Cuda, EmulatedDynamicDims) {
   ir::Graph g = dynamic_graph();
-  LoweredVariant lowered = lower_graph(g, "dyn_", emulated());
+  LoweredVariant lowered = lower_graph(g, "dyn_", cuda_emulation());
   bool symbolic = false;
   for (const ir::KernelCall& call : lowered.plan.calls) symbolic |= !call.threads.is_constant();
   EXPECT_TRUE(symbolic);
-  LoadedLibrary lib(link_cpu_library({lowered.object}, emulated()));
+  LoadedLibrary lib(link_cpu_library({lowered.object}, cuda_emulation()));
   for (auto [b, t] : {std::pair<int64_t, int64_t>{2, 2}, {3, 257}, {5, 300}}) {
     SCOPED_TRACE("B=" + std::to_string(b) + " T=" + std::to_string(t));
     std::vector<ir::HostTensor> inputs = {random_tensor({b, t, 16}, 3)};
@@ -192,7 +185,7 @@ TEST(Cuda, PtxasAssemblesEveryKernelForSm80AndSm90) {
 // A variant lowered for the GPU has the same plan (kernels, buffers, arena) as its emulation.
 TEST(Cuda, EmulationRunsTheGpuPlan) {
   ir::Graph g = reduction_graph();
-  LoweredVariant gpu = lower_graph(g, "p_", for_gpu()), emu = lower_graph(g, "p_", emulated());
+  LoweredVariant gpu = lower_graph(g, "p_", for_gpu()), emu = lower_graph(g, "p_", cuda_emulation());
   ASSERT_EQ(gpu.plan.calls.size(), emu.plan.calls.size());
   EXPECT_EQ(gpu.plan.arena_bytes, emu.plan.arena_bytes);
   for (size_t i = 0; i < gpu.plan.calls.size(); ++i) {

@@ -58,11 +58,8 @@ LoweredVariant expect_matches_at(const ir::Graph& g, const std::vector<ir::SymBi
                                  double lo = -1, double hi = 1, std::optional<Tolerance> tol = std::nullopt,
                                  const Options& options = {}) {
   if (options.cpu.empty() && options.device == Options::Device::cpu) {
-    Options emulated = options;
-    emulated.device = Options::Device::cuda;
-    emulated.cuda_grid_emulation = true;
     SCOPED_TRACE("CUDA grid emulation");
-    expect_matches_at_for(g, sizes, lo, hi, tol, emulated);
+    expect_matches_at_for(g, sizes, lo, hi, tol, cuda_emulation(options));
   }
   return expect_matches_at_for(g, sizes, lo, hi, tol, options);
 }

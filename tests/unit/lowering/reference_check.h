@@ -26,6 +26,14 @@ inline Tolerance tolerance_for(ir::DType t) {
   }
 }
 
+// `base` for CUDA under grid emulation (lowering/cuda/): the GPU's kernels and thread mapping,
+// run on this CPU.
+inline Options cuda_emulation(Options base = {}) {
+  base.device = Options::Device::cuda;
+  base.cuda_grid_emulation = true;
+  return base;
+}
+
 // Random inputs in [lo, hi) (integers: floor of that), one seed per input.
 inline std::vector<ir::HostTensor> random_inputs(const ir::Graph& g, uint32_t seed, double lo,
                                                  double hi) {
@@ -58,12 +66,9 @@ inline LoweredVariant expect_outputs_match(const ir::Graph& g,
   LoweredVariant lowered;
   check(options, &lowered);
   if (options.cpu.empty() && options.device == Options::Device::cpu) {
-    Options emulated = options;
-    emulated.device = Options::Device::cuda;
-    emulated.cuda_grid_emulation = true;
     SCOPED_TRACE("CUDA grid emulation");
     LoweredVariant gpu;
-    check(emulated, &gpu);
+    check(cuda_emulation(options), &gpu);
   }
   return lowered;
 }
