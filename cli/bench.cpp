@@ -160,6 +160,8 @@ int bench_command(const BenchOptions& options) {
   auto shapes = parse_shapes(options.shapes);
   rt::OpenOptions open_options;
   open_options.num_threads = options.threads;
+  const bool cuda = options.device == "cuda";
+  if (cuda) open_options.device = rt::DeviceKind::cuda;
   rt::Bundle bundle = value_or_fail(rt::Bundle::open(options.bundle.string(), open_options),
                                     "check the path, or rebuild the bundle with `aotrace compile`");
   std::string entry_name = options.entry;
@@ -199,7 +201,23 @@ int bench_command(const BenchOptions& options) {
     output_refs.push_back(outputs.back().ref());
   }
 
-  Timings t = time_calls(entry, inputs, output_refs, options);
+  // --device cuda: the timed calls read and write GPU memory (scalar inputs stay on the host,
+  // where the guards read them); the copies in and out are not timed.
+  std::vector<rt::DeviceTensor> on_gpu;
+  std::vector<rt::TensorRef> call_inputs = inputs, call_outputs = output_refs;
+  if (cuda) {
+    auto to_gpu = [&](rt::TensorRef& ref, bool copy) {
+      rt::DeviceTensor d = value_or_fail(bundle.allocate(ref.dtype, ref.shape));
+      if (copy)
+        if (rt::Status s = bundle.copy(d.ref(), ref); !s.ok()) user_error(s.message());
+      on_gpu.push_back(d);
+      ref = d.ref();
+    };
+    for (size_t i = 0; i < call_inputs.size(); ++i)
+      if (!(call_inputs[i].shape.empty() && entry.scalar_input(variant, i))) to_gpu(call_inputs[i], true);
+    for (rt::TensorRef& o : call_outputs) to_gpu(o, false);
+  }
+  Timings t = time_calls(entry, call_inputs, call_outputs, options);
   std::vector<double> sorted = t.seconds;
   std::sort(sorted.begin(), sorted.end());
   const double ms = 1e3, n = static_cast<double>(sorted.size());
@@ -212,6 +230,7 @@ int bench_command(const BenchOptions& options) {
                    {"shape", tensors[i].shape()}});
   json report = {{"bundle", options.bundle.string()}, {"entry", entry_name},
                  {"variant", entry.variant_name(variant)}, {"threads", bundle.num_threads()},
+                 {"device", options.device}, {"cuda_arch", bundle.cuda_arch()}, {"cuda_image", bundle.cuda_image()},
                  {"inputs", ins}, {"warmup_iterations", t.warmup},
                  {"iterations", sorted.size()}, {"total_s", t.total},
                  {"median_ms", percentile(sorted, 0.5) * ms}, {"p10_ms", percentile(sorted, 0.1) * ms},
@@ -235,7 +254,10 @@ int bench_command(const BenchOptions& options) {
     return 0;
   }
   std::cout << "aotrace bench " << options.bundle.string() << ": entry '" << entry_name << "', variant "
-            << entry.variant_name(variant) << ", " << bundle.num_threads() << " thread(s)\n";
+            << entry.variant_name(variant) << ", "
+            << (cuda ? "GPU 0 (" + bundle.cuda_arch() + ", " + bundle.cuda_image() + ")"
+                     : std::to_string(bundle.num_threads()) + " thread(s)")
+            << "\n";
   for (const auto& in : ins)
     std::cout << "  input " << in["name"].get<std::string>() << ": " << in["dtype"].get<std::string>() << " "
               << dims_text(in["shape"].get<std::vector<int64_t>>()) << "\n";

@@ -71,6 +71,7 @@ struct BenchOptions {
   double min_time = 1.0;            // seconds of timed calls when iterations is 0
   bool json = false;
   int profile = 0;                  // > 0: this many of the slowest kernels, timed per call
+  std::string device = "cpu";       // cpu, or cuda: the CUDA kernels on GPU 0, tensors in GPU memory
 };
 // `aotrace bench` (bench.cpp): latency of one entry on random inputs; exit 0, or 1 when the
 // inputs or the bundle are wrong.

@@ -176,7 +176,7 @@ std::string inspect_text(const json& j) {
          (l["missing_on_this_machine"].empty() ? "" : " (missing here: " + join(l["missing_on_this_machine"]) + ")"));
   }
   if (!hw["cuda_images"].empty()) {
-    line("  cuda images: " + std::to_string(hw["cuda_images"].size()) + " (this runtime runs the CPU kernels)");
+    line("  cuda images: " + std::to_string(hw["cuda_images"].size()) + " (run them with --device cuda)");
     for (const auto& image : hw["cuda_images"])
       line("    " + image["path"].get<std::string>() + ": " + image["kind"].get<std::string>() + " for " +
            image["arch"].get<std::string>() + (image["kind"] == "ptx" ? " and newer GPUs" : "") + ", " + image["size"].dump() +

@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
                 "the GPUs of `targets: [cuda]`: a cubin per arch and PTX for the oldest, which newer GPUs' drivers "
                 "compile (default: sm_80,sm_90)")
       ->delimiter(',');
+  c->add_option("--cuda-emulation-library", compile.cuda_emulation_library,
+                "tests: also write the CUDA kernels as host code for the runtime's fake CUDA driver")
+      ->group("");  // hidden (driver/compile.h)
   c->add_option("--depfile", compile.depfile,
                 "also write a Make/Ninja depfile: OUT/bundle.fb and every file the compile read "
                 "(the spec, the script, its own imported modules, the files it opened)");
@@ -119,6 +122,10 @@ int main(int argc, char** argv) {
   bn->add_option("--profile", bench.profile,
                  "also time each kernel call and list the N slowest kernels with their share of the call")
       ->check(CLI::PositiveNumber);
+  bn->add_option("--device", bench.device,
+                 "where the kernels run: cpu (default), or cuda, the bundle's CUDA kernels on GPU 0 with the "
+                 "inputs and outputs in GPU memory (each call returns once its outputs are written)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
 
   std::filesystem::path bundle_dir;
   auto* ins = app.add_subcommand("inspect", "what a bundle holds: versions, variants, files, hardware");

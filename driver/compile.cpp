@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -199,7 +200,8 @@ std::string cache_base_key(const std::filesystem::path& yaml, const CompileOptio
 // --dump or AOTRACE_DUMP (a dump is asked of the lowering, which a hit skips), or a folder that cannot be
 // used (a warning: the compile goes on without it).
 std::optional<CompileCache> open_cache(const CompileOptions& options) {
-  if (options.no_cache || !options.dump.empty() || std::getenv("AOTRACE_DUMP")) return std::nullopt;
+  if (options.no_cache || !options.dump.empty() || std::getenv("AOTRACE_DUMP") || !options.cuda_emulation_library.empty())
+    return std::nullopt;
   const char* off = std::getenv("AOTRACE_NO_CACHE");
   if (options.cache_dir.empty() && off && *off && std::string(off) != "0") return std::nullopt;
   const std::filesystem::path dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
@@ -383,6 +385,12 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
   auto spec = shape_profiles::parse_profile_file(yaml);
   const bool for_cpu = has_target(spec, "cpu"), for_cuda = has_target(spec, "cuda");
   const lowering::Options lo_cuda = cuda_options(spec, options, lo);
+  lowering::Options lo_emulation = lo_cuda;  // --cuda-emulation-library: the CUDA kernels as host code
+  lo_emulation.cuda_grid_emulation = true;
+  const bool emulation = !options.cuda_emulation_library.empty();
+  if (emulation && !for_cuda)
+    user_error("--cuda-emulation-library is given, but the spec's targets have no cuda",
+               spec.target_locs.empty() ? SourceLoc{} : spec.target_locs[0], "add cuda to the spec's targets");
   std::filesystem::path out = options.output.empty() ? std::filesystem::path(spec.name + ".aot") : options.output;
   artifacts::check_bundle_output(out);
   if (!options.depfile.empty()) check_depfile_writable(options.depfile);
@@ -423,6 +431,7 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
     bundle.cpu_features = checkable_cpu_features(lo);
   }
   std::vector<ir::Bytes> cuda_bitcode;  // per variant
+  std::vector<ir::Bytes> emulation_objects;  // per variant, --cuda-emulation-library
   std::map<std::string, std::vector<int64_t>> weight_index;  // add_weights: by type and content
   std::vector<std::vector<ir::Bytes>> objects(cpus.size());  // per CPU, per variant
   json report_profiles = json::array();
@@ -447,6 +456,7 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
       const std::string prefix = spec.entries[e].name + "_v" + std::to_string(v) + "_";
       if (for_cpu) tasks.push_back({graph, prefix, &lo});
       if (for_cuda) tasks.push_back({graph, prefix, &lo_cuda});
+      if (emulation) tasks.push_back({graph, prefix, &lo_emulation});
     }
   const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int per_variant = static_cast<int>(std::max<size_t>(1, cpus.size()));
@@ -489,6 +499,7 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
           lv.timings = std::move(gpu.timings);
         }
       }
+      if (emulation) emulation_objects.push_back(lowerings.take(task++, &lowering_seconds).object);
       add_time("golden vectors", golden_seconds);
       // Timings are printed, not stored: the same inputs must give a byte-identical bundle.
       if (!options.quiet) {
@@ -562,6 +573,12 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
     for (auto& [arch, cubin] : cuda.cubins) bundle.cuda_images.push_back({arch, false, std::move(cubin)});
     bundle.cuda_images.push_back({cuda.ptx_arch, true, ir::Bytes(cuda.ptx.begin(), cuda.ptx.end())});
     add_time("link (NVPTX, ptxas)", seconds_since(ptxas_start));
+  }
+  if (emulation) {
+    const ir::Bytes library = lowering::link_cpu_library(emulation_objects, lo);
+    std::ofstream file(options.cuda_emulation_library, std::ios::binary | std::ios::trunc);
+    file.write(reinterpret_cast<const char*>(library.data()), static_cast<std::streamsize>(library.size()));
+    if (!file) user_error("cannot write " + options.cuda_emulation_library.string());
   }
   json entries = json::array();
   for (const auto& e : spec.entries) {

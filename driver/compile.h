@@ -83,6 +83,11 @@ struct CompileOptions {
   std::vector<std::string> dump;  // --dump: passes whose result goes to stderr (no cache then)
   std::filesystem::path report;   // --report: a JSON file of what the compile did (empty: none)
   int jobs = 0;  // variants lowered at once; 0: the CPUs divided by the kernel libraries built per variant
+  // Tests of the runtime's CUDA path without a GPU (hidden --cuda-emulation-library): also write
+  // the bundle's CUDA kernels as host code, a shared library exporting each kernel's grid
+  // function `SYMBOL.grid(closure, threads, block, block_dim, thread)` (lowering/cuda), which
+  // the fake driver of runtime_tests runs for cuLaunchKernel. Needs the cuda target; no cache.
+  std::filesystem::path cuda_emulation_library;
 };
 // Compiles `yaml` into a bundle (options.output, default ./<name>.aot); prints progress and the
 // summary on stderr. `options.dump` holds pass names of lowering::pass_names() (or "all"),

@@ -29,6 +29,8 @@ typedef struct aotrace_open_options {
   int verify_hashes; /* nonzero (default): XXH3 of every file; sizes are always checked */
   int num_threads;   /* threads of the kernels' parallel loops, the caller included;
                         0 (default): AOTRACE_NUM_THREADS if set, else the CPUs this process may use */
+  int device;        /* 0 (default): the CPU kernels; 1: the CUDA kernels on GPU 0 (OpenOptions::device);
+                        set by aotrace_open_options_init, which every caller must call first */
 } aotrace_open_options;
 void aotrace_open_options_init(aotrace_open_options* options);
 int aotrace_bundle_open_with_options(const char* dir, const aotrace_open_options* options,
@@ -45,6 +47,12 @@ int aotrace_entry_manual_seed(const aotrace_bundle* bundle, const char* entry, u
  * Inputs the entry updates in place (x.add_(1) on an input) are written back into `inputs`. */
 int aotrace_entry_run(const aotrace_bundle* bundle, const char* entry, const aotrace_tensor* inputs,
                       size_t num_inputs, const aotrace_tensor* outputs, size_t num_outputs);
+/* The same for a bundle opened with device 1 (cuda), with every tensor's data a CUDA device
+ * pointer on GPU 0 (cuMemAlloc, cudaMalloc; 16-byte aligned) except Python scalar inputs, which
+ * stay in host memory. Returns once the outputs are written. aotrace_entry_run on such a bundle
+ * takes host memory and copies it in and out. */
+int aotrace_entry_run_device(const aotrace_bundle* bundle, const char* entry, const aotrace_tensor* inputs,
+                             size_t num_inputs, const aotrace_tensor* outputs, size_t num_outputs);
 /* The variant `entry` runs for these inputs (guards checked, nothing run): its index, and in
  * out_name (may be NULL) its name ("v1"), valid while the bundle is open. */
 int aotrace_entry_select(const aotrace_bundle* bundle, const char* entry, const aotrace_tensor* inputs,

@@ -173,6 +173,17 @@ struct OpenOptions {
   // needs one of them): for tests, and to compare a faster library's results with the
   // baseline's. The environment variable AOTRACE_DISABLE_CPU_FEATURES ("avx2,fma") adds to it.
   std::vector<std::string> disabled_cpu_features{};
+  // Where the kernels run. cpu: the bundle's CPU kernels. cuda: its CUDA kernels (format 1.8,
+  // `targets: [cpu, cuda]` or `[cuda]`) on GPU 0, through its NVIDIA driver (libcuda.so.1,
+  // loaded with dlopen by open() only then; AOTRACE_CUDA_DRIVER names another library). Runs
+  // then take tensors in host memory (copied in and out per call) or in GPU memory
+  // (TensorRef::device cuda, a device pointer: Bundle::allocate, or the caller's own CUDA
+  // allocations in GPU 0's primary context); a run returns once its outputs are written.
+  DeviceKind device = DeviceKind::cpu;
+  // cuda: each variant's launches are captured as a CUDA Graph once per set of dynamic-dim sizes
+  // and replayed (false, or AOTRACE_CUDA_GRAPHS=0: launched one by one, for debugging and
+  // comparison).
+  bool cuda_graphs = true;
 };
 
 // One kernel library of a bundle: the portable baseline, or the same kernels built for a faster
@@ -193,6 +204,24 @@ struct CudaImageInfo {
 
 struct EntryData;
 struct BundleData;
+
+// GPU memory of a bundle opened for cuda (Bundle::allocate), freed with the last copy of it.
+class DeviceTensor {
+ public:
+  DeviceTensor() = default;
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  size_t nbytes() const { return nbytes_; }
+  void* data() const { return memory_.get(); }  // a CUDA device pointer
+  TensorRef ref() const { return TensorRef{dtype_, shape_, memory_.get(), {}, DeviceKind::cuda}; }
+
+ private:
+  friend class Bundle;
+  DType dtype_ = DType::f32;
+  std::vector<int64_t> shape_;
+  size_t nbytes_ = 0;
+  std::shared_ptr<void> memory_;
+};
 
 class Entry {
  public:
@@ -293,10 +322,19 @@ class Bundle {
   const std::string& cpu_library() const;                 // its path: "cpu/<triple>.<cpu>.so"
   // Every kernel library of the bundle: the baseline first, then faster ones, fastest first.
   const std::vector<CpuLibraryInfo>& cpu_libraries() const;
-  // The CUDA images (format 1.8; empty for a CPU-only bundle), hashed at open, never loaded by
-  // this runtime (probe_cuda_device, choose_cuda_image).
+  // The CUDA images (format 1.8; empty for a CPU-only bundle), hashed at open; one is loaded
+  // when the bundle is opened for cuda (choose_cuda_image).
   const std::vector<CudaImageInfo>& cuda_images() const;
   int num_threads() const;  // of the kernels' thread pool, caller included (OpenOptions)
+  // Where its kernels run (OpenOptions::device); for cuda, GPU 0's arch ("sm_90") and the image
+  // loaded for it ("cuda/sm_90.cubin", or the PTX its driver compiled); empty for cpu.
+  DeviceKind device() const;
+  const std::string& cuda_arch() const;
+  const std::string& cuda_image() const;
+  // Opened for cuda: GPU memory for a tensor (contents undefined), and a copy between any two
+  // contiguous tensors of one dtype and size, each in host or GPU memory (returns when done).
+  Result<DeviceTensor> allocate(DType dtype, std::vector<int64_t> shape) const;
+  Status copy(const TensorRef& dst, const TensorRef& src) const;
 
   // Runs every variant on its golden inputs (golden/ in the bundle) and compares the outputs
   // with the golden outputs (torch eager's): f32/f64 within 1e-3 of each element plus 1e-4 of
@@ -401,7 +439,7 @@ struct BundleInfo {
 Result<BundleInfo> read_bundle_info(const std::string& dir);
 
 // The CUDA side of this machine (a bundle's CUDA images, format 1.8): libcuda.so.1 is loaded
-// with dlopen only by this call, and GPU 0 described. This runtime launches no CUDA kernels yet.
+// with dlopen only by this call (and by Bundle::open for cuda), and GPU 0 described.
 struct CudaDeviceInfo {
   bool driver = false;      // libcuda.so.1 loaded and cuInit succeeded
   std::string error;        // why not, or which driver call failed

@@ -113,6 +113,9 @@ Status bucket_call(const EntryData& e, const std::vector<TensorRef>& inputs, Buc
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!grows[i]) continue;
+    if (inputs[i].device != DeviceKind::cpu)
+      return invalid("input '" + infos[i].name + "' of entry '" + e.name + "' is in GPU memory and must be padded up to its "
+                     "bucket, which the runtime does on the host: pass it in host memory, or at a bucket's size");
     Tensor t(inputs[i].dtype, shapes[i]);
     if (t.numel() > 0 && !t.data()) return Status(StatusCode::io_error, "cannot allocate the padded input '" + infos[i].name + "'");
     if (Status s = fill(t, pad[i]); !s.ok()) return invalid("input '" + infos[i].name + "': " + s.message());

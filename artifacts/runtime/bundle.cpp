@@ -1,5 +1,6 @@
 // Bundle::open: bundle.fb (bundle_reader.cpp), then integrity of every file, weights.bin mapped,
-// the CPU kernels loaded with every symbol resolved, the arenas allocated.
+// the CPU kernels loaded with every symbol resolved, the arenas allocated (for cuda: the GPU's
+// module, weights and run slots instead, cuda_run.cpp).
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -155,7 +156,8 @@ Status check_cuda_only(const BundleData& b) {
   if (!gpu.driver)
     return Status(StatusCode::unsupported, what + ", and this machine has no CUDA driver (" + gpu.error +
                                                "): run it on a machine with an NVIDIA driver, or " + fix);
-  return Status(StatusCode::unsupported, what + ": this runtime does not launch CUDA kernels yet; " + fix);
+  return Status(StatusCode::unsupported, what + ", and it was opened for the CPU: open it for the GPU "
+                                         "(OpenOptions::device = cuda, `--device cuda`), or " + fix);
 }
 
 // One run slot per variant up front, so that single-threaded use never allocates scratch.
@@ -230,6 +232,12 @@ Result<Bundle> Bundle::open(const std::string& dir, const OpenOptions& options) 
   for (const FileData& f : data->files)
     if (Status s = verify_file(*data, f, options.verify_hashes); !s.ok()) return s;
   if (Status s = map_weights(*data); !s.ok()) return s;
+  if (options.device == DeviceKind::cuda) {
+    // The CUDA kernels only: the CPU library is not loaded, the kernels need no thread pool.
+    if (Status s = open_cuda(*data, options); !s.ok()) return s;
+    if (Status s = start_thread_pool(*data, 1); !s.ok()) return s;
+    return Bundle(std::move(data));
+  }
   if (Status s = check_cuda_only(*data); !s.ok()) return s;
   if (Status s = load_kernels(*data, options); !s.ok()) return s;
   if (Status s = allocate_arenas(*data); !s.ok()) return s;

@@ -34,6 +34,8 @@ struct GuardData {
   std::string text;    // "L['x'].size()[0] == 8"
   std::string origin;  // "model.py:12"
   std::string symbol;  // a dynamic dim's guards: its name ("seq")
+  // Device: any device passes (a bundle opened for cuda copies host tensors in).
+  bool any_device = false;
 };
 
 // A shape symbol of a variant (bundle.fbs Symbol): the size of dim `dim` of input `input`.
@@ -68,6 +70,7 @@ struct CudaCallData {
   std::vector<int32_t> buffers;
   std::vector<int64_t> threads;
   int32_t block = 0;
+  void* fn = nullptr;  // CUfunction, resolved when the bundle is opened for cuda
 };
 
 // A variant's plan for a CUDA GPU: buffers as the CPU plan's, its arena in device memory.
@@ -75,6 +78,14 @@ struct CudaPlanData {
   std::vector<BufferData> buffers;
   std::vector<CudaCallData> calls;
   int64_t arena_bytes = 0;
+  size_t pool = 0;  // its run slots: CudaState::pools[pool] (cuda_run.cpp)
+};
+
+// The GPU side of a bundle opened for cuda (cuda_run.cpp): driver, context, module, weights,
+// run slots. Destroyed before anything else of the bundle.
+struct CudaState;
+struct CudaStateDeleter {
+  void operator()(CudaState* s) const;
 };
 
 // Scratch memory of one run: the arena and the pointer tables, reused across runs.
@@ -185,6 +196,7 @@ struct BundleData {
   // The kernels' threads (OpenOptions::num_threads) and the ctx every kernel call gets.
   std::unique_ptr<ThreadPool> pool;
   aotrace_kernel_ctx kernel_ctx{nullptr, nullptr};
+  std::unique_ptr<CudaState, CudaStateDeleter> cuda;  // opened for cuda (last: destroyed first)
   ~BundleData();
 
   const uint8_t* weight_ptr(size_t index) const;
@@ -204,6 +216,15 @@ Status start_thread_pool(BundleData& b, int num_threads);
 Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v,
                    const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& outputs,
                    const int64_t* rng = nullptr, double* kernel_seconds = nullptr);
+
+// The bundle's CUDA side for OpenOptions::device = cuda: driver, GPU 0, image, weights, slots
+// (cuda_run.cpp). Device guards then pass tensors on either device.
+Status open_cuda(BundleData& b, const OpenOptions& options);
+// run_variant on the GPU, after run_variant's checks: `symbols` the call's values, `rng` the
+// generator state of a variant that draws random numbers.
+Status run_variant_cuda(const BundleData& b, const VariantData& v, const std::vector<TensorRef>& inputs,
+                        const std::vector<TensorRef>& outputs, const int64_t* symbols, const int64_t* rng,
+                        double* kernel_seconds);
 
 // The same from the bytes of a bundle.fb (`dir` only names the bundle in messages; fuzzed).
 Result<std::shared_ptr<BundleData>> parse_bundle_fb(const std::string& dir, std::vector<uint8_t> buf);

@@ -62,6 +62,7 @@ int aotrace_bundle_open_with(const char* dir, int verify_hashes, aotrace_bundle*
 void aotrace_open_options_init(aotrace_open_options* options) {
   options->verify_hashes = 1;
   options->num_threads = 0;
+  options->device = 0;
 }
 
 int aotrace_bundle_open_with_options(const char* dir, const aotrace_open_options* options,
@@ -71,6 +72,10 @@ int aotrace_bundle_open_with_options(const char* dir, const aotrace_open_options
   if (options) {
     o.verify_hashes = options->verify_hashes != 0;
     o.num_threads = options->num_threads;
+    if (options->device != 0 && options->device != 1)
+      return report(Status(StatusCode::invalid_argument, "aotrace_open_options.device is 0 (cpu) or 1 (cuda), got " +
+                                                             std::to_string(options->device)));
+    o.device = options->device == 1 ? DeviceKind::cuda : DeviceKind::cpu;
   }
   auto b = Bundle::open(dir, o);
   if (!b.ok()) return report(b.status());
@@ -110,6 +115,20 @@ int aotrace_entry_run(const aotrace_bundle* bundle, const char* entry, const aot
   auto e = bundle->bundle.entry(entry);
   if (!e.ok()) return report(e.status());
   Status s = e->run_into(to_refs(inputs, num_inputs), to_refs(outputs, num_outputs));
+  return s.ok() ? 0 : report(s);
+}
+
+int aotrace_entry_run_device(const aotrace_bundle* bundle, const char* entry, const aotrace_tensor* inputs,
+                             size_t num_inputs, const aotrace_tensor* outputs, size_t num_outputs) {
+  if (Status s = check_dtypes(inputs, num_inputs); !s.ok()) return report(s);
+  if (Status s = check_dtypes(outputs, num_outputs); !s.ok()) return report(s);
+  auto e = bundle->bundle.entry(entry);
+  if (!e.ok()) return report(e.status());
+  std::vector<TensorRef> in = to_refs(inputs, num_inputs), out = to_refs(outputs, num_outputs);
+  for (TensorRef& t : out) t.device = DeviceKind::cuda;
+  for (size_t i = 0; i < in.size(); ++i)  // a Python scalar input stays on the host (its guard reads it)
+    if (!(in[i].shape.empty() && e->scalar_input(0, i))) in[i].device = DeviceKind::cuda;
+  Status s = e->run_into(in, out);
   return s.ok() ? 0 : report(s);
 }
 

@@ -1,18 +1,17 @@
-// The CUDA side of this machine, for a bundle with CUDA images (format 1.8): the driver is loaded
-// with dlopen only when asked (a CPU-only device never needs CUDA installed), through the few
-// driver API functions declared here (the runtime includes no CUDA header).
-// Test: runtime_tests CudaDevice.* (no driver here: the probe's error; choose_cuda_image).
+// The CUDA side of this machine, for a bundle with CUDA images (format 1.8): the driver
+// (cuda_driver.h) is loaded with dlopen only when asked (a CPU-only device never needs CUDA
+// installed); probe_cuda_device describes GPU 0, choose_cuda_image picks the image it loads.
+// Test: runtime_tests CudaDevice.* (no driver here: the probe's error; choose_cuda_image);
+// e2e_tests Cuda.* through the fake driver.
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <type_traits>
 
-#include "aotrace_runtime.h"
+#include "cuda_driver.h"
 
 namespace aotrace::rt {
 namespace {
-
-using CuResult = int;  // CUresult: 0 is CUDA_SUCCESS
-constexpr int kComputeCapabilityMajor = 75, kComputeCapabilityMinor = 76;  // CUdevice_attribute
 
 // "sm_90" → 90; -1 when `arch` is not sm_<digits>.
 int arch_number(const std::string& arch) {
@@ -27,46 +26,97 @@ int arch_number(const std::string& arch) {
 
 }  // namespace
 
+CudaDriver::~CudaDriver() {
+  if (library != nullptr) ::dlclose(library);
+}
+
+Result<std::unique_ptr<CudaDriver>> CudaDriver::load() {
+  auto d = std::make_unique<CudaDriver>();
+  const char* override_path = std::getenv("AOTRACE_CUDA_DRIVER");
+  d->path = override_path != nullptr && override_path[0] != '\0' ? override_path : "libcuda.so.1";
+  d->library = ::dlopen(d->path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (d->library == nullptr) {
+    const char* why = ::dlerror();
+    return Status(StatusCode::unsupported, why != nullptr ? why : d->path + " cannot be loaded");
+  }
+  std::string missing;
+  auto bind = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(d->library, name));
+    if (fn == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(name);
+  };
+  bind(d->cuInit, "cuInit");
+  bind(d->cuDriverGetVersion, "cuDriverGetVersion");
+  bind(d->cuDeviceGetCount, "cuDeviceGetCount");
+  bind(d->cuDeviceGet, "cuDeviceGet");
+  bind(d->cuDeviceGetAttribute, "cuDeviceGetAttribute");
+  bind(d->cuDeviceTotalMem, "cuDeviceTotalMem_v2");
+  bind(d->cuGetErrorName, "cuGetErrorName");
+  bind(d->cuGetErrorString, "cuGetErrorString");
+  bind(d->cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+  bind(d->cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+  bind(d->cuCtxSetCurrent, "cuCtxSetCurrent");
+  bind(d->cuModuleLoadDataEx, "cuModuleLoadDataEx");
+  bind(d->cuModuleGetFunction, "cuModuleGetFunction");
+  bind(d->cuModuleUnload, "cuModuleUnload");
+  bind(d->cuMemAlloc, "cuMemAlloc_v2");
+  bind(d->cuMemFree, "cuMemFree_v2");
+  bind(d->cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+  bind(d->cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+  bind(d->cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+  bind(d->cuStreamCreate, "cuStreamCreate");
+  bind(d->cuStreamDestroy, "cuStreamDestroy_v2");
+  bind(d->cuStreamSynchronize, "cuStreamSynchronize");
+  bind(d->cuLaunchKernel, "cuLaunchKernel");
+  bind(d->cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+  bind(d->cuStreamEndCapture, "cuStreamEndCapture");
+  bind(d->cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+  bind(d->cuGraphLaunch, "cuGraphLaunch");
+  bind(d->cuGraphExecDestroy, "cuGraphExecDestroy");
+  bind(d->cuGraphDestroy, "cuGraphDestroy");
+  if (!missing.empty())
+    return Status(StatusCode::unsupported, d->path + " lacks driver API functions aotrace needs (" + missing +
+                                               "): install an NVIDIA driver for CUDA 12 or newer");
+  return d;
+}
+
+std::string CudaDriver::failure(const char* call, CuResult r) const {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  std::string out = std::string(call) + " failed: ";
+  if (cuGetErrorName != nullptr && cuGetErrorName(r, &name) == 0 && name != nullptr) out += name;
+  else out += "CUresult " + std::to_string(r);
+  if (cuGetErrorString != nullptr && cuGetErrorString(r, &text) == 0 && text != nullptr) out += std::string(" (") + text + ")";
+  return out;
+}
+
 CudaDeviceInfo probe_cuda_device() {
   CudaDeviceInfo info;
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    const char* why = ::dlerror();
-    info.error = why != nullptr ? why : "libcuda.so.1 cannot be loaded";
+  Result<std::unique_ptr<CudaDriver>> loaded = CudaDriver::load();
+  if (!loaded.ok()) {
+    info.error = loaded.status().message();
     return info;
   }
-  auto fn = [&](const char* name) { return ::dlsym(lib, name); };
-  auto cu_init = reinterpret_cast<CuResult (*)(unsigned)>(fn("cuInit"));
-  auto driver_version = reinterpret_cast<CuResult (*)(int*)>(fn("cuDriverGetVersion"));
-  auto device_count = reinterpret_cast<CuResult (*)(int*)>(fn("cuDeviceGetCount"));
-  auto device_get = reinterpret_cast<CuResult (*)(int*, int)>(fn("cuDeviceGet"));
-  auto attribute = reinterpret_cast<CuResult (*)(int*, int, int)>(fn("cuDeviceGetAttribute"));
-  auto total_mem = reinterpret_cast<CuResult (*)(size_t*, int)>(fn("cuDeviceTotalMem_v2"));
-  if (!cu_init || !driver_version || !device_count || !device_get || !attribute || !total_mem) {
-    info.error = "libcuda.so.1 lacks a driver API function aotrace needs (cuInit, cuDeviceGetAttribute, ...)";
-    ::dlclose(lib);
-    return info;
-  }
+  const CudaDriver& d = **loaded;
   auto failed = [&](const char* call, CuResult r) {
-    info.error = std::string(call) + " failed (CUresult " + std::to_string(r) + ")";
-    ::dlclose(lib);
+    info.error = d.failure(call, r);
     return info;
   };
-  if (CuResult r = cu_init(0); r != 0) return failed("cuInit", r);
+  if (CuResult r = d.cuInit(0); r != 0) return failed("cuInit", r);
   info.driver = true;
-  if (CuResult r = driver_version(&info.driver_version); r != 0) return failed("cuDriverGetVersion", r);
-  if (CuResult r = device_count(&info.devices); r != 0) return failed("cuDeviceGetCount", r);
+  if (CuResult r = d.cuDriverGetVersion(&info.driver_version); r != 0) return failed("cuDriverGetVersion", r);
+  if (CuResult r = d.cuDeviceGetCount(&info.devices); r != 0) return failed("cuDeviceGetCount", r);
   if (info.devices > 0) {
     int device = 0, major = 0, minor = 0;
     size_t bytes = 0;
-    if (CuResult r = device_get(&device, 0); r != 0) return failed("cuDeviceGet", r);
-    if (CuResult r = attribute(&major, kComputeCapabilityMajor, device); r != 0) return failed("cuDeviceGetAttribute", r);
-    if (CuResult r = attribute(&minor, kComputeCapabilityMinor, device); r != 0) return failed("cuDeviceGetAttribute", r);
-    if (CuResult r = total_mem(&bytes, device); r != 0) return failed("cuDeviceTotalMem", r);
+    if (CuResult r = d.cuDeviceGet(&device, 0); r != 0) return failed("cuDeviceGet", r);
+    if (CuResult r = d.cuDeviceGetAttribute(&major, kCuComputeCapabilityMajor, device); r != 0)
+      return failed("cuDeviceGetAttribute", r);
+    if (CuResult r = d.cuDeviceGetAttribute(&minor, kCuComputeCapabilityMinor, device); r != 0)
+      return failed("cuDeviceGetAttribute", r);
+    if (CuResult r = d.cuDeviceTotalMem(&bytes, device); r != 0) return failed("cuDeviceTotalMem", r);
     info.arch = "sm_" + std::to_string(major * 10 + minor);
     info.memory_bytes = bytes;
   }
-  ::dlclose(lib);
   return info;
 }
 

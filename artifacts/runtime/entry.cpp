@@ -13,7 +13,7 @@ Status invalid(const std::string& msg) { return Status(StatusCode::invalid_argum
 // (dynamic dims: the sizes `symbols` give).
 Status check_tensors(const EntryData& e, const VariantData& v, const std::vector<TensorInfo>& infos,
                      const std::vector<std::vector<int64_t>>& raw, const int64_t* symbols,
-                     const std::vector<TensorRef>& tensors, const char* role) {
+                     const std::vector<TensorRef>& tensors, const char* role, bool on_gpu) {
   if (tensors.size() != infos.size())
     return invalid("entry '" + e.name + "' has " + std::to_string(infos.size()) + " " + role +
                    "s, got " + std::to_string(tensors.size()));
@@ -22,12 +22,17 @@ Status check_tensors(const EntryData& e, const VariantData& v, const std::vector
     const TensorRef& t = tensors[i];
     bool same_shape = t.shape.size() == raw[i].size();
     for (size_t d = 0; same_shape && d < raw[i].size(); ++d) same_shape = t.shape[d] == dim_size(v, raw[i][d], symbols);
-    if (t.dtype != info.dtype || !same_shape || !t.is_contiguous() || t.device != DeviceKind::cpu)
+    if (t.dtype != info.dtype || !same_shape || !t.is_contiguous() || (t.device == DeviceKind::cuda && !on_gpu))
       return invalid("variant " + v.name + " of entry '" + e.name + "' needs " + role + " '" +
-                     info.name + "' as a contiguous cpu " + dtype_name(info.dtype) + " tensor of shape " +
-                     shape_str(concrete_shape(v, raw[i], symbols)) + ", got " + dtype_name(t.dtype) + " " +
-                     shape_str(t.shape) +
-                     (t.device == DeviceKind::cuda ? " on cuda (this runtime runs a bundle's CPU kernels only)" : ""));
+                     info.name + "' as a contiguous " + (on_gpu ? "" : "cpu ") + dtype_name(info.dtype) +
+                     " tensor of shape " + shape_str(concrete_shape(v, raw[i], symbols)) + ", got " +
+                     dtype_name(t.dtype) + " " + shape_str(t.shape) +
+                     (t.device == DeviceKind::cuda && !on_gpu
+                          ? " on cuda (the bundle was opened for the CPU: open it with OpenOptions::device = cuda)"
+                          : ""));
+    if (t.device == DeviceKind::cuda && reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
+      return invalid(std::string(role) + " '" + info.name + "' of entry '" + e.name +
+                     "' is GPU memory aligned to less than 16 bytes; the kernels need 16 (cuMemAlloc gives 256)");
     if (!t.data && t.nbytes() > 0)
       return invalid(std::string(role) + " '" + info.name + "' of entry '" + e.name + "' has no data");
   }
@@ -41,7 +46,8 @@ Status check_disjoint(const EntryData& e, const VariantData& v, const std::vecto
                       const std::vector<TensorRef>& outputs) {
   auto overlap = [](const TensorRef& x, const TensorRef& y) {
     auto lo_x = reinterpret_cast<uintptr_t>(x.data), lo_y = reinterpret_cast<uintptr_t>(y.data);
-    return x.nbytes() > 0 && y.nbytes() > 0 && lo_x < lo_y + y.nbytes() && lo_y < lo_x + x.nbytes();
+    return x.device == y.device && x.nbytes() > 0 && y.nbytes() > 0 && lo_x < lo_y + y.nbytes() &&
+           lo_y < lo_x + x.nbytes();
   };
   for (size_t o = 0; o < outputs.size(); ++o) {
     auto refuse = [&](const std::string& other) {
@@ -139,8 +145,9 @@ Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v
     symbols = symbols_heap.data();
   }
   bind_symbols(v, inputs, symbols);
-  if (Status s = check_tensors(e, v, v.inputs, v.raw_input_shapes, symbols, inputs, "input"); !s.ok()) return s;
-  if (Status s = check_tensors(e, v, v.outputs, v.raw_output_shapes, symbols, outputs, "output"); !s.ok()) return s;
+  const bool on_gpu = b.cuda != nullptr;
+  if (Status s = check_tensors(e, v, v.inputs, v.raw_input_shapes, symbols, inputs, "input", on_gpu); !s.ok()) return s;
+  if (Status s = check_tensors(e, v, v.outputs, v.raw_output_shapes, symbols, outputs, "output", on_gpu); !s.ok()) return s;
   if (Status s = check_disjoint(e, v, inputs, outputs); !s.ok()) return s;
   // The generator state of this call: the entry's seed and its next offset.
   int64_t state[2] = {0, 0};
@@ -149,6 +156,7 @@ Status run_variant(const BundleData& b, const EntryData& e, const VariantData& v
     state[1] = static_cast<int64_t>(e.rng->next_offset.fetch_add(1));
     rng = state;
   }
+  if (on_gpu) return run_variant_cuda(b, v, inputs, outputs, symbols, rng, kernel_seconds);
   // Inputs updated in place: their new values go to scratch tensors after the outputs, then
   // into the caller's memory once every kernel has run.
   std::vector<Tensor> updated;
@@ -304,6 +312,10 @@ Status Entry::run_into(const std::vector<TensorRef>& inputs, const std::vector<T
   if (!in.ok()) return in.status();
   if (call.any_padded) {
     // A padded call runs into the bucket's outputs, which are cut back into the caller's.
+    for (const TensorRef& o : outputs)
+      if (o.device != DeviceKind::cpu)
+        return invalid("entry '" + data_->name + "' pads this call up to a bucket and cuts its outputs back on the "
+                       "host: pass the outputs in host memory, or call at a bucket's size");
     Result<std::vector<Tensor>> r = run_call(*bundle_, *data_, **in, call, out_variant);
     if (!r.ok()) return r.status();
     if (outputs.size() != r->size())

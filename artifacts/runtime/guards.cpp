@@ -12,7 +12,7 @@ const char* device_name(DeviceKind d) { return d == DeviceKind::cpu ? "cpu" : "c
 
 // The value of a 0-d tensor of `dtype` (int64, float64 or bool: a Python scalar argument).
 inline bool scalar_value(const TensorRef& t, DType dtype, double* v) {
-  if (!t.shape.empty() || t.dtype != dtype || !t.data) return false;
+  if (!t.shape.empty() || t.dtype != dtype || !t.data || t.device != DeviceKind::cpu) return false;
   switch (dtype) {
     case DType::i64: *v = static_cast<double>(*static_cast<const int64_t*>(t.data)); return true;
     case DType::f64: *v = *static_cast<const double*>(t.data); return true;
@@ -39,6 +39,7 @@ std::string padding_mask_problem(const TensorRef& t) {
   const bool maskable = t.dtype == DType::b8 || t.dtype == DType::u8 || t.dtype == DType::f32 ||
                         t.dtype == DType::f64 || t.dtype == DType::f16 || t.dtype == DType::bf16;
   if (t.shape.size() != 2 || !maskable) return "not a [B, T] bool or float mask";
+  if (t.device != DeviceKind::cpu) return "in GPU memory: the runtime checks a padding mask on the host, pass it in host memory";
   const int64_t rows = t.shape[0], cols = t.shape[1];
   if (rows * cols > 0 && !t.data) return "no data";
   const int64_t row_stride = t.strides.size() == 2 ? t.strides[0] : cols;
@@ -69,7 +70,7 @@ inline bool guard_passes(const GuardData& g, const std::vector<TensorRef>& input
   switch (g.kind) {
     case GuardKind::Rank: return t.shape.size() == static_cast<size_t>(g.value);
     case GuardKind::DType: return t.dtype == g.dtype;
-    case GuardKind::Device: return t.device == g.device;
+    case GuardKind::Device: return t.device == g.device || g.any_device;
     case GuardKind::Contiguous: return t.is_contiguous();
     case GuardKind::DimEq: return dim < t.shape.size() && t.shape[dim] == g.value;
     case GuardKind::DimRange:
@@ -111,6 +112,7 @@ std::string what_it_had(const GuardData& g, const std::vector<TensorRef>& inputs
     }
     case GuardKind::ValueEq: {
       double v = 0;
+      if (t.device != DeviceKind::cpu) return "a tensor in GPU memory (pass a scalar input in host memory)";
       if (!scalar_value(t, g.dtype, &v))
         return "a " + std::string(dtype_name(t.dtype)) + " tensor of shape " + shape_str(t.shape);
       char buf[32];

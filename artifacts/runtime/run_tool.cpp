@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -51,6 +53,23 @@ ToolStatus set_seed(RunToolOptions& o, const std::string& v) {
   return {};
 }
 
+ToolStatus set_device(RunToolOptions& o, const std::string& v) {
+  if (v != "cpu" && v != "cuda")
+    return usage_failure("--device takes cpu or cuda, got '" + v + "'",
+                         "cuda runs the bundle's CUDA kernels (compiled with `targets: [cpu, cuda]`)");
+  o.cuda = v == "cuda";
+  return {};
+}
+
+ToolStatus set_repeat(RunToolOptions& o, const std::string& v) {
+  char* end = nullptr;
+  const long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n < 1 || n > 1000000)
+    return usage_failure("--repeat takes a number from 1 to 1000000, got '" + v + "'");
+  o.repeat = static_cast<int>(n);
+  return {};
+}
+
 const std::vector<OptionSpec>& option_specs() {
   static const std::vector<OptionSpec> specs = {
       {"--entry", "NAME", "entry name (default: the only entry, or 'forward')",
@@ -68,6 +87,10 @@ const std::vector<OptionSpec>& option_specs() {
        [](RunToolOptions& o, const std::string&) { o.selftest = true; return ToolStatus{}; }},
       {"--threads", "N", "kernel threads, 0 = AOTRACE_NUM_THREADS or all CPUs", set_threads},
       {"--seed", "N", "seed of the bundle's random numbers (torch.randn, dropout in training mode)", set_seed},
+      {"--device", "cpu|cuda", "where the kernels run: cpu (default), or cuda, the bundle's CUDA kernels on GPU 0 "
+                               "(inputs copied in, outputs out)", set_device},
+      {"--repeat", "N", "after the run, time N more calls into the same outputs (on cuda with the tensors in GPU "
+                        "memory) and print the median, p10 and p90 latency", set_repeat},
       {"--help", nullptr, "print this help",
        [](RunToolOptions& o, const std::string&) { o.help = true; return ToolStatus{}; }},
   };
@@ -328,6 +351,56 @@ ToolStatus write_file(const std::string& path, const TensorRef& t) {
   return {};
 }
 
+// The kernels that ran: "cpu/x86_64-unknown-linux-gnu.x86-64-v3.so", "cuda/sm_90.cubin on sm_90".
+std::string kernels_text(const Bundle& bundle) {
+  if (bundle.device() == DeviceKind::cuda) return bundle.cuda_image() + " on a " + bundle.cuda_arch() + " GPU";
+  return bundle.cpu_library();
+}
+
+// --repeat: `n` calls into `outputs` timed, each a full run_into (guards, dispatch, kernels; on
+// cuda with inputs and outputs in GPU memory, so that no copy is timed).
+ToolStatus time_calls(const Bundle& bundle, const Entry& entry, const std::vector<TensorRef>& inputs,
+                      const std::vector<Tensor>& outputs, int n, const std::string& program, std::ostream& err) {
+  std::vector<DeviceTensor> device;  // keeps the GPU copies alive
+  std::vector<TensorRef> in, out;
+  for (const TensorRef& t : inputs) {
+    double value = 0;
+    const bool scalar = t.shape.empty() && entry.scalar_input(0, &t - inputs.data(), &value);
+    if (bundle.device() != DeviceKind::cuda || scalar) {  // scalar inputs stay on the host (guards read them)
+      in.push_back(t);
+      continue;
+    }
+    Result<DeviceTensor> d = bundle.allocate(t.dtype, t.shape);
+    if (!d.ok()) return user_failure(d.status().message());
+    if (Status s = bundle.copy(d->ref(), t); !s.ok()) return user_failure(s.message());
+    device.push_back(*d);
+    in.push_back(d->ref());
+  }
+  for (const Tensor& t : outputs) {
+    if (bundle.device() != DeviceKind::cuda) {
+      out.push_back(t.ref());
+      continue;
+    }
+    Result<DeviceTensor> d = bundle.allocate(t.dtype(), t.shape());
+    if (!d.ok()) return user_failure(d.status().message());
+    device.push_back(*d);
+    out.push_back(d->ref());
+  }
+  std::vector<double> ms;
+  for (int i = -1; i < n; ++i) {  // one untimed warm-up call (the graph's capture on cuda)
+    const auto start = std::chrono::steady_clock::now();
+    if (Status s = entry.run_into(in, out); !s.ok()) return user_failure("--repeat: " + s.message());
+    if (i >= 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  auto at = [&](double p) { return ms[static_cast<size_t>(p * static_cast<double>(ms.size() - 1) + 0.5)]; };
+  char line[256];
+  std::snprintf(line, sizeof line, "%s: %d timed calls on %s: median %.4g ms, p10 %.4g ms, p90 %.4g ms, min %.4g ms\n",
+                program.c_str(), n, kernels_text(bundle).c_str(), at(0.5), at(0.1), at(0.9), ms.front());
+  err << line;
+  return {};
+}
+
 ToolStatus run_selftest(const Bundle& bundle, const RunToolOptions& options, const std::string& command,
                         std::ostream& out) {
   size_t checked = 0;
@@ -338,9 +411,11 @@ ToolStatus run_selftest(const Bundle& bundle, const RunToolOptions& options, con
     return user_failure("bundle " + options.bundle + " has no golden vectors",
                         "recompile it with this aotrace, which writes golden/");
   if (options.json)
-    out << "{\"golden_pairs\":" << checked << ",\"cpu_library\":" << json_string(bundle.cpu_library()) << "}\n";
+    out << "{\"golden_pairs\":" << checked << ",\"cpu_library\":" << json_string(bundle.cpu_library())
+        << ",\"device\":" << json_string(bundle.device() == DeviceKind::cuda ? "cuda" : "cpu")
+        << ",\"cuda_image\":" << json_string(bundle.cuda_image()) << "}\n";
   else
-    out << command << " --selftest: " << checked << " golden pair(s) match (kernels " << bundle.cpu_library() << ")\n";
+    out << command << " --selftest: " << checked << " golden pair(s) match (kernels " << kernels_text(bundle) << ")\n";
   return {};
 }
 
@@ -377,13 +452,15 @@ ToolStatus parse_run_tool_args(const std::vector<std::string>& args, RunToolOpti
   if (options.bundle.empty()) return usage_failure("no bundle given", "name the bundle folder first: BUNDLE.aot");
   if (options.selftest && !options.inputs.empty())
     return usage_failure("--selftest runs the bundle's golden vectors, not --input", "drop --input or --selftest");
+  if (options.selftest && options.repeat > 0)
+    return usage_failure("--repeat times calls on --input, not --selftest", "drop --repeat or --selftest");
   return {};
 }
 
 std::string run_tool_help(const std::string& command) {
   std::string text = "usage: " + command + " BUNDLE [--entry NAME] --input NAME=FILE.npy ... [--output-dir DIR]\n" +
                      std::string(8 + command.size(), ' ') + "[--json] [--threads N] [--seed N]\n       " + command +
-                     " BUNDLE --selftest [--threads N]\n\n"
+                     " BUNDLE --selftest [--threads N] [--device cpu|cuda]\n\n"
                      "Runs one entry of a bundle on .npy inputs (guards checked) and writes out0.npy, out1.npy, ...\n"
                      "in the flattened output order, an output inside a dict also under its keys (logits.npy), and\n"
                      "updated_NAME.npy for each input the entry changes in place. stderr names the variant that\n"
@@ -420,6 +497,7 @@ ToolStatus run_tool(const RunToolOptions& options, const std::string& command, s
   if (ToolStatus s = input_files(options.inputs, files); !s.ok()) return s;
   OpenOptions open_options;
   open_options.num_threads = options.threads;
+  open_options.device = options.cuda ? DeviceKind::cuda : DeviceKind::cpu;
   Result<Bundle> bundle = Bundle::open(options.bundle, open_options);
   if (!bundle.ok())
     return user_failure(bundle.status().message(), "check the path, or rebuild the bundle with `aotrace compile`");
@@ -440,6 +518,8 @@ ToolStatus run_tool(const RunToolOptions& options, const std::string& command, s
   Result<std::vector<Tensor>> outputs = entry->run(refs, &variant);
   if (!outputs.ok()) return user_failure(outputs.status().message());
   err << program << ": " << variant_line(*entry, variant) << "\n";
+  if (options.repeat > 0)
+    if (ToolStatus s = time_calls(*bundle, *entry, refs, *outputs, options.repeat, program, err); !s.ok()) return s;
 
   if (ToolStatus s = make_folder(options.output_dir); !s.ok()) return s;
   const std::vector<WrittenTensor> written = plan_files(*entry, variant, *outputs, refs, program, err);

@@ -3,7 +3,8 @@
 // files, write its outputs and say what ran, so that the two commands cannot drift apart.
 //
 //   aotrace_run BUNDLE [--entry NAME] --input NAME=FILE.npy ... [--output-dir DIR] [--json]
-//   aotrace_run BUNDLE --selftest
+//   aotrace_run BUNDLE --selftest [--device cuda]
+//   aotrace_run BUNDLE --input ... --device cuda --repeat 100   (latency on the device itself)
 //
 // It writes out0.npy, out1.npy, … in the flattened output order; an output inside a dict also
 // under its keys (result['logits'] as logits.npy, result['pair'][1] as pair.1.npy); and
@@ -33,6 +34,8 @@ struct RunToolOptions {
   bool selftest = false;            // the bundle's golden vectors instead of inputs
   bool json = false;                // one JSON object on stdout instead of the file list
   bool help = false;                // --help: print run_tool_help, run nothing
+  bool cuda = false;                // --device cuda: the bundle's CUDA kernels on GPU 0
+  int repeat = 0;                   // --repeat N: then N timed calls (GPU-resident tensors on cuda)
 };
 
 // Ok, or what went wrong and how to fix it, with the exit code: 1 when the inputs or the

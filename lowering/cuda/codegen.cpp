@@ -130,8 +130,12 @@ ir::Bytes codegen_cuda(const Schedule& s, const std::vector<cpu::CpuPlan>& plans
     }
     cpu::KernelBody body = cpu::emit_kernel_body(module, s.fused.graph, k, plans[i], target);
     llvm::Function* grid = grid_function(module, k.symbol, body.fn);
-    if (options.cuda_grid_emulation) emulated_entry(module, s.fused.graph, k, body, grid);
-    else gpu_entry(module, k.symbol, grid);
+    if (options.cuda_grid_emulation) {
+      emulated_entry(module, s.fused.graph, k, body, grid);
+      grid->setLinkage(llvm::Function::ExternalLinkage);  // for the runtime tests' fake CUDA driver
+    } else {
+      gpu_entry(module, k.symbol, grid);
+    }
     emitted.emplace(k.symbol, body.tasks);
     threads.push_back(body.tasks);
   }

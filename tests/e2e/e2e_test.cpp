@@ -788,6 +788,49 @@ TEST(Bundle, HoldsOneVariantPerProfileAndTheDeclaredFiles) {
   EXPECT_EQ(e->num_variants(), 3u);
 }
 
+// The fake CUDA driver (tests/runtime/fake_cuda_driver.cpp) for the runtime's CUDA path: set up
+// through the environment for the object's lifetime, with `kernels` the host-code library of
+// `aotrace compile --cuda-emulation-library`.
+struct FakeCudaStats {
+  long launches, graphs_instantiated, graph_launches, modules_loaded, live_allocations;
+};
+class FakeCuda {
+ public:
+  explicit FakeCuda(const fs::path& kernels, const std::string& arch = "") {
+    ::setenv("AOTRACE_CUDA_DRIVER", FAKE_CUDA_DRIVER, 1);
+    ::setenv("AOTRACE_FAKE_CUDA_KERNELS", kernels.c_str(), 1);
+    if (!arch.empty()) ::setenv("AOTRACE_FAKE_CUDA_ARCH", arch.c_str(), 1);
+    handle_ = ::dlopen(FAKE_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL);  // the runtime's dlopen finds this one
+    start_ = stats();
+  }
+  ~FakeCuda() {
+    ::unsetenv("AOTRACE_CUDA_DRIVER");
+    ::unsetenv("AOTRACE_FAKE_CUDA_KERNELS");
+    ::unsetenv("AOTRACE_FAKE_CUDA_ARCH");
+    if (handle_ != nullptr) ::dlclose(handle_);
+  }
+  rt::OpenOptions options() const {
+    rt::OpenOptions o;
+    o.device = rt::DeviceKind::cuda;
+    return o;
+  }
+  // Counts since this object was made (live_allocations: now).
+  FakeCudaStats stats() const {
+    auto fn = reinterpret_cast<FakeCudaStats (*)()>(::dlsym(handle_, "fake_cuda_stats"));
+    if (fn == nullptr) return {};
+    FakeCudaStats s = fn();
+    s.launches -= start_.launches;
+    s.graphs_instantiated -= start_.graphs_instantiated;
+    s.graph_launches -= start_.graph_launches;
+    s.modules_loaded -= start_.modules_loaded;
+    return s;
+  }
+
+ private:
+  void* handle_ = nullptr;
+  FakeCudaStats start_{};
+};
+
 // A copy of `spec` beside the bundles, its script named by absolute path, with `targets`.
 fs::path with_targets(const fs::path& spec, const std::string& targets) {
   std::ifstream in(spec);
@@ -809,8 +852,9 @@ fs::path with_targets(const fs::path& spec, const std::string& targets) {
 // refuses it saying what to do.
 TEST(Cuda, EveryModelsKernelsAssembleForSm80AndSm90) {
   const fs::path spec = with_targets(fs::path(AOTRACE_SOURCE_DIR) / "tests" / "e2e" / "models" / "models.yaml", "[cuda]");
-  const fs::path out = temp_dir() / "models_cuda.aot";
-  auto r = run_command(quote(AOTRACE_CLI) + " compile -q --no-cache " + quote(spec.string()) + " -o " + quote(out.string()));
+  const fs::path out = temp_dir() / "models_cuda.aot", emulation = temp_dir() / "models_cuda_emulation.so";
+  auto r = run_command(quote(AOTRACE_CLI) + " compile -q --no-cache " + quote(spec.string()) + " -o " + quote(out.string()) +
+                       " --cuda-emulation-library " + quote(emulation.string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_contains(r.output, "CUDA kernel(s)");
   expect_contains(r.output, "kernels for CUDA sm_80, sm_90 (PTX sm_80)");
@@ -846,6 +890,21 @@ TEST(Cuda, EveryModelsKernelsAssembleForSm80AndSm90) {
   expect_contains(bundle.status().message(), "`targets: [cpu, cuda]`");
   if (driver == nullptr) expect_contains(bundle.status().message(), "this machine has no CUDA driver (libcuda.so.1");
   else ::dlclose(driver);
+  // The runtime's CUDA path on every model (closures, symbols, arena, weights, launch sizes,
+  // graphs) through the fake driver, which runs the kernels' grid functions on the CPU: each
+  // variant's golden vectors, torch eager's.
+  FakeCuda fake(emulation);
+  auto on_gpu = rt::Bundle::open(out.string(), fake.options());
+  ASSERT_TRUE(on_gpu.ok()) << on_gpu.status().message();
+  EXPECT_EQ(on_gpu->cuda_image(), "cuda/sm_90.cubin");
+  size_t checked = 0;
+  rt::Status s = on_gpu->selftest(&checked);
+  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(checked, 22u);
+  const FakeCudaStats stats = fake.stats();
+  EXPECT_EQ(stats.graphs_instantiated, 22);  // one per variant: static shapes
+  EXPECT_EQ(stats.graph_launches, 22);
+  EXPECT_GE(stats.launches, 1388 - 100);     // every kernel call launched (a few have no threads)
 }
 
 // A bundle for `targets: [cpu, cuda]` runs its CPU kernels on a machine without a GPU: verify
@@ -865,7 +924,7 @@ TEST(Cuda, ACpuAndCudaBundleRunsItsCpuKernelsHere) {
   else
     ::dlclose(driver);
   auto shown = run_command(quote(AOTRACE_CLI) + " inspect " + quote(out.string()));
-  expect_contains(shown.output, "cuda images: 3 (this runtime runs the CPU kernels)");
+  expect_contains(shown.output, "cuda images: 3 (run them with --device cuda)");
   expect_contains(shown.output, "cuda/sm_90.cubin: cubin for sm_90");
   expect_contains(shown.output, "7 CUDA kernel(s), device arena");
   // A CUDA tensor is refused with the reason, not read as host memory.
@@ -876,7 +935,139 @@ TEST(Cuda, ACpuAndCudaBundleRunsItsCpuKernelsHere) {
   std::vector<float> x(784);
   auto run = e->run({rt::TensorRef(rt::DType::f32, {1, 784}, x.data(), {}, rt::DeviceKind::cuda)});
   ASSERT_FALSE(run.ok());
-  expect_contains(run.status().message(), "on cuda (this runtime runs a bundle's CPU kernels only)");
+  expect_contains(run.status().message(), "on cuda (the bundle was opened for the CPU: open it with OpenOptions::device = cuda)");
+}
+
+// The runtime's CUDA path through the fake driver on a model with a dynamic batch: host tensors
+// copied in and out, GPU tensors (Bundle::allocate, the C API's device pointers), one CUDA Graph
+// per batch size replayed for a size seen before, against the same bundle's CPU kernels; and
+// the refusals: a GPU tensor for a CPU-opened bundle, a misaligned device pointer, a GPU that no
+// image fits, no driver. Everything allocated on the "GPU" is freed with the bundle.
+TEST(Cuda, TheRuntimeRunsCudaKernelsWithGraphsAndDevicePointers) {
+  const fs::path spec = temp_dir() / "mlp_dynamic_cuda.yaml";
+  std::ofstream(spec) << "version: 1\nname: mlp\nscript: " << (kExamples / "mlp" / "mlp.py").string()
+                      << "\nentries:\n  forward:\n    call: model\n    inputs:\n"
+                         "      x: {dtype: float32, shape: [batch, 784]}\n"
+                         "dims:\n  batch: {min: 1, max: 64}\ntargets: [cpu, cuda]\n";
+  const fs::path out = temp_dir() / "mlp_dynamic_cuda.aot", emulation = temp_dir() / "mlp_dynamic_cuda.so";
+  auto r = run_command(quote(AOTRACE_CLI) + " compile -q " + quote(spec.string()) + " -o " + quote(out.string()) +
+                       " --cuda-emulation-library " + quote(emulation.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto cpu = rt::Bundle::open(out.string());
+  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+  // The fake driver stays loaded for the whole test, so that its count of live allocations
+  // spans the bundles opened and closed below.
+  std::unique_ptr<void, int (*)(void*)> keep(::dlopen(FAKE_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL), ::dlclose);
+  ASSERT_NE(keep, nullptr) << ::dlerror();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  auto input = [&](int64_t batch) {
+    rt::Tensor x(rt::DType::f32, {batch, 784});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data_as<float>()[i] = unit(rng);
+    return x;
+  };
+  auto expect_close = [](const rt::Tensor& got, const rt::Tensor& want) {
+    ASSERT_EQ(got.shape(), want.shape());
+    for (int64_t i = 0; i < want.numel(); ++i)
+      ASSERT_NEAR(got.data_as<float>()[i], want.data_as<float>()[i], kAtol + kRtol * std::fabs(want.data_as<float>()[i]))
+          << "element " << i;
+  };
+  {
+    FakeCuda fake(emulation);
+    auto gpu = rt::Bundle::open(out.string(), fake.options());
+    ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+    EXPECT_EQ(gpu->device(), rt::DeviceKind::cuda);
+    EXPECT_EQ(gpu->cuda_arch(), "sm_90");
+    auto e = gpu->entry("forward");
+    auto ce = cpu->entry("forward");
+    ASSERT_TRUE(e.ok() && ce.ok());
+    // Host tensors at batch 3, 5, 3 (the dynamic variant): a graph per new size only.
+    for (int64_t batch : {3, 5, 3}) {
+      rt::Tensor x = input(batch);
+      auto want = ce->run({x.ref()});
+      auto got = e->run({x.ref()});
+      ASSERT_TRUE(want.ok() && got.ok()) << (got.ok() ? want.status().message() : got.status().message());
+      expect_close((*got)[0], (*want)[0]);
+    }
+    EXPECT_EQ(fake.stats().graphs_instantiated, 2);
+    EXPECT_EQ(fake.stats().graph_launches, 3);
+    // GPU tensors: in through Bundle::copy, run_into, out again.
+    rt::Tensor x = input(5);
+    auto want = ce->run({x.ref()});
+    ASSERT_TRUE(want.ok());
+    auto dx = gpu->allocate(rt::DType::f32, {5, 784});
+    auto dy = gpu->allocate(rt::DType::f32, {5, 10});
+    ASSERT_TRUE(dx.ok() && dy.ok());
+    ASSERT_TRUE(gpu->copy(dx->ref(), x.ref()).ok());
+    rt::Status s = e->run_into({dx->ref()}, {dy->ref()});
+    ASSERT_TRUE(s.ok()) << s.message();
+    rt::Tensor y(rt::DType::f32, {5, 10});
+    ASSERT_TRUE(gpu->copy(y.ref(), dy->ref()).ok());
+    expect_close(y, (*want)[0]);
+    EXPECT_EQ(fake.stats().graphs_instantiated, 2);  // batch 5 again: replayed
+    // The C API with device pointers.
+    aotrace_open_options options;
+    aotrace_open_options_init(&options);
+    options.device = 1;
+    aotrace_bundle* c_bundle = nullptr;
+    ASSERT_EQ(aotrace_bundle_open_with_options(out.c_str(), &options, &c_bundle), 0) << aotrace_last_error();
+    const int64_t x_shape[2] = {5, 784}, y_shape[2] = {5, 10};
+    auto dz = gpu->allocate(rt::DType::f32, {5, 10});
+    ASSERT_TRUE(dz.ok());
+    const aotrace_tensor in{0, 2, x_shape, dx->data()}, result{0, 2, y_shape, dz->data()};
+    ASSERT_EQ(aotrace_entry_run_device(c_bundle, "forward", &in, 1, &result, 1), 0) << aotrace_last_error();
+    aotrace_bundle_close(c_bundle);
+    rt::Tensor z(rt::DType::f32, {5, 10});
+    ASSERT_TRUE(gpu->copy(z.ref(), dz->ref()).ok());
+    expect_close(z, (*want)[0]);
+    // A GPU tensor for the CPU-opened bundle, and a misaligned device pointer, are refused.
+    auto refused = ce->run({dx->ref()});
+    ASSERT_FALSE(refused.ok());
+    expect_contains(refused.status().message(), "opened for the CPU");
+    rt::TensorRef shifted(rt::DType::f32, {5, 784}, static_cast<char*>(dx->data()) + 4, {}, rt::DeviceKind::cuda);
+    auto misaligned = e->run({shifted});
+    ASSERT_FALSE(misaligned.ok());
+    expect_contains(misaligned.status().message(), "aligned to less than 16 bytes");
+    // Profiling launches kernel by kernel: one time per kernel call.
+    auto profile = e->profile({x.ref()}, 2);
+    ASSERT_TRUE(profile.ok()) << profile.status().message();
+    EXPECT_EQ(profile->size(), 7u);
+  }
+  {
+    FakeCuda fake(emulation);
+    EXPECT_EQ(fake.stats().live_allocations, 0) << "GPU memory left allocated after the bundles closed";
+  }
+  {
+    FakeCuda old_gpu(emulation, "sm_75");
+    auto refused = rt::Bundle::open(out.string(), old_gpu.options());
+    ASSERT_FALSE(refused.ok());
+    expect_contains(refused.status().message(), "none of which runs on this sm_75 GPU: recompile with --cuda-arch sm_75");
+  }
+  {
+    FakeCuda newer_gpu(emulation, "sm_120");  // the PTX, compiled by its driver
+    auto gpu = rt::Bundle::open(out.string(), newer_gpu.options());
+    ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+    EXPECT_EQ(gpu->cuda_image(), "cuda/sm_80.ptx");
+    size_t checked = 0;
+    EXPECT_TRUE(gpu->selftest(&checked).ok());
+  }
+  // The CLI: run and bench with --device cuda, verify running the CUDA kernels.
+  const std::string env = "AOTRACE_CUDA_DRIVER=" + quote(FAKE_CUDA_DRIVER) + " AOTRACE_FAKE_CUDA_KERNELS=" +
+                          quote(emulation.string()) + " ";
+  auto verified = run_command(env + quote(AOTRACE_CLI) + " verify " + quote(out.string()));
+  EXPECT_EQ(verified.exit_code, 0) << verified.output;
+  expect_contains(verified.output, "CUDA kernels (sm_80, sm_90, PTX sm_80): 2 golden pair(s) match on GPU 0 (sm_90");
+  auto selftest = run_command(env + quote(AOTRACE_CLI) + " run " + quote(out.string()) + " --selftest --device cuda");
+  EXPECT_EQ(selftest.exit_code, 0) << selftest.output;
+  expect_contains(selftest.output, "golden pair(s) match (kernels cuda/sm_90.cubin on a sm_90 GPU)");
+  auto bench = run_command(env + quote(AOTRACE_CLI) + " bench " + quote(out.string()) +
+                           " --shape x=4x784 --device cuda --iterations 3");
+  EXPECT_EQ(bench.exit_code, 0) << bench.output;
+  expect_contains(bench.output, "GPU 0 (sm_90, cuda/sm_90.cubin)");
+  auto no_driver = run_command("AOTRACE_CUDA_DRIVER=/nonexistent/libcuda.so.1 " + quote(AOTRACE_CLI) + " run " +
+                               quote(out.string()) + " --selftest --device cuda");
+  EXPECT_EQ(no_driver.exit_code, 1) << no_driver.output;
+  expect_contains(no_driver.output, "this machine has no CUDA driver (/nonexistent/libcuda.so.1");
 }
 
 // The compile cache keys on the GPU archs: another --cuda-arch is a miss that builds its own

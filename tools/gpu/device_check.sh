@@ -1,0 +1,49 @@
+#!/bin/bash
+# GPU checks of the CUDA backend (issue 17), run on a machine with an NVIDIA GPU by the session's
+# `device` tool, from bundles compiled on the build machine (tools/gpu/prepare.sh puts them and a
+# stripped aotrace_run in gpu_carry/). Needs only the runtime (aotrace_run: libc, libdl,
+# pthread; libcuda.so.1 by dlopen) and python3 with numpy for random inputs.
+#   1. correctness: every bundle's golden vectors (torch eager on the CPU, recorded at compile)
+#      on the GPU: aotrace_run BUNDLE --selftest --device cuda;
+#   2. latency: each bench bundle's entry at batch 1 and 32 on random inputs in GPU memory,
+#      --repeat timed calls (CUDA Graph replays), median reported.
+# Usage: tools/gpu/device_check.sh [CARRY_DIR] [OUT_DIR]
+set -u
+carry=${1:-gpu_carry}
+out=${2:-${OUT:-/tmp/gpu_out}}
+mkdir -p "$out"
+run="$carry/aotrace_run"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$out/gpu.txt"
+status=0
+for b in "$carry"/*.aot; do
+  echo "== selftest $(basename "$b")"
+  if ! timeout 300 "$run" "$b" --selftest --device cuda 2>&1 | tee -a "$out/selftest.txt"; then status=1; fi
+done
+if [ -d "$carry/mlp.aot" ] && command -v compute-sanitizer >/dev/null; then
+  echo "== compute-sanitizer memcheck mlp"
+  timeout 180 compute-sanitizer --tool memcheck "$run" "$carry/mlp.aot" --selftest --device cuda 2>&1 | tail -5 | tee -a "$out/sanitizer.txt"
+fi
+inputs=/tmp/gpu_inputs
+mkdir -p "$inputs"
+python3 - "$inputs" <<'PY'
+import sys, numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(0)
+for name, shape in [("bert_layer", (128, 768)), ("gpt2_block", (128, 768)), ("resnet18", (3, 224, 224))]:
+    for batch in (1, 32):
+        np.save(f"{d}/{name}_b{batch}.npy", rng.standard_normal((batch,) + shape).astype(np.float32))
+PY
+for m in bert_layer gpt2_block resnet18; do
+  b="$carry/$m.aot"
+  [ -d "$b" ] || continue
+  input=$([ $m = bert_layer ] && echo src || echo x)
+  for batch in 1 32; do
+    echo "== latency $m batch $batch"
+    timeout 120 "$run" "$b" --input "$input=$inputs/${m}_b$batch.npy" --device cuda --repeat 50 \
+      --output-dir "/tmp/gpu_run_$m$batch" 2>&1 | grep -v '^  /tmp' | tee -a "$out/latency.txt" || status=1
+  done
+  echo "== latency $m batch 1 without CUDA Graphs"
+  AOTRACE_CUDA_GRAPHS=0 timeout 120 "$run" "$b" --input "$input=$inputs/${m}_b1.npy" --device cuda --repeat 50 \
+    --output-dir /tmp/gpu_run_nograph 2>&1 | grep -v '^  /tmp' | tee -a "$out/latency.txt"
+done
+exit $status
