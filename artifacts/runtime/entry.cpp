@@ -384,12 +384,17 @@ Result<std::vector<Entry::KernelTime>> Entry::profile(const std::vector<TensorRe
   if (Status s = allocate_outputs(variant, **in, outputs, refs); !s.ok()) return s;
   // Inputs updated in place change between calls, as they would in a loop of real calls.
   if (Status s = run_variant(*bundle_, *data_, variant, **in, refs); !s.ok()) return s;  // warm-up
-  std::vector<double> seconds(variant.calls.size(), 0.0);
+  // The calls of the plan that runs: the CUDA plan's on a bundle opened for cuda.
+  std::vector<std::pair<const std::string*, const std::string*>> names;
+  if (bundle_->cuda)
+    for (const CudaCallData& c : variant.cuda->calls) names.emplace_back(&c.symbol, &c.what);
+  else
+    for (const CallData& c : variant.calls) names.emplace_back(&c.symbol, &c.what);
+  std::vector<double> seconds(names.size(), 0.0);
   for (int c = 0; c < calls; ++c)
     if (Status s = run_variant(*bundle_, *data_, variant, **in, refs, nullptr, seconds.data()); !s.ok()) return s;
   std::vector<KernelTime> out;
-  for (size_t k = 0; k < variant.calls.size(); ++k)
-    out.push_back({variant.calls[k].symbol, variant.calls[k].what, 1e3 * seconds[k] / calls});
+  for (size_t k = 0; k < names.size(); ++k) out.push_back({*names[k].first, *names[k].second, 1e3 * seconds[k] / calls});
   return out;
 }
 

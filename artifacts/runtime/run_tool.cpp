@@ -70,6 +70,15 @@ ToolStatus set_repeat(RunToolOptions& o, const std::string& v) {
   return {};
 }
 
+ToolStatus set_profile(RunToolOptions& o, const std::string& v) {
+  char* end = nullptr;
+  const long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n < 1 || n > 100000)
+    return usage_failure("--profile takes a number of kernels from 1 to 100000, got '" + v + "'");
+  o.profile = static_cast<int>(n);
+  return {};
+}
+
 const std::vector<OptionSpec>& option_specs() {
   static const std::vector<OptionSpec> specs = {
       {"--entry", "NAME", "entry name (default: the only entry, or 'forward')",
@@ -91,6 +100,8 @@ const std::vector<OptionSpec>& option_specs() {
                                "(inputs copied in, outputs out)", set_device},
       {"--repeat", "N", "after the run, time N more calls into the same outputs (on cuda with the tensors in GPU "
                         "memory) and print the median, p10 and p90 latency", set_repeat},
+      {"--profile", "N", "with --repeat: then time each kernel call (on cuda one launch at a time) and list the "
+                         "N slowest kernels", set_profile},
       {"--help", nullptr, "print this help",
        [](RunToolOptions& o, const std::string&) { o.help = true; return ToolStatus{}; }},
   };
@@ -360,7 +371,8 @@ std::string kernels_text(const Bundle& bundle) {
 // --repeat: `n` calls into `outputs` timed, each a full run_into (guards, dispatch, kernels; on
 // cuda with inputs and outputs in GPU memory, so that no copy is timed).
 ToolStatus time_calls(const Bundle& bundle, const Entry& entry, const std::vector<TensorRef>& inputs,
-                      const std::vector<Tensor>& outputs, int n, const std::string& program, std::ostream& err) {
+                      const std::vector<Tensor>& outputs, int n, int profile, const std::string& program,
+                      std::ostream& err) {
   std::vector<DeviceTensor> device;  // keeps the GPU copies alive
   std::vector<TensorRef> in, out;
   for (const TensorRef& t : inputs) {
@@ -398,6 +410,20 @@ ToolStatus time_calls(const Bundle& bundle, const Entry& entry, const std::vecto
   std::snprintf(line, sizeof line, "%s: %d timed calls on %s: median %.4g ms, p10 %.4g ms, p90 %.4g ms, min %.4g ms\n",
                 program.c_str(), n, kernels_text(bundle).c_str(), at(0.5), at(0.1), at(0.9), ms.front());
   err << line;
+  if (profile == 0) return {};
+  Result<std::vector<Entry::KernelTime>> kernels = entry.profile(in, n);
+  if (!kernels.ok()) return user_failure("--profile: " + kernels.status().message());
+  double total = 0;
+  for (const Entry::KernelTime& k : *kernels) total += k.mean_ms;
+  std::stable_sort(kernels->begin(), kernels->end(), [](const auto& a, const auto& b) { return a.mean_ms > b.mean_ms; });
+  std::snprintf(line, sizeof line, "%s: profile: %zu kernel calls, %.4g ms per call in kernels; the slowest:\n",
+                program.c_str(), kernels->size(), total);
+  err << line;
+  for (size_t k = 0; k < kernels->size() && k < static_cast<size_t>(profile); ++k) {
+    const Entry::KernelTime& t = (*kernels)[k];
+    std::snprintf(line, sizeof line, "  %5.1f%%  %.4g ms  ", total > 0 ? 100 * t.mean_ms / total : 0.0, t.mean_ms);
+    err << line << t.symbol << "  " << t.what << "\n";
+  }
   return {};
 }
 
@@ -454,6 +480,8 @@ ToolStatus parse_run_tool_args(const std::vector<std::string>& args, RunToolOpti
     return usage_failure("--selftest runs the bundle's golden vectors, not --input", "drop --input or --selftest");
   if (options.selftest && options.repeat > 0)
     return usage_failure("--repeat times calls on --input, not --selftest", "drop --repeat or --selftest");
+  if (options.profile > 0 && options.repeat == 0)
+    return usage_failure("--profile needs --repeat N (the calls it times)", "add --repeat 20");
   return {};
 }
 
@@ -519,7 +547,7 @@ ToolStatus run_tool(const RunToolOptions& options, const std::string& command, s
   if (!outputs.ok()) return user_failure(outputs.status().message());
   err << program << ": " << variant_line(*entry, variant) << "\n";
   if (options.repeat > 0)
-    if (ToolStatus s = time_calls(*bundle, *entry, refs, *outputs, options.repeat, program, err); !s.ok()) return s;
+    if (ToolStatus s = time_calls(*bundle, *entry, refs, *outputs, options.repeat, options.profile, program, err); !s.ok()) return s;
 
   if (ToolStatus s = make_folder(options.output_dir); !s.ok()) return s;
   const std::vector<WrittenTensor> written = plan_files(*entry, variant, *outputs, refs, program, err);

@@ -36,6 +36,7 @@ struct RunToolOptions {
   bool help = false;                // --help: print run_tool_help, run nothing
   bool cuda = false;                // --device cuda: the bundle's CUDA kernels on GPU 0
   int repeat = 0;                   // --repeat N: then N timed calls (GPU-resident tensors on cuda)
+  int profile = 0;                  // --profile N (with --repeat): the N slowest kernels, timed per call
 };
 
 // Ok, or what went wrong and how to fix it, with the exit code: 1 when the inputs or the

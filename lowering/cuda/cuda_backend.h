@@ -27,6 +27,9 @@ constexpr const char* kNvptxTriple = "nvptx64-nvidia-cuda";
 // bitcode without a target machine that links into link_cuda_kernels' module as it is.
 constexpr const char* kNvptxDataLayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64";
 
+// Matmuls read views of weights (permute(W), slices of it) as new [K, N] weights (weight_layout.cpp).
+ir::Graph cuda_weight_layout(ir::Graph g);
+
 std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s);
 
 // The kernels of `s` as LLVM bitcode for NVPTX, or, with options.cuda_grid_emulation, as an ELF

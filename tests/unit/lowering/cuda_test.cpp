@@ -11,6 +11,7 @@
 #include <functional>
 #include <set>
 
+#include "lowering/cuda/cuda_backend.h"
 #include "lowering/passes.h"
 #include "tests/unit/lowering/reference_check.h"
 #include "tests/unit/lowering/test_graphs.h"
@@ -192,6 +193,45 @@ TEST(Cuda, EmulationRunsTheGpuPlan) {
     EXPECT_EQ(gpu.plan.calls[i].symbol, emu.plan.calls[i].symbol);
     EXPECT_EQ(gpu.plan.calls[i].threads.str(), emu.plan.calls[i].threads.str());
   }
+}
+
+// cuda-weight-layout: a linear layer's weight (and slices of it, as attention's in_proj) is read
+// by its matmul as a new [K, N] weight holding the transposed values; the [N, K] original is no
+// longer read by the plan; an activation operand and an unpermuted weight are left alone.
+TEST(Cuda, LinearWeightsAreStoredKByN) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({5, 6}), "L['x']");
+  ir::ValueId w = weight(g, "w", {12, 6}, 1);  // Linear's [N, K]
+  ir::ValueId k = weight(g, "k", {6, 4}, 2);   // already [K, N]
+  ir::ValueId top = g.add(OpKind::Slice, {w}, attrs({{"axis", int64_t{0}}, {"start", int64_t{0}}, {"end", int64_t{4}},
+                                                     {"step", int64_t{1}}}));
+  ir::ValueId top_t = g.add(OpKind::Permute, {top}, attrs({{"perm", Ints{1, 0}}}));
+  set_outputs(g, {g.add(OpKind::Linear, {x, w}), g.add(OpKind::Matmul, {x, top_t}), g.add(OpKind::Matmul, {x, k})});
+  const ir::Graph laid_out = cuda::cuda_weight_layout(decompose(g));
+  std::vector<const ir::Node*> matmuls;
+  for (const ir::Node& n : laid_out.nodes)
+    if (n.op == OpKind::Matmul) matmuls.push_back(&n);
+  ASSERT_EQ(matmuls.size(), 3u);
+  const std::vector<int> weights = weight_indices(laid_out);
+  auto weight_of = [&](ir::ValueId v) -> const ir::Graph::Weight* {
+    const int i = weights[static_cast<size_t>(v)];
+    return i < 0 ? nullptr : &laid_out.weights[static_cast<size_t>(i)];
+  };
+  const float* w_data = reinterpret_cast<const float*>(g.weights[0].data->data());
+  for (size_t m = 0; m < 2; ++m) {  // the linear layer, then the slice of rows 0..3
+    const ir::Graph::Weight* b = weight_of(matmuls[m]->operands[1]);
+    ASSERT_NE(b, nullptr) << "matmul " << m << " reads its B through a view, not a laid-out weight";
+    const int64_t n_out = m == 0 ? 12 : 4;
+    EXPECT_EQ(laid_out.type(b->value).str(), "f32[6, " + std::to_string(n_out) + "]");
+    const float* got = reinterpret_cast<const float*>(b->data->data());
+    for (int64_t kk = 0; kk < 6; ++kk)
+      for (int64_t n = 0; n < n_out; ++n) ASSERT_EQ(got[kk * n_out + n], w_data[n * 6 + kk]) << kk << ", " << n;
+    EXPECT_NE(b->source.find("cuda_layout("), std::string::npos) << b->source;
+  }
+  EXPECT_EQ(matmuls[2]->operands[1], laid_out.weights[1].value);  // k as it was
+  for (const ir::Node& n : laid_out.nodes) EXPECT_NE(n.op, OpKind::Permute) << "a view left computed in a kernel";
+  // The whole graph still computes what it did (the CPU plan and the emulated GPU kernels).
+  expect_matches_reference_in(g, -1, 1);
 }
 
 std::string user_error_of(const std::function<void()>& f) {
