@@ -34,7 +34,7 @@ Result<std::unique_ptr<CudaDriver>> CudaDriver::load() {
   auto d = std::make_unique<CudaDriver>();
   const char* override_path = std::getenv("AOTRACE_CUDA_DRIVER");
   d->path = override_path != nullptr && override_path[0] != '\0' ? override_path : "libcuda.so.1";
-  d->library = ::dlopen(d->path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  d->library = ::dlopen(d->path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (d->library == nullptr) {
     const char* why = ::dlerror();
     return Status(StatusCode::unsupported, why != nullptr ? why : d->path + " cannot be loaded");
@@ -54,7 +54,12 @@ Result<std::unique_ptr<CudaDriver>> CudaDriver::load() {
   bind(d->cuGetErrorString, "cuGetErrorString");
   bind(d->cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
   bind(d->cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
-  bind(d->cuCtxSetCurrent, "cuCtxSetCurrent");
+  bind(d->cuCtxPushCurrent, "cuCtxPushCurrent_v2");
+  bind(d->cuCtxPopCurrent, "cuCtxPopCurrent_v2");
+  bind(d->cuEventCreate, "cuEventCreate");
+  bind(d->cuEventRecord, "cuEventRecord");
+  bind(d->cuEventDestroy, "cuEventDestroy_v2");
+  bind(d->cuStreamWaitEvent, "cuStreamWaitEvent");
   bind(d->cuModuleLoadDataEx, "cuModuleLoadDataEx");
   bind(d->cuModuleGetFunction, "cuModuleGetFunction");
   bind(d->cuModuleUnload, "cuModuleUnload");
@@ -74,8 +79,8 @@ Result<std::unique_ptr<CudaDriver>> CudaDriver::load() {
   bind(d->cuGraphExecDestroy, "cuGraphExecDestroy");
   bind(d->cuGraphDestroy, "cuGraphDestroy");
   if (!missing.empty())
-    return Status(StatusCode::unsupported, d->path + " lacks driver API functions aotrace needs (" + missing +
-                                               "): install an NVIDIA driver for CUDA 12 or newer");
+    return Status(StatusCode::unsupported, d->path + " is a CUDA driver too old for aotrace, it lacks " + missing +
+                                               ": install an NVIDIA driver for CUDA 12 or newer");
   return d;
 }
 

@@ -19,7 +19,11 @@ using CuDevicePtr = uint64_t;
 // CUdevice_attribute, CUjit_option, CUstream_flags, CUstreamCaptureMode values used here.
 constexpr int kCuComputeCapabilityMajor = 75, kCuComputeCapabilityMinor = 76;
 constexpr int kCuJitErrorLogBuffer = 5, kCuJitErrorLogBufferSizeBytes = 6;
-constexpr unsigned kCuStreamNonBlocking = 1;
+constexpr unsigned kCuStreamNonBlocking = 1, kCuEventDisableTiming = 2;
+constexpr CuResult kCuErrorUnsupportedPtxVersion = 222, kCuErrorInvalidPtx = 218;
+// Errors after which the context is unusable (CUDA_ERROR_ILLEGAL_ADDRESS .. CUDA_ERROR_LAUNCH_FAILED
+// and the other sticky launch errors): the process must restart to use the GPU again.
+inline bool context_lost(CuResult r) { return r >= 700 && r <= 720; }
 constexpr int kCuStreamCaptureModeThreadLocal = 1;
 
 struct CudaDriver {
@@ -35,7 +39,12 @@ struct CudaDriver {
   CuResult (*cuGetErrorString)(CuResult, const char**) = nullptr;
   CuResult (*cuDevicePrimaryCtxRetain)(void**, int) = nullptr;
   CuResult (*cuDevicePrimaryCtxRelease)(int) = nullptr;
-  CuResult (*cuCtxSetCurrent)(void*) = nullptr;
+  CuResult (*cuCtxPushCurrent)(void*) = nullptr;
+  CuResult (*cuCtxPopCurrent)(void**) = nullptr;
+  CuResult (*cuEventCreate)(void**, unsigned) = nullptr;
+  CuResult (*cuEventRecord)(void*, void*) = nullptr;
+  CuResult (*cuEventDestroy)(void*) = nullptr;
+  CuResult (*cuStreamWaitEvent)(void*, void*, unsigned) = nullptr;
   CuResult (*cuModuleLoadDataEx)(void**, const void*, unsigned, int*, void**) = nullptr;
   CuResult (*cuModuleGetFunction)(void**, void*, const char*) = nullptr;
   CuResult (*cuModuleUnload)(void*) = nullptr;
@@ -61,8 +70,8 @@ struct CudaDriver {
   CudaDriver& operator=(const CudaDriver&) = delete;
   ~CudaDriver();
 
-  // Loads the driver library and every function above; the error says which is missing. Does
-  // not call cuInit.
+  // Loads the driver library (never unloaded: libcuda keeps threads) and every function above;
+  // the error says which is missing. Does not call cuInit.
   static Result<std::unique_ptr<CudaDriver>> load();
   // "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)".
   std::string failure(const char* call, CuResult r) const;

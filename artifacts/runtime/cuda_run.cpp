@@ -15,8 +15,11 @@
 //     symbols alone decide; the tensors' addresses change only the block's contents;
 //   - host inputs are copied in and host outputs out on the slot's stream, which the call
 //     synchronises before it returns (device tensors stay where they are).
-// Test: runtime_tests CudaRun.* through a fake driver (tests/runtime/fake_cuda_driver.cpp) that
-// runs the grid-emulated kernels on the CPU; on a GPU, tools/gpu_check.sh.
+//   - a call first waits (on the GPU) for the work queued before it on the legacy default stream,
+//     so that device inputs written there (torch's default) are complete; every driver call runs
+//     with the bundle's context pushed, and the caller's context is current again afterwards.
+// Test: e2e_tests Cuda.* through a fake driver (tests/runtime/fake_cuda_driver.cpp) that runs the
+// grid-emulated kernels on the CPU; on a GPU, tools/gpu/device_check.sh.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -32,6 +35,7 @@ namespace aotrace::rt {
 // One run's device memory and its captured graphs.
 struct CudaSlot {
   void* stream = nullptr;
+  void* ready = nullptr;  // an event: the legacy stream's work before the call
   CuDevicePtr arena = 0;
   CuDevicePtr block = 0;  // symbols, generator state, closures (uint64 words)
   CuDevicePtr staging = 0;
@@ -66,7 +70,7 @@ void CudaStateDeleter::operator()(CudaState* s) const { delete s; }
 namespace {
 
 constexpr size_t kAlign = 256;   // device allocations and staged tensors (cuMemAlloc's alignment)
-constexpr size_t kMaxGraphs = 64;  // per slot; dynamic dims at more sizes start the cache over
+constexpr size_t kMaxGraphs = 64;  // per slot; sizes beyond those launch without a graph
 constexpr int64_t kMaxGridX = 2147483647;
 
 size_t aligned(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
@@ -119,15 +123,37 @@ Status gpu_error(const std::string& what, const std::string& during) {
   return Status(StatusCode::internal, "CUDA " + during + ": " + what);
 }
 
+// The bundle's context made current for the scope; the caller's is current again after it.
+class ContextScope {
+ public:
+  explicit ContextScope(const CudaState& cs) : cs_(cs) { result_ = cs.driver->cuCtxPushCurrent(cs.context); }
+  ~ContextScope() {
+    void* popped = nullptr;
+    if (result_ == 0) cs_.driver->cuCtxPopCurrent(&popped);
+  }
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+  // Ok, or why the context could not be made current.
+  Status status(const std::string& during) const {
+    return result_ == 0 ? Status::Ok() : gpu_error(cs_.driver->failure("cuCtxPushCurrent", result_), during);
+  }
+
+ private:
+  const CudaState& cs_;
+  CuResult result_ = 0;
+};
+
 }  // namespace
 
 CudaState::~CudaState() {
   if (!driver) return;
-  if (context != nullptr) driver->cuCtxSetCurrent(context);
+  void* popped = nullptr;
+  const bool pushed = context != nullptr && driver->cuCtxPushCurrent(context) == 0;
   for (auto& pool : pools)
     for (auto& slot : pool->free) free_slot(*slot);
   if (weights != 0) driver->cuMemFree(weights);
   if (module != nullptr) driver->cuModuleUnload(module);
+  if (pushed) driver->cuCtxPopCurrent(&popped);
   if (context != nullptr) driver->cuDevicePrimaryCtxRelease(device);
 }
 
@@ -138,7 +164,8 @@ void CudaState::free_slot(CudaSlot& s) const {
     if (p != 0) driver->cuMemFree(p);
   s.arena = s.block = s.staging = 0;
   if (s.stream != nullptr) driver->cuStreamDestroy(s.stream);
-  s.stream = nullptr;
+  if (s.ready != nullptr) driver->cuEventDestroy(s.ready);
+  s.stream = s.ready = nullptr;
 }
 
 namespace {
@@ -148,6 +175,7 @@ Result<std::unique_ptr<CudaSlot>> new_slot(const CudaState& cs, const VariantDat
   Failure f{*cs.driver, ""};
   const size_t words = block_words(v);
   if (f.check("cuStreamCreate", cs.driver->cuStreamCreate(&slot->stream, kCuStreamNonBlocking)) &&
+      f.check("cuEventCreate", cs.driver->cuEventCreate(&slot->ready, kCuEventDisableTiming)) &&
       f.check("cuMemAlloc", cs.driver->cuMemAlloc(&slot->block, words * 8)) && v.cuda->arena_bytes > 0)
     f.check("cuMemAlloc", cs.driver->cuMemAlloc(&slot->arena, aligned(static_cast<size_t>(v.cuda->arena_bytes))));
   if (!f.what.empty()) {
@@ -179,6 +207,16 @@ void give_back_slot(const CudaState& cs, const VariantData& v, std::unique_ptr<C
   pool.free.push_back(std::move(slot));
 }
 
+// A slot taken for one run, given back however the run ends.
+struct SlotLease {
+  const CudaState& cs;
+  const VariantData& v;
+  std::unique_ptr<CudaSlot> slot;
+  ~SlotLease() {
+    if (slot) give_back_slot(cs, v, std::move(slot));
+  }
+};
+
 // The image for GPU 0, loaded; every CUDA kernel of the plans resolved.
 Status load_module(BundleData& b, CudaState& cs) {
   const int chosen = choose_cuda_image(b.cuda_images, cs.arch);
@@ -204,10 +242,13 @@ Status load_module(BundleData& b, CudaState& cs) {
   int options[2] = {kCuJitErrorLogBuffer, kCuJitErrorLogBufferSizeBytes};
   void* values[2] = {log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof log - 1))};
   if (CuResult r = cs.driver->cuModuleLoadDataEx(&cs.module, bytes.data(), 2, options, values); r != 0)
-    return Status(StatusCode::unsupported, "cannot load " + cs.image + " of bundle " + b.dir + " on this " + cs.arch +
-                                               " GPU: " + cs.driver->failure("cuModuleLoadDataEx", r) +
-                                               (log[0] != '\0' ? std::string("; ") + log : std::string()) +
-                                               "; a driver older than the toolkit's PTX needs an update");
+    return Status(StatusCode::unsupported,
+                  "cannot load " + cs.image + " of bundle " + b.dir + " on this " + cs.arch +
+                      " GPU: " + cs.driver->failure("cuModuleLoadDataEx", r) +
+                      (log[0] != '\0' ? std::string("; ") + log : std::string()) +
+                      (r == kCuErrorUnsupportedPtxVersion || r == kCuErrorInvalidPtx
+                           ? "; this driver is older than the CUDA 13 toolkit that wrote the PTX: update the NVIDIA driver"
+                           : ""));
   for (EntryData& e : b.entries)
     for (VariantData& v : e.variants) {
       if (!v.cuda) continue;
@@ -270,10 +311,7 @@ bool launch_graph(const CudaState& cs, const VariantData& v, CudaSlot& slot, con
                   const std::vector<int64_t>& threads, Failure& f) {
   auto it = slot.graphs.find(symbols);
   if (it == slot.graphs.end()) {
-    if (slot.graphs.size() >= kMaxGraphs) {
-      for (auto& [key, exec] : slot.graphs) cs.driver->cuGraphExecDestroy(exec);
-      slot.graphs.clear();
-    }
+    if (slot.graphs.size() >= kMaxGraphs) return launch_all(cs, v, slot, threads, f, nullptr);
     if (!f.check("cuStreamBeginCapture", cs.driver->cuStreamBeginCapture(slot.stream, kCuStreamCaptureModeThreadLocal)))
       return false;
     const bool launched = launch_all(cs, v, slot, threads, f, nullptr);
@@ -325,7 +363,8 @@ Status open_cuda(BundleData& b, const OpenOptions& options) {
     return failed("cuDeviceGetAttribute", r);
   cs->arch = "sm_" + std::to_string(major * 10 + minor);
   if (CuResult r = d.cuDevicePrimaryCtxRetain(&cs->context, cs->device); r != 0) return failed("cuDevicePrimaryCtxRetain", r);
-  if (CuResult r = d.cuCtxSetCurrent(cs->context); r != 0) return failed("cuCtxSetCurrent", r);
+  ContextScope scope(*cs);
+  if (Status s = scope.status("open"); !s.ok()) return s;
   if (Status s = load_module(b, *cs); !s.ok()) return s;
   // Weights: weights.bin once, each weight at its offset (64-aligned, the reader checked).
   if (b.weights_file && b.weights_file->size > 0) {
@@ -363,87 +402,91 @@ Status run_variant_cuda(const BundleData& b, const VariantData& v, const std::ve
   const CudaDriver& d = *cs.driver;
   if (!v.cuda)
     return Status(StatusCode::unsupported, "variant " + v.name + " has no CUDA kernels");
-  if (CuResult r = d.cuCtxSetCurrent(cs.context); r != 0) return gpu_error(d.failure("cuCtxSetCurrent", r), "run");
+  ContextScope scope(cs);
+  if (Status s = scope.status("run"); !s.ok()) return s;
   Result<std::unique_ptr<CudaSlot>> taken = take_slot(cs, v);
   if (!taken.ok()) return taken.status();
-  std::unique_ptr<CudaSlot> slot = std::move(*taken);
+  SlotLease lease{cs, v, std::move(*taken)};
+  CudaSlot& slot = *lease.slot;
   Failure f{d, ""};
   // Staging: the host tensors, and every updated input's new value, at 256-byte offsets.
   const size_t n_in = inputs.size(), n_out = outputs.size(), n_upd = v.updated_inputs.size();
-  slot->staged.assign(n_in + n_out + n_upd, 0);
+  slot.staged.assign(n_in + n_out + n_upd, 0);
   size_t bytes = 0;
   auto stage = [&](size_t k, const TensorRef* t, size_t nbytes) {
     if (t != nullptr && t->device == DeviceKind::cuda) return;
-    slot->staged[k] = bytes;
+    slot.staged[k] = bytes;
     bytes += aligned(std::max<size_t>(nbytes, 1));
   };
   for (size_t i = 0; i < n_in; ++i) stage(i, &inputs[i], inputs[i].nbytes());
   for (size_t o = 0; o < n_out; ++o) stage(n_in + o, &outputs[o], outputs[o].nbytes());
   for (size_t k = 0; k < n_upd; ++k) stage(n_in + n_out + k, nullptr, inputs[static_cast<size_t>(v.updated_inputs[k])].nbytes());
-  if (bytes > slot->staging_bytes) {
-    if (slot->staging != 0) d.cuMemFree(slot->staging);
-    slot->staging = 0;
-    slot->staging_bytes = 0;
-    if (!f.check("cuMemAlloc", d.cuMemAlloc(&slot->staging, bytes))) {
-      give_back_slot(cs, v, std::move(slot));
-      return Status(StatusCode::io_error, "cannot allocate " + std::to_string(bytes) +
+  if (bytes > slot.staging_bytes) {
+    // Grown to at least twice its size: cuMemFree waits for the whole GPU, so rarely.
+    const size_t grown = std::max(bytes, 2 * slot.staging_bytes);
+    if (slot.staging != 0) d.cuMemFree(slot.staging);
+    slot.staging = 0;
+    slot.staging_bytes = 0;
+    if (!f.check("cuMemAlloc", d.cuMemAlloc(&slot.staging, grown)))
+      return Status(StatusCode::io_error, "cannot allocate " + std::to_string(grown) +
                                               " bytes of GPU memory for the host tensors of a call: " + f.what);
-    }
-    slot->staging_bytes = bytes;
+    slot.staging_bytes = grown;
   }
   // The block: symbols, generator state, closures.
-  std::vector<uint64_t>& block = slot->host_block;
+  std::vector<uint64_t>& block = slot.host_block;
   const size_t n_sym = v.symbols.size();
   for (size_t k = 0; k < n_sym; ++k) block[k] = static_cast<uint64_t>(symbols[k]);
   block[n_sym] = rng != nullptr ? static_cast<uint64_t>(rng[0]) : 0;
   block[n_sym + 1] = rng != nullptr ? static_cast<uint64_t>(rng[1]) : 0;
   for (size_t i = 0; i < v.cuda->buffers.size(); ++i)
-    slot->pointers[i] = buffer_address(b, *slot, v, v.cuda->buffers[i], inputs, outputs);
+    slot.pointers[i] = buffer_address(b, slot, v, v.cuda->buffers[i], inputs, outputs);
   std::vector<int64_t> threads(v.cuda->calls.size());
   size_t word = n_sym + 2;
   for (size_t c = 0; c < v.cuda->calls.size(); ++c) {
     const CudaCallData& call = v.cuda->calls[c];
-    for (int32_t buf : call.buffers) block[word++] = slot->pointers[static_cast<size_t>(buf)];
-    block[word++] = slot->block;  // the symbols
+    for (int32_t buf : call.buffers) block[word++] = slot.pointers[static_cast<size_t>(buf)];
+    block[word++] = slot.block;  // the symbols
     threads[c] = eval_program(call.threads, symbols);
-    if ((threads[c] + call.block - 1) / call.block > kMaxGridX) {
-      give_back_slot(cs, v, std::move(slot));
+    if ((threads[c] + call.block - 1) / call.block > kMaxGridX)
       return Status(StatusCode::unsupported, "kernel '" + call.symbol + "' of variant " + v.name + " needs " +
                                                  std::to_string(threads[c]) + " threads, more than one CUDA launch takes");
-    }
   }
-  // In, run, out.
-  bool ok = true;
+  // After the work queued before this call on the legacy default stream (device inputs written
+  // there); then in, run, out.
+  bool ok = f.check("cuEventRecord", d.cuEventRecord(slot.ready, nullptr)) &&
+            f.check("cuStreamWaitEvent", d.cuStreamWaitEvent(slot.stream, slot.ready, 0));
   for (size_t i = 0; ok && i < n_in; ++i)
     if (inputs[i].device != DeviceKind::cuda && inputs[i].nbytes() > 0)
-      ok = f.check("cuMemcpyHtoDAsync", d.cuMemcpyHtoDAsync(slot->staging + slot->staged[i], inputs[i].data,
-                                                            inputs[i].nbytes(), slot->stream));
-  ok = ok && f.check("cuMemcpyHtoDAsync", d.cuMemcpyHtoDAsync(slot->block, block.data(), block.size() * 8, slot->stream));
+      ok = f.check("cuMemcpyHtoDAsync", d.cuMemcpyHtoDAsync(slot.staging + slot.staged[i], inputs[i].data,
+                                                            inputs[i].nbytes(), slot.stream));
+  ok = ok && f.check("cuMemcpyHtoDAsync", d.cuMemcpyHtoDAsync(slot.block, block.data(), block.size() * 8, slot.stream));
   if (ok) {
     const std::vector<int64_t> key(symbols, symbols + n_sym);
-    ok = cs.graphs && kernel_seconds == nullptr ? launch_graph(cs, v, *slot, key, threads, f)
-                                                : launch_all(cs, v, *slot, threads, f, kernel_seconds);
+    ok = cs.graphs && kernel_seconds == nullptr ? launch_graph(cs, v, slot, key, threads, f)
+                                                : launch_all(cs, v, slot, threads, f, kernel_seconds);
   }
   for (size_t o = 0; ok && o < n_out; ++o)
     if (outputs[o].device != DeviceKind::cuda && outputs[o].nbytes() > 0)
-      ok = f.check("cuMemcpyDtoHAsync", d.cuMemcpyDtoHAsync(outputs[o].data, slot->staging + slot->staged[n_in + o],
-                                                            outputs[o].nbytes(), slot->stream));
+      ok = f.check("cuMemcpyDtoHAsync", d.cuMemcpyDtoHAsync(outputs[o].data, slot.staging + slot.staged[n_in + o],
+                                                            outputs[o].nbytes(), slot.stream));
   for (size_t k = 0; ok && k < n_upd; ++k) {
     const TensorRef& t = inputs[static_cast<size_t>(v.updated_inputs[k])];
-    const CuDevicePtr from = slot->staging + slot->staged[n_in + n_out + k];
+    const CuDevicePtr from = slot.staging + slot.staged[n_in + n_out + k];
     if (t.nbytes() == 0) continue;
     ok = t.device == DeviceKind::cuda
-             ? f.check("cuMemcpyDtoDAsync", d.cuMemcpyDtoDAsync(reinterpret_cast<CuDevicePtr>(t.data), from, t.nbytes(), slot->stream))
-             : f.check("cuMemcpyDtoHAsync", d.cuMemcpyDtoHAsync(t.data, from, t.nbytes(), slot->stream));
+             ? f.check("cuMemcpyDtoDAsync", d.cuMemcpyDtoDAsync(reinterpret_cast<CuDevicePtr>(t.data), from, t.nbytes(), slot.stream))
+             : f.check("cuMemcpyDtoHAsync", d.cuMemcpyDtoHAsync(t.data, from, t.nbytes(), slot.stream));
   }
-  const CuResult synced = d.cuStreamSynchronize(slot->stream);
+  const CuResult synced = d.cuStreamSynchronize(slot.stream);
   ok = f.check("cuStreamSynchronize", synced) && ok;
-  give_back_slot(cs, v, std::move(slot));
-  if (!ok)
-    return gpu_error(f.what + " (variant " + v.name +
-                         "): a kernel fault here is a bug in aotrace, please report it with the bundle",
+  if (ok) return Status::Ok();
+  if (context_lost(synced) || f.what.find("ILLEGAL_ADDRESS") != std::string::npos ||
+      f.what.find("LAUNCH_FAILED") != std::string::npos)
+    return gpu_error(f.what + " (variant " + v.name + "): the GPU context is lost, so this process cannot use the GPU "
+                     "again; if every device pointer passed was valid GPU memory of the tensor's size, this is a bug "
+                     "in aotrace, please report it with the bundle",
                      "run");
-  return Status::Ok();
+  return gpu_error(f.what + " (variant " + v.name + ")", "run");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -457,15 +500,19 @@ Result<DeviceTensor> Bundle::allocate(DType dtype, std::vector<int64_t> shape) c
   DeviceTensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
+  for (int64_t dim : t.shape_)
+    if (dim < 0 || dim > (int64_t{1} << 40))
+      return Status(StatusCode::invalid_argument, "allocate: dims must be between 0 and 2^40, got " + shape_str(t.shape_));
   t.nbytes_ = static_cast<size_t>(TensorRef(dtype, t.shape_, nullptr).numel()) * dtype_size(dtype);
-  if (CuResult r = cs.driver->cuCtxSetCurrent(cs.context); r != 0) return gpu_error(cs.driver->failure("cuCtxSetCurrent", r), "allocate");
+  ContextScope scope(cs);
+  if (Status s = scope.status("allocate"); !s.ok()) return s;
   CuDevicePtr p = 0;
   if (CuResult r = cs.driver->cuMemAlloc(&p, aligned(std::max<size_t>(t.nbytes_, 1))); r != 0)
     return Status(StatusCode::io_error, "cannot allocate " + std::to_string(t.nbytes_) + " bytes on the GPU: " +
                                             cs.driver->failure("cuMemAlloc", r));
   std::shared_ptr<const BundleData> owner = data_;
   t.memory_ = std::shared_ptr<void>(reinterpret_cast<void*>(p), [owner](void* q) {
-    owner->cuda->driver->cuCtxSetCurrent(owner->cuda->context);
+    ContextScope freeing(*owner->cuda);
     owner->cuda->driver->cuMemFree(reinterpret_cast<CuDevicePtr>(q));
   });
   return t;
@@ -487,7 +534,9 @@ Status Bundle::copy(const TensorRef& dst, const TensorRef& src) const {
   const CudaState& cs = *data_->cuda;
   const CudaDriver& d = *cs.driver;
   Failure f{d, ""};
-  if (f.check("cuCtxSetCurrent", d.cuCtxSetCurrent(cs.context))) {
+  ContextScope scope(cs);
+  if (Status s = scope.status("copy"); !s.ok()) return s;
+  {
     const auto to = reinterpret_cast<CuDevicePtr>(dst.data), from = reinterpret_cast<CuDevicePtr>(src.data);
     if (dst.device == DeviceKind::cuda && src.device == DeviceKind::cuda)
       f.check("cuMemcpyDtoDAsync", d.cuMemcpyDtoDAsync(to, from, src.nbytes(), nullptr));

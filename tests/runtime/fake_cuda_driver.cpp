@@ -74,12 +74,13 @@ CUresult run(const Launch& l) {
 extern "C" {
 
 struct FakeCudaStats {
-  long launches, graphs_instantiated, graph_launches, modules_loaded, live_allocations;
+  long launches, graphs_instantiated, graph_launches, modules_loaded, live_allocations, context_depth;
 };
+extern thread_local int context_depth;
 FakeCudaStats fake_cuda_stats() {
   std::lock_guard<std::mutex> lock(mutex);
   return {stats.launches, stats.graphs_instantiated, stats.graph_launches, stats.modules_loaded,
-          static_cast<long>(allocations.size())};
+          static_cast<long>(allocations.size()), context_depth};
 }
 
 CUresult cuInit(unsigned) { return kSuccess; }
@@ -123,6 +124,37 @@ CUresult cuDevicePrimaryCtxRetain(void** ctx, int) {
 }
 CUresult cuDevicePrimaryCtxRelease_v2(int) { return kSuccess; }
 CUresult cuCtxSetCurrent(void*) { return kSuccess; }
+// The calling thread's context stack (its depth is in fake_cuda_stats: 0 when every push of the
+// runtime was popped, the caller's context current again).
+thread_local int context_depth = 0;
+CUresult cuCtxPushCurrent_v2(void* ctx) {
+  if (ctx == nullptr) return kInvalidValue;
+  ++context_depth;
+  return kSuccess;
+}
+CUresult cuCtxPopCurrent_v2(void** ctx) {
+  if (context_depth == 0) return kInvalidValue;
+  --context_depth;
+  if (ctx != nullptr) *ctx = nullptr;
+  return kSuccess;
+}
+
+CUresult cuEventCreate(void** event, unsigned) {
+  static int events;
+  *event = &events;
+  return kSuccess;
+}
+CUresult cuEventRecord(void* event, void* stream) {
+  if (event == nullptr) return kInvalidHandle;
+  if (stream != nullptr && static_cast<Stream*>(stream)->capturing) return kCaptureUnsupported;
+  return kSuccess;
+}
+CUresult cuEventDestroy_v2(void*) { return kSuccess; }
+CUresult cuStreamWaitEvent(void* stream, void* event, unsigned) {
+  if (event == nullptr) return kInvalidHandle;
+  if (stream != nullptr && static_cast<Stream*>(stream)->capturing) return kCaptureUnsupported;
+  return kSuccess;
+}
 
 // The image must be a cubin (ELF) or PTX; the kernels come from AOTRACE_FAKE_CUDA_KERNELS.
 CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned, int*, void**) {
