@@ -192,7 +192,26 @@ int bench_command(const BenchOptions& options) {
                "its inputs are: " + expected);
   for (const auto& t : tensors) inputs.push_back(t.ref());
 
-  const size_t variant = value_or_fail(entry.select(inputs), "pass --shape with sizes the bundle was compiled for");
+  // --device cuda: the timed calls read and write GPU memory (scalar inputs stay on the host,
+  // where the guards read them); the copies in and out are not timed.
+  std::vector<rt::DeviceTensor> on_gpu;
+  auto to_gpu = [&](rt::TensorRef& ref, bool copy) {
+    rt::DeviceTensor d = value_or_fail(bundle.allocate(ref.dtype, ref.shape));
+    if (copy)
+      if (rt::Status s = bundle.copy(d.ref(), ref); !s.ok()) user_error(s.message());
+    on_gpu.push_back(d);
+    ref = d.ref();
+  };
+  auto is_python_scalar = [&](size_t i) {  // in any variant: the variant is chosen after the copies
+    for (size_t v = 0; v < entry.num_variants(); ++v)
+      if (entry.scalar_input(v, i)) return true;
+    return false;
+  };
+  std::vector<rt::TensorRef> call_inputs = inputs;
+  if (cuda)
+    for (size_t i = 0; i < call_inputs.size(); ++i)
+      if (!call_inputs[i].shape.empty() || !is_python_scalar(i)) to_gpu(call_inputs[i], true);
+  const size_t variant = value_or_fail(entry.select(call_inputs), "pass --shape with sizes the bundle was compiled for");
   std::vector<rt::Tensor> outputs;
   std::vector<rt::TensorRef> output_refs;
   const auto shapes_out = value_or_fail(entry.output_shapes(variant, inputs));
@@ -201,22 +220,9 @@ int bench_command(const BenchOptions& options) {
     output_refs.push_back(outputs.back().ref());
   }
 
-  // --device cuda: the timed calls read and write GPU memory (scalar inputs stay on the host,
-  // where the guards read them); the copies in and out are not timed.
-  std::vector<rt::DeviceTensor> on_gpu;
-  std::vector<rt::TensorRef> call_inputs = inputs, call_outputs = output_refs;
-  if (cuda) {
-    auto to_gpu = [&](rt::TensorRef& ref, bool copy) {
-      rt::DeviceTensor d = value_or_fail(bundle.allocate(ref.dtype, ref.shape));
-      if (copy)
-        if (rt::Status s = bundle.copy(d.ref(), ref); !s.ok()) user_error(s.message());
-      on_gpu.push_back(d);
-      ref = d.ref();
-    };
-    for (size_t i = 0; i < call_inputs.size(); ++i)
-      if (!(call_inputs[i].shape.empty() && entry.scalar_input(variant, i))) to_gpu(call_inputs[i], true);
+  std::vector<rt::TensorRef> call_outputs = output_refs;
+  if (cuda)
     for (rt::TensorRef& o : call_outputs) to_gpu(o, false);
-  }
   Timings t = time_calls(entry, call_inputs, call_outputs, options);
   std::vector<double> sorted = t.seconds;
   std::sort(sorted.begin(), sorted.end());

@@ -38,6 +38,8 @@ std::vector<embed::CaptureInput> capture_inputs(const shape_profiles::ProfileSet
   std::vector<embed::CaptureInput> inputs;
   for (const auto& in : entry.inputs) {
     embed::CaptureInput c{in.name, in.dtype, spec.concrete_shape(in, profile), in.loc, in.is_scalar(), in.value, {}};
+    c.on_cuda = in.on_cuda;
+    c.device_origin = in.device_loc;
     for (size_t d = 0; d < in.shape.size(); ++d) {
       const shape_profiles::DimRef& ref = in.shape[d];
       if (!ref.is_named) continue;

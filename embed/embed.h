@@ -30,6 +30,8 @@ struct CaptureInput {
     SourceLoc declared;   // where the YAML declares the dim
   };
   std::vector<DynamicDim> dynamic;
+  bool on_cuda = false;  // `device: cuda`: a device guard (the example tensor stays on the CPU)
+  SourceLoc device_origin;  // where the YAML says `device: cuda`
 };
 
 // Thrown by capture when a Python branch depends on a dynamic dim the range does not decide

@@ -256,6 +256,11 @@ VarRef Translator::add_input(const CaptureInput& input, int index, const Source&
   };
   guard(ir::Guard::Kind::Rank, 0, static_cast<int64_t>(input.shape.size()));
   guard(ir::Guard::Kind::DType, 0, 0);
+  if (input.on_cuda) {
+    ir::Guard& on_gpu = guard(ir::Guard::Kind::Device, 0, 0);
+    on_gpu.device = ir::Device{ir::Device::Kind::cuda, 0};
+    on_gpu.origin = input.device_origin;
+  }
   for (size_t d = 0; d < input.shape.size(); ++d) {
     const CaptureInput::DynamicDim* dd = nullptr;
     for (const auto& x : input.dynamic)

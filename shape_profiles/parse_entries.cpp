@@ -10,7 +10,7 @@ namespace aotrace::shape_profiles::detail {
 namespace {
 
 constexpr std::string_view kEntryKeys[] = {"call", "inputs"};
-constexpr std::string_view kInputKeys[] = {"type", "dtype", "shape", "value", "items", "pad"};
+constexpr std::string_view kInputKeys[] = {"type", "dtype", "shape", "value", "items", "pad", "device"};
 constexpr std::string_view kTypes[] = {"tensor", "int", "float", "bool", "tuple", "list", "dict"};
 
 const char* kInputExample =
@@ -133,6 +133,14 @@ ArgSpec parse_arg(const Value& value, const std::string& key, const std::string&
         require_field(keys, value, "shape", "add `shape: [batch, 784]`; [] is a scalar").value;
     for (const Value& dim : list_items(shape, "write the shape as a list: [batch, 784]"))
       input.shape.push_back(parse_dim_ref(dim));
+    if (const Field* device = find_field(keys, "device")) {
+      const std::string text = as_string(device->value, "write `device: cpu` or `device: cuda`");
+      if (text != "cpu" && text != "cuda" && text != "cuda:0")
+        user_error("unknown device '" + text + "' in '" + device->value.path + "'", device->value.loc,
+                   "write `device: cuda` for an input passed in GPU memory on the GPU, or `device: cpu` (the default)");
+      input.on_cuda = text != "cpu";
+      input.device_loc = device->value.loc;
+    }
     if (const Field* pad = find_field(keys, "pad")) {
       // A number, or true/false (a mask): the value padded positions get.
       const std::string text = pad->value.node.IsScalar() ? pad->value.node.Scalar() : "";
@@ -142,6 +150,7 @@ ArgSpec parse_arg(const Value& value, const std::string& key, const std::string&
     }
   } else {
     refuse("pad", "a Python " + type + " (only tensors with a bucketed dim are padded)");
+    refuse("device", "a Python " + type + " (scalars are passed in host memory)");
     refuse("dtype", "a Python " + type + " (it is passed as a 0-d " +
                         (type == "int" ? "int64" : type == "float" ? "float64" : "bool") + " tensor)");
     refuse("shape", "a Python " + type);

@@ -140,6 +140,13 @@ ProfileSet parse_profile_text(const std::string& text, const std::filesystem::pa
   const Field* targets = find_field(fields, "targets");
   set.targets = targets ? parse_targets(targets->value, &set.target_locs) : std::vector<std::string>{"cpu"};
   if (!targets) set.target_locs = {top.loc};
+  if (std::find(set.targets.begin(), set.targets.end(), "cuda") == set.targets.end())
+    for (const EntrySpec& e : set.entries)
+      for (const InputSpec& in : e.inputs)
+        if (in.on_cuda)
+          user_error("input '" + in.name + "' of entry '" + e.name + "' is declared `device: cuda`, but the spec's "
+                     "targets have no cuda",
+                     in.device_loc, "add cuda to the targets (`targets: [cpu, cuda]`), or drop `device: cuda`");
   if (const Field* options = find_field(fields, "options"))
     set.max_variants = parse_max_variants(options->value);
   return set;

@@ -23,6 +23,8 @@ std::string profile_json_schema() {
          "shape": {"type": "array", "items": {"anyOf": [
            {"type": "integer", "minimum": 1},
            {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}]}},
+         "device": {"enum": ["cpu", "cuda", "cuda:0"],
+                    "description": "cuda: passed in GPU memory when the bundle runs on a GPU (a device guard there)"},
          "pad": {"type": ["number", "boolean"],
                  "description": "what fills the input where a bucketed dim is padded (0 for token ids, true for a key-padding mask)"}}},
       {"type": "object", "additionalProperties": false, "required": ["type", "value"],

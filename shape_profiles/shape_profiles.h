@@ -33,6 +33,10 @@ struct InputSpec {
   // inputs with a bucketed dim, refused elsewhere).
   std::optional<double> pad;
   SourceLoc pad_loc;
+  // `device: cuda`: the caller passes this tensor in GPU memory when the bundle runs on a GPU
+  // (a device guard there); on the CPU, host memory as every input.
+  bool on_cuda = false;
+  SourceLoc device_loc;
   SourceLoc loc;
   bool is_scalar() const { return kind != Kind::Tensor; }
 };

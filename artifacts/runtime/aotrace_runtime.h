@@ -250,6 +250,10 @@ class Entry {
   // offsets. The numbers are not torch's: their distribution is.
   void manual_seed(uint64_t seed) const;
   bool draws_random(size_t variant = 0) const;
+  // Where the variant's input `input` must be when the bundle runs on a GPU: cuda for an input
+  // declared `device: cuda` in the spec (a device guard: GPU memory only there), else cpu (host
+  // or GPU memory there). On the CPU every input is host memory.
+  DeviceKind input_device(size_t variant, size_t input) const;
   // Whether input `input` is a Python int, float or bool the variant was compiled for (passed as
   // a 0-d int64, float64 or bool tensor and guarded to hold `*value`).
   bool scalar_input(size_t variant, size_t input, double* value = nullptr) const;

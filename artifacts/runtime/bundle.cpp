@@ -239,6 +239,12 @@ Result<Bundle> Bundle::open(const std::string& dir, const OpenOptions& options) 
     return Bundle(std::move(data));
   }
   if (Status s = check_cuda_only(*data); !s.ok()) return s;
+  // The CPU kernels take host memory: an input declared `device: cuda` is passed in host memory
+  // here like every other, so its device guard is relaxed (the tensor checks refuse GPU memory).
+  for (EntryData& e : data->entries)
+    for (VariantData& v : e.variants)
+      for (GuardData& g : v.guards)
+        if (g.kind == GuardKind::Device) g.any_device = g.device == DeviceKind::cuda;
   if (Status s = load_kernels(*data, options); !s.ok()) return s;
   if (Status s = allocate_arenas(*data); !s.ok()) return s;
   if (Status s = start_thread_pool(*data, options.num_threads); !s.ok()) return s;

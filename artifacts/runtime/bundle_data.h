@@ -34,7 +34,8 @@ struct GuardData {
   std::string text;    // "L['x'].size()[0] == 8"
   std::string origin;  // "model.py:12"
   std::string symbol;  // a dynamic dim's guards: its name ("seq")
-  // Device: any device passes (a bundle opened for cuda copies host tensors in).
+  // Device: any device passes (set at open: on the CPU for inputs declared `device: cuda`, which
+  // take host memory there; on a GPU for the others, whose host tensors are copied in).
   bool any_device = false;
 };
 

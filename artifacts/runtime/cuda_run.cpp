@@ -380,8 +380,10 @@ Status open_cuda(BundleData& b, const OpenOptions& options) {
       if (!v.cuda) continue;
       v.cuda->pool = cs->pools.size();
       cs->pools.push_back(std::make_unique<CudaSlotPool>());
+      // An input declared `device: cuda` must be GPU memory; the others may be either (host
+      // tensors are copied in).
       for (GuardData& g : v.guards)
-        if (g.kind == GuardKind::Device) g.any_device = true;  // host tensors are copied in
+        if (g.kind == GuardKind::Device) g.any_device = g.device == DeviceKind::cpu;
     }
   b.cuda = std::move(cs);
   // One slot per variant up front (STYLE 10), so that a single-threaded caller allocates nothing.

@@ -217,6 +217,12 @@ void Entry::manual_seed(uint64_t seed) const {
 
 bool Entry::draws_random(size_t v) const { return data_->variants.at(v).draws_random; }
 
+DeviceKind Entry::input_device(size_t v, size_t input) const {
+  for (const GuardData& g : data_->variants.at(v).guards)
+    if (g.kind == GuardKind::Device && static_cast<size_t>(g.input) == input) return g.device;
+  return DeviceKind::cpu;
+}
+
 bool Entry::scalar_input(size_t v, size_t input, double* value) const {
   for (const GuardData& g : data_->variants.at(v).guards)
     if (g.kind == GuardKind::ValueEq && static_cast<size_t>(g.input) == input) {

@@ -542,8 +542,25 @@ ToolStatus run_tool(const RunToolOptions& options, const std::string& command, s
   std::vector<TensorRef> refs;
   for (const Tensor& t : inputs) refs.push_back(t.ref());
   entry->manual_seed(options.seed);
+  // On a GPU, inputs declared `device: cuda` go in as GPU memory (their device guards ask for it).
+  std::vector<DeviceTensor> on_gpu;
+  std::vector<TensorRef> call_refs = refs;
+  if (bundle->device() == DeviceKind::cuda)
+    for (size_t i = 0; i < call_refs.size(); ++i) {
+      bool declared = false;
+      for (size_t v = 0; v < entry->num_variants(); ++v) declared |= entry->input_device(v, i) == DeviceKind::cuda;
+      if (!declared) continue;
+      Result<DeviceTensor> d = bundle->allocate(call_refs[i].dtype, call_refs[i].shape);
+      if (!d.ok()) return user_failure(d.status().message());
+      if (Status s = bundle->copy(d->ref(), call_refs[i]); !s.ok()) return user_failure(s.message());
+      on_gpu.push_back(*d);
+      call_refs[i] = d->ref();
+    }
   size_t variant = 0;
-  Result<std::vector<Tensor>> outputs = entry->run(refs, &variant);
+  Result<std::vector<Tensor>> outputs = entry->run(call_refs, &variant);
+  for (size_t i = 0; outputs.ok() && i < call_refs.size(); ++i)  // inputs changed in place come back
+    if (call_refs[i].device == DeviceKind::cuda)
+      if (Status s = bundle->copy(refs[i], call_refs[i]); !s.ok()) return user_failure(s.message());
   if (!outputs.ok()) return user_failure(outputs.status().message());
   err << program << ": " << variant_line(*entry, variant) << "\n";
   if (options.repeat > 0)

@@ -939,6 +939,62 @@ TEST(Cuda, ACpuAndCudaBundleRunsItsCpuKernelsHere) {
   expect_contains(run.status().message(), "on cuda (the bundle was opened for the CPU: open it with OpenOptions::device = cuda)");
 }
 
+// `device: cuda` on an input: on a GPU its device guard asks for GPU memory (a host tensor is a
+// guard miss naming it), the run tool and bench put it there; on the CPU it is host memory as
+// every input; the golden vectors pass on both.
+TEST(Cuda, AnInputDeclaredOnCudaIsGuardedOnTheGpu) {
+  const fs::path spec = temp_dir() / "mlp_device_cuda.yaml";
+  std::ofstream(spec) << "version: 1\nname: mlp\nscript: " << (kExamples / "mlp" / "mlp.py").string()
+                      << "\nentries:\n  forward:\n    call: model\n    inputs:\n"
+                         "      x: {dtype: float32, shape: [4, 784], device: cuda}\n"
+                         "targets: [cpu, cuda]\n";
+  const fs::path out = temp_dir() / "mlp_device_cuda.aot", emulation = temp_dir() / "mlp_device_cuda.so";
+  auto r = run_command(quote(AOTRACE_CLI) + " compile -q " + quote(spec.string()) + " -o " + quote(out.string()) +
+                       " --cuda-emulation-library " + quote(emulation.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  rt::Tensor x(rt::DType::f32, {4, 784});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data_as<float>()[i] = std::sin(0.01f * static_cast<float>(i));
+  auto cpu = rt::Bundle::open(out.string());
+  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+  auto ce = cpu->entry("forward");
+  EXPECT_EQ(ce->input_device(0, 0), rt::DeviceKind::cuda);
+  auto want = ce->run({x.ref()});  // host memory on the CPU
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  std::unique_ptr<void, int (*)(void*)> keep(::dlopen(FAKE_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL), ::dlclose);
+  {
+    FakeCuda fake(emulation);
+    auto gpu = rt::Bundle::open(out.string(), fake.options());
+    ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+    auto e = gpu->entry("forward");
+    auto miss = e->run({x.ref()});
+    ASSERT_FALSE(miss.ok());
+    expect_contains(miss.status().message(), "L['x'].device == torch.device('cuda:0') failed (got cpu)");
+    auto dx = gpu->allocate(rt::DType::f32, {4, 784});
+    ASSERT_TRUE(dx.ok());
+    ASSERT_TRUE(gpu->copy(dx->ref(), x.ref()).ok());
+    auto got = e->run({dx->ref()});  // host outputs: copied out
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    for (int64_t i = 0; i < (*want)[0].numel(); ++i)
+      ASSERT_NEAR((*got)[0].data_as<float>()[i], (*want)[0].data_as<float>()[i], 1e-4) << i;
+    size_t checked = 0;
+    EXPECT_TRUE(gpu->selftest(&checked).ok());
+    EXPECT_EQ(checked, 1u);
+  }
+  ASSERT_TRUE(rt::npy_write((temp_dir() / "x_device.npy").string(), x.ref()).ok());
+  const std::string env = "AOTRACE_CUDA_DRIVER=" + quote(FAKE_CUDA_DRIVER) + " AOTRACE_FAKE_CUDA_KERNELS=" +
+                          quote(emulation.string()) + " ";
+  auto ran = run_command(env + quote(AOTRACE_CLI) + " run " + quote(out.string()) + " --device cuda --input x=" +
+                         quote((temp_dir() / "x_device.npy").string()) + " --output-dir " +
+                         quote((temp_dir() / "device_out").string()));
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  auto written = rt::npy_read((temp_dir() / "device_out" / "out0.npy").string());
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  for (int64_t i = 0; i < (*want)[0].numel(); ++i)
+    ASSERT_NEAR(written->data_as<float>()[i], (*want)[0].data_as<float>()[i], 1e-4) << i;
+  auto bench = run_command(env + quote(AOTRACE_CLI) + " bench " + quote(out.string()) + " --device cuda --iterations 2");
+  EXPECT_EQ(bench.exit_code, 0) << bench.output;
+}
+
 // The runtime's CUDA path through the fake driver on a model with a dynamic batch: host tensors
 // copied in and out, GPU tensors (Bundle::allocate, the C API's device pointers), one CUDA Graph
 // per batch size replayed for a size seen before, against the same bundle's CPU kernels; and

@@ -182,6 +182,27 @@ TEST(TargetErrors, CudaArchMustBeAGpuTheToolkitBuildsFor) {
   expect_contains(r.output, "aotrace: error: --cuda-arch is given, but the spec's targets have no cuda");
 }
 
+// `device: cuda` on an input: needs the cuda target, names a device aotrace knows, and only on a
+// tensor; each refused at its YAML location before capture.
+TEST(TargetErrors, InputDeviceNeedsTheCudaTargetAndAKnownDevice) {
+  auto r = aotrace_cli("compile " + quote((kCases / "cuda_input_no_target.yaml").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "aotrace: error: input 'x' of entry 'forward' is declared `device: cuda`, but the spec's "
+                            "targets have no cuda");
+  expect_contains(r.output, "--> " + (kCases / "cuda_input_no_target.yaml").string() + ":7:47");
+  expect_contains(r.output, "hint: add cuda to the targets (`targets: [cpu, cuda]`), or drop `device: cuda`");
+  r = aotrace_cli("compile " + quote((kCases / "bad_device.yaml").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "aotrace: error: unknown device 'gpu'");
+  expect_contains(r.output, "--> " + (kCases / "bad_device.yaml").string() + ":7:47");
+  expect_contains(r.output, "hint: write `device: cuda` for an input passed in GPU memory on the GPU");
+  r = aotrace_cli("compile " + quote((kCases / "scalar_device.yaml").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "--> " + (kCases / "scalar_device.yaml").string() + ":7:");
+  expect_contains(r.output, "device");
+  expect_contains(r.output, "scalars are passed in host memory");
+}
+
 // -o replaces an aotrace bundle (or an empty folder), nothing else; refused before capture.
 TEST(OutputErrors, RefusesAFolderThatIsNotABundle) {
   const fs::path root = fs::temp_directory_path() / ("aotrace-errors-out-" + std::to_string(::getpid()));
