@@ -234,6 +234,8 @@ Result<std::shared_ptr<BundleData>> parse_bundle_fb(const std::string& dir, std:
 // (v.symbols.size() values); the size a shape code gives (>= 0: itself; < 0: its program).
 void bind_symbols(const VariantData& v, const std::vector<TensorRef>& inputs, int64_t* out);
 int64_t dim_size(const VariantData& v, int64_t code, const int64_t* symbols);
+// The value of a size program (bundle.fbs SymProgram, checked by the reader) at these symbols.
+int64_t eval_sym_program(const std::vector<int64_t>& program, const int64_t* symbols);
 // The concrete shape of raw shape codes.
 std::vector<int64_t> concrete_shape(const VariantData& v, const std::vector<int64_t>& codes, const int64_t* symbols);
 

@@ -82,33 +82,6 @@ size_t block_words(const VariantData& v) {
   return words;
 }
 
-int64_t eval_program(const std::vector<int64_t>& p, const int64_t* symbols) {
-  int64_t stack[kMaxSymStack];
-  size_t n = 0;
-  for (size_t i = 0; i < p.size(); i += 2) {
-    const int64_t op = p[i], arg = p[i + 1];
-    if (op == 0) { stack[n++] = arg; continue; }
-    if (op == 1) { stack[n++] = symbols[arg]; continue; }
-    const int64_t b = stack[--n], a = stack[n - 1];
-    int64_t r = 0;
-    switch (op) {
-      case 2: r = a + b; break;
-      case 3: r = a * b; break;
-      case 4: case 5: {
-        if (b == 0) break;
-        int64_t q = a / b;
-        if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-        r = op == 4 ? q : a - q * b;
-        break;
-      }
-      case 6: r = a < b ? a : b; break;
-      default: r = a > b ? a : b; break;
-    }
-    stack[n - 1] = r;
-  }
-  return n > 0 ? stack[0] : 0;
-}
-
 // The first failing driver call of a sequence: `check(call, r)` keeps the first failure.
 struct Failure {
   const CudaDriver& d;
@@ -448,7 +421,7 @@ Status run_variant_cuda(const BundleData& b, const VariantData& v, const std::ve
     const CudaCallData& call = v.cuda->calls[c];
     for (int32_t buf : call.buffers) block[word++] = slot.pointers[static_cast<size_t>(buf)];
     block[word++] = slot.block;  // the symbols
-    threads[c] = eval_program(call.threads, symbols);
+    threads[c] = eval_sym_program(call.threads, symbols);
     if ((threads[c] + call.block - 1) / call.block > kMaxGridX)
       return Status(StatusCode::unsupported, "kernel '" + call.symbol + "' of variant " + v.name + " needs " +
                                                  std::to_string(threads[c]) + " threads, more than one CUDA launch takes");

@@ -85,10 +85,8 @@ void bind_symbols(const VariantData& v, const std::vector<TensorRef>& inputs, in
   }
 }
 
-int64_t dim_size(const VariantData& v, int64_t code, const int64_t* symbols) {
-  if (code >= 0) return code;
+int64_t eval_sym_program(const std::vector<int64_t>& p, const int64_t* symbols) {
   // The reader checked the program: stack depth, symbol indices.
-  const std::vector<int64_t>& p = v.dim_exprs[static_cast<size_t>(-(code + 1))];
   int64_t stack[kMaxSymStack];
   size_t n = 0;
   for (size_t i = 0; i < p.size(); i += 2) {
@@ -112,7 +110,12 @@ int64_t dim_size(const VariantData& v, int64_t code, const int64_t* symbols) {
     }
     stack[n - 1] = r;
   }
-  return stack[0];
+  return n > 0 ? stack[0] : 0;
+}
+
+int64_t dim_size(const VariantData& v, int64_t code, const int64_t* symbols) {
+  if (code >= 0) return code;
+  return eval_sym_program(v.dim_exprs[static_cast<size_t>(-(code + 1))], symbols);
 }
 
 std::vector<int64_t> concrete_shape(const VariantData& v, const std::vector<int64_t>& codes, const int64_t* symbols) {

@@ -906,6 +906,17 @@ TEST(Cuda, EveryModelsKernelsAssembleForSm80AndSm90) {
   EXPECT_EQ(stats.graphs_instantiated, 22);  // one per variant: static shapes
   EXPECT_EQ(stats.graph_launches, 22);
   EXPECT_GE(stats.launches, 1388 - 100);     // every kernel call launched (a few have no threads)
+  // `aotrace verify` of the CUDA-only bundle: on the (fake) GPU, else refused with the reason.
+  const std::string env = "AOTRACE_CUDA_DRIVER=" + quote(FAKE_CUDA_DRIVER) + " AOTRACE_FAKE_CUDA_KERNELS=" +
+                          quote(emulation.string()) + " ";
+  auto verified = run_command(env + quote(AOTRACE_CLI) + " verify " + quote(out.string()));
+  EXPECT_EQ(verified.exit_code, 0) << verified.output;
+  expect_contains(verified.output, "every file's size and XXH3 hash match");
+  expect_contains(verified.output, "22 golden pair(s) match on GPU 0 (sm_90");
+  auto nowhere = run_command("AOTRACE_CUDA_DRIVER=/nonexistent/libcuda.so.1 " + quote(AOTRACE_CLI) + " verify " +
+                             quote(out.string()));
+  EXPECT_EQ(nowhere.exit_code, 1) << nowhere.output;
+  expect_contains(nowhere.output, "the bundle has CUDA kernels only and cannot run here");
 }
 
 // A bundle for `targets: [cpu, cuda]` runs its CPU kernels on a machine without a GPU: verify
