@@ -19,6 +19,8 @@
 // Ops.Pool*, Ops.TopK*, Ops.CumSum*.
 #include <limits>
 
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
 #include "lowering/cpu/kernel_emitter.h"
 
 namespace aotrace::lowering::cpu {
@@ -224,20 +226,48 @@ llvm::Value* KernelEmitter::emit_matmul(const ir::Node& n, const Index& idx) {
   };
   Index a_batch = batch_of(as), b_batch = batch_of(bs);
   llvm::Type* t = compute_type(ctx_, rt);
-  llvm::Value* acc = accumulator(t, constant(b_, 0, rt));
-  loop_nest({as.back()}, [&](const Index& k) {
-    Index ai = a_batch, bi = b_batch;
-    if (row) ai.push_back(is_one(as[as.size() - 2]) ? b_.getInt64(0) : row);
-    ai.push_back(k[0]);
-    bi.push_back(k[0]);
-    if (col) bi.push_back(is_one(bs.back()) ? b_.getInt64(0) : col);
-    llvm::Value* av = convert(b_, emit(a, ai), dtype(a), rt);
-    llvm::Value* bw = convert(b_, emit(bv, bi), dtype(bv), rt);
-    auto sums = reassociable_sums();
-    llvm::Value* prod = emit_binary(b_, ir::OpKind::Mul, av, bw, rt);
-    b_.CreateStore(emit_binary(b_, ir::OpKind::Add, b_.CreateLoad(t, acc), prod, rt), acc);
-  });
-  return b_.CreateLoad(t, acc);
+  // The sum over K's positions first, first + step, ... (step 1: all of K, from 0).
+  auto sum_from = [&](llvm::Value* first, int64_t step) {
+    llvm::Value* acc = accumulator(t, constant(b_, 0, rt));
+    auto term = [&](llvm::Value* k) {
+      Index ai = a_batch, bi = b_batch;
+      if (row) ai.push_back(is_one(as[as.size() - 2]) ? b_.getInt64(0) : row);
+      ai.push_back(k);
+      bi.push_back(k);
+      if (col) bi.push_back(is_one(bs.back()) ? b_.getInt64(0) : col);
+      llvm::Value* av = convert(b_, emit(a, ai), dtype(a), rt);
+      llvm::Value* bw = convert(b_, emit(bv, bi), dtype(bv), rt);
+      auto sums = reassociable_sums();
+      llvm::Value* prod = emit_binary(b_, ir::OpKind::Mul, av, bw, rt);
+      b_.CreateStore(emit_binary(b_, ir::OpKind::Add, b_.CreateLoad(t, acc), prod, rt), acc);
+    };
+    if (step == 1) loop_nest({as.back()}, [&](const Index& k) { term(k[0]); });
+    else strided_loop(first, size(as.back()), step, term);
+    return b_.CreateLoad(t, acc);
+  };
+  if (plan_.lanes <= 1) return sum_from(nullptr, 1);
+  // A warp per output (the GPU's warp matmuls, CpuPlan::lanes): lane l sums the k = l mod lanes
+  // terms, and a butterfly (offsets lanes/2 .. 1) adds the partials, after which every lane holds
+  // the same total (each step adds a pair of equal sums in either order).
+  const int64_t lanes = plan_.lanes;
+  if (target_.nvptx) {
+    llvm::Value* v = sum_from(lane_, lanes);
+    for (int64_t off = lanes / 2; off >= 1; off /= 2)
+      v = b_.CreateFAdd(v, b_.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_f32, {},
+                                              {b_.getInt32(0xffffffffu), v, b_.getInt32(static_cast<uint32_t>(off)),
+                                               b_.getInt32(31)}));
+    return v;
+  }
+  // Grid emulation runs a warp's lanes one after another: each computes every lane's partial
+  // and the same butterfly (lane 0's total, which every lane has).
+  std::vector<llvm::Value*> v;
+  for (int64_t l = 0; l < lanes; ++l) v.push_back(sum_from(i64(l), lanes));
+  for (int64_t off = lanes / 2; off >= 1; off /= 2) {
+    std::vector<llvm::Value*> next(v.size());
+    for (size_t l = 0; l < v.size(); ++l) next[l] = b_.CreateFAdd(v[l], v[l ^ static_cast<size_t>(off)]);
+    v = std::move(next);
+  }
+  return v[0];
 }
 
 llvm::Value* KernelEmitter::emit_conv(const ir::Node& n, const Index& idx) {

@@ -66,10 +66,14 @@ KernelEmitter::KernelEmitter(llvm::Module& m, const ir::Graph& g, const Schedule
     : module_(m), target_(t), ctx_(m.getContext()), b_(ctx_), g_(g), k_(k), plan_(plan), kg_(g, k),
       producer_(kg_.producer_index), read_arg_(kg_.read_arg), max_(kg_.max) {
   auto* ptr = llvm::PointerType::get(ctx_, 0);
-  // The body has the ABI's aotrace_parallel_body type: (closure, begin, end).
-  auto* body_type = llvm::FunctionType::get(b_.getVoidTy(), {ptr, b_.getInt64Ty(), b_.getInt64Ty()}, false);
+  // The body has the ABI's aotrace_parallel_body type: (closure, begin, end); the GPU's warp
+  // plans (CpuPlan::lanes) add the thread's lane.
+  std::vector<llvm::Type*> params = {ptr, b_.getInt64Ty(), b_.getInt64Ty()};
+  if (plan.lanes > 1) params.push_back(b_.getInt64Ty());
+  auto* body_type = llvm::FunctionType::get(b_.getVoidTy(), params, false);
   fn_ = llvm::Function::Create(body_type, llvm::Function::InternalLinkage, k.symbol + ".body", m);
   fn_->setDoesNotThrow();
+  if (plan.lanes > 1) lane_ = fn_->getArg(3);
   entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
 }
 
@@ -299,6 +303,24 @@ void KernelEmitter::loop_nest(const ir::Shape& extents,
     if (is_zero(e)) return;
   Index idx;
   loop_level(extents, 0, idx, body);
+}
+
+void KernelEmitter::strided_loop(llvm::Value* first, llvm::Value* end, int64_t step,
+                                 const std::function<void(llvm::Value*)>& body) {
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, "strided", fn_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "strided.end", fn_);
+  b_.CreateCondBr(b_.CreateICmpSLT(first, end), header, exit);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
+  i->addIncoming(first, pre);
+  memo_.emplace_back();
+  body(i);
+  memo_.pop_back();
+  llvm::Value* next = b_.CreateNSWAdd(i, i64(step));
+  i->addIncoming(next, b_.GetInsertBlock());
+  b_.CreateCondBr(b_.CreateICmpSLT(next, end), header, exit);
+  b_.SetInsertPoint(exit);
 }
 
 void KernelEmitter::loop_level(const ir::Shape& extents, size_t d, Index& idx,

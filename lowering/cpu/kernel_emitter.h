@@ -56,6 +56,7 @@ class KernelEmitter {
   // The body: (closure, begin, end) over parallel tasks. The closure is the buffers array; a
   // kernel with symbolic sizes gets a copy of it with the symbols pointer after the buffers.
   llvm::Function* fn_ = nullptr;
+  llvm::Value* lane_ = nullptr;  // the thread's lane in its warp (CpuPlan::lanes > 1), else null
   llvm::BasicBlock* entry_ = nullptr;    // the body's allocas, buffer pointers and sizes
   std::vector<llvm::Value*> buffers_;
   std::vector<std::map<std::pair<ir::ValueId, Index>, llvm::Value*>> memo_;
@@ -81,6 +82,8 @@ class KernelEmitter {
   int64_t planned(const ir::SymExpr& e) const { return planned_size(e, max_); }
   // for (i = begin; i < end; ++i) body(i), with a memo scope for the body.
   void range_loop(llvm::Value* begin, llvm::Value* end, const std::function<void(llvm::Value*)>& body);
+  // for (i = first; i < end; i += step) body(i), its values in a memo scope of their own.
+  void strided_loop(llvm::Value* first, llvm::Value* end, int64_t step, const std::function<void(llvm::Value*)>& body);
   // if (cond) then_body() else else_body(), each in its own block; continues after both.
   void if_else(llvm::Value* cond, const std::function<void()>& then_body, const std::function<void()>& else_body);
   // The index over `extents` of flat row-major position `flat` (size-1 dims: constant 0).

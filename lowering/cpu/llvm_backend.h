@@ -51,6 +51,8 @@ llvm::Value* emit_sym(llvm::IRBuilder<>& b, const ir::SymExpr& e,
 // What code generation needs to know of the target machine.
 struct CpuTarget {
   int f32_lanes = 4;  // floats per vector register: 4 (SSE, NEON), 8 (AVX2), 16 (AVX-512)
+  // The CUDA backend's kernels for NVPTX (warp shuffles); false for the CPU and grid emulation.
+  bool nvptx = false;
 };
 CpuTarget cpu_target(const llvm::TargetMachine& tm);
 

@@ -201,6 +201,10 @@ struct CpuPlan {
   // task (emit_column_reduction: vectors along the row); 0: one output at a time, as any other
   // reduction (the GPU's mapping: a thread per output).
   int64_t column_chunk = 64;
+  // The GPU's warp matmuls (cuda_backend.h): this many threads share each task, each summing
+  // every lanes-th K of its matmuls, combined by a butterfly of warp shuffles; the body takes
+  // the thread's lane as a fourth argument. 1: a thread per task (every CPU plan).
+  int64_t lanes = 1;
 };
 
 // Below this many operations (CpuPlan::work), waking threads costs more than it gains: the

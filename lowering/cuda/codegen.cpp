@@ -8,7 +8,10 @@
 //              thread of the launch the runtime would make, blocks in reverse order (threads of
 //              a launch may run in any order: a kernel that depends on one is caught).
 // The kernels share no memory between threads, so they have no barriers: a thread's task is
-// independent of every other's.
+// independent of every other's, except in warp matmuls (CpuPlan::lanes), where the 32 lanes of
+// a warp share a task and exchange partial sums by warp shuffles; grid emulation has no
+// shuffles, so there each lane computes every lane's partial and the same butterfly
+// (emit_reductions.cpp), which gives every lane the GPU's total.
 // Test: lowering_tests Cuda.* (emulated kernels against the reference interpreter; PTX through ptxas).
 #include <chrono>
 #include <functional>
@@ -26,9 +29,10 @@
 namespace aotrace::lowering::cuda {
 namespace {
 
-// void @sym.grid(ptr closure, i64 tasks, i64 block, i64 block_dim, i64 thread): runs task
-// block·block_dim + thread of the body when it is below tasks.
-llvm::Function* grid_function(llvm::Module& m, const std::string& symbol, llvm::Function* body) {
+// void @sym.grid(ptr closure, i64 threads, i64 block, i64 block_dim, i64 thread): global thread
+// g = block·block_dim + thread runs task g of the body when g < threads; with warp lanes
+// (CpuPlan::lanes), task g / lanes as lane g % lanes.
+llvm::Function* grid_function(llvm::Module& m, const std::string& symbol, llvm::Function* body, int64_t lanes) {
   llvm::LLVMContext& ctx = m.getContext();
   llvm::IRBuilder<> b(ctx);
   auto* i64 = b.getInt64Ty();
@@ -41,10 +45,15 @@ llvm::Function* grid_function(llvm::Module& m, const std::string& symbol, llvm::
   auto* run = llvm::BasicBlock::Create(ctx, "run", fn);
   auto* done = llvm::BasicBlock::Create(ctx, "done", fn);
   b.SetInsertPoint(entry);
-  llvm::Value* task = b.CreateAdd(b.CreateMul(fn->getArg(2), fn->getArg(3)), fn->getArg(4), "task");
-  b.CreateCondBr(b.CreateICmpSLT(task, fn->getArg(1)), run, done);
+  llvm::Value* global = b.CreateAdd(b.CreateMul(fn->getArg(2), fn->getArg(3)), fn->getArg(4), "global");
+  b.CreateCondBr(b.CreateICmpSLT(global, fn->getArg(1)), run, done);
   b.SetInsertPoint(run);
-  b.CreateCall(body, {fn->getArg(0), task, b.CreateAdd(task, b.getInt64(1))});
+  if (lanes > 1) {
+    llvm::Value* task = b.CreateUDiv(global, b.getInt64(lanes), "task");
+    b.CreateCall(body, {fn->getArg(0), task, b.CreateAdd(task, b.getInt64(1)), b.CreateURem(global, b.getInt64(lanes))});
+  } else {
+    b.CreateCall(body, {fn->getArg(0), global, b.CreateAdd(global, b.getInt64(1))});
+  }
   b.CreateBr(done);
   b.SetInsertPoint(done);
   b.CreateRetVoid();
@@ -92,11 +101,11 @@ void countdown(llvm::IRBuilder<>& b, llvm::Value* count, const std::function<voi
 // Grid emulation: void @sym(void* const* buffers, const int64_t* symbols, ctx), the CPU ABI,
 // running every block and thread of the launch.
 void emulated_entry(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k, const cpu::KernelBody& body,
-                    llvm::Function* grid) {
+                    llvm::Function* grid, int64_t lanes) {
   llvm::IRBuilder<> b(m.getContext());
   const cpu::KernelEntry entry = cpu::begin_kernel_entry(b, m, g, k, body);
   llvm::Value* closure = entry.closure;
-  llvm::Value* tasks = entry.tasks;
+  llvm::Value* tasks = b.CreateMul(entry.tasks, b.getInt64(lanes), "threads");
   llvm::Value* block_dim = b.getInt64(kBlock);
   llvm::Value* blocks = b.CreateSDiv(b.CreateAdd(tasks, b.getInt64(kBlock - 1)), block_dim);
   countdown(b, blocks, [&](llvm::Value* block) {
@@ -119,7 +128,7 @@ ir::Bytes codegen_cuda(const Schedule& s, const std::vector<cpu::CpuPlan>& plans
     module.setDataLayout(kNvptxDataLayout);
   }
   // One lane: a GPU thread computes one element; the emitter's CPU vector paths stay off.
-  const cpu::CpuTarget target{1};
+  const cpu::CpuTarget target{1, !options.cuda_grid_emulation};
   std::map<std::string, ir::SymExpr> emitted;  // kernels with the same code share a symbol
   threads.clear();
   for (size_t i = 0; i < s.kernels.size(); ++i) {
@@ -129,15 +138,17 @@ ir::Bytes codegen_cuda(const Schedule& s, const std::vector<cpu::CpuPlan>& plans
       continue;
     }
     cpu::KernelBody body = cpu::emit_kernel_body(module, s.fused.graph, k, plans[i], target);
-    llvm::Function* grid = grid_function(module, k.symbol, body.fn);
+    const int64_t lanes = plans[i].lanes;
+    llvm::Function* grid = grid_function(module, k.symbol, body.fn, lanes);
     if (options.cuda_grid_emulation) {
-      emulated_entry(module, s.fused.graph, k, body, grid);
+      emulated_entry(module, s.fused.graph, k, body, grid, lanes);
       grid->setLinkage(llvm::Function::ExternalLinkage);  // for the runtime tests' fake CUDA driver
     } else {
       gpu_entry(module, k.symbol, grid);
     }
-    emitted.emplace(k.symbol, body.tasks);
-    threads.push_back(body.tasks);
+    const ir::SymExpr launch = body.tasks * ir::SymExpr(lanes);
+    emitted.emplace(k.symbol, launch);
+    threads.push_back(launch);
   }
   if (phases != nullptr)
     phases->push_back({"llvm-ir", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});

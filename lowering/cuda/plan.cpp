@@ -3,20 +3,50 @@
 // every kernel is the emitter's generic loop, cut into one task per output element where it has
 // an innermost dim, so that a launch has a thread per element and neighbouring threads touch
 // neighbouring addresses. Reductions keep one task per output (its reduction loop inside), those
-// that keep the innermost axis too (CpuPlan::column_chunk 0).
+// that keep the innermost axis too (CpuPlan::column_chunk 0). Kernels whose reductions are warp
+// matmuls (cuda_backend.h) take a warp per task (CpuPlan::lanes).
 // Test: lowering_tests Cuda.*.
+#include <optional>
+
 #include "lowering/cuda/cuda_backend.h"
 
 namespace aotrace::lowering::cuda {
 
+bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max) {
+  if (n.op != ir::OpKind::Matmul || n.results.size() != 1 || g.type(n.results[0]).dtype != ir::DType::f32) return false;
+  const ir::Shape& a = g.type(n.operands[0]).shape;
+  std::optional<int64_t> k = a.empty() ? std::nullopt : a.back().as_constant();
+  return k && *k >= 256 && planned_size(g.type(n.results[0]).numel(), max) <= (int64_t{1} << 17);
+}
+
+// Warp lanes for a kernel whose reductions are all warp matmuls (another reduction would run
+// in every lane alike: right, but 32 times over).
+int64_t kernel_lanes(const ir::Graph& g, const ScheduledKernel& k, const ir::SymBindings& max) {
+  bool any = false;
+  for (int i : k.nodes) {
+    const ir::Node& n = g.nodes[static_cast<size_t>(i)];
+    const ir::OpCategory c = ir::op_info(n.op).category;
+    if (c == ir::OpCategory::Matmul) {
+      if (!warp_matmul(g, n, max)) return 1;
+      any = true;
+    } else if (c == ir::OpCategory::Reduce || c == ir::OpCategory::Scan || c == ir::OpCategory::Conv ||
+               c == ir::OpCategory::Pool || c == ir::OpCategory::Sort) {
+      return 1;
+    }
+  }
+  return any && k.loop_extents.size() >= 2 ? kWarpLanes : 1;
+}
+
 std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s) {
   std::vector<cpu::CpuPlan> plans;
+  const ir::SymBindings max = max_bindings(s.fused.graph);
   for (const ScheduledKernel& k : s.kernels) {
     cpu::CpuPlan plan;
     plan.symbol = k.symbol;
     plan.work = cpu::work_estimate(cpu::KernelGraph(s.fused.graph, k));
     plan.row_chunk = k.loop_extents.size() >= 2 ? 1 : 0;
     plan.column_chunk = 0;
+    plan.lanes = kernel_lanes(s.fused.graph, k, max);
     plans.push_back(plan);
   }
   return plans;

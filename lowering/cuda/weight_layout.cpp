@@ -5,7 +5,8 @@
 // implementations. On the GPU a thread computes one output (m, n) and neighbouring threads have
 // neighbouring n: with B as [K, N] their loads of B are adjacent (one memory transaction per
 // warp), where through the permute each thread read its own row of W (32 transactions per warp
-// load). A weight the plans no longer read is not stored (compile stores what plans read).
+// load). A weight the plans no longer read is not stored (compile stores what plans read). Warp
+// matmuls (cuda_backend.h) keep B as it is: their lanes walk K, along Linear's weight rows.
 // The CPU has its own layout pass (cpu/pack_weights.cpp, panels for its GEMM).
 // Test: lowering_tests Cuda.LinearWeightsAreStoredKByN, and every reference check's CUDA run.
 #include <map>
@@ -86,10 +87,11 @@ ir::Graph cuda_weight_layout(ir::Graph old) {
     return nw;
   };
 
+  const ir::SymBindings max = max_bindings(old);
   for (const ir::Node& n : old.nodes) {
     std::vector<ir::ValueId> operands;
     for (ir::ValueId o : n.operands) operands.push_back(c.map.at(static_cast<size_t>(o)));
-    if (n.op == ir::OpKind::Matmul && n.operands.size() == 2)
+    if (n.op == ir::OpKind::Matmul && n.operands.size() == 2 && !warp_matmul(old, n, max))
       if (ir::ValueId nw = lay_out(n.operands[1]); nw >= 0) operands[1] = nw;
     copy_node(c, n, operands);
   }

@@ -234,6 +234,39 @@ TEST(Cuda, LinearWeightsAreStoredKByN) {
   expect_matches_reference_in(g, -1, 1);
 }
 
+// Warp matmuls: a long K (>= 256) with few outputs takes a warp per output (lanes striding K, a
+// shuffle butterfly): 32 threads per output element, `shfl.sync.bfly` in the PTX, Linear's weight
+// kept [N, K] (no laid-out copy), and the emulated lanes (each computing every partial and the
+// butterfly) match the reference, with a fused bias + relu epilogue.
+TEST(Cuda, WarpMatmulsShareAnOutputAcrossALongK) {
+  ir::Graph g;
+  const SymExpr B = SymExpr::symbol("B");
+  g.symbols["B"] = {2, 6, 1};
+  ir::ValueId x = g.add_input("x", ir::TensorType{DType::f32, ir::Device{}, ir::Shape{B, 300}}, "L['x']");
+  ir::ValueId a = g.add_input("a", f32({3, 5, 257}), "L['a']");
+  ir::ValueId c = g.add_input("c", f32({3, 257, 7}), "L['c']");
+  ir::ValueId w = weight(g, "w", {20, 300}, 1), bias = weight(g, "bias", {20}, 2);
+  set_outputs(g, {g.add(OpKind::Relu, {g.add(OpKind::Linear, {x, w, bias})}), g.add(OpKind::Matmul, {a, c})});
+  LoweredVariant gpu = lower_graph(g, "warp_", for_gpu());
+  std::vector<std::string> launches;
+  for (const auto& call : gpu.plan.calls) launches.push_back(call.threads.str());
+  EXPECT_NE(std::find(launches.begin(), launches.end(), (SymExpr(640) * B).str()), launches.end())
+      << "the linear layer's kernel: 20 outputs per row × 32 lanes";
+  EXPECT_NE(std::find(launches.begin(), launches.end(), "3360"), launches.end()) << "3·5·7 outputs × 32 lanes";
+  for (const auto& weight : gpu.graph.weights) EXPECT_EQ(weight.name.find(".cuda_"), std::string::npos) << weight.name;
+  const CudaLibrary linked = link_cuda_kernels({gpu.object}, for_gpu());
+  EXPECT_NE(linked.ptx.find("shfl.sync.bfly.b32"), std::string::npos);
+  // The CPU plan and the emulated warps against the reference, at the three sizes' extremes and
+  // between (dynamic_test.cpp: Dynamic.WarpMatmulOverASymbolicBatch runs the sizes).
+  ir::Graph fixed;
+  ir::ValueId fx = fixed.add_input("x", f32({4, 300}), "L['x']");
+  ir::ValueId fa = fixed.add_input("a", f32({3, 5, 257}), "L['a']");
+  ir::ValueId fc = fixed.add_input("c", f32({3, 257, 7}), "L['c']");
+  ir::ValueId fw = weight(fixed, "w", {20, 300}, 1), fb = weight(fixed, "bias", {20}, 2);
+  set_outputs(fixed, {fixed.add(OpKind::Relu, {fixed.add(OpKind::Linear, {fx, fw, fb})}), fixed.add(OpKind::Matmul, {fa, fc})});
+  expect_matches_reference_in(fixed, -1, 1);
+}
+
 std::string user_error_of(const std::function<void()>& f) {
   try {
     f();

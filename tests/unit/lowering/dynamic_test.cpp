@@ -430,4 +430,16 @@ TEST(Dynamic, ConvWithASymbolicWeightIsAUserError) {
 }
 
 }  // namespace
+// The GPU's warp matmul (a warp per output over a long K) with a symbolic batch: one library,
+// launched at several sizes (the emulated lanes against the reference; the CPU plan too).
+TEST(Dynamic, WarpMatmulOverASymbolicBatch) {
+  ir::Graph g;
+  const SymExpr B = SymExpr::symbol("B");
+  g.symbols["B"] = {2, 6, 1};
+  ir::ValueId x = g.add_input("x", ir::TensorType{DType::f32, ir::Device{}, ir::Shape{B, 300}}, "L['x']");
+  ir::ValueId w = weight(g, "w", {20, 300}, 1), bias = weight(g, "bias", {20}, 2);
+  set_outputs(g, {g.add(OpKind::Gelu, {g.add(OpKind::Linear, {x, w, bias})}, attrs({{"approximate", std::string("none")}}))});
+  expect_matches_at(g, {{{"B", 2}}, {{"B", 5}}, {{"B", 6}}});
+}
+
 }  // namespace aotrace::lowering
