@@ -123,6 +123,22 @@ llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
     llvm::Value* extreme = b_.CreateBitCast(key(b_.CreateLoad(it, best)), t);
     return b_.CreateSelect(b_.CreateLoad(b_.getInt1Ty(), nan), llvm::ConstantFP::getNaN(t), extreme);
   }
+  if (plan_.lanes > 1 && n.op == ir::OpKind::ReduceSum) {
+    // The GPU's warp reductions (CpuPlan::lanes: f32 sums only): the reduced positions
+    // flattened, lane l summing those at l mod lanes.
+    ir::SymExpr count = 1;
+    for (const ir::SymExpr& e : axes.extents) count = count * e;
+    return warp_total([&](llvm::Value* first, int64_t step) {
+      llvm::Value* acc = accumulator(t, reduce_identity(b_, n.op, rt));
+      strided_loop(first, size(count), step, [&](llvm::Value* flat) {
+        llvm::Value* v = convert(b_, emit(x, reduced_index(axes.reduced, axes.keepdim, idx, unflatten(flat, axes.extents))),
+                                 dtype(x), rt);
+        auto sums = reassociable_sums();
+        b_.CreateStore(reduce_step(b_, n.op, b_.CreateLoad(t, acc), v, rt), acc);
+      });
+      return b_.CreateLoad(t, acc);
+    });
+  }
   llvm::Value* acc = accumulator(t, reduce_identity(b_, n.op, rt));
   loop_nest(axes.extents, [&](const Index& r) {
     llvm::Value* v = convert(b_, emit(x, reduced_index(axes.reduced, axes.keepdim, idx, r)), dtype(x), rt);
@@ -246,9 +262,13 @@ llvm::Value* KernelEmitter::emit_matmul(const ir::Node& n, const Index& idx) {
     return b_.CreateLoad(t, acc);
   };
   if (plan_.lanes <= 1) return sum_from(nullptr, 1);
-  // A warp per output (the GPU's warp matmuls, CpuPlan::lanes): lane l sums the k = l mod lanes
-  // terms, and a butterfly (offsets lanes/2 .. 1) adds the partials, after which every lane holds
-  // the same total (each step adds a pair of equal sums in either order).
+  return warp_total(sum_from);
+}
+
+llvm::Value* KernelEmitter::warp_total(const std::function<llvm::Value*(llvm::Value*, int64_t)>& sum_from) {
+  // A warp per output (the GPU's warp reductions, CpuPlan::lanes): lane l sums the terms at
+  // l mod lanes, and a butterfly (offsets lanes/2 .. 1) adds the partials, after which every lane
+  // holds the same total (each step adds a pair of equal sums in either order).
   const int64_t lanes = plan_.lanes;
   if (target_.nvptx) {
     llvm::Value* v = sum_from(lane_, lanes);

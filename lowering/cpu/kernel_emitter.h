@@ -203,6 +203,9 @@ class KernelEmitter {
   llvm::Value* emit_reduce(const ir::Node& n, const Index& idx);
   llvm::Value* emit_arg_reduce(const ir::Node& n, const Index& idx);
   llvm::Value* emit_matmul(const ir::Node& n, const Index& idx);
+  // The total over a warp of `sum_from(first, step)` (the f32 sum of the terms at first, first +
+  // step, ...), by lane_ and shuffles on the GPU, by every lane's partial in grid emulation.
+  llvm::Value* warp_total(const std::function<llvm::Value*(llvm::Value*, int64_t)>& sum_from);
   llvm::Value* emit_conv(const ir::Node& n, const Index& idx);
   llvm::Value* emit_pool(const ir::Node& n, const Index& idx);
   llvm::Value* emit_topk(const ir::Node& n, ir::ValueId result, const Index& idx);

@@ -19,17 +19,31 @@ bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& m
   return k && *k >= 256 && planned_size(g.type(n.results[0]).numel(), max) <= (int64_t{1} << 17);
 }
 
-// Warp lanes for a kernel whose reductions are all warp matmuls (another reduction would run
-// in every lane alike: right, but 32 times over).
+// An f32 reduce_sum over at least 256 positions (static) into at most 2^17 outputs: a layer
+// norm's row sums, a mean pool over a long axis.
+bool warp_sum(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max) {
+  if (n.op != ir::OpKind::ReduceSum || n.results.size() != 1 || g.type(n.results[0]).dtype != ir::DType::f32 ||
+      g.type(n.operands[0]).dtype != ir::DType::f32)
+    return false;
+  const ir::TensorType& in = g.type(n.operands[0]);
+  const ir::TensorType& out = g.type(n.results[0]);
+  std::optional<int64_t> in_count = in.numel().as_constant(), out_count = out.numel().as_constant();
+  // Reduced positions per output: the ratio of the static element counts.
+  if (!in_count || !out_count || *out_count == 0) return false;
+  return *in_count / *out_count >= 256 && planned_size(out.numel(), max) <= (int64_t{1} << 17);
+}
+
+// Warp lanes for a kernel whose reductions are all warp matmuls or warp sums (another reduction
+// would run in every lane alike: right, but 32 times over).
 int64_t kernel_lanes(const ir::Graph& g, const ScheduledKernel& k, const ir::SymBindings& max) {
   bool any = false;
   for (int i : k.nodes) {
     const ir::Node& n = g.nodes[static_cast<size_t>(i)];
     const ir::OpCategory c = ir::op_info(n.op).category;
-    if (c == ir::OpCategory::Matmul) {
-      if (!warp_matmul(g, n, max)) return 1;
+    if (c == ir::OpCategory::Matmul || c == ir::OpCategory::Reduce) {
+      if (!warp_matmul(g, n, max) && !warp_sum(g, n, max)) return 1;
       any = true;
-    } else if (c == ir::OpCategory::Reduce || c == ir::OpCategory::Scan || c == ir::OpCategory::Conv ||
+    } else if (c == ir::OpCategory::Scan || c == ir::OpCategory::Conv ||
                c == ir::OpCategory::Pool || c == ir::OpCategory::Sort) {
       return 1;
     }

@@ -237,7 +237,8 @@ TEST(Cuda, LinearWeightsAreStoredKByN) {
 // Warp matmuls: a long K (>= 256) with few outputs takes a warp per output (lanes striding K, a
 // shuffle butterfly): 32 threads per output element, `shfl.sync.bfly` in the PTX, Linear's weight
 // kept [N, K] (no laid-out copy), and the emulated lanes (each computing every partial and the
-// butterfly) match the reference, with a fused bias + relu epilogue.
+// butterfly) match the reference, with a fused bias + relu epilogue; long f32 sums (a layer
+// norm's rows) the same way.
 TEST(Cuda, WarpMatmulsShareAnOutputAcrossALongK) {
   ir::Graph g;
   const SymExpr B = SymExpr::symbol("B");
@@ -263,8 +264,17 @@ TEST(Cuda, WarpMatmulsShareAnOutputAcrossALongK) {
   ir::ValueId fa = fixed.add_input("a", f32({3, 5, 257}), "L['a']");
   ir::ValueId fc = fixed.add_input("c", f32({3, 257, 7}), "L['c']");
   ir::ValueId fw = weight(fixed, "w", {20, 300}, 1), fb = weight(fixed, "bias", {20}, 2);
-  set_outputs(fixed, {fixed.add(OpKind::Relu, {fixed.add(OpKind::Linear, {fx, fw, fb})}), fixed.add(OpKind::Matmul, {fa, fc})});
+  ir::ValueId ln_w = weight(fixed, "ln.weight", {300}, 3), ln_b = weight(fixed, "ln.bias", {300}, 4);
+  set_outputs(fixed, {fixed.add(OpKind::Relu, {fixed.add(OpKind::Linear, {fx, fw, fb})}), fixed.add(OpKind::Matmul, {fa, fc}),
+                      fixed.add(OpKind::LayerNorm, {fx, ln_w, ln_b}, attrs({{"normalized_ndim", int64_t{1}}, {"eps", 1e-5}})),
+                      fixed.add(OpKind::ReduceSum, {fa}, reduce_attrs({2}, false))});
   expect_matches_reference_in(fixed, -1, 1);
+  // Warp sums too: the layer norm's row sums over 300 (4 rows × 32 lanes), a sum over 257.
+  LoweredVariant fixed_gpu = lower_graph(fixed, "warpsum_", for_gpu());
+  std::vector<std::string> fixed_launches;
+  for (const auto& call : fixed_gpu.plan.calls) fixed_launches.push_back(call.threads.str());
+  EXPECT_NE(std::find(fixed_launches.begin(), fixed_launches.end(), "128"), fixed_launches.end());
+  EXPECT_NE(std::find(fixed_launches.begin(), fixed_launches.end(), "480"), fixed_launches.end()) << "3·5 sums × 32 lanes";
 }
 
 std::string user_error_of(const std::function<void()>& f) {
