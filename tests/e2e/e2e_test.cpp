@@ -1006,6 +1006,86 @@ TEST(Cuda, AnInputDeclaredOnCudaIsGuardedOnTheGpu) {
   EXPECT_EQ(bench.exit_code, 0) << bench.output;
 }
 
+// Inputs changed in place and random numbers on the (fake) GPU, against the same bundle's CPU
+// kernels: new values written back into GPU tensors (device to device) and host tensors
+// (device to host); the generator's draws the CPU's for the same seed and call.
+TEST(Cuda, InputUpdatesAndRandomNumbersMatchTheCpu) {
+  const fs::path dir = temp_dir() / "cuda_updates";
+  fs::create_directories(dir);
+  std::ofstream(dir / "step.py") << "import torch\n"
+                                    "def step(cache, new, x):\n"
+                                    "    cache[:, 2:4] = new\n"
+                                    "    x.mul_(2.0)\n"
+                                    "    return (cache * x[:, :1]).sum(dim=1) + 0.1 * torch.randn(cache.shape[0])\n";
+  std::ofstream(dir / "step.yaml")
+      << "version: 1\nname: step\nscript: step.py\nentries:\n  step:\n    call: step\n"
+         "    inputs:\n      cache: {dtype: float32, shape: [3, 8]}\n      new: {dtype: float32, shape: [3, 2]}\n"
+         "      x: {dtype: float32, shape: [3, 3]}\ntargets: [cpu, cuda]\n";
+  const fs::path out = dir / "step.aot", emulation = dir / "step_emulation.so";
+  auto r = run_command(quote(AOTRACE_CLI) + " compile -q " + quote((dir / "step.yaml").string()) + " -o " +
+                       quote(out.string()) + " --cuda-emulation-library " + quote(emulation.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  auto filled = [&](std::vector<int64_t> shape) {
+    rt::Tensor t(rt::DType::f32, std::move(shape));
+    for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = unit(rng);
+    return t;
+  };
+  const rt::Tensor cache0 = filled({3, 8}), new0 = filled({3, 2}), x0 = filled({3, 3});
+  auto copy_of = [](const rt::Tensor& t) {
+    rt::Tensor c(t.dtype(), t.shape());
+    std::memcpy(c.data(), t.data(), t.nbytes());
+    return c;
+  };
+  auto expect_near = [](const rt::Tensor& got, const rt::Tensor& want, const std::string& what) {
+    ASSERT_EQ(got.shape(), want.shape()) << what;
+    for (int64_t i = 0; i < want.numel(); ++i)
+      ASSERT_NEAR(got.data_as<float>()[i], want.data_as<float>()[i], 1e-5 + 1e-4 * std::fabs(want.data_as<float>()[i]))
+          << what << " element " << i;
+  };
+  auto cpu = rt::Bundle::open(out.string());
+  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+  auto ce = cpu->entry("step");
+  ASSERT_TRUE(ce->draws_random());
+  rt::Tensor cache_cpu = copy_of(cache0), x_cpu = copy_of(x0);
+  ce->manual_seed(3);
+  auto want = ce->run({cache_cpu.ref(), new0.ref(), x_cpu.ref()});
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  std::unique_ptr<void, int (*)(void*)> keep(::dlopen(FAKE_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL), ::dlclose);
+  FakeCuda fake(emulation);
+  auto gpu = rt::Bundle::open(out.string(), fake.options());
+  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+  auto e = gpu->entry("step");
+  // Host tensors: copied in, the new values copied back out.
+  rt::Tensor cache_host = copy_of(cache0), x_host = copy_of(x0);
+  e->manual_seed(3);
+  auto got = e->run({cache_host.ref(), new0.ref(), x_host.ref()});
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  expect_near((*got)[0], (*want)[0], "output (host tensors)");
+  expect_near(cache_host, cache_cpu, "cache written back (host)");
+  expect_near(x_host, x_cpu, "x written back (host)");
+  // GPU tensors: the new values written back on the GPU.
+  auto dcache = gpu->allocate(rt::DType::f32, {3, 8}), dnew = gpu->allocate(rt::DType::f32, {3, 2}),
+       dx = gpu->allocate(rt::DType::f32, {3, 3});
+  ASSERT_TRUE(dcache.ok() && dnew.ok() && dx.ok());
+  ASSERT_TRUE(gpu->copy(dcache->ref(), cache0.ref()).ok() && gpu->copy(dnew->ref(), new0.ref()).ok() &&
+              gpu->copy(dx->ref(), x0.ref()).ok());
+  e->manual_seed(3);
+  auto on_gpu = e->run({dcache->ref(), dnew->ref(), dx->ref()});
+  ASSERT_TRUE(on_gpu.ok()) << on_gpu.status().message();
+  expect_near((*on_gpu)[0], (*want)[0], "output (GPU tensors)");
+  rt::Tensor cache_back(rt::DType::f32, {3, 8}), x_back(rt::DType::f32, {3, 3});
+  ASSERT_TRUE(gpu->copy(cache_back.ref(), dcache->ref()).ok() && gpu->copy(x_back.ref(), dx->ref()).ok());
+  expect_near(cache_back, cache_cpu, "cache written back (GPU)");
+  expect_near(x_back, x_cpu, "x written back (GPU)");
+  // The next call on the same inputs draws new numbers, as on the CPU.
+  ASSERT_TRUE(gpu->copy(dcache->ref(), cache0.ref()).ok() && gpu->copy(dx->ref(), x0.ref()).ok());
+  auto second = e->run({dcache->ref(), dnew->ref(), dx->ref()});
+  ASSERT_TRUE(second.ok());
+  EXPECT_NE(std::memcmp((*second)[0].data(), (*on_gpu)[0].data(), (*second)[0].nbytes()), 0);
+}
+
 // The runtime's CUDA path through the fake driver on a model with a dynamic batch: host tensors
 // copied in and out, GPU tensors (Bundle::allocate, the C API's device pointers), one CUDA Graph
 // per batch size replayed for a size seen before, against the same bundle's CPU kernels; and
