@@ -221,6 +221,8 @@ std::vector<uint8_t> build_bundle_fb(const BundleSpec& spec, const std::vector<F
       for (const ir::Guard& g : v.guards)
         if (g.kind == ir::Guard::Kind::ValueEq) require("scalar-inputs");
         else if (g.kind == ir::Guard::Kind::PaddingMask) require("value-guards");
+        else if (g.kind == ir::Guard::Kind::Device && g.device.kind == ir::Device::Kind::cuda)
+          require("cuda-inputs");  // an older runtime would hold the guard on the CPU too
     }
     for (const BucketSpec& bs : e.buckets) {
       auto d = std::make_unique<fb::BucketedDimT>();

@@ -965,6 +965,10 @@ TEST(Cuda, AnInputDeclaredOnCudaIsGuardedOnTheGpu) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   rt::Tensor x(rt::DType::f32, {4, 784});
   for (int64_t i = 0; i < x.numel(); ++i) x.data_as<float>()[i] = std::sin(0.01f * static_cast<float>(i));
+  const auto info = rt::read_bundle_info(out.string());
+  ASSERT_TRUE(info.ok());
+  EXPECT_NE(std::find(info->required_features.begin(), info->required_features.end(), "cuda-inputs"),
+            info->required_features.end());
   auto cpu = rt::Bundle::open(out.string());
   ASSERT_TRUE(cpu.ok()) << cpu.status().message();
   auto ce = cpu->entry("forward");
