@@ -195,22 +195,13 @@ int bench_command(const BenchOptions& options) {
   // --device cuda: the timed calls read and write GPU memory (scalar inputs stay on the host,
   // where the guards read them); the copies in and out are not timed.
   std::vector<rt::DeviceTensor> on_gpu;
-  auto to_gpu = [&](rt::TensorRef& ref, bool copy) {
-    rt::DeviceTensor d = value_or_fail(bundle.allocate(ref.dtype, ref.shape));
-    if (copy)
-      if (rt::Status s = bundle.copy(d.ref(), ref); !s.ok()) user_error(s.message());
-    on_gpu.push_back(d);
-    ref = d.ref();
-  };
-  auto is_python_scalar = [&](size_t i) {  // in any variant: the variant is chosen after the copies
-    for (size_t v = 0; v < entry.num_variants(); ++v)
-      if (entry.scalar_input(v, i)) return true;
-    return false;
-  };
   std::vector<rt::TensorRef> call_inputs = inputs;
   if (cuda)
     for (size_t i = 0; i < call_inputs.size(); ++i)
-      if (!call_inputs[i].shape.empty() || !is_python_scalar(i)) to_gpu(call_inputs[i], true);
+      if (!(call_inputs[i].shape.empty() && entry.stays_on_host(i))) {
+        on_gpu.push_back(value_or_fail(bundle.to_device(call_inputs[i])));
+        call_inputs[i] = on_gpu.back().ref();
+      }
   const size_t variant = value_or_fail(entry.select(call_inputs), "pass --shape with sizes the bundle was compiled for");
   std::vector<rt::Tensor> outputs;
   std::vector<rt::TensorRef> output_refs;
@@ -222,7 +213,10 @@ int bench_command(const BenchOptions& options) {
 
   std::vector<rt::TensorRef> call_outputs = output_refs;
   if (cuda)
-    for (rt::TensorRef& o : call_outputs) to_gpu(o, false);
+    for (rt::TensorRef& o : call_outputs) {
+      on_gpu.push_back(value_or_fail(bundle.allocate(o.dtype, o.shape)));
+      o = on_gpu.back().ref();
+    }
   Timings t = time_calls(entry, call_inputs, call_outputs, options);
   std::vector<double> sorted = t.seconds;
   std::sort(sorted.begin(), sorted.end());

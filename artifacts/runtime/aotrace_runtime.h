@@ -254,6 +254,9 @@ class Entry {
   // declared `device: cuda` in the spec (a device guard: GPU memory only there), else cpu (host
   // or GPU memory there). On the CPU every input is host memory.
   DeviceKind input_device(size_t variant, size_t input) const;
+  // Whether input `input` is a Python scalar in some variant: on a GPU too it is passed in host
+  // memory (its guard reads the value).
+  bool stays_on_host(size_t input) const;
   // Whether input `input` is a Python int, float or bool the variant was compiled for (passed as
   // a 0-d int64, float64 or bool tensor and guarded to hold `*value`).
   bool scalar_input(size_t variant, size_t input, double* value = nullptr) const;
@@ -339,6 +342,8 @@ class Bundle {
   // contiguous tensors of one dtype and size, each in host or GPU memory (returns when done).
   Result<DeviceTensor> allocate(DType dtype, std::vector<int64_t> shape) const;
   Status copy(const TensorRef& dst, const TensorRef& src) const;
+  // allocate, then copy `src` in: a GPU copy of a tensor.
+  Result<DeviceTensor> to_device(const TensorRef& src) const;
 
   // Runs every variant on its golden inputs (golden/ in the bundle) and compares the outputs
   // with the golden outputs (torch eager's): f32/f64 within 1e-3 of each element plus 1e-4 of

@@ -232,6 +232,13 @@ Result<Bundle> Bundle::open(const std::string& dir, const OpenOptions& options) 
   for (const FileData& f : data->files)
     if (Status s = verify_file(*data, f, options.verify_hashes); !s.ok()) return s;
   if (Status s = map_weights(*data); !s.ok()) return s;
+  // Device guards hold the declared device only where the bundle runs: on a GPU an input
+  // declared `device: cuda` must be GPU memory, the others may be either (host tensors are copied
+  // in); on the CPU every input is host memory, so a `device: cuda` guard is relaxed there.
+  for (EntryData& e : data->entries)
+    for (VariantData& v : e.variants)
+      for (GuardData& g : v.guards)
+        if (g.kind == GuardKind::Device) g.any_device = g.device != options.device;
   if (options.device == DeviceKind::cuda) {
     // The CUDA kernels only: the CPU library is not loaded, the kernels need no thread pool.
     if (Status s = open_cuda(*data, options); !s.ok()) return s;
@@ -239,12 +246,6 @@ Result<Bundle> Bundle::open(const std::string& dir, const OpenOptions& options) 
     return Bundle(std::move(data));
   }
   if (Status s = check_cuda_only(*data); !s.ok()) return s;
-  // The CPU kernels take host memory: an input declared `device: cuda` is passed in host memory
-  // here like every other, so its device guard is relaxed (the tensor checks refuse GPU memory).
-  for (EntryData& e : data->entries)
-    for (VariantData& v : e.variants)
-      for (GuardData& g : v.guards)
-        if (g.kind == GuardKind::Device) g.any_device = g.device == DeviceKind::cuda;
   if (Status s = load_kernels(*data, options); !s.ok()) return s;
   if (Status s = allocate_arenas(*data); !s.ok()) return s;
   if (Status s = start_thread_pool(*data, options.num_threads); !s.ok()) return s;

@@ -34,8 +34,8 @@ struct GuardData {
   std::string text;    // "L['x'].size()[0] == 8"
   std::string origin;  // "model.py:12"
   std::string symbol;  // a dynamic dim's guards: its name ("seq")
-  // Device: any device passes (set at open: on the CPU for inputs declared `device: cuda`, which
-  // take host memory there; on a GPU for the others, whose host tensors are copied in).
+  // Device: any device passes (set at open where the declared device is not the one the bundle
+  // was opened for: Bundle::open).
   bool any_device = false;
 };
 

@@ -126,11 +126,8 @@ int aotrace_entry_run_device(const aotrace_bundle* bundle, const char* entry, co
   if (!e.ok()) return report(e.status());
   std::vector<TensorRef> in = to_refs(inputs, num_inputs), out = to_refs(outputs, num_outputs);
   for (TensorRef& t : out) t.device = DeviceKind::cuda;
-  for (size_t i = 0; i < in.size(); ++i) {  // a Python scalar input stays on the host (its guard reads it)
-    bool scalar = false;
-    for (size_t v = 0; v < e->num_variants() && in[i].shape.empty(); ++v) scalar |= e->scalar_input(v, i);
-    if (!scalar) in[i].device = DeviceKind::cuda;
-  }
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!(in[i].shape.empty() && e->stays_on_host(i))) in[i].device = DeviceKind::cuda;
   Status s = e->run_into(in, out);
   return s.ok() ? 0 : report(s);
 }

@@ -43,6 +43,8 @@ struct CudaSlot {
   std::vector<uint64_t> host_block;
   std::vector<CuDevicePtr> pointers;  // one per plan buffer
   std::vector<size_t> staged;         // per input, output, updated input: its offset in staging
+  std::vector<int64_t> threads;       // per launch, this call's
+  std::vector<int64_t> key;           // this call's symbol values (the graph cache's key)
   std::map<std::vector<int64_t>, void*> graphs;  // symbol values → CUgraphExec
 };
 
@@ -353,10 +355,6 @@ Status open_cuda(BundleData& b, const OpenOptions& options) {
       if (!v.cuda) continue;
       v.cuda->pool = cs->pools.size();
       cs->pools.push_back(std::make_unique<CudaSlotPool>());
-      // An input declared `device: cuda` must be GPU memory; the others may be either (host
-      // tensors are copied in).
-      for (GuardData& g : v.guards)
-        if (g.kind == GuardKind::Device) g.any_device = g.device == DeviceKind::cpu;
     }
   b.cuda = std::move(cs);
   // One slot per variant up front (STYLE 10), so that a single-threaded caller allocates nothing.
@@ -415,7 +413,8 @@ Status run_variant_cuda(const BundleData& b, const VariantData& v, const std::ve
   block[n_sym + 1] = rng != nullptr ? static_cast<uint64_t>(rng[1]) : 0;
   for (size_t i = 0; i < v.cuda->buffers.size(); ++i)
     slot.pointers[i] = buffer_address(b, slot, v, v.cuda->buffers[i], inputs, outputs);
-  std::vector<int64_t> threads(v.cuda->calls.size());
+  std::vector<int64_t>& threads = slot.threads;
+  threads.resize(v.cuda->calls.size());
   size_t word = n_sym + 2;
   for (size_t c = 0; c < v.cuda->calls.size(); ++c) {
     const CudaCallData& call = v.cuda->calls[c];
@@ -436,8 +435,8 @@ Status run_variant_cuda(const BundleData& b, const VariantData& v, const std::ve
                                                             inputs[i].nbytes(), slot.stream));
   ok = ok && f.check("cuMemcpyHtoDAsync", d.cuMemcpyHtoDAsync(slot.block, block.data(), block.size() * 8, slot.stream));
   if (ok) {
-    const std::vector<int64_t> key(symbols, symbols + n_sym);
-    ok = cs.graphs && kernel_seconds == nullptr ? launch_graph(cs, v, slot, key, threads, f)
+    slot.key.assign(symbols, symbols + n_sym);
+    ok = cs.graphs && kernel_seconds == nullptr ? launch_graph(cs, v, slot, slot.key, threads, f)
                                                 : launch_all(cs, v, slot, threads, f, kernel_seconds);
   }
   for (size_t o = 0; ok && o < n_out; ++o)
@@ -491,6 +490,13 @@ Result<DeviceTensor> Bundle::allocate(DType dtype, std::vector<int64_t> shape) c
     owner->cuda->driver->cuMemFree(reinterpret_cast<CuDevicePtr>(q));
   });
   return t;
+}
+
+Result<DeviceTensor> Bundle::to_device(const TensorRef& src) const {
+  Result<DeviceTensor> d = allocate(src.dtype, src.shape);
+  if (!d.ok()) return d;
+  if (Status s = copy(d->ref(), src); !s.ok()) return s;
+  return d;
 }
 
 Status Bundle::copy(const TensorRef& dst, const TensorRef& src) const {

@@ -226,6 +226,12 @@ DeviceKind Entry::input_device(size_t v, size_t input) const {
   return DeviceKind::cpu;
 }
 
+bool Entry::stays_on_host(size_t input) const {
+  for (size_t v = 0; v < data_->variants.size(); ++v)
+    if (scalar_input(v, input)) return true;
+  return false;
+}
+
 bool Entry::scalar_input(size_t v, size_t input, double* value) const {
   for (const GuardData& g : data_->variants.at(v).guards)
     if (g.kind == GuardKind::ValueEq && static_cast<size_t>(g.input) == input) {

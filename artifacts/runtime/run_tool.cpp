@@ -375,16 +375,14 @@ ToolStatus time_calls(const Bundle& bundle, const Entry& entry, const std::vecto
                       std::ostream& err) {
   std::vector<DeviceTensor> device;  // keeps the GPU copies alive
   std::vector<TensorRef> in, out;
-  for (const TensorRef& t : inputs) {
-    double value = 0;
-    const bool scalar = t.shape.empty() && entry.scalar_input(0, &t - inputs.data(), &value);
-    if (bundle.device() != DeviceKind::cuda || scalar) {  // scalar inputs stay on the host (guards read them)
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorRef& t = inputs[i];
+    if (bundle.device() != DeviceKind::cuda || (t.shape.empty() && entry.stays_on_host(i))) {
       in.push_back(t);
       continue;
     }
-    Result<DeviceTensor> d = bundle.allocate(t.dtype, t.shape);
+    Result<DeviceTensor> d = bundle.to_device(t);
     if (!d.ok()) return user_failure(d.status().message());
-    if (Status s = bundle.copy(d->ref(), t); !s.ok()) return user_failure(s.message());
     device.push_back(*d);
     in.push_back(d->ref());
   }
@@ -550,9 +548,8 @@ ToolStatus run_tool(const RunToolOptions& options, const std::string& command, s
       bool declared = false;
       for (size_t v = 0; v < entry->num_variants(); ++v) declared |= entry->input_device(v, i) == DeviceKind::cuda;
       if (!declared) continue;
-      Result<DeviceTensor> d = bundle->allocate(call_refs[i].dtype, call_refs[i].shape);
+      Result<DeviceTensor> d = bundle->to_device(call_refs[i]);
       if (!d.ok()) return user_failure(d.status().message());
-      if (Status s = bundle->copy(d->ref(), call_refs[i]); !s.ok()) return user_failure(s.message());
       on_gpu.push_back(*d);
       call_refs[i] = d->ref();
     }

@@ -130,12 +130,12 @@ llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
     for (const ir::SymExpr& e : axes.extents) count = count * e;
     return warp_total([&](llvm::Value* first, int64_t step) {
       llvm::Value* acc = accumulator(t, reduce_identity(b_, n.op, rt));
-      strided_loop(first, size(count), step, [&](llvm::Value* flat) {
+      range_loop(first, size(count), [&](llvm::Value* flat) {
         llvm::Value* v = convert(b_, emit(x, reduced_index(axes.reduced, axes.keepdim, idx, unflatten(flat, axes.extents))),
                                  dtype(x), rt);
         auto sums = reassociable_sums();
         b_.CreateStore(reduce_step(b_, n.op, b_.CreateLoad(t, acc), v, rt), acc);
-      });
+      }, step);
       return b_.CreateLoad(t, acc);
     });
   }
@@ -258,7 +258,7 @@ llvm::Value* KernelEmitter::emit_matmul(const ir::Node& n, const Index& idx) {
       b_.CreateStore(emit_binary(b_, ir::OpKind::Add, b_.CreateLoad(t, acc), prod, rt), acc);
     };
     if (step == 1) loop_nest({as.back()}, [&](const Index& k) { term(k[0]); });
-    else strided_loop(first, size(as.back()), step, term);
+    else range_loop(first, size(as.back()), term, step);
     return b_.CreateLoad(t, acc);
   };
   if (plan_.lanes <= 1) return sum_from(nullptr, 1);
@@ -278,10 +278,16 @@ llvm::Value* KernelEmitter::warp_total(const std::function<llvm::Value*(llvm::Va
                                                b_.getInt32(31)}));
     return v;
   }
-  // Grid emulation runs a warp's lanes one after another: each computes every lane's partial
-  // and the same butterfly (lane 0's total, which every lane has).
+  // Grid emulation has no shuffles and runs lane 0 of each warp (cuda/codegen.cpp): it computes
+  // every lane's partial (a loop over the lanes into a stack array) and the same butterfly (the
+  // total every lane has on the GPU).
+  llvm::Type* f32 = b_.getFloatTy();
+  llvm::Value* partials = stack_array(f32, lanes);
+  range_loop(i64(0), i64(lanes), [&](llvm::Value* l) {
+    b_.CreateStore(sum_from(l, lanes), b_.CreateInBoundsGEP(f32, partials, l));
+  });
   std::vector<llvm::Value*> v;
-  for (int64_t l = 0; l < lanes; ++l) v.push_back(sum_from(i64(l), lanes));
+  for (int64_t l = 0; l < lanes; ++l) v.push_back(b_.CreateLoad(f32, b_.CreateConstInBoundsGEP1_64(f32, partials, l)));
   for (int64_t off = lanes / 2; off >= 1; off /= 2) {
     std::vector<llvm::Value*> next(v.size());
     for (size_t l = 0; l < v.size(); ++l) next[l] = b_.CreateFAdd(v[l], v[l ^ static_cast<size_t>(off)]);

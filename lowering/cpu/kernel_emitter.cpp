@@ -240,7 +240,7 @@ void KernelEmitter::emit_entry(const ir::SymExpr& tasks, double work) {
 }
 
 void KernelEmitter::range_loop(llvm::Value* begin, llvm::Value* end,
-                               const std::function<void(llvm::Value*)>& body) {
+                               const std::function<void(llvm::Value*)>& body, int64_t step) {
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx_, "range", fn_);
   auto* exit = llvm::BasicBlock::Create(ctx_, "range.end", fn_);
@@ -251,7 +251,7 @@ void KernelEmitter::range_loop(llvm::Value* begin, llvm::Value* end,
   memo_.emplace_back();
   body(i);
   memo_.pop_back();
-  llvm::Value* next = b_.CreateNSWAdd(i, b_.getInt64(1));
+  llvm::Value* next = b_.CreateNSWAdd(i, b_.getInt64(step));
   i->addIncoming(next, b_.GetInsertBlock());
   b_.CreateCondBr(b_.CreateICmpSLT(next, end), header, exit);
   b_.SetInsertPoint(exit);
@@ -303,24 +303,6 @@ void KernelEmitter::loop_nest(const ir::Shape& extents,
     if (is_zero(e)) return;
   Index idx;
   loop_level(extents, 0, idx, body);
-}
-
-void KernelEmitter::strided_loop(llvm::Value* first, llvm::Value* end, int64_t step,
-                                 const std::function<void(llvm::Value*)>& body) {
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  auto* header = llvm::BasicBlock::Create(ctx_, "strided", fn_);
-  auto* exit = llvm::BasicBlock::Create(ctx_, "strided.end", fn_);
-  b_.CreateCondBr(b_.CreateICmpSLT(first, end), header, exit);
-  b_.SetInsertPoint(header);
-  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
-  i->addIncoming(first, pre);
-  memo_.emplace_back();
-  body(i);
-  memo_.pop_back();
-  llvm::Value* next = b_.CreateNSWAdd(i, i64(step));
-  i->addIncoming(next, b_.GetInsertBlock());
-  b_.CreateCondBr(b_.CreateICmpSLT(next, end), header, exit);
-  b_.SetInsertPoint(exit);
 }
 
 void KernelEmitter::loop_level(const ir::Shape& extents, size_t d, Index& idx,

@@ -81,9 +81,9 @@ class KernelEmitter {
   // `e` at the symbols' maxima: for compile-time choices (exact for a static dim).
   int64_t planned(const ir::SymExpr& e) const { return planned_size(e, max_); }
   // for (i = begin; i < end; ++i) body(i), with a memo scope for the body.
-  void range_loop(llvm::Value* begin, llvm::Value* end, const std::function<void(llvm::Value*)>& body);
-  // for (i = first; i < end; i += step) body(i), its values in a memo scope of their own.
-  void strided_loop(llvm::Value* first, llvm::Value* end, int64_t step, const std::function<void(llvm::Value*)>& body);
+  // for (i = begin; i < end; i += step) body(i), its values in a memo scope of their own.
+  void range_loop(llvm::Value* begin, llvm::Value* end, const std::function<void(llvm::Value*)>& body,
+                  int64_t step = 1);
   // if (cond) then_body() else else_body(), each in its own block; continues after both.
   void if_else(llvm::Value* cond, const std::function<void()>& then_body, const std::function<void()>& else_body);
   // The index over `extents` of flat row-major position `flat` (size-1 dims: constant 0).

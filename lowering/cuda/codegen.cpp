@@ -10,8 +10,8 @@
 // The kernels share no memory between threads, so they have no barriers: a thread's task is
 // independent of every other's, except in warp matmuls (CpuPlan::lanes), where the 32 lanes of
 // a warp share a task and exchange partial sums by warp shuffles; grid emulation has no
-// shuffles, so there each lane computes every lane's partial and the same butterfly
-// (emit_reductions.cpp), which gives every lane the GPU's total.
+// shuffles, so there a warp's lane 0 computes every lane's partial and the same butterfly
+// (emit_reductions.cpp), which gives the GPU's total.
 // Test: lowering_tests Cuda.* (emulated kernels against the reference interpreter; PTX through ptxas).
 #include <chrono>
 #include <functional>
@@ -99,7 +99,8 @@ void countdown(llvm::IRBuilder<>& b, llvm::Value* count, const std::function<voi
 }
 
 // Grid emulation: void @sym(void* const* buffers, const int64_t* symbols, ctx), the CPU ABI,
-// running every block and thread of the launch.
+// running every block and thread of the launch; of a warp plan's warps, lane 0 only (emulated,
+// each lane computes every lane's partial: the others would repeat lane 0's work and store).
 void emulated_entry(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k, const cpu::KernelBody& body,
                     llvm::Function* grid, int64_t lanes) {
   llvm::IRBuilder<> b(m.getContext());
@@ -109,7 +110,9 @@ void emulated_entry(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& 
   llvm::Value* block_dim = b.getInt64(kBlock);
   llvm::Value* blocks = b.CreateSDiv(b.CreateAdd(tasks, b.getInt64(kBlock - 1)), block_dim);
   countdown(b, blocks, [&](llvm::Value* block) {
-    countdown(b, block_dim, [&](llvm::Value* thread) { b.CreateCall(grid, {closure, tasks, block, block_dim, thread}); });
+    countdown(b, b.getInt64(kBlock / lanes), [&](llvm::Value* warp) {
+      b.CreateCall(grid, {closure, tasks, block, block_dim, b.CreateMul(warp, b.getInt64(lanes), "thread")});
+    });
   });
   b.CreateRetVoid();
 }

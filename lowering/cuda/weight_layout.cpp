@@ -16,20 +16,6 @@
 #include "lowering/passes.h"
 
 namespace aotrace::lowering::cuda {
-namespace {
-
-std::optional<std::vector<int64_t>> static_dims(const ir::TensorType& t) {
-  std::vector<int64_t> dims;
-  for (const ir::SymExpr& d : t.shape) {
-    auto c = d.as_constant();
-    if (!c) return std::nullopt;
-    dims.push_back(*c);
-  }
-  return dims;
-}
-
-}  // namespace
-
 ir::Graph cuda_weight_layout(ir::Graph old) {
   std::vector<int> producer(old.num_values(), -1);
   for (size_t i = 0; i < old.nodes.size(); ++i)
@@ -57,8 +43,8 @@ ir::Graph cuda_weight_layout(ir::Graph old) {
     }
     const int w = weight[static_cast<size_t>(at)];
     const ir::TensorType& out = old.type(v);
-    auto out_dims = static_dims(out);
-    auto w_dims = static_dims(old.type(at));
+    auto out_dims = out.static_shape();
+    auto w_dims = old.type(at).static_shape();
     if (w < 0 || !permuted || !out_dims || !w_dims || out.dtype != ir::DType::f32) return -1;
     const ir::Graph::Weight& src = old.weights[static_cast<size_t>(w)];
     ir::HostTensor t{old.type(at).dtype, *w_dims, *src.data};

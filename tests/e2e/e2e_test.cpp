@@ -105,6 +105,14 @@ void expect_close(const rt::Tensor& got, const ir::HostTensor& want, const std::
   EXPECT_EQ(bad, 0) << what << ": " << bad << " elements outside atol/rtol; max abs error " << worst;
 }
 
+// The same for two runtime tensors (the CUDA kernels' results against the CPU kernels').
+void expect_close(const rt::Tensor& got, const rt::Tensor& want, const std::string& what = "",
+                  double atol = kAtol, double rtol = kRtol) {
+  const auto* bytes = static_cast<const uint8_t*>(want.data());
+  expect_close(got, ir::HostTensor{static_cast<ir::DType>(want.dtype()), want.shape(), ir::Bytes(bytes, bytes + want.nbytes())},
+               what, atol, rtol);
+}
+
 // Runs `call` eagerly and entry `e` of the bundle on `inputs`, and compares every output; the
 // variant that ran goes to `variant`, and run must name the one select chose (a padded call's
 // bucket included).
@@ -815,6 +823,10 @@ class FakeCuda {
     o.device = rt::DeviceKind::cuda;
     return o;
   }
+  // The same for a command line: "AOTRACE_CUDA_DRIVER=... AOTRACE_FAKE_CUDA_KERNELS=... ".
+  static std::string cli_env(const fs::path& kernels) {
+    return "AOTRACE_CUDA_DRIVER=" + quote(FAKE_CUDA_DRIVER) + " AOTRACE_FAKE_CUDA_KERNELS=" + quote(kernels.string()) + " ";
+  }
   // Counts since this object was made (live_allocations: now).
   FakeCudaStats stats() const {
     auto fn = reinterpret_cast<FakeCudaStats (*)()>(::dlsym(handle_, "fake_cuda_stats"));
@@ -831,6 +843,13 @@ class FakeCuda {
   void* handle_ = nullptr;
   FakeCudaStats start_{};
 };
+
+// `spec` compiled into OUT with its CUDA kernels also as host code (--cuda-emulation-library
+// KERNELS), for the fake driver.
+test::CommandResult compile_with_emulation(const fs::path& spec, const fs::path& out, const fs::path& kernels) {
+  return run_command(quote(AOTRACE_CLI) + " compile -q " + quote(spec.string()) + " -o " + quote(out.string()) +
+                     " --cuda-emulation-library " + quote(kernels.string()));
+}
 
 // A copy of `spec` beside the bundles, its script named by absolute path, with `targets`.
 fs::path with_targets(const fs::path& spec, const std::string& targets) {
@@ -854,8 +873,7 @@ fs::path with_targets(const fs::path& spec, const std::string& targets) {
 TEST(Cuda, EveryModelsKernelsAssembleForSm80AndSm90) {
   const fs::path spec = with_targets(fs::path(AOTRACE_SOURCE_DIR) / "tests" / "e2e" / "models" / "models.yaml", "[cuda]");
   const fs::path out = temp_dir() / "models_cuda.aot", emulation = temp_dir() / "models_cuda_emulation.so";
-  auto r = run_command(quote(AOTRACE_CLI) + " compile -q --no-cache " + quote(spec.string()) + " -o " + quote(out.string()) +
-                       " --cuda-emulation-library " + quote(emulation.string()));
+  auto r = compile_with_emulation(spec, out, emulation);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_contains(r.output, "CUDA kernel(s)");
   expect_contains(r.output, "kernels for CUDA sm_80, sm_90 (PTX sm_80)");
@@ -907,8 +925,7 @@ TEST(Cuda, EveryModelsKernelsAssembleForSm80AndSm90) {
   EXPECT_EQ(stats.graph_launches, 22);
   EXPECT_GE(stats.launches, 1388 - 100);     // every kernel call launched (a few have no threads)
   // `aotrace verify` of the CUDA-only bundle: on the (fake) GPU, else refused with the reason.
-  const std::string env = "AOTRACE_CUDA_DRIVER=" + quote(FAKE_CUDA_DRIVER) + " AOTRACE_FAKE_CUDA_KERNELS=" +
-                          quote(emulation.string()) + " ";
+  const std::string env = FakeCuda::cli_env(emulation);
   auto verified = run_command(env + quote(AOTRACE_CLI) + " verify " + quote(out.string()));
   EXPECT_EQ(verified.exit_code, 0) << verified.output;
   expect_contains(verified.output, "every file's size and XXH3 hash match");
@@ -960,8 +977,7 @@ TEST(Cuda, AnInputDeclaredOnCudaIsGuardedOnTheGpu) {
                          "      x: {dtype: float32, shape: [4, 784], device: cuda}\n"
                          "targets: [cpu, cuda]\n";
   const fs::path out = temp_dir() / "mlp_device_cuda.aot", emulation = temp_dir() / "mlp_device_cuda.so";
-  auto r = run_command(quote(AOTRACE_CLI) + " compile -q " + quote(spec.string()) + " -o " + quote(out.string()) +
-                       " --cuda-emulation-library " + quote(emulation.string()));
+  auto r = compile_with_emulation(spec, out, emulation);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   rt::Tensor x(rt::DType::f32, {4, 784});
   for (int64_t i = 0; i < x.numel(); ++i) x.data_as<float>()[i] = std::sin(0.01f * static_cast<float>(i));
@@ -989,23 +1005,20 @@ TEST(Cuda, AnInputDeclaredOnCudaIsGuardedOnTheGpu) {
     ASSERT_TRUE(gpu->copy(dx->ref(), x.ref()).ok());
     auto got = e->run({dx->ref()});  // host outputs: copied out
     ASSERT_TRUE(got.ok()) << got.status().message();
-    for (int64_t i = 0; i < (*want)[0].numel(); ++i)
-      ASSERT_NEAR((*got)[0].data_as<float>()[i], (*want)[0].data_as<float>()[i], 1e-4) << i;
+    expect_close((*got)[0], (*want)[0], "output", 1e-4, 0);
     size_t checked = 0;
     EXPECT_TRUE(gpu->selftest(&checked).ok());
     EXPECT_EQ(checked, 1u);
   }
   ASSERT_TRUE(rt::npy_write((temp_dir() / "x_device.npy").string(), x.ref()).ok());
-  const std::string env = "AOTRACE_CUDA_DRIVER=" + quote(FAKE_CUDA_DRIVER) + " AOTRACE_FAKE_CUDA_KERNELS=" +
-                          quote(emulation.string()) + " ";
+  const std::string env = FakeCuda::cli_env(emulation);
   auto ran = run_command(env + quote(AOTRACE_CLI) + " run " + quote(out.string()) + " --device cuda --input x=" +
                          quote((temp_dir() / "x_device.npy").string()) + " --output-dir " +
                          quote((temp_dir() / "device_out").string()));
   EXPECT_EQ(ran.exit_code, 0) << ran.output;
   auto written = rt::npy_read((temp_dir() / "device_out" / "out0.npy").string());
   ASSERT_TRUE(written.ok()) << written.status().message();
-  for (int64_t i = 0; i < (*want)[0].numel(); ++i)
-    ASSERT_NEAR(written->data_as<float>()[i], (*want)[0].data_as<float>()[i], 1e-4) << i;
+  expect_close(*written, (*want)[0], "out0.npy", 1e-4, 0);
   auto bench = run_command(env + quote(AOTRACE_CLI) + " bench " + quote(out.string()) + " --device cuda --iterations 2");
   EXPECT_EQ(bench.exit_code, 0) << bench.output;
 }
@@ -1026,8 +1039,7 @@ TEST(Cuda, InputUpdatesAndRandomNumbersMatchTheCpu) {
          "    inputs:\n      cache: {dtype: float32, shape: [3, 8]}\n      new: {dtype: float32, shape: [3, 2]}\n"
          "      x: {dtype: float32, shape: [3, 3]}\ntargets: [cpu, cuda]\n";
   const fs::path out = dir / "step.aot", emulation = dir / "step_emulation.so";
-  auto r = run_command(quote(AOTRACE_CLI) + " compile -q " + quote((dir / "step.yaml").string()) + " -o " +
-                       quote(out.string()) + " --cuda-emulation-library " + quote(emulation.string()));
+  auto r = compile_with_emulation(dir / "step.yaml", out, emulation);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
@@ -1041,12 +1053,6 @@ TEST(Cuda, InputUpdatesAndRandomNumbersMatchTheCpu) {
     rt::Tensor c(t.dtype(), t.shape());
     std::memcpy(c.data(), t.data(), t.nbytes());
     return c;
-  };
-  auto expect_near = [](const rt::Tensor& got, const rt::Tensor& want, const std::string& what) {
-    ASSERT_EQ(got.shape(), want.shape()) << what;
-    for (int64_t i = 0; i < want.numel(); ++i)
-      ASSERT_NEAR(got.data_as<float>()[i], want.data_as<float>()[i], 1e-5 + 1e-4 * std::fabs(want.data_as<float>()[i]))
-          << what << " element " << i;
   };
   auto cpu = rt::Bundle::open(out.string());
   ASSERT_TRUE(cpu.ok()) << cpu.status().message();
@@ -1066,9 +1072,9 @@ TEST(Cuda, InputUpdatesAndRandomNumbersMatchTheCpu) {
   e->manual_seed(3);
   auto got = e->run({cache_host.ref(), new0.ref(), x_host.ref()});
   ASSERT_TRUE(got.ok()) << got.status().message();
-  expect_near((*got)[0], (*want)[0], "output (host tensors)");
-  expect_near(cache_host, cache_cpu, "cache written back (host)");
-  expect_near(x_host, x_cpu, "x written back (host)");
+  expect_close((*got)[0], (*want)[0], "output (host tensors)");
+  expect_close(cache_host, cache_cpu, "cache written back (host)");
+  expect_close(x_host, x_cpu, "x written back (host)");
   // GPU tensors: the new values written back on the GPU.
   auto dcache = gpu->allocate(rt::DType::f32, {3, 8}), dnew = gpu->allocate(rt::DType::f32, {3, 2}),
        dx = gpu->allocate(rt::DType::f32, {3, 3});
@@ -1078,11 +1084,11 @@ TEST(Cuda, InputUpdatesAndRandomNumbersMatchTheCpu) {
   e->manual_seed(3);
   auto on_gpu = e->run({dcache->ref(), dnew->ref(), dx->ref()});
   ASSERT_TRUE(on_gpu.ok()) << on_gpu.status().message();
-  expect_near((*on_gpu)[0], (*want)[0], "output (GPU tensors)");
+  expect_close((*on_gpu)[0], (*want)[0], "output (GPU tensors)");
   rt::Tensor cache_back(rt::DType::f32, {3, 8}), x_back(rt::DType::f32, {3, 3});
   ASSERT_TRUE(gpu->copy(cache_back.ref(), dcache->ref()).ok() && gpu->copy(x_back.ref(), dx->ref()).ok());
-  expect_near(cache_back, cache_cpu, "cache written back (GPU)");
-  expect_near(x_back, x_cpu, "x written back (GPU)");
+  expect_close(cache_back, cache_cpu, "cache written back (GPU)");
+  expect_close(x_back, x_cpu, "x written back (GPU)");
   // The next call on the same inputs draws new numbers, as on the CPU.
   ASSERT_TRUE(gpu->copy(dcache->ref(), cache0.ref()).ok() && gpu->copy(dx->ref(), x0.ref()).ok());
   auto second = e->run({dcache->ref(), dnew->ref(), dx->ref()});
@@ -1102,8 +1108,7 @@ TEST(Cuda, TheRuntimeRunsCudaKernelsWithGraphsAndDevicePointers) {
                          "      x: {dtype: float32, shape: [batch, 784]}\n"
                          "dims:\n  batch: {min: 1, max: 64}\ntargets: [cpu, cuda]\n";
   const fs::path out = temp_dir() / "mlp_dynamic_cuda.aot", emulation = temp_dir() / "mlp_dynamic_cuda.so";
-  auto r = run_command(quote(AOTRACE_CLI) + " compile -q " + quote(spec.string()) + " -o " + quote(out.string()) +
-                       " --cuda-emulation-library " + quote(emulation.string()));
+  auto r = compile_with_emulation(spec, out, emulation);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto cpu = rt::Bundle::open(out.string());
   ASSERT_TRUE(cpu.ok()) << cpu.status().message();
@@ -1117,12 +1122,6 @@ TEST(Cuda, TheRuntimeRunsCudaKernelsWithGraphsAndDevicePointers) {
     rt::Tensor x(rt::DType::f32, {batch, 784});
     for (int64_t i = 0; i < x.numel(); ++i) x.data_as<float>()[i] = unit(rng);
     return x;
-  };
-  auto expect_close = [](const rt::Tensor& got, const rt::Tensor& want) {
-    ASSERT_EQ(got.shape(), want.shape());
-    for (int64_t i = 0; i < want.numel(); ++i)
-      ASSERT_NEAR(got.data_as<float>()[i], want.data_as<float>()[i], kAtol + kRtol * std::fabs(want.data_as<float>()[i]))
-          << "element " << i;
   };
   {
     FakeCuda fake(emulation);
@@ -1237,8 +1236,7 @@ TEST(Cuda, TheRuntimeRunsCudaKernelsWithGraphsAndDevicePointers) {
     EXPECT_TRUE(gpu->selftest(&checked).ok());
   }
   // The CLI: run and bench with --device cuda, verify running the CUDA kernels.
-  const std::string env = "AOTRACE_CUDA_DRIVER=" + quote(FAKE_CUDA_DRIVER) + " AOTRACE_FAKE_CUDA_KERNELS=" +
-                          quote(emulation.string()) + " ";
+  const std::string env = FakeCuda::cli_env(emulation);
   auto verified = run_command(env + quote(AOTRACE_CLI) + " verify " + quote(out.string()));
   EXPECT_EQ(verified.exit_code, 0) << verified.output;
   expect_contains(verified.output, "CUDA kernels (sm_80, sm_90, PTX sm_80): 2 golden pair(s) match on GPU 0 (sm_90");

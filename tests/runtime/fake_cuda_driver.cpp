@@ -123,7 +123,6 @@ CUresult cuDevicePrimaryCtxRetain(void** ctx, int) {
   return kSuccess;
 }
 CUresult cuDevicePrimaryCtxRelease_v2(int) { return kSuccess; }
-CUresult cuCtxSetCurrent(void*) { return kSuccess; }
 // The calling thread's context stack (its depth is in fake_cuda_stats: 0 when every push of the
 // runtime was popped, the caller's context current again).
 thread_local int context_depth = 0;
