@@ -126,6 +126,7 @@ llvm::Value* KernelEmitter::size(const ir::SymExpr& e) {
 //   - a depthwise conv kernel (emit_depthwise.cpp): one task per block of channels × rows;
 //   - a Winograd transform (emit_winograd.cpp): one task per row of tiles of one channel;
 //   - a GEMM kernel (emit_gemm.cpp): one task per block of the output matrix;
+//   - the GPU's tiled GEMM (emit_tiled_gemm.cpp): one task per tile, run by a thread block;
 //   - a scan: one task, the whole kernel (it walks its axis in order);
 //   - a reduction that keeps the innermost axis: one task per run of its outputs along it
 //     (emit_column_reduction);
@@ -147,6 +148,10 @@ ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end) 
     else if (winograd.fused) emit_winograd_fused(winograd, begin, end);
     else emit_winograd_output(winograd, begin, end);
     return winograd.tasks();
+  }
+  if (plan_.tiled) {
+    emit_tiled_gemm(*plan_.tiled, begin, end);
+    return plan_.tiled->tasks();
   }
   if (plan_.gemm) {
     emit_gemm_tasks(*plan_.gemm, begin, end);

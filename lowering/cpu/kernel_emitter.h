@@ -9,6 +9,7 @@
 //   emit_winograd.cpp    the Winograd F(2×2, 3×3) transforms, in vectors of tiles; the output
 //                        transform with the kernel's elementwise ops as epilogue; a whole
 //                        Winograd conv (transforms and GEMMs) in one kernel
+//   emit_tiled_gemm.cpp  the GPU's matmul and conv kernels as shared-memory tiled GEMM
 //   emit_views.cpp       ops that map the index: movement (reshape, permute, expand, slice,
 //                        flip, pad, concat), index loads (gather, index_select), arange
 //   emit_reductions.cpp  ops with an inner loop per output element: reduce, arg-reduce,
@@ -170,6 +171,9 @@ class KernelEmitter {
   void gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm::Value* ic, llvm::Value* mc,
                      llvm::Value* jc, llvm::Value* nc, llvm::Value* tile, int64_t ldc);
   llvm::Value* stack_array(llvm::Type* t, int64_t count);
+
+  // emit_tiled_gemm.cpp: the GPU's block-tiled GEMM, a task per thread block.
+  void emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begin, llvm::Value* end);
 
   // emit_depthwise.cpp
   void emit_depthwise_tasks(const DepthwisePlan& plan, llvm::Value* begin, llvm::Value* end);

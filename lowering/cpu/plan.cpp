@@ -186,13 +186,11 @@ void plan_gemm_blocking(const KernelGraph& kg, GemmPlan& p) {
 
 }  // namespace
 
-std::optional<GemmPlan> plan_gemm(const KernelGraph& kg) {
+std::optional<GemmPlan> gemm_operands(const KernelGraph& kg) {
   GemmPlan p;
   const ScheduledKernel& k_ = kg.k;
   auto dims = [&](ir::ValueId v) -> const ir::Shape& { return kg.dims(v); };
   auto dtype = [&](ir::ValueId v) { return kg.dtype(v); };
-  auto planned = [&](const ir::SymExpr& e) { return kg.planned(e); };
-  const auto& read_arg_ = kg.read_arg;
   if (k_.reduction < 0 || dtype(k_.reduction) != ir::DType::f32) return std::nullopt;
   if (dims(k_.root) != dims(k_.reduction)) return std::nullopt;
   const ir::Node& n = kg.producer(k_.reduction);
@@ -214,18 +212,31 @@ std::optional<GemmPlan> plan_gemm(const KernelGraph& kg) {
     if (!n.attrs.has("packed_a")) p.a_view = strided_view(kg, p.a);
     if (!n.attrs.has("packed_b")) p.b_view = strided_view(kg, p.b);
     p.direct_a = p.a_view && is_one(p.a_view->strides.back());
-  } else {
-    if (n.attrs.has("groups") && n.attrs.i("groups") != 1) return std::nullopt;
-    std::vector<int64_t> ws = static_dims(kg.g, p.a);  // weights are static
-    if (out.size() != 3 && out.size() != 4) return std::nullopt;
-    p.m = ws[0];
-    p.k = 1;
-    for (size_t d = 1; d < ws.size(); ++d) p.k = p.k * ws[d];
-    p.n = 1;
-    for (size_t d = 2; d < out.size(); ++d) p.n = p.n * out[d];
-    p.batches = out[0];
-    p.row = p.out_w = out.back();
-    const ir::Shape& xs = dims(p.b);
+    return p;
+  }
+  if (n.attrs.has("groups") && n.attrs.i("groups") != 1) return std::nullopt;
+  std::vector<int64_t> ws = static_dims(kg.g, p.a);  // weights are static
+  if (out.size() != 3 && out.size() != 4) return std::nullopt;
+  p.m = ws[0];
+  p.k = 1;
+  for (size_t d = 1; d < ws.size(); ++d) p.k = p.k * ws[d];
+  p.n = 1;
+  for (size_t d = 2; d < out.size(); ++d) p.n = p.n * out[d];
+  p.batches = out[0];
+  p.row = p.out_w = out.back();
+  return p;
+}
+
+std::optional<GemmPlan> plan_gemm(const KernelGraph& kg) {
+  std::optional<GemmPlan> operands = gemm_operands(kg);
+  if (!operands) return std::nullopt;
+  GemmPlan p = *operands;
+  auto planned = [&](const ir::SymExpr& e) { return kg.planned(e); };
+  const auto& read_arg_ = kg.read_arg;
+  if (p.is_conv) {
+    const ir::Node& n = kg.g.nodes[static_cast<size_t>(p.node)];
+    const ir::Shape& out = kg.dims(kg.k.reduction);
+    const ir::Shape& xs = kg.dims(p.b);
     p.wide = read_arg_.count(p.b) != 0;
     for (int64_t v : int_list(n.attrs, "stride")) p.wide = p.wide && v == 1;
     for (int64_t v : int_list(n.attrs, "pad_low")) p.wide = p.wide && v == 0;
@@ -511,7 +522,14 @@ std::vector<CpuPlan> plan_cpu_kernels(const Schedule& s) {
   for (const ScheduledKernel& k : s.kernels) {
     KernelGraph kg(s.fused.graph, k);
     const double work = work_estimate(kg);
-    plans.push_back({k.symbol, work, plan_gemm(kg), plan_winograd(kg), plan_depthwise(kg), row_chunk(kg, work)});
+    CpuPlan plan;
+    plan.symbol = k.symbol;
+    plan.work = work;
+    plan.gemm = plan_gemm(kg);
+    plan.winograd = plan_winograd(kg);
+    plan.depthwise = plan_depthwise(kg);
+    plan.row_chunk = row_chunk(kg, work);
+    plans.push_back(std::move(plan));
   }
   return plans;
 }
@@ -535,6 +553,16 @@ std::string describe(const std::vector<CpuPlan>& plans) {
                std::to_string(w->kc) + ", ldb " + std::to_string(w->ldb) + ")";
     }
     if (plan.row_chunk > 0) out += " | rows in chunks of " + std::to_string(plan.row_chunk);
+    if (const std::optional<TiledGemmPlan>& t = plan.tiled) {
+      const GemmPlan& p = t->gemm;
+      out += std::string(" | tiled ") + (p.is_conv ? "conv" : "matmul") + " batches " + p.batches.str() + " m " +
+             p.m.str() + " n " + p.n.str() + " k " + p.k.str() + " | tile " + std::to_string(t->bm) + "x" +
+             std::to_string(t->bn) + "x" + std::to_string(t->bk) + " per thread " + std::to_string(t->tm) + "x" +
+             std::to_string(t->tn) + (t->a_m_fastest ? " a m-fastest" : "") + (t->b_k_fastest ? " b k-fastest" : "") +
+             " | blocks " + t->tasks().str();
+    } else if (plan.lanes > 1) {
+      out += " | warp of " + std::to_string(plan.lanes) + " lanes per output";
+    }
     const std::optional<GemmPlan>& p = plan.gemm;
     if (!p) {
       out += "\n";

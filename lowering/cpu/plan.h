@@ -12,6 +12,7 @@
 // Test: lowering_tests CpuPlan.*, and every GEMM test through codegen.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -95,6 +96,26 @@ struct GemmPlan {
 };
 
 
+// The GPU's block-tiled GEMM (emit_tiled_gemm.cpp; chosen by cuda-plan): a task is a thread
+// block of `threads` threads computing a bm × bn tile of C for one batch index. Per bk-deep step
+// of K the block stages A's bm × bk and B's bk × bn slices in shared memory (K-major, rows
+// padded by kTilePad floats), then each thread accumulates its tm × tn outputs in registers
+// from them; the kernel's elementwise ops are the epilogue, as in the CPU's GEMM.
+// `a_m_fastest` / `b_k_fastest`: which dim consecutive threads walk when loading an operand
+// (its unit-stride dim, so that the loads coalesce).
+constexpr int64_t kTilePad = 4;
+struct TiledGemmPlan {
+  GemmPlan gemm;  // gemm_operands: operands and sizes (no CPU blocking)
+  int64_t bm = 64, bn = 64, bk = 8, tm = 4, tn = 4;
+  bool a_m_fastest = false, b_k_fastest = false;
+  int64_t threads() const { return (bm / tm) * (bn / tn); }
+  // Shared memory: As and Bs during the K loop, then the C tile (bm rows of bn + kTilePad).
+  int64_t shared_floats() const { return std::max(bk * (bm + bn + 2 * kTilePad), bm * (bn + kTilePad)); }
+  ir::SymExpr m_tiles() const { return floordiv(gemm.m + (bm - 1), bm); }
+  ir::SymExpr n_tiles() const { return floordiv(gemm.n + (bn - 1), bn); }
+  ir::SymExpr tasks() const { return gemm.batches * m_tiles() * n_tiles(); }
+};
+
 // What a plan reads of one scheduled kernel: its graph, the producers of values, the values it
 // reads from buffers (by argument position) and the symbols at their maxima.
 struct KernelGraph {
@@ -114,6 +135,12 @@ struct KernelGraph {
 // `v` as a strided view of a buffer the kernel reads, if it is one (views of the same dtype
 // down to a materialised value; reshapes only where they keep the layout affine).
 std::optional<StridedView> strided_view(const KernelGraph& kg, ir::ValueId v);
+
+// The kernel's matmul or conv as a GEMM, where its reduction is an f32 matmul with both
+// operands of rank >= 2 or an f32 conv with groups == 1 and the root has its shape: the
+// operands, the sizes, the strided views of a matmul's operands; no blocking and none of a
+// CPU conv's layouts (wide, gathered, merged). What every backend's GEMM plan starts from.
+std::optional<GemmPlan> gemm_operands(const KernelGraph& kg);
 
 // The kernel as a packed GEMM (emit_gemm.cpp), where it takes that path: f32 matmul with both
 // operands of rank >= 2, or f32 conv with groups == 1, big enough to pay for packing (M >= 4,
@@ -205,6 +232,8 @@ struct CpuPlan {
   // every lanes-th K of its matmuls, combined by a butterfly of warp shuffles; the body takes
   // the thread's lane as a fourth argument. 1: a thread per task (every CPU plan).
   int64_t lanes = 1;
+  // The GPU's block-tiled GEMM (lanes = its threads: a task per thread block).
+  std::optional<TiledGemmPlan> tiled;
 };
 
 // Below this many operations (CpuPlan::work), waking threads costs more than it gains: the

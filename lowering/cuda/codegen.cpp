@@ -7,11 +7,12 @@
 //              task count from the symbols and calls the grid function for every block and
 //              thread of the launch the runtime would make, blocks in reverse order (threads of
 //              a launch may run in any order: a kernel that depends on one is caught).
-// The kernels share no memory between threads, so they have no barriers: a thread's task is
-// independent of every other's, except in warp matmuls (CpuPlan::lanes), where the 32 lanes of
-// a warp share a task and exchange partial sums by warp shuffles; grid emulation has no
-// shuffles, so there a warp's lane 0 computes every lane's partial and the same butterfly
-// (emit_reductions.cpp), which gives the GPU's total.
+// A thread's task is independent of every other's, except where a plan's lanes share a task:
+// the 32 lanes of a warp matmul or sum exchange partial sums by warp shuffles, and the 256
+// threads of a tiled GEMM's block stage tiles in shared memory between barriers. Grid emulation
+// has neither, so there a task's lane 0 does the whole task: a warp's every partial and the
+// same butterfly (emit_reductions.cpp), which gives the GPU's total; a block's threads phase by
+// phase (emit_tiled_gemm.cpp).
 // Test: lowering_tests Cuda.* (emulated kernels against the reference interpreter; PTX through ptxas).
 #include <chrono>
 #include <functional>
@@ -30,9 +31,13 @@ namespace aotrace::lowering::cuda {
 namespace {
 
 // void @sym.grid(ptr closure, i64 threads, i64 block, i64 block_dim, i64 thread): global thread
-// g = block·block_dim + thread runs task g of the body when g < threads; with warp lanes
-// (CpuPlan::lanes), task g / lanes as lane g % lanes.
-llvm::Function* grid_function(llvm::Module& m, const std::string& symbol, llvm::Function* body, int64_t lanes) {
+// g = block·block_dim + thread runs task g of the body when g < threads; with lanes
+// (CpuPlan::lanes: a warp or a thread block per task), task g / lanes as lane g % lanes. Under
+// grid emulation a task's lane 0 runs the whole task (every lane's work: emit_reductions.cpp's
+// warp_total, emit_tiled_gemm.cpp's phases) and the other lanes nothing, whoever calls them
+// (emulated_entry calls lane 0 only; the tests' fake driver calls every thread).
+llvm::Function* grid_function(llvm::Module& m, const std::string& symbol, llvm::Function* body, int64_t lanes,
+                              bool emulated) {
   llvm::LLVMContext& ctx = m.getContext();
   llvm::IRBuilder<> b(ctx);
   auto* i64 = b.getInt64Ty();
@@ -46,7 +51,9 @@ llvm::Function* grid_function(llvm::Module& m, const std::string& symbol, llvm::
   auto* done = llvm::BasicBlock::Create(ctx, "done", fn);
   b.SetInsertPoint(entry);
   llvm::Value* global = b.CreateAdd(b.CreateMul(fn->getArg(2), fn->getArg(3)), fn->getArg(4), "global");
-  b.CreateCondBr(b.CreateICmpSLT(global, fn->getArg(1)), run, done);
+  llvm::Value* active = b.CreateICmpSLT(global, fn->getArg(1));
+  if (lanes > 1 && emulated) active = b.CreateAnd(active, b.CreateICmpEQ(b.CreateURem(global, b.getInt64(lanes)), b.getInt64(0)));
+  b.CreateCondBr(active, run, done);
   b.SetInsertPoint(run);
   if (lanes > 1) {
     llvm::Value* task = b.CreateUDiv(global, b.getInt64(lanes), "task");
@@ -142,7 +149,7 @@ ir::Bytes codegen_cuda(const Schedule& s, const std::vector<cpu::CpuPlan>& plans
     }
     cpu::KernelBody body = cpu::emit_kernel_body(module, s.fused.graph, k, plans[i], target);
     const int64_t lanes = plans[i].lanes;
-    llvm::Function* grid = grid_function(module, k.symbol, body.fn, lanes);
+    llvm::Function* grid = grid_function(module, k.symbol, body.fn, lanes, options.cuda_grid_emulation);
     if (options.cuda_grid_emulation) {
       emulated_entry(module, s.fused.graph, k, body, grid, lanes);
       grid->setLinkage(llvm::Function::ExternalLinkage);  // for the runtime tests' fake CUDA driver

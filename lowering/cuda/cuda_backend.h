@@ -1,7 +1,9 @@
 // Private to lowering/: the CUDA backend (DESIGN §4). The kernels are the CPU backend's bodies
 // (cpu::emit_kernel_body: one emitter) under a GPU mapping of their tasks:
-//   plan.cpp     cuda-plan: every kernel as independent tasks, one per output element where the
-//                loop nest has an innermost dim (CpuPlan::row_chunk 1), else the emitter's tasks
+//   plan.cpp     cuda-plan: matmuls and convs as tiled GEMMs (a thread block per tile), warp
+//                matmuls and sums (a warp per output), every other kernel as independent
+//                tasks, one per output element where the loop nest has an innermost dim
+//                (CpuPlan::row_chunk 1), else the emitter's tasks
 //   codegen.cpp  per kernel a grid function (closure, tasks, block, block_dim, thread) that runs
 //                task block·block_dim + thread of the body, and the entry that calls it: a PTX
 //                kernel reading the ids from the special registers, or (cuda_grid_emulation) a
@@ -21,6 +23,8 @@ namespace aotrace::lowering::cuda {
 
 // Threads per block of every launch.
 constexpr int32_t kBlock = 256;
+// Static shared memory a kernel may declare (every arch: more needs the dynamic opt-in).
+constexpr int64_t kStaticSharedBytes = 48 * 1024;
 
 constexpr const char* kNvptxTriple = "nvptx64-nvidia-cuda";
 // LLVM's data layout of nvptx64 (what the NVPTX target machine gives), so that codegen writes
@@ -28,13 +32,21 @@ constexpr const char* kNvptxTriple = "nvptx64-nvidia-cuda";
 constexpr const char* kNvptxDataLayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64";
 
 // A warp (kWarpLanes threads) per output element of a matmul with a long K and too few outputs
-// to fill the GPU with a thread each (f32, K >= 256, at most 2^17 outputs at the dims' maxima;
-// H200, BERT layer: batch 1 0.96 -> 0.78 ms; at batch 32 a thread per output stays faster):
+// to fill the GPU with a thread each, and too few rows or columns for a tiled GEMM (f32, K >=
+// 256, at most 2^17 outputs, fewer than kTiledMinSize rows or columns, at the dims' maxima: a
+// matrix-vector product):
 // the lanes stride K (coalesced loads of A's row and of B's column kept [N, K], as Linear's
 // weight is) and a shuffle butterfly sums their partials. Else a thread per output, B read
-// [K, N] (weight_layout.cpp).
+// [K, N] (weight_layout.cpp) by a tiled GEMM or a thread per output.
 constexpr int64_t kWarpLanes = 32;
+// Rows and columns (at the sizes' maxima) from which a matmul or conv is a tiled GEMM.
+constexpr int64_t kTiledMinSize = 16;
 bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max);
+
+// A matmul or conv kernel that is not a warp matmul, as a block-tiled GEMM (TiledGemmPlan,
+// emit_tiled_gemm.cpp) where it has at least 16 rows and columns and 8 terms per output (at
+// the sizes' maxima).
+std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg);
 
 // Matmuls read views of weights (permute(W), slices of it) as new [K, N] weights (weight_layout.cpp),
 // except warp matmuls.

@@ -277,6 +277,43 @@ TEST(Cuda, WarpMatmulsShareAnOutputAcrossALongK) {
   EXPECT_NE(std::find(fixed_launches.begin(), fixed_launches.end(), "480"), fixed_launches.end()) << "3·5 sums × 32 lanes";
 }
 
+// Tiled GEMMs (emit_tiled_gemm.cpp): matmuls and convs that are not warp matmuls take a thread
+// block per 64×64 tile of C, staging A's and B's slices in shared memory between barriers. Edges
+// in every dim (K not a multiple of the step), a batch broadcast against a weight, A transposed
+// (loaded along M), B as [N, K] (loaded along K), a residual add, and a strided, padded conv with
+// bias and relu as epilogues; emulated (each phase a loop over the block's threads) against the
+// reference, and the PTX has the barriers and the shared-memory vector loads.
+TEST(Cuda, TiledGemmsStageTilesInSharedMemory) {
+  ir::Graph g;
+  ir::ValueId a = g.add_input("a", f32({3, 70, 37}), "L['a']");
+  ir::ValueId b = g.add_input("b", f32({3, 37, 67}), "L['b']");
+  ir::ValueId at = g.add_input("at", f32({37, 70}), "L['at']");
+  ir::ValueId bt = g.add_input("bt", f32({67, 37}), "L['bt']");
+  ir::ValueId r = g.add_input("r", f32({70, 67}), "L['r']");
+  ir::ValueId x = g.add_input("x", f32({2, 8, 13, 11}), "L['x']");
+  ir::ValueId w = weight(g, "w", {20, 37}, 1), bias = weight(g, "bias", {20}, 2);
+  ir::ValueId cw = weight(g, "cw", {24, 8, 3, 3}, 3), cb = weight(g, "cb", {24}, 4);
+  ir::ValueId c = g.add_input("c", f32({37, 67}), "L['c']");
+  ir::ValueId a2 = g.add(OpKind::Reshape, {slice(g, a, 0, 1, 2)}, shape_attrs({70, 37}));
+  set_outputs(g, {g.add(OpKind::Matmul, {a, b}),
+                  g.add(OpKind::Gelu, {g.add(OpKind::Linear, {a, w, bias})}, attrs({{"approximate", std::string("none")}})),
+                  g.add(OpKind::Matmul, {transpose(g, at), c}),
+                  g.add(OpKind::Add, {g.add(OpKind::Matmul, {a2, transpose(g, bt)}), r}),
+                  g.add(OpKind::Relu, {g.add(OpKind::Conv, {x, cw, cb}, conv_attrs({2, 2}, {1, 1}))})});
+  LoweredVariant gpu = lower_graph(g, "tiled_", for_gpu());
+  std::set<std::string> launches;
+  for (const auto& call : gpu.plan.calls) launches.insert(call.threads.str());
+  EXPECT_EQ(launches.count("3072"), 1u) << "a @ b: 3 batches × 2 × 2 tiles × 256 threads";
+  EXPECT_EQ(launches.count("1536"), 1u) << "the linear layer: 3 × 2 × 1 tiles";
+  EXPECT_EQ(launches.count("1024"), 1u) << "the 70 × 67 matmuls: 2 × 2 tiles";
+  EXPECT_EQ(launches.count("512"), 1u) << "the conv: 2 images × 1 × 1 tiles (24 channels, 7·6 columns)";
+  const CudaLibrary linked = link_cuda_kernels({gpu.object}, for_gpu());
+  EXPECT_NE(linked.ptx.find("bar.sync"), std::string::npos);
+  EXPECT_NE(linked.ptx.find("ld.shared.v4.f32"), std::string::npos);
+  EXPECT_NE(linked.ptx.find("st.shared.f32"), std::string::npos);
+  expect_matches_reference_in(g, -1, 1);
+}
+
 std::string user_error_of(const std::function<void()>& f) {
   try {
     f();
