@@ -95,10 +95,11 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
 ir::Bytes link_cpu_library(const std::vector<ir::Bytes>& objects, const Options& options);
 
 // The CUDA kernels of every variant of a bundle (lowering/cuda/link.cpp): one LLVM module with
-// libdevice's math, as PTX for Options::cuda_archs[0] (which newer GPUs' drivers compile) and a
-// cubin per arch assembled by the toolkit's ptxas (CUDA_HOME, else /usr/local/cuda).
+// libdevice's math, as PTX for the oldest of Options::cuda_archs (which newer GPUs' drivers
+// compile) and a cubin per arch assembled from it by the toolkit's ptxas (CUDA_HOME, else
+// /usr/local/cuda).
 struct CudaLibrary {
-  std::string ptx_arch;  // "sm_80"
+  std::string ptx_arch;  // "sm_80": the oldest arch
   std::string ptx;
   std::vector<std::pair<std::string, ir::Bytes>> cubins;  // ("sm_90", cubin), in cuda_archs order
 };

@@ -40,8 +40,8 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
   AOT_CHECK(threads == plan_.lanes, "a tiled GEMM's block is its plan's lanes");
   AOT_CHECK(plan.bm % plan.tm == 0 && plan.bn % plan.tn == 0 && plan.bm * plan.bk % threads == 0 &&
                 plan.bk * plan.bn % threads == 0 && threads % plan.bm == 0 && threads % plan.bn == 0 &&
-                threads % plan.bk == 0,
-            "a tiled GEMM's tiles must split evenly over its threads");
+                threads % plan.bk == 0 && plan.bm % 4 == 0 && plan.bn % 4 == 0,
+            "a tiled GEMM's tiles must split evenly over its threads (and keep rows 16-byte aligned)");
   const int64_t lda = plan.bm + kTilePad, ldb = plan.bn + kTilePad, ldc = plan.bn + kTilePad;
   const int64_t shared_floats = plan.shared_floats();
   // The alignment of a vector of `width` floats at a multiple of its width (up to 16 bytes).
@@ -52,7 +52,8 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
   };
   llvm::Type* f32 = b_.getFloatTy();
   llvm::Value* zero = llvm::ConstantFP::get(f32, 0.0);
-  // The shared tiles: As [bk][lda] then Bs [bk][ldb].
+  // Shared memory: As [bk][lda] then Bs [bk][ldb] during the K loop, the C tile [bm][ldc] after
+  // it; every row starts 16 bytes aligned (bm, bn and kTilePad are multiples of 4 floats).
   llvm::Value* tiles = nullptr;
   if (target_.nvptx) {
     auto* type = llvm::ArrayType::get(f32, static_cast<uint64_t>(shared_floats));

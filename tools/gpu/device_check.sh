@@ -1,12 +1,13 @@
 #!/bin/bash
 # GPU checks of the CUDA backend (issue 17), run on a machine with an NVIDIA GPU by the session's
 # `device` tool, from bundles compiled on the build machine (tools/gpu/prepare.sh puts them and a
-# stripped aotrace_run in gpu_carry/). Needs only the runtime (aotrace_run: libc, libdl,
+# stripped aotrace_run in gpu_carry1/ and gpu_carry2/). Needs only the runtime (aotrace_run: libc, libdl,
 # pthread; libcuda.so.1 by dlopen) and python3 with numpy for random inputs.
 #   1. correctness: every bundle's golden vectors (torch eager on the CPU, recorded at compile)
 #      on the GPU: aotrace_run BUNDLE --selftest --device cuda;
 #   2. latency: each bench bundle's entry at batch 1 and 32 on random inputs in GPU memory,
-#      --repeat timed calls (CUDA Graph replays), median reported.
+#      --repeat timed calls (CUDA Graph replays), median reported;
+#   3. the GEMM kernels alone (gemm.aot): the BERT layer's matmul shapes, ms and TFLOP/s.
 # Usage: tools/gpu/device_check.sh [CARRY_DIR] [OUT_DIR]
 set -u
 carry=${1:-gpu_carry}
@@ -46,4 +47,29 @@ for m in bert_layer gpt2_block resnet18; do
   AOTRACE_CUDA_GRAPHS=0 timeout 120 "$run" "$b" --input "$input=$inputs/${m}_b1.npy" --device cuda --repeat 50 \
     --output-dir /tmp/gpu_run_nograph 2>&1 | grep -v '^  /tmp' | tee -a "$out/latency.txt"
 done
+if [ -d "$carry/gemm.aot" ]; then
+  # The tiled GEMM alone: `a @ b` at the BERT layer's shapes (tools/gpu/prepare.sh), TFLOP/s.
+  python3 - "$inputs" <<'PY'
+import sys, numpy as np
+d = sys.argv[1]
+r = np.random.default_rng(1)
+for n, (a, b) in {"qkv_b32": ((4096, 768), (768, 2304)), "ff1_b32": ((4096, 768), (768, 3072)),
+                  "ff2_b32": ((4096, 3072), (3072, 768)), "proj_b1": ((128, 768), (768, 768)),
+                  "ff1_b1": ((128, 768), (768, 3072)), "scores_b32": ((384, 128, 64), (384, 64, 128))}.items():
+    np.save(f"{d}/{n}_a.npy", r.standard_normal(a).astype(np.float32))
+    np.save(f"{d}/{n}_b.npy", r.standard_normal(b).astype(np.float32))
+PY
+  for e in qkv_b32 ff1_b32 ff2_b32 proj_b1 ff1_b1 scores_b32; do
+    line=$(timeout 60 "$run" "$carry/gemm.aot" --entry $e --input "a=$inputs/${e}_a.npy" --input "b=$inputs/${e}_b.npy" \
+      --device cuda --repeat 30 --output-dir /tmp/gpu_gemm 2>&1 | grep median) || status=1
+    python3 - "$e" "$line" "$inputs" <<'PY' | tee -a "$out/gemm.txt"
+import re, sys, numpy as np
+name, line, d = sys.argv[1:4]
+a, b = np.load(f"{d}/{name}_a.npy", mmap_mode="r"), np.load(f"{d}/{name}_b.npy", mmap_mode="r")
+flop = 2 * np.prod(a.shape) * b.shape[-1]
+m = re.search(r"median ([0-9.e+-]+) ms", line)
+print(f"gemm {name} {a.shape}@{b.shape}: " + (f"{float(m.group(1)):.4g} ms, {flop / float(m.group(1)) / 1e9:.1f} TFLOP/s" if m else "no timing: " + line))
+PY
+  done
+fi
 exit $status

@@ -183,6 +183,21 @@ TEST(Cuda, PtxasAssemblesEveryKernelForSm80AndSm90) {
   }
 }
 
+// The PTX is written once, for the oldest arch asked for whatever the order, and ptxas
+// assembles it for each arch (cubins in the order asked).
+TEST(Cuda, ThePtxIsForTheOldestArch) {
+  Options o = for_gpu();
+  o.cuda_archs = {"sm_90", "sm_80"};
+  LoweredVariant v = lower_graph(elementwise_graph(), "old_", o);
+  CudaLibrary lib = link_cuda_kernels({v.object}, o);
+  EXPECT_EQ(lib.ptx_arch, "sm_80");
+  EXPECT_NE(lib.ptx.find(".target sm_80"), std::string::npos);
+  ASSERT_EQ(lib.cubins.size(), 2u);
+  EXPECT_EQ(lib.cubins[0].first, "sm_90");
+  EXPECT_EQ(lib.cubins[1].first, "sm_80");
+  for (const auto& [arch, cubin] : lib.cubins) EXPECT_EQ(std::string(cubin.begin(), cubin.begin() + 4), "\x7f" "ELF") << arch;
+}
+
 // A variant lowered for the GPU has the same plan (kernels, buffers, arena) as its emulation.
 TEST(Cuda, EmulationRunsTheGpuPlan) {
   ir::Graph g = reduction_graph();

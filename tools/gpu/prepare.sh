@@ -1,0 +1,58 @@
+#!/bin/bash
+# Builds what tools/gpu/device_check.sh runs on a GPU machine (issue 17), here, into folders the
+# device tool carries (each under its 64 MiB limit with the tree; /gpu_carry*/ is ignored through
+# .git/info/exclude), each with a stripped aotrace_run (the runtime alone: no compiler there):
+#   gpu_carry1  bert_layer.aot, gpt2_block.aot (bench/models.py, batch 1..32, 128 × 768): 60 MiB
+#   gpu_carry2  resnet18.aot (224², batch 1..32), gemm.aot (the BERT layer's matmul shapes as
+#               `a @ b`, no weights: TFLOP/s), mlp.aot (examples/mlp: compute-sanitizer's subject)
+# Then, with the device tool:  run  bash tools/gpu/device_check.sh gpu_carry1 $OUT
+#   (carry: ["gpu_carry1"]), and the same for gpu_carry2 within 30 s (the machine stays warm).
+# Usage: tools/gpu/prepare.sh [ARCHS]   (default sm_90: the device tool's H200)
+set -eu
+root=$(cd "$(dirname "$0")/../.." && pwd)
+archs=${1:-sm_90}
+aotrace=$root/build/cli/aotrace
+[ -x "$aotrace" ] || { echo "build first: make build" >&2; exit 1; }
+specs=$(mktemp -d)
+trap 'rm -rf "$specs"' EXIT
+spec() {  # NAME CALL INPUTS [DIMS]
+  printf 'version: 1\nname: %s\nscript: %s/bench/models.py\ntargets: [cuda]\nentries:\n%s\n%s' \
+    "$1" "$root" "$2" "${3:-}" > "$specs/$1.yaml"
+}
+dims=$'dims:\n  batch: {min: 1, max: 32}\n'
+spec bert_layer $'  bert_layer:\n    call: bert_layer\n    inputs:\n      src: {dtype: float32, shape: [batch, 128, 768]}' "$dims"
+spec gpt2_block $'  gpt2_block:\n    call: gpt2_block\n    inputs:\n      x: {dtype: float32, shape: [batch, 128, 768]}' "$dims"
+spec resnet18 $'  resnet18:\n    call: resnet18\n    inputs:\n      x: {dtype: float32, shape: [batch, 3, 224, 224]}' "$dims"
+gemm=""
+# name M K N [batch]: the BERT layer's projections at batch 32 and 1, attention's QKᵀ at 32.
+while read -r name m k n b; do
+  a="[$m, $k]" bb="[$k, $n]"
+  [ -n "$b" ] && a="[$b, $m, $k]" bb="[$b, $k, $n]"
+  gemm+=$'  '"$name"$':\n    call: matmul\n    inputs:\n      a: {dtype: float32, shape: '"$a"$'}\n      b: {dtype: float32, shape: '"$bb"$'}\n'
+done <<'EOF'
+qkv_b32 4096 768 2304
+ff1_b32 4096 768 3072
+ff2_b32 4096 3072 768
+proj_b1 128 768 768
+ff1_b1 128 768 3072
+scores_b32 128 64 128 384
+EOF
+spec gemm "$gemm"
+for carry in gpu_carry1 gpu_carry2; do
+  rm -rf "$root/$carry"
+  mkdir -p "$root/$carry"
+  cp "$root/build/artifacts/runtime/aotrace_run" "$root/$carry/"
+  strip "$root/$carry/aotrace_run"
+done
+build() {  # SPEC CARRY
+  "$aotrace" compile "$1" -q --no-cache --cuda-arch "$archs" -o "$root/$2/$(basename "$1" .yaml).aot"
+}
+build "$specs/bert_layer.yaml" gpu_carry1
+build "$specs/gpt2_block.yaml" gpu_carry1
+build "$specs/gemm.yaml" gpu_carry2
+sed -e 's/^targets:.*//' "$root/examples/mlp/mlp.yaml" > "$specs/mlp.yaml"
+sed -i "s#^script: #script: $root/examples/mlp/#" "$specs/mlp.yaml"
+echo "targets: [cuda]" >> "$specs/mlp.yaml"
+build "$specs/mlp.yaml" gpu_carry2
+build "$specs/resnet18.yaml" gpu_carry2
+du -sh "$root"/gpu_carry1 "$root"/gpu_carry2
