@@ -57,7 +57,7 @@ class KernelEmitter {
   // The body: (closure, begin, end) over parallel tasks. The closure is the buffers array; a
   // kernel with symbolic sizes gets a copy of it with the symbols pointer after the buffers.
   llvm::Function* fn_ = nullptr;
-  llvm::Value* lane_ = nullptr;  // the thread's lane in its warp (CpuPlan::lanes > 1), else null
+  llvm::Value* lane_ = nullptr;  // the thread's lane in its warp or tiled block (CpuPlan::lanes > 1), else null
   llvm::BasicBlock* entry_ = nullptr;    // the body's allocas, buffer pointers and sizes
   std::vector<llvm::Value*> buffers_;
   std::vector<std::map<std::pair<ir::ValueId, Index>, llvm::Value*>> memo_;

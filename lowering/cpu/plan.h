@@ -229,8 +229,9 @@ struct CpuPlan {
   // reduction (the GPU's mapping: a thread per output).
   int64_t column_chunk = 64;
   // The GPU's warp matmuls (cuda_backend.h): this many threads share each task, each summing
-  // every lanes-th K of its matmuls, combined by a butterfly of warp shuffles; the body takes
-  // the thread's lane as a fourth argument. 1: a thread per task (every CPU plan).
+  // every lanes-th K of its matmuls, combined by a butterfly of warp shuffles; or (`tiled`) a
+  // tiled GEMM's thread block. The body takes the thread's lane as a fourth argument. 1: a
+  // thread per task (every CPU plan).
   int64_t lanes = 1;
   // The GPU's block-tiled GEMM (lanes = its threads: a task per thread block).
   std::optional<TiledGemmPlan> tiled;

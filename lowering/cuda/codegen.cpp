@@ -5,8 +5,10 @@
 //              %ctaid.x, %ntid.x and %tid.x;
 //   emulation: the CPU kernel ABI (aotrace_kernel_abi.h), which builds the closure, computes the
 //              task count from the symbols and calls the grid function for every block and
-//              thread of the launch the runtime would make, blocks in reverse order (threads of
-//              a launch may run in any order: a kernel that depends on one is caught).
+//              thread of the launch the runtime would make, blocks in reverse order (a kernel
+//              that depends on the order of its tasks is caught; within a warp or block plan's
+//              task, emulation runs lane 0 only, so a shared-memory race or a misplaced barrier
+//              shows on a GPU only: tools/gpu/device_check.sh).
 // A thread's task is independent of every other's, except where a plan's lanes share a task:
 // the 32 lanes of a warp matmul or sum exchange partial sums by warp shuffles, and the 256
 // threads of a tiled GEMM's block stage tiles in shared memory between barriers. Grid emulation

@@ -10,7 +10,7 @@
 #   3. the GEMM kernels alone (gemm.aot): the BERT layer's matmul shapes, ms and TFLOP/s.
 # Usage: tools/gpu/device_check.sh [CARRY_DIR] [OUT_DIR]
 set -u
-carry=${1:-gpu_carry}
+carry=${1:-gpu_carry1}
 out=${2:-${OUT:-/tmp/gpu_out}}
 mkdir -p "$out"
 run="$carry/aotrace_run"

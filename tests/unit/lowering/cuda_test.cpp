@@ -352,6 +352,9 @@ TEST(Cuda, ToolkitRefusesArchsItCannotBuild) {
     EXPECT_NE(e.find(arch), std::string::npos) << e;
     EXPECT_NE(e.find("hint: "), std::string::npos) << e;
   }
+  Options twice = for_gpu();
+  twice.cuda_archs = {"sm_80", "sm_90", "sm_80"};
+  EXPECT_NE(user_error_of([&] { check_cuda_toolkit(twice); }).find("sm_80 is given twice"), std::string::npos);
   Options none = for_gpu();
   none.cuda_archs = {};
   EXPECT_NE(user_error_of([&] { check_cuda_toolkit(none); }), "(no user error)");
