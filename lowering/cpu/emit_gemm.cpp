@@ -480,23 +480,26 @@ void KernelEmitter::prefetch_epilogue(Index first, llvm::Value* floats) {
     if (v != k_.root && dtype(v) == ir::DType::f32 && dims(v) == out) lines(v, arg, false);
 }
 
+void KernelEmitter::store_gemm_root(const GemmPlan& plan, Index idx, llvm::Value* sum) {
+  const ir::Node& n = g_.nodes[static_cast<size_t>(plan.node)];
+  const ir::Shape& out = dims(k_.root);
+  for (size_t d = 0; d < out.size(); ++d)
+    if (is_one(out[d])) idx[d] = b_.getInt64(0);  // what broadcast() gives every size-1 dim
+  if (plan.is_conv && n.operands.size() > 2) sum = b_.CreateFAdd(sum, emit(n.operands[2], Index{idx[1]}));
+  memo_.back()[{k_.reduction, idx}] = sum;
+  store(k_.root, 0, idx, emit(k_.root, idx));
+}
+
 // Stores the root for rows [ic, ic + mc) and columns [jc, jc + nc) of C, the matmul/conv value
 // taken from `tile` (row stride ldc) instead of being recomputed.
 void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm::Value* ic,
                                   llvm::Value* mc, llvm::Value* jc, llvm::Value* nc,
                                   llvm::Value* tile, int64_t ldc) {
-  const ir::Node& n = g_.nodes[static_cast<size_t>(plan.node)];
   const ir::Shape& out = dims(k_.root);
   llvm::Type* f32 = b_.getFloatTy();
-  auto finish = [&](Index idx, llvm::Value* i, llvm::Value* j) {
-    for (size_t d = 0; d < out.size(); ++d)
-      if (is_one(out[d])) idx[d] = b_.getInt64(0);  // what broadcast() gives every size-1 dim
+  auto finish = [&](const Index& idx, llvm::Value* i, llvm::Value* j) {
     llvm::Value* at = b_.CreateInBoundsGEP(f32, tile, b_.CreateAdd(b_.CreateMul(i, i64(ldc)), j));
-    llvm::Value* v = b_.CreateAlignedLoad(f32, at, llvm::Align(4));
-    if (plan.is_conv && n.operands.size() > 2)
-      v = b_.CreateFAdd(v, emit(n.operands[2], Index{idx[1]}));
-    memo_.back()[{k_.reduction, idx}] = v;
-    store(k_.root, 0, idx, emit(k_.root, idx));
+    store_gemm_root(plan, idx, b_.CreateAlignedLoad(f32, at, llvm::Align(4)));
   };
   // The row kEpiloguePrefetchAhead ahead (clamped to the last row): its first element.
   auto ahead = [&](llvm::Value* m) {

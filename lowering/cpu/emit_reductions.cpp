@@ -123,7 +123,7 @@ llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
     llvm::Value* extreme = b_.CreateBitCast(key(b_.CreateLoad(it, best)), t);
     return b_.CreateSelect(b_.CreateLoad(b_.getInt1Ty(), nan), llvm::ConstantFP::getNaN(t), extreme);
   }
-  if (plan_.lanes > 1 && !plan_.tiled && n.op == ir::OpKind::ReduceSum) {
+  if (plan_.warp() && n.op == ir::OpKind::ReduceSum) {
     // The GPU's warp reductions (CpuPlan::lanes: f32 sums only): the reduced positions
     // flattened, lane l summing those at l mod lanes.
     ir::SymExpr count = 1;
@@ -261,7 +261,7 @@ llvm::Value* KernelEmitter::emit_matmul(const ir::Node& n, const Index& idx) {
     else range_loop(first, size(as.back()), term, step);
     return b_.CreateLoad(t, acc);
   };
-  if (plan_.lanes <= 1 || plan_.tiled) return sum_from(nullptr, 1);  // warp plans only
+  if (!plan_.warp()) return sum_from(nullptr, 1);
   return warp_total(sum_from);
 }
 
@@ -270,7 +270,7 @@ llvm::Value* KernelEmitter::warp_total(const std::function<llvm::Value*(llvm::Va
   // l mod lanes, and a butterfly (offsets lanes/2 .. 1) adds the partials, after which every lane
   // holds the same total (each step adds a pair of equal sums in either order).
   const int64_t lanes = plan_.lanes;
-  AOT_CHECK(!plan_.tiled, "a warp reduction in a tiled GEMM kernel");
+  AOT_CHECK(plan_.warp(), "a warp reduction in a kernel without a warp plan");
   if (target_.nvptx) {
     llvm::Value* v = sum_from(lane_, lanes);
     for (int64_t off = lanes / 2; off >= 1; off /= 2)

@@ -75,6 +75,20 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
     llvm::Value* at = target_.nvptx ? i64(c) : b_.CreateAdd(b_.CreateMul(tid, i64(outputs)), i64(c));
     return b_.CreateInBoundsGEP(f32, acc, at);
   };
+  // Thread tid's first output row and column within the tile.
+  auto origin = [&](llvm::Value* tid) {
+    return std::pair{b_.CreateMul(b_.CreateUDiv(tid, i64(cols)), i64(plan.tm)),
+                     b_.CreateMul(b_.CreateURem(tid, i64(cols)), i64(plan.tn))};
+  };
+  // Row i of thread tid's accumulators as a vector of tn floats.
+  auto* row_type = llvm::FixedVectorType::get(f32, static_cast<unsigned>(plan.tn));
+  auto acc_row = [&](llvm::Value* tid, int64_t i) {
+    llvm::Value* v = llvm::UndefValue::get(row_type);
+    for (int64_t j = 0; j < plan.tn; ++j)
+      v = b_.CreateInsertElement(v, b_.CreateAlignedLoad(f32, acc_at(tid, i * plan.tn + j), llvm::Align(4)),
+                                 static_cast<uint64_t>(j));
+    return v;
+  };
   // A phase: every thread of the block runs `body(tid)`, then (barrier) waits for the others.
   auto phase = [&](bool barrier, const std::function<void(llvm::Value*)>& body) {
     if (!target_.nvptx) {
@@ -91,7 +105,6 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
     auto* type = llvm::FixedVectorType::get(f32, static_cast<unsigned>(width));
     return b_.CreateAlignedLoad(type, at, llvm::Align(static_cast<uint64_t>(vector_align(width))));
   };
-  const ir::Node& node = g_.nodes[static_cast<size_t>(gp.node)];
   const ir::Shape& out = dims(k_.reduction);
   const size_t batch_rank = gp.is_conv ? 1 : out.size() - 2;
   const ir::Shape batch_extents(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(batch_rank));
@@ -137,19 +150,11 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
         }
       });
       phase(true, [&](llvm::Value* tid) {
-        llvm::Value* row = b_.CreateMul(b_.CreateUDiv(tid, i64(cols)), i64(plan.tm));
-        llvm::Value* col = b_.CreateMul(b_.CreateURem(tid, i64(cols)), i64(plan.tn));
+        auto [row, col] = origin(tid);
         // Row i of the thread's outputs as a vector of tn sums: per k, tm vector multiply-adds
         // of a broadcast A element by B's row (the emulation's SIMD; scalar FMAs on the GPU).
-        auto* row_type = llvm::FixedVectorType::get(f32, static_cast<unsigned>(plan.tn));
-        std::vector<llvm::Value*> sums(static_cast<size_t>(plan.tm));
-        for (int64_t i = 0; i < plan.tm; ++i) {
-          llvm::Value* v = llvm::UndefValue::get(row_type);
-          for (int64_t j = 0; j < plan.tn; ++j)
-            v = b_.CreateInsertElement(v, b_.CreateAlignedLoad(f32, acc_at(tid, i * plan.tn + j), llvm::Align(4)),
-                                       static_cast<uint64_t>(j));
-          sums[static_cast<size_t>(i)] = v;
-        }
+        std::vector<llvm::Value*> sums;
+        for (int64_t i = 0; i < plan.tm; ++i) sums.push_back(acc_row(tid, i));
         for (int64_t k = 0; k < plan.bk; ++k) {
           llvm::Value* a = load_vector(tile_at(true, i64(k), row), plan.tm);
           llvm::Value* bv = load_vector(tile_at(false, i64(k), col), plan.tn);
@@ -169,16 +174,10 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
     // The accumulators into the C tile in shared memory, then the epilogue over it with
     // consecutive threads on consecutive columns (coalesced stores, one copy of its code).
     phase(true, [&](llvm::Value* tid) {
-      llvm::Value* row = b_.CreateMul(b_.CreateUDiv(tid, i64(cols)), i64(plan.tm));
-      llvm::Value* col = b_.CreateMul(b_.CreateURem(tid, i64(cols)), i64(plan.tn));
-      auto* type = llvm::FixedVectorType::get(f32, static_cast<unsigned>(plan.tn));
+      auto [row, col] = origin(tid);
       for (int64_t i = 0; i < plan.tm; ++i) {
-        llvm::Value* v = llvm::UndefValue::get(type);
-        for (int64_t j = 0; j < plan.tn; ++j)
-          v = b_.CreateInsertElement(v, b_.CreateAlignedLoad(f32, acc_at(tid, i * plan.tn + j), llvm::Align(4)),
-                                     static_cast<uint64_t>(j));
         llvm::Value* at = b_.CreateInBoundsGEP(f32, tiles, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(row, i64(i)), i64(ldc)), col));
-        b_.CreateAlignedStore(v, at, llvm::Align(static_cast<uint64_t>(vector_align(plan.tn))));
+        b_.CreateAlignedStore(acc_row(tid, i), at, llvm::Align(static_cast<uint64_t>(vector_align(plan.tn))));
       }
     });
     phase(true, [&](llvm::Value* tid) {
@@ -198,13 +197,8 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
           } else {
             idx.push_back(n);
           }
-          for (size_t d = 0; d < out.size(); ++d)
-            if (is_one(out[d])) idx[d] = i64(0);  // what broadcast() gives every size-1 dim
-          llvm::Value* value = b_.CreateAlignedLoad(
-              f32, b_.CreateInBoundsGEP(f32, tiles, b_.CreateAdd(b_.CreateMul(mi, i64(ldc)), ni)), llvm::Align(4));
-          if (gp.is_conv && node.operands.size() > 2) value = b_.CreateFAdd(value, emit(node.operands[2], Index{idx[1]}));
-          memo_.back()[{k_.reduction, idx}] = value;
-          store(k_.root, 0, idx, emit(k_.root, idx));
+          store_gemm_root(gp, idx, b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, tiles, b_.CreateAdd(b_.CreateMul(mi, i64(ldc)), ni)),
+                                                       llvm::Align(4)));
           memo_.pop_back();
         }, [] {});
       });

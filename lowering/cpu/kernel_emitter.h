@@ -168,6 +168,9 @@ class KernelEmitter {
   void gemm_pack(const GemmPlan& plan, bool pack_a, const Index& batch, llvm::Value* start,
                  llvm::Value* count, llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
   void prefetch_epilogue(Index first, llvm::Value* floats);
+  // Stores the root at output index `idx` with the GEMM's sum there taken as `sum` (a conv's
+  // bias added): the epilogue of every GEMM kernel, CPU and GPU.
+  void store_gemm_root(const GemmPlan& plan, Index idx, llvm::Value* sum);
   void gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm::Value* ic, llvm::Value* mc,
                      llvm::Value* jc, llvm::Value* nc, llvm::Value* tile, int64_t ldc);
   llvm::Value* stack_array(llvm::Type* t, int64_t count);

@@ -235,6 +235,8 @@ struct CpuPlan {
   int64_t lanes = 1;
   // The GPU's block-tiled GEMM (lanes = its threads: a task per thread block).
   std::optional<TiledGemmPlan> tiled;
+  // Whether the lanes are a warp summing each reduction together (not a tiled GEMM's block).
+  bool warp() const { return lanes > 1 && !tiled; }
 };
 
 // Below this many operations (CpuPlan::work), waking threads costs more than it gains: the

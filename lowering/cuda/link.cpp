@@ -136,7 +136,7 @@ CudaLibrary link_cuda_kernels(const std::vector<ir::Bytes>& bitcode, const Optio
   llvm::LLVMContext ctx;
   auto module = std::make_unique<llvm::Module>("aotrace_cuda_kernels", ctx);
   module->setTargetTriple(kNvptxTriple);
-  module->setDataLayout(nvptx_machine(options.cuda_archs[0], options.opt_level)->createDataLayout());
+  module->setDataLayout(cuda::kNvptxDataLayout);
   llvm::Linker linker(*module);
   for (size_t i = 0; i < bitcode.size(); ++i) {
     llvm::StringRef bytes(reinterpret_cast<const char*>(bitcode[i].data()), bitcode[i].size());

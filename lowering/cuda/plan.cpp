@@ -22,8 +22,8 @@ bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& m
   // Rows and columns enough for a tiled GEMM: that is faster (H200: a 128×768 by 768×768 matmul
   // 0.34 ms as warps, 0.1 ms as 64×64 tiles).
   const ir::Shape& out = g.type(n.results[0]).shape;
-  return a.size() < 2 || g.type(n.operands[1]).shape.size() < 2 || out.size() < 2 || planned_size(a[a.size() - 2], max) < kTiledMinSize ||
-         planned_size(out.back(), max) < kTiledMinSize;
+  return a.size() < 2 || g.type(n.operands[1]).shape.size() < 2 || out.size() < 2 ||
+         planned_size(a[a.size() - 2], max) < kTiledMinSize || planned_size(out.back(), max) < kTiledMinSize;
 }
 
 // An f32 reduce_sum over at least 256 positions (static) into at most 2^17 outputs: a layer
