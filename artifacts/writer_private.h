@@ -11,7 +11,7 @@ namespace aotrace::artifacts {
 
 // bundle.fb format version written by this compiler (artifacts/COMPATIBILITY.md).
 constexpr uint32_t kBundleFormatMajor = 1;
-constexpr uint32_t kBundleFormatMinor = 8;
+constexpr uint32_t kBundleFormatMinor = 9;
 
 struct FileRecord {
   std::string path;  // relative to the bundle, '/' separated

@@ -259,6 +259,7 @@ std::vector<uint8_t> build_bundle_fb(const BundleSpec& spec, const std::vector<F
     t->ptx = image.ptx;
     b.cuda_images.push_back(std::move(t));
   }
+  b.cuda_math = spec.cuda_math;
   flatbuffers::FlatBufferBuilder builder;
   builder.ForceDefaults(true);  // every scalar present, so tools can patch any of them in place
   fb::FinishBundleBuffer(builder, fb::Bundle::Pack(builder, &b));

@@ -136,7 +136,8 @@ json bundle_json(const rt::BundleInfo& b) {
                         {"missing_on_this_machine", rt::missing_cpu_features(cpu_features)},
                         {"cpu_libraries", cpu_libraries},
                         {"cpu_library_loaded_here", load_here},
-                        {"cuda_images", cuda_images}}},
+                        {"cuda_images", cuda_images},
+                        {"cuda_math", b.cuda_images.empty() ? "" : b.cuda_math.empty() ? "f32" : b.cuda_math}}},
           {"cpu_library", b.cpu_libraries.empty() ? "" : b.cpu_libraries.front().path},
           {"entries", entries},
           {"weights", weights},
@@ -176,7 +177,9 @@ std::string inspect_text(const json& j) {
          (l["missing_on_this_machine"].empty() ? "" : " (missing here: " + join(l["missing_on_this_machine"]) + ")"));
   }
   if (!hw["cuda_images"].empty()) {
-    line("  cuda images: " + std::to_string(hw["cuda_images"].size()) + " (run them with --device cuda)");
+    line("  cuda images: " + std::to_string(hw["cuda_images"].size()) + " (run them with --device cuda), matmul math " +
+         hw["cuda_math"].get<std::string>() +
+         (hw["cuda_math"] == "tf32" ? " (tensor cores, operands rounded to a 10-bit mantissa)" : ""));
     for (const auto& image : hw["cuda_images"])
       line("    " + image["path"].get<std::string>() + ": " + image["kind"].get<std::string>() + " for " +
            image["arch"].get<std::string>() + (image["kind"] == "ptx" ? " and newer GPUs" : "") + ", " + image["size"].dump() +

@@ -188,7 +188,8 @@ std::string cache_base_key(const std::filesystem::path& yaml, const CompileOptio
   m += "winograd " + std::to_string(static_cast<int>(lo.winograd)) + "\n";
   if (cuda != nullptr) {  // the toolkit (its ptxas and libdevice) and the archs
     const std::string home = lowering::check_cuda_toolkit(*cuda);
-    m += "cuda " + join(cuda->cuda_archs, ",") + "\n" + stat_identity(home + "/bin/ptxas") +
+    m += "cuda " + join(cuda->cuda_archs, ",") + " math " + std::to_string(static_cast<int>(cuda->cuda_math)) + "\n" +
+         stat_identity(home + "/bin/ptxas") +
          stat_identity(home + "/nvvm/libdevice/libdevice.10.bc");
   }
   for (const char* var : {"AOTRACE_STRICT_BINDING", "AOTRACE_LIBRARY_FRAMES"})
@@ -333,14 +334,18 @@ bool has_target(const shape_profiles::ProfileSet& spec, const std::string& targe
   return std::find(spec.targets.begin(), spec.targets.end(), target) != spec.targets.end();
 }
 
-// lowering::check_cuda_toolkit, its error placed at the spec's `cuda` target.
+// lowering::check_cuda_toolkit, its error placed at the spec's `cuda` target (at `cuda_math`
+// when that is what the archs cannot do).
 void check_cuda_toolkit_for(const shape_profiles::ProfileSet& spec, const lowering::Options& lo) {
   try {
     lowering::check_cuda_toolkit(lo);
   } catch (const UserError& e) {
     size_t i = 0;
     while (i < spec.targets.size() && spec.targets[i] != "cuda") ++i;
-    throw UserError(e.what(), i < spec.target_locs.size() ? spec.target_locs[i] : e.loc(), e.hint(), e.notes());
+    SourceLoc at = i < spec.target_locs.size() ? spec.target_locs[i] : e.loc();
+    if (std::string(e.what()).find("cuda_math") != std::string::npos && spec.cuda_math_loc.known())
+      at = spec.cuda_math_loc;
+    throw UserError(e.what(), at, e.hint(), e.notes());
   }
 }
 
@@ -364,6 +369,7 @@ lowering::Options cuda_options(const shape_profiles::ProfileSet& spec, const Com
   lo.extra_cpus.clear();
   lo.object_cache = nullptr;  // the cache keeps CPU objects
   if (!options.cuda_archs.empty()) lo.cuda_archs = options.cuda_archs;
+  lo.cuda_math = spec.cuda_math == "tf32" ? lowering::Options::CudaMath::tf32 : lowering::Options::CudaMath::f32;
   if (has_target(spec, "cuda")) check_cuda_toolkit_for(spec, lo);
   else if (!options.cuda_archs.empty())
     user_error("--cuda-arch is given, but the spec's targets have no cuda", spec.target_locs.empty() ? SourceLoc{} : spec.target_locs[0],
@@ -571,6 +577,7 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
     const auto ptxas_start = std::chrono::steady_clock::now();
     lowering::CudaLibrary cuda = lowering::link_cuda_kernels(cuda_bitcode, lo_cuda);
     for (auto& [arch, cubin] : cuda.cubins) bundle.cuda_images.push_back({arch, false, std::move(cubin)});
+    if (lo_cuda.cuda_math == lowering::Options::CudaMath::tf32) bundle.cuda_math = "tf32";
     bundle.cuda_images.push_back({cuda.ptx_arch, true, ir::Bytes(cuda.ptx.begin(), cuda.ptx.end())});
     add_time("link (NVPTX, ptxas)", seconds_since(ptxas_start));
   }

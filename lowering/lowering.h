@@ -62,6 +62,11 @@ struct Options {
   // The GPUs link_cuda_kernels builds cubins for; PTX is made for the first (the oldest), which
   // newer GPUs' drivers compile.
   std::vector<std::string> cuda_archs = {"sm_80", "sm_90"};
+  // The arithmetic of f32 matmuls and convs on the GPU (the spec's `options: {cuda_math: ...}`):
+  // f32 FMAs, or tensor cores with the operands rounded to TF32 (10-bit mantissa, f32 sums;
+  // torch's allow_tf32), which needs sm_80 or newer.
+  enum class CudaMath { f32, tf32 };
+  CudaMath cuda_math = CudaMath::f32;
   // Passes whose result is printed to stderr (`compile --dump`): names of pass_names(), or
   // "all". The environment variable AOTRACE_DUMP (after-<pass>,... or all) adds to it.
   std::vector<std::string> dump;

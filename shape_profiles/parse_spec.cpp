@@ -15,8 +15,9 @@ namespace {
 
 constexpr std::string_view kTopKeys[] = {"version", "name",     "script",  "entries",
                                          "dims",    "profiles", "targets", "options"};
-constexpr std::string_view kOptionKeys[] = {"max_variants"};
+constexpr std::string_view kOptionKeys[] = {"max_variants", "cuda_math"};
 const std::vector<std::string> kTargets = {"cpu", "cuda"};
+const std::vector<std::string> kCudaMaths = {"f32", "tf32"};
 
 const char* kTopExample =
     "a profile starts with `version: 1`, `script: model.py` and `entries:` (see DESIGN §6)";
@@ -69,18 +70,32 @@ std::vector<std::string> parse_targets(const Value& v, std::vector<SourceLoc>* l
   return targets;
 }
 
-int parse_max_variants(const Value& options) {
+void parse_options(const Value& options, ProfileSet& set) {
   std::vector<Field> fields = map_fields(options, kOptionKeys, "write `options: {max_variants: 8}`");
-  const Field* field = find_field(fields, "max_variants");
-  if (!field) return 8;
-  int64_t n = as_integer(field->value, "write `max_variants: 8`");
-  if (n < 1)
-    user_error("max_variants must be at least 1 (got " + std::to_string(n) + ")",
-               field->value.loc, "it bounds how many specialisations one bundle may hold");
-  if (n > 1'000'000)
-    user_error("max_variants " + std::to_string(n) + " is too large", field->value.loc,
-               "keep it at most 1000000");
-  return static_cast<int>(n);
+  if (const Field* field = find_field(fields, "max_variants")) {
+    int64_t n = as_integer(field->value, "write `max_variants: 8`");
+    if (n < 1)
+      user_error("max_variants must be at least 1 (got " + std::to_string(n) + ")",
+                 field->value.loc, "it bounds how many specialisations one bundle may hold");
+    if (n > 1'000'000)
+      user_error("max_variants " + std::to_string(n) + " is too large", field->value.loc,
+                 "keep it at most 1000000");
+    set.max_variants = static_cast<int>(n);
+  }
+  if (const Field* field = find_field(fields, "cuda_math")) {
+    std::string math = as_string(field->value, "write `cuda_math: tf32` (or f32)");
+    if (std::find(kCudaMaths.begin(), kCudaMaths.end(), math) == kCudaMaths.end()) {
+      std::string hint = did_you_mean(math, kCudaMaths);
+      user_error("unknown cuda_math '" + math + "'", field->value.loc,
+                 (hint.empty() ? "" : hint + " ") + "cuda_math is f32 (FMA) or tf32 (tensor cores, 10-bit mantissa "
+                 "operands)");
+    }
+    if (std::find(set.targets.begin(), set.targets.end(), "cuda") == set.targets.end())
+      user_error("cuda_math is set, but the spec's targets have no cuda", field->value.loc,
+                 "add cuda to the targets (`targets: [cpu, cuda]`), or drop cuda_math");
+    set.cuda_math = math;
+    set.cuda_math_loc = field->value.loc;
+  }
 }
 
 }  // namespace
@@ -147,8 +162,7 @@ ProfileSet parse_profile_text(const std::string& text, const std::filesystem::pa
           user_error("input '" + in.name + "' of entry '" + e.name + "' is declared `device: cuda`, but the spec's "
                      "targets have no cuda",
                      in.device_loc, "add cuda to the targets (`targets: [cpu, cuda]`), or drop `device: cuda`");
-  if (const Field* options = find_field(fields, "options"))
-    set.max_variants = parse_max_variants(options->value);
+  if (const Field* options = find_field(fields, "options")) parse_options(options->value, set);
   return set;
 }
 

@@ -98,7 +98,8 @@ std::string profile_json_schema() {
     "targets": {"type": "array", "minItems": 1, "uniqueItems": true,
                 "items": {"enum": ["cpu", "cuda"]}},
     "options": {"type": "object", "additionalProperties": false,
-                "properties": {"max_variants": {"type": "integer", "minimum": 1}}}
+                "properties": {"max_variants": {"type": "integer", "minimum": 1},
+                               "cuda_math": {"enum": ["f32", "tf32"]}}}
   }
 }
 )JSON";

@@ -359,7 +359,7 @@ class Bundle {
 
 // The bundle format this runtime reads: every minor of its major (COMPATIBILITY.md).
 constexpr uint32_t kFormatMajor = 1;
-constexpr uint32_t kFormatMinor = 8;
+constexpr uint32_t kFormatMinor = 9;
 // Required features this runtime knows (a bundle naming any other is refused).
 std::vector<std::string> known_features();
 
@@ -443,6 +443,7 @@ struct BundleInfo {
   std::vector<WeightInfo> weights;
   std::vector<FileInfo> files;
   std::vector<CudaImageInfo> cuda_images;  // format 1.8; empty: CPU kernels only
+  std::string cuda_math;  // format 1.9: "tf32" (their matmuls on TF32 tensor cores), empty: f32
 };
 // not_found when `dir` holds no bundle.fb; open()'s errors for one it cannot read.
 Result<BundleInfo> read_bundle_info(const std::string& dir);

@@ -299,6 +299,7 @@ Result<BundleInfo> read_bundle_info(const std::string& dir) {
     }
   }
   info.cuda_images = b.cuda_images;
+  info.cuda_math = b.cuda_math;
   return info;
 }
 
@@ -328,6 +329,7 @@ Result<std::shared_ptr<BundleData>> parse_bundle_fb(const std::string& dir, std:
   if (fbb.cuda_images())
     for (const auto* image : *fbb.cuda_images())
       data->cuda_images.push_back({str(image->path()), str(image->arch()), image->ptx()});
+  data->cuda_math = str(fbb.cuda_math());
   if (fbb.files())
     for (const auto* f : *fbb.files()) data->files.push_back({str(f->path()), f->size(), f->xxh3()});
   bool ok = true;

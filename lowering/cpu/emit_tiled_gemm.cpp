@@ -5,11 +5,14 @@
 //     every thread zeroes its tm × tn accumulators
 //     for each bk-deep step of K:
 //       load:    the block's threads copy A[tile rows, step] and B[step, tile columns] into
-//                shared memory, K-major (As[k][m], Bs[k][n], rows padded by kTilePad floats),
+//                shared memory, K-major (As[k][m], Bs[k][n], rows padded by `pad` floats),
 //                zeros past the edges; consecutive threads walk each operand's unit-stride dim
+//                (tf32: each element rounded to TF32 on its way, cvt.rna.tf32.f32)
 //       barrier
-//       compute: thread (ty, tx) adds As[k][ty·tm ..] ⊗ Bs[k][tx·tn ..] for every k of the step
-//                (one tm- and one tn-wide vector load per k: ld.shared.v4)
+//       compute: f32:  thread (ty, tx) adds As[k][ty·tm ..] ⊗ Bs[k][tx·tn ..] for every k of
+//                      the step (one tm- and one tn-wide vector load per k: ld.shared.v4)
+//                tf32: per 8 of k, each warp loads its m16n8k8 fragments of A and B from the
+//                      tiles and issues mma.sync for each 16 × 8 block of its wm × wn outputs
 //       barrier
 //     the threads write their accumulators into a bm × bn tile of C in shared memory (the
 //     same memory; barrier), then
@@ -26,6 +29,12 @@
 // block's threads itself, phase by phase: each phase is a loop over the threads, the barriers
 // fall between the loops, the shared tiles are a stack array and each thread's accumulators a
 // row of a stack array (Triton's interpreter and POCL's work-group loops run barriers alike).
+// An mma.sync reads the registers of its warp's 32 threads: emulated, the threads first store
+// their fragments (a row of a stack array each, the same loads as on the GPU), then a loop per
+// warp computes the 16 × 8 block from them through the PTX ISA's fragment tables read the other
+// way round (which lane and register holds A[r][k], B[k][c], C[r][c]), so that a mistake in
+// either direction shows as a wrong number. TF32 rounding is emulated bit for bit (products of
+// two TF32 values are exact in f32); the sums' order within an mma is the only difference.
 // Test: lowering_tests Cuda.TiledGemm* (emulated against the reference interpreter; PTX through
 // ptxas), the e2e models on the fake GPU.
 #include "lowering/cpu/kernel_emitter.h"
@@ -36,13 +45,17 @@ namespace aotrace::lowering::cpu {
 
 void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begin, llvm::Value* end) {
   const GemmPlan& gp = plan.gemm;
-  const int64_t threads = plan.threads(), cols = plan.bn / plan.tn, outputs = plan.tm * plan.tn;
+  const int64_t threads = plan.threads(), cols = plan.bn / plan.tn, outputs = plan.outputs();
+  const bool tf32 = plan.math == GemmMath::tf32;
   AOT_CHECK(threads == plan_.lanes, "a tiled GEMM's block is its plan's lanes");
   AOT_CHECK(plan.bm % plan.tm == 0 && plan.bn % plan.tn == 0 && plan.bm * plan.bk % threads == 0 &&
                 plan.bk * plan.bn % threads == 0 && threads % plan.bm == 0 && threads % plan.bn == 0 &&
-                threads % plan.bk == 0 && plan.bm % 4 == 0 && plan.bn % 4 == 0,
+                threads % plan.bk == 0 && plan.bm % 4 == 0 && plan.bn % 4 == 0 && plan.pad % 4 == 0,
             "a tiled GEMM's tiles must split evenly over its threads (and keep rows 16-byte aligned)");
-  const int64_t lda = plan.bm + kTilePad, ldb = plan.bn + kTilePad, ldc = plan.bn + kTilePad;
+  AOT_CHECK(!tf32 || (plan.wm % 16 == 0 && plan.wn % 8 == 0 && plan.bk % 8 == 0 && plan.bm % plan.wm == 0 &&
+                      plan.bn % plan.wn == 0),
+            "a TF32 tiled GEMM's warp tiles must be whole m16n8k8 blocks");
+  const int64_t lda = plan.bm + plan.pad, ldb = plan.bn + plan.pad, ldc = plan.bn + plan.pad;
   const int64_t shared_floats = plan.shared_floats();
   // The alignment of a vector of `width` floats at a multiple of its width (up to 16 bytes).
   auto vector_align = [](int64_t width) {
@@ -53,7 +66,7 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
   llvm::Type* f32 = b_.getFloatTy();
   llvm::Value* zero = llvm::ConstantFP::get(f32, 0.0);
   // Shared memory: As [bk][lda] then Bs [bk][ldb] during the K loop, the C tile [bm][ldc] after
-  // it; every row starts 16 bytes aligned (bm, bn and kTilePad are multiples of 4 floats).
+  // it; every row starts 16 bytes aligned (bm, bn and pad are multiples of 4 floats).
   llvm::Value* tiles = nullptr;
   if (target_.nvptx) {
     auto* type = llvm::ArrayType::get(f32, static_cast<uint64_t>(shared_floats));
@@ -71,10 +84,13 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
   };
   // Accumulators: the thread's (GPU: registers after SROA), or a row per thread (emulation).
   llvm::Value* acc = stack_array(f32, (target_.nvptx ? 1 : threads) * outputs);
-  auto acc_at = [&](llvm::Value* tid, int64_t c) {
-    llvm::Value* at = target_.nvptx ? i64(c) : b_.CreateAdd(b_.CreateMul(tid, i64(outputs)), i64(c));
-    return b_.CreateInBoundsGEP(f32, acc, at);
+  // Slot `c` of thread tid's row of `array` (`per_thread` floats each); on the GPU the thread's
+  // own array, with constant slots only (so that SROA keeps it in registers).
+  auto slot_at = [&](llvm::Value* array, int64_t per_thread, llvm::Value* tid, llvm::Value* c) {
+    llvm::Value* at = target_.nvptx ? c : b_.CreateAdd(b_.CreateMul(tid, i64(per_thread)), c);
+    return b_.CreateInBoundsGEP(f32, array, at);
   };
+  auto acc_at = [&](llvm::Value* tid, int64_t c) { return slot_at(acc, outputs, tid, i64(c)); };
   // Thread tid's first output row and column within the tile.
   auto origin = [&](llvm::Value* tid) {
     return std::pair{b_.CreateMul(b_.CreateUDiv(tid, i64(cols)), i64(plan.tm)),
@@ -105,9 +121,118 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
     auto* type = llvm::FixedVectorType::get(f32, static_cast<unsigned>(width));
     return b_.CreateAlignedLoad(type, at, llvm::Align(static_cast<uint64_t>(vector_align(width))));
   };
+  // `v` rounded to TF32 (10 mantissa bits; to nearest, ties away from zero: cvt.rna.tf32.f32),
+  // as an f32. Emulated: add half of the dropped bits' weight to the magnitude and drop them
+  // (the sign is apart, so that is ties-away); infinities and NaNs as they are.
+  auto to_tf32 = [&](llvm::Value* v) -> llvm::Value* {
+    if (target_.nvptx) return b_.CreateBitCast(b_.CreateIntrinsic(llvm::Intrinsic::nvvm_f2tf32_rna, {}, {v}), f32);
+    llvm::Value* bits = b_.CreateBitCast(v, b_.getInt32Ty());
+    llvm::Value* finite = b_.CreateICmpNE(b_.CreateAnd(bits, b_.getInt32(0x7f800000)), b_.getInt32(0x7f800000));
+    llvm::Value* rounded = b_.CreateAnd(b_.CreateAdd(bits, b_.getInt32(0x1000)), b_.getInt32(static_cast<int32_t>(0xffffe000u)));
+    return b_.CreateBitCast(b_.CreateSelect(finite, rounded, bits), f32);
+  };
+  // tf32: a warp's m16n8k8 blocks, mi rows by ni columns of them, and each thread's fragment
+  // registers for one 8-deep slice of k: A's 4 per block row, then B's 2 per block column
+  // (GPU: registers after SROA; emulation: a row per thread, as the accumulators).
+  const int64_t warps_n = plan.bn / plan.wn, mi_count = plan.wm / 16, ni_count = plan.wn / 8;
+  const int64_t frag_count = mi_count * 4 + ni_count * 2;
+  llvm::Value* frags = tf32 ? stack_array(f32, (target_.nvptx ? 1 : threads) * frag_count) : nullptr;
+  auto frag_at = [&](llvm::Value* tid, int64_t slot) { return slot_at(frags, frag_count, tid, i64(slot)); };
+  // Thread tid's warp's first output row and column within the tile, its group (lane / 4) and
+  // its place in the group (lane % 4): the PTX ISA's groupID and threadID_in_group.
+  struct WarpPlace {
+    llvm::Value *row, *col, *group, *in_group;
+  };
+  auto warp_place = [&](llvm::Value* tid) {
+    llvm::Value* warp = b_.CreateUDiv(tid, i64(32));
+    llvm::Value* lane = b_.CreateURem(tid, i64(32));
+    return WarpPlace{b_.CreateMul(b_.CreateUDiv(warp, i64(warps_n)), i64(plan.wm)),
+                     b_.CreateMul(b_.CreateURem(warp, i64(warps_n)), i64(plan.wn)), b_.CreateUDiv(lane, i64(4)),
+                     b_.CreateURem(lane, i64(4))};
+  };
+  // Accumulator c (0..3) of block (mi, ni): C fragment register c of the thread.
+  auto acc_slot = [&](int64_t mi, int64_t ni, int64_t c) { return (mi * ni_count + ni) * 4 + c; };
   const ir::Shape& out = dims(k_.reduction);
   const size_t batch_rank = gp.is_conv ? 1 : out.size() - 2;
   const ir::Shape batch_extents(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(batch_rank));
+
+  // tf32, one 8-deep slice kk of the step: every thread loads its fragments of its warp's
+  // blocks from the tiles (A: register r holds row group + 8·(r % 2), k in_group + 4·(r / 2);
+  // B: register r holds k in_group + 4·r, column group).
+  auto tf32_fragments = [&](int64_t kk) {
+    phase(false, [&](llvm::Value* tid) {
+      const WarpPlace p = warp_place(tid);
+      for (int64_t mi = 0; mi < mi_count; ++mi)
+        for (int64_t r = 0; r < 4; ++r) {
+          llvm::Value* row = b_.CreateAdd(p.row, b_.CreateAdd(p.group, i64(mi * 16 + 8 * (r % 2))));
+          llvm::Value* k = b_.CreateAdd(p.in_group, i64(kk * 8 + 4 * (r / 2)));
+          b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, tile_at(true, k, row), llvm::Align(4)),
+                                frag_at(tid, mi * 4 + r), llvm::Align(4));
+        }
+      for (int64_t ni = 0; ni < ni_count; ++ni)
+        for (int64_t r = 0; r < 2; ++r) {
+          llvm::Value* k = b_.CreateAdd(p.in_group, i64(kk * 8 + 4 * r));
+          llvm::Value* col = b_.CreateAdd(p.col, b_.CreateAdd(p.group, i64(ni * 8)));
+          b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, tile_at(false, k, col), llvm::Align(4)),
+                                frag_at(tid, mi_count * 4 + ni * 2 + r), llvm::Align(4));
+        }
+    });
+  };
+  // tf32: the warps' mma.sync.m16n8k8 over the fragments, into the accumulators; `barrier` after
+  // the step's last slice (the next step overwrites the tiles).
+  auto tf32_mma = [&](bool barrier) {
+    if (target_.nvptx) {
+      phase(barrier, [&](llvm::Value* tid) {
+        for (int64_t mi = 0; mi < mi_count; ++mi)
+          for (int64_t ni = 0; ni < ni_count; ++ni) {
+            std::vector<llvm::Value*> args;
+            auto reg = [&](int64_t slot) {
+              return b_.CreateBitCast(b_.CreateAlignedLoad(f32, frag_at(tid, slot), llvm::Align(4)), b_.getInt32Ty());
+            };
+            for (int64_t r = 0; r < 4; ++r) args.push_back(reg(mi * 4 + r));
+            for (int64_t r = 0; r < 2; ++r) args.push_back(reg(mi_count * 4 + ni * 2 + r));
+            for (int64_t c = 0; c < 4; ++c)
+              args.push_back(b_.CreateAlignedLoad(f32, acc_at(tid, acc_slot(mi, ni, c)), llvm::Align(4)));
+            llvm::Value* d = b_.CreateIntrinsic(llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32, {}, args);
+            for (int64_t c = 0; c < 4; ++c)
+              b_.CreateAlignedStore(b_.CreateExtractValue(d, {static_cast<unsigned>(c)}),
+                                    acc_at(tid, acc_slot(mi, ni, c)), llvm::Align(4));
+          }
+      });
+      return;
+    }
+    // Emulated: per warp and block, D[r][c] = C[r][c] + Σ_k A[r][k]·B[k][c], each element read
+    // from the lane and register the PTX ISA puts it in: C[r][c] lane (r % 8)·4 + c / 2,
+    // register 2·(r / 8) + c % 2; A[r][k] lane (r % 8)·4 + k % 4, register r / 8 + 2·(k / 4);
+    // B[k][c] lane 4·c + k % 4, register k / 4.
+    range_loop(i64(0), i64(threads / 32), [&](llvm::Value* warp) {
+      llvm::Value* lane0 = b_.CreateMul(warp, i64(32));
+      for (int64_t mi = 0; mi < mi_count; ++mi)
+        for (int64_t ni = 0; ni < ni_count; ++ni)
+          range_loop(i64(0), i64(16), [&](llvm::Value* r) {
+            llvm::Value* r_group = b_.CreateMul(b_.CreateURem(r, i64(8)), i64(4));
+            llvm::Value* r_half = b_.CreateUDiv(r, i64(8));
+            range_loop(i64(0), i64(8), [&](llvm::Value* c) {
+              llvm::Value* c_lane = b_.CreateAdd(lane0, b_.CreateAdd(r_group, b_.CreateUDiv(c, i64(2))));
+              llvm::Value* c_reg = b_.CreateAdd(b_.CreateMul(r_half, i64(2)), b_.CreateURem(c, i64(2)));
+              llvm::Value* out = slot_at(acc, outputs, c_lane, b_.CreateAdd(i64(acc_slot(mi, ni, 0)), c_reg));
+              llvm::Value* d = b_.CreateAlignedLoad(f32, out, llvm::Align(4));
+              for (int64_t k = 0; k < 8; ++k) {
+                llvm::Value* a = b_.CreateAlignedLoad(
+                    f32, slot_at(frags, frag_count, b_.CreateAdd(lane0, b_.CreateAdd(r_group, i64(k % 4))),
+                                 b_.CreateAdd(i64(mi * 4 + 2 * (k / 4)), r_half)),
+                    llvm::Align(4));
+                llvm::Value* bv = b_.CreateAlignedLoad(
+                    f32, slot_at(frags, frag_count, b_.CreateAdd(lane0, b_.CreateAdd(b_.CreateMul(c, i64(4)), i64(k % 4))),
+                                 i64(mi_count * 4 + ni * 2 + k / 4)),
+                    llvm::Align(4));
+                d = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {f32}, {a, bv, d});
+              }
+              b_.CreateAlignedStore(d, out, llvm::Align(4));
+            });
+          });
+    });
+  };
 
   range_loop(begin, end, [&](llvm::Value* t) {
     llvm::Value* jb = b_.CreateURem(t, size(plan.n_tiles()));
@@ -137,18 +262,25 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
           llvm::Value* m = b_.CreateAdd(m0, i);
           llvm::Value* kk = b_.CreateAdd(k0, k);
           llvm::Value* inside = b_.CreateAnd(in_range(m, gp.m), in_range(kk, gp.k));
-          llvm::Value* v = gemm_a(gp, batch, clamp(m, gp.m), clamp(kk, gp.k));
-          b_.CreateAlignedStore(b_.CreateSelect(inside, v, zero), tile_at(true, k, i), llvm::Align(4));
+          llvm::Value* v = b_.CreateSelect(inside, gemm_a(gp, batch, clamp(m, gp.m), clamp(kk, gp.k)), zero);
+          b_.CreateAlignedStore(tf32 ? to_tf32(v) : v, tile_at(true, k, i), llvm::Align(4));
         }
         for (int64_t r = 0; r < plan.bk * plan.bn / threads; ++r) {
           auto [k, i] = element(r, plan.bn, plan.b_k_fastest);
           llvm::Value* n = b_.CreateAdd(n0, i);
           llvm::Value* kk = b_.CreateAdd(k0, k);
           llvm::Value* inside = b_.CreateAnd(in_range(n, gp.n), in_range(kk, gp.k));
-          llvm::Value* v = gemm_b(gp, batch, clamp(kk, gp.k), clamp(n, gp.n));
-          b_.CreateAlignedStore(b_.CreateSelect(inside, v, zero), tile_at(false, k, i), llvm::Align(4));
+          llvm::Value* v = b_.CreateSelect(inside, gemm_b(gp, batch, clamp(kk, gp.k), clamp(n, gp.n)), zero);
+          b_.CreateAlignedStore(tf32 ? to_tf32(v) : v, tile_at(false, k, i), llvm::Align(4));
         }
       });
+      if (tf32) {
+        for (int64_t kk = 0; kk < plan.bk / 8; ++kk) {
+          tf32_fragments(kk);
+          tf32_mma(kk + 1 == plan.bk / 8);
+        }
+        return;
+      }
       phase(true, [&](llvm::Value* tid) {
         auto [row, col] = origin(tid);
         // Row i of the thread's outputs as a vector of tn sums: per k, tm vector multiply-adds
@@ -174,6 +306,21 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
     // The accumulators into the C tile in shared memory, then the epilogue over it with
     // consecutive threads on consecutive columns (coalesced stores, one copy of its code).
     phase(true, [&](llvm::Value* tid) {
+      if (tf32) {
+        // C fragment register c of block (mi, ni): row group (+ 8 for c >= 2), column
+        // 2·in_group + c % 2.
+        const WarpPlace p = warp_place(tid);
+        for (int64_t mi = 0; mi < mi_count; ++mi)
+          for (int64_t ni = 0; ni < ni_count; ++ni)
+            for (int64_t c = 0; c < 4; ++c) {
+              llvm::Value* row = b_.CreateAdd(p.row, b_.CreateAdd(p.group, i64(mi * 16 + 8 * (c / 2))));
+              llvm::Value* col = b_.CreateAdd(p.col, b_.CreateAdd(b_.CreateMul(p.in_group, i64(2)), i64(ni * 8 + c % 2)));
+              llvm::Value* at = b_.CreateInBoundsGEP(f32, tiles, b_.CreateAdd(b_.CreateMul(row, i64(ldc)), col));
+              b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, acc_at(tid, acc_slot(mi, ni, c)), llvm::Align(4)), at,
+                                    llvm::Align(4));
+            }
+        return;
+      }
       auto [row, col] = origin(tid);
       for (int64_t i = 0; i < plan.tm; ++i) {
         llvm::Value* at = b_.CreateInBoundsGEP(f32, tiles, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(row, i64(i)), i64(ldc)), col));

@@ -557,8 +557,10 @@ std::string describe(const std::vector<CpuPlan>& plans) {
       const GemmPlan& p = t->gemm;
       out += std::string(" | tiled ") + (p.is_conv ? "conv" : "matmul") + " batches " + p.batches.str() + " m " +
              p.m.str() + " n " + p.n.str() + " k " + p.k.str() + " | tile " + std::to_string(t->bm) + "x" +
-             std::to_string(t->bn) + "x" + std::to_string(t->bk) + " per thread " + std::to_string(t->tm) + "x" +
-             std::to_string(t->tn) + (t->a_m_fastest ? " a m-fastest" : "") + (t->b_k_fastest ? " b k-fastest" : "") +
+             std::to_string(t->bn) + "x" + std::to_string(t->bk) +
+             (t->math == GemmMath::tf32 ? " tf32 mma m16n8k8 per warp " + std::to_string(t->wm) + "x" + std::to_string(t->wn)
+                                        : " per thread " + std::to_string(t->tm) + "x" + std::to_string(t->tn)) +
+             (t->a_m_fastest ? " a m-fastest" : "") + (t->b_k_fastest ? " b k-fastest" : "") +
              " | blocks " + t->tasks().str();
     } else if (plan.lanes > 1) {
       out += " | warp of " + std::to_string(plan.lanes) + " lanes per output";

@@ -99,18 +99,26 @@ struct GemmPlan {
 // The GPU's block-tiled GEMM (emit_tiled_gemm.cpp; chosen by cuda-plan): a task is a thread
 // block of `threads` threads computing a bm × bn tile of C for one batch index. Per bk-deep step
 // of K the block stages A's bm × bk and B's bk × bn slices in shared memory (K-major, rows
-// padded by kTilePad floats), then each thread accumulates its tm × tn outputs in registers
-// from them; the kernel's elementwise ops are the epilogue, as in the CPU's GEMM.
+// padded by `pad` floats), then the threads accumulate the tile from them in registers; the
+// kernel's elementwise ops are the epilogue, as in the CPU's GEMM.
+//   math f32:  each thread adds a tm × tn block of outputs with FMAs;
+//   math tf32: each warp adds a wm × wn block with tensor-core mma.sync.m16n8k8 (operands
+//              rounded to TF32, to nearest with ties away, when staged; f32 sums), the
+//              warps in rows of bn / wn (Options::cuda_math).
 // `a_m_fastest` / `b_k_fastest`: which dim consecutive threads walk when loading an operand
 // (its unit-stride dim, so that the loads coalesce).
-constexpr int64_t kTilePad = 4;
+enum class GemmMath { f32, tf32 };
 struct TiledGemmPlan {
   GemmPlan gemm;  // gemm_operands: operands and sizes (no CPU blocking)
-  int64_t bm = 64, bn = 64, bk = 8, tm = 4, tn = 4;
+  GemmMath math = GemmMath::f32;
+  int64_t bm = 64, bn = 64, bk = 8, tm = 4, tn = 4, pad = 4;
+  int64_t wm = 32, wn = 16;  // tf32: a warp's outputs
   bool a_m_fastest = false, b_k_fastest = false;
-  int64_t threads() const { return (bm / tm) * (bn / tn); }
-  // Shared memory: As and Bs during the K loop, then the C tile (bm rows of bn + kTilePad).
-  int64_t shared_floats() const { return std::max(bk * (bm + bn + 2 * kTilePad), bm * (bn + kTilePad)); }
+  int64_t threads() const { return math == GemmMath::f32 ? (bm / tm) * (bn / tn) : (bm / wm) * (bn / wn) * 32; }
+  // Accumulators per thread: tm × tn, or the warp's wm × wn over its 32 lanes.
+  int64_t outputs() const { return math == GemmMath::f32 ? tm * tn : wm * wn / 32; }
+  // Shared memory: As and Bs during the K loop, then the C tile (bm rows of bn + pad).
+  int64_t shared_floats() const { return std::max(bk * (bm + bn + 2 * pad), bm * (bn + pad)); }
   ir::SymExpr m_tiles() const { return floordiv(gemm.m + (bm - 1), bm); }
   ir::SymExpr n_tiles() const { return floordiv(gemm.n + (bn - 1), bn); }
   ir::SymExpr tasks() const { return gemm.batches * m_tiles() * n_tiles(); }

@@ -45,14 +45,14 @@ bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& m
 
 // A matmul or conv kernel that is not a warp matmul, as a block-tiled GEMM (TiledGemmPlan,
 // emit_tiled_gemm.cpp) where it has at least 16 rows and columns and 8 terms per output (at
-// the sizes' maxima).
-std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg);
+// the sizes' maxima); its arithmetic f32 FMAs or TF32 tensor-core mma (Options::cuda_math).
+std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, Options::CudaMath math);
 
 // Matmuls read views of weights (permute(W), slices of it) as new [K, N] weights (weight_layout.cpp),
 // except warp matmuls.
 ir::Graph cuda_weight_layout(ir::Graph g);
 
-std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s);
+std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s, Options::CudaMath math);
 
 // The kernels of `s` as LLVM bitcode for NVPTX, or, with options.cuda_grid_emulation, as an ELF
 // object for the host CPU. `threads` gets each kernel's task count (one thread per task).

@@ -58,7 +58,7 @@ int64_t kernel_lanes(const ir::Graph& g, const ScheduledKernel& k, const ir::Sym
   return any && k.loop_extents.size() >= 2 ? kWarpLanes : 1;
 }
 
-std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg) {
+std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, Options::CudaMath math) {
   std::optional<cpu::GemmPlan> gemm = cpu::gemm_operands(kg);
   if (!gemm || gemm->node < 0) return std::nullopt;
   if (kg.planned(gemm->batches) == 0 || kg.planned(gemm->m) < kTiledMinSize ||
@@ -66,6 +66,16 @@ std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg) {
     return std::nullopt;
   cpu::TiledGemmPlan p;
   p.gemm = *gemm;
+  if (math == Options::CudaMath::tf32) {
+    // 8 warps of 32 × 16 outputs (2 × 2 mma blocks) over a 64 × 64 tile, 32 of K per step
+    // (4 mma slices between barriers); rows padded by 8 floats, so that a warp's fragment
+    // loads (rows in_group + 4·j, columns group) fall in 32 distinct banks.
+    p.math = cpu::GemmMath::tf32;
+    p.bk = 32;
+    p.pad = 8;
+    p.wm = 32;
+    p.wn = 16;
+  }
   // Consecutive threads load along an operand's unit-stride dim.
   auto unit = [](const std::optional<cpu::StridedView>& v, size_t from_end) {
     return v && v->strides.size() >= 2 && cpu::is_one(v->strides[v->strides.size() - from_end]);
@@ -79,7 +89,7 @@ std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg) {
   return p;
 }
 
-std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s) {
+std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s, Options::CudaMath math) {
   std::vector<cpu::CpuPlan> plans;
   const ir::SymBindings max = max_bindings(s.fused.graph);
   for (const ScheduledKernel& k : s.kernels) {
@@ -91,7 +101,7 @@ std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s) {
     plan.column_chunk = 0;
     plan.lanes = kernel_lanes(s.fused.graph, k, max);
     if (plan.lanes == 1) {
-      plan.tiled = tiled_gemm(kg);
+      plan.tiled = tiled_gemm(kg, math);
       if (plan.tiled) plan.lanes = plan.tiled->threads();
     }
     plans.push_back(plan);

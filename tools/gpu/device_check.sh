@@ -7,7 +7,8 @@
 #      on the GPU: aotrace_run BUNDLE --selftest --device cuda;
 #   2. latency: each bench bundle's entry at batch 1 and 32 on random inputs in GPU memory,
 #      --repeat timed calls (CUDA Graph replays), median reported;
-#   3. the GEMM kernels alone (gemm.aot): the BERT layer's matmul shapes, ms and TFLOP/s.
+#   3. the GEMM kernels alone (gemm.aot, and gemm_tf32.aot on TF32 tensor cores): the BERT
+#      layer's matmul shapes, ms and TFLOP/s.
 # Usage: tools/gpu/device_check.sh [CARRY_DIR] [OUT_DIR]
 set -u
 carry=${1:-gpu_carry1}
@@ -34,20 +35,22 @@ for name, shape in [("bert_layer", (128, 768)), ("gpt2_block", (128, 768)), ("re
     for batch in (1, 32):
         np.save(f"{d}/{name}_b{batch}.npy", rng.standard_normal((batch,) + shape).astype(np.float32))
 PY
-for m in bert_layer gpt2_block resnet18; do
+for m in bert_layer gpt2_block resnet18 bert_layer_tf32 gpt2_block_tf32; do
   b="$carry/$m.aot"
   [ -d "$b" ] || continue
-  input=$([ $m = bert_layer ] && echo src || echo x)
+  model=${m%_tf32}
+  input=$([ $model = bert_layer ] && echo src || echo x)
   for batch in 1 32; do
     echo "== latency $m batch $batch"
-    timeout 120 "$run" "$b" --input "$input=$inputs/${m}_b$batch.npy" --device cuda --repeat 50 \
+    timeout 120 "$run" "$b" --input "$input=$inputs/${model}_b$batch.npy" --device cuda --repeat 50 \
       --output-dir "/tmp/gpu_run_$m$batch" 2>&1 | grep -v '^  /tmp' | tee -a "$out/latency.txt" || status=1
   done
   echo "== latency $m batch 1 without CUDA Graphs"
-  AOTRACE_CUDA_GRAPHS=0 timeout 120 "$run" "$b" --input "$input=$inputs/${m}_b1.npy" --device cuda --repeat 50 \
+  AOTRACE_CUDA_GRAPHS=0 timeout 120 "$run" "$b" --input "$input=$inputs/${model}_b1.npy" --device cuda --repeat 50 \
     --output-dir /tmp/gpu_run_nograph 2>&1 | grep -v '^  /tmp' | tee -a "$out/latency.txt"
 done
-if [ -d "$carry/gemm.aot" ]; then
+for gemm in "$carry"/gemm.aot "$carry"/gemm_tf32.aot; do
+  [ -d "$gemm" ] || continue
   # The tiled GEMM alone: `a @ b` at the BERT layer's shapes (tools/gpu/prepare.sh), TFLOP/s.
   python3 - "$inputs" <<'PY'
 import sys, numpy as np
@@ -60,16 +63,16 @@ for n, (a, b) in {"qkv_b32": ((4096, 768), (768, 2304)), "ff1_b32": ((4096, 768)
     np.save(f"{d}/{n}_b.npy", r.standard_normal(b).astype(np.float32))
 PY
   for e in qkv_b32 ff1_b32 ff2_b32 proj_b1 ff1_b1 scores_b32; do
-    line=$(timeout 60 "$run" "$carry/gemm.aot" --entry $e --input "a=$inputs/${e}_a.npy" --input "b=$inputs/${e}_b.npy" \
+    line=$(timeout 60 "$run" "$gemm" --entry $e --input "a=$inputs/${e}_a.npy" --input "b=$inputs/${e}_b.npy" \
       --device cuda --repeat 30 --output-dir /tmp/gpu_gemm 2>&1 | grep median) || status=1
-    python3 - "$e" "$line" "$inputs" <<'PY' | tee -a "$out/gemm.txt"
+    python3 - "$e" "$line" "$inputs" "$(basename "$gemm" .aot)" <<'PY' | tee -a "$out/gemm.txt"
 import re, sys, numpy as np
-name, line, d = sys.argv[1:4]
+name, line, d, gemm = sys.argv[1:5]
 a, b = np.load(f"{d}/{name}_a.npy", mmap_mode="r"), np.load(f"{d}/{name}_b.npy", mmap_mode="r")
 flop = 2 * np.prod(a.shape) * b.shape[-1]
 m = re.search(r"median ([0-9.e+-]+) ms", line)
-print(f"gemm {name} {a.shape}@{b.shape}: " + (f"{float(m.group(1)):.4g} ms, {flop / float(m.group(1)) / 1e9:.1f} TFLOP/s" if m else "no timing: " + line))
+print(f"{gemm} {name} {a.shape}@{b.shape}: " + (f"{float(m.group(1)):.4g} ms, {flop / float(m.group(1)) / 1e9:.1f} TFLOP/s" if m else "no timing: " + line))
 PY
   done
-fi
+done
 exit $status

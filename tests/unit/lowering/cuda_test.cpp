@@ -7,6 +7,7 @@
 //   Cuda.Toolkit*    a missing toolkit or a bad arch is a user error that says what to do.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <set>
@@ -298,7 +299,10 @@ TEST(Cuda, WarpMatmulsShareAnOutputAcrossALongK) {
 // (loaded along M), B as [N, K] (loaded along K), a residual add, and a strided, padded conv with
 // bias and relu as epilogues; emulated (each phase a loop over the block's threads) against the
 // reference, and the PTX has the barriers and the shared-memory vector loads.
-TEST(Cuda, TiledGemmsStageTilesInSharedMemory) {
+// Matmuls and a conv with edges in M, N and K (K = 37, not a multiple of a step), a batch
+// broadcast against a weight with bias + GELU, A transposed, B as [N, K], a residual add, a
+// strided padded conv with bias + ReLU. `weight_of` makes the weights.
+ir::Graph tiled_gemm_graph(const std::function<ir::ValueId(ir::Graph&, const std::string&, Ints, uint32_t)>& weight_of) {
   ir::Graph g;
   ir::ValueId a = g.add_input("a", f32({3, 70, 37}), "L['a']");
   ir::ValueId b = g.add_input("b", f32({3, 37, 67}), "L['b']");
@@ -306,8 +310,8 @@ TEST(Cuda, TiledGemmsStageTilesInSharedMemory) {
   ir::ValueId bt = g.add_input("bt", f32({67, 37}), "L['bt']");
   ir::ValueId r = g.add_input("r", f32({70, 67}), "L['r']");
   ir::ValueId x = g.add_input("x", f32({2, 8, 13, 11}), "L['x']");
-  ir::ValueId w = weight(g, "w", {20, 37}, 1), bias = weight(g, "bias", {20}, 2);
-  ir::ValueId cw = weight(g, "cw", {24, 8, 3, 3}, 3), cb = weight(g, "cb", {24}, 4);
+  ir::ValueId w = weight_of(g, "w", {20, 37}, 1), bias = weight_of(g, "bias", {20}, 2);
+  ir::ValueId cw = weight_of(g, "cw", {24, 8, 3, 3}, 3), cb = weight_of(g, "cb", {24}, 4);
   ir::ValueId c = g.add_input("c", f32({37, 67}), "L['c']");
   ir::ValueId a2 = g.add(OpKind::Reshape, {slice(g, a, 0, 1, 2)}, shape_attrs({70, 37}));
   set_outputs(g, {g.add(OpKind::Matmul, {a, b}),
@@ -315,18 +319,94 @@ TEST(Cuda, TiledGemmsStageTilesInSharedMemory) {
                   g.add(OpKind::Matmul, {transpose(g, at), c}),
                   g.add(OpKind::Add, {g.add(OpKind::Matmul, {a2, transpose(g, bt)}), r}),
                   g.add(OpKind::Relu, {g.add(OpKind::Conv, {x, cw, cb}, conv_attrs({2, 2}, {1, 1}))})});
-  LoweredVariant gpu = lower_graph(g, "tiled_", for_gpu());
+  return g;
+}
+
+// The launches of tiled_gemm_graph: a block of 256 threads per 64 × 64 tile.
+void expect_tiled_launches(const LoweredVariant& gpu) {
   std::set<std::string> launches;
   for (const auto& call : gpu.plan.calls) launches.insert(call.threads.str());
   EXPECT_EQ(launches.count("3072"), 1u) << "a @ b: 3 batches × 2 × 2 tiles × 256 threads";
   EXPECT_EQ(launches.count("1536"), 1u) << "the linear layer: 3 × 2 × 1 tiles";
   EXPECT_EQ(launches.count("1024"), 1u) << "the 70 × 67 matmuls: 2 × 2 tiles";
   EXPECT_EQ(launches.count("512"), 1u) << "the conv: 2 images × 1 × 1 tiles (24 channels, 7·6 columns)";
+}
+
+TEST(Cuda, TiledGemmsStageTilesInSharedMemory) {
+  const ir::Graph g = tiled_gemm_graph(weight);
+  LoweredVariant gpu = lower_graph(g, "tiled_", for_gpu());
+  expect_tiled_launches(gpu);
   const CudaLibrary linked = link_cuda_kernels({gpu.object}, for_gpu());
   EXPECT_NE(linked.ptx.find("bar.sync"), std::string::npos);
   EXPECT_NE(linked.ptx.find("ld.shared.v4.f32"), std::string::npos);
   EXPECT_NE(linked.ptx.find("st.shared.f32"), std::string::npos);
+  EXPECT_EQ(linked.ptx.find("mma.sync"), std::string::npos) << "f32 unless cuda_math says otherwise";
   expect_matches_reference_in(g, -1, 1);
+}
+
+// `x` rounded to a multiple of 1/128: at most 8 significant bits in [-1, 1), exact in TF32, so
+// TF32 products of such values are exact and their f32 sums match the reference's as f32 do.
+float tf32_exact(double x) { return static_cast<float>(std::round(x * 128) / 128); }
+
+ir::ValueId tf32_exact_weight(ir::Graph& g, const std::string& name, Ints dims, uint32_t seed) {
+  ir::HostTensor t = random_tensor(dims, seed, -1, 1, DType::f32);
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, tf32_exact(t.get(i)));
+  return g.add_weight(name, f32(dims), "L['self']." + name, std::make_shared<const ir::Bytes>(t.data));
+}
+
+Options tf32_gpu() {
+  Options o = for_gpu();
+  o.cuda_math = Options::CudaMath::tf32;
+  return o;
+}
+
+TEST(Cuda, Tf32TiledGemmsRunOnTensorCores) {
+  const ir::Graph g = tiled_gemm_graph(tf32_exact_weight);
+  LoweredVariant gpu = lower_graph(g, "tf32_", tf32_gpu());
+  expect_tiled_launches(gpu);
+  const CudaLibrary linked = link_cuda_kernels({gpu.object}, tf32_gpu());
+  EXPECT_NE(linked.ptx.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), std::string::npos);
+  EXPECT_NE(linked.ptx.find("cvt.rna.tf32.f32"), std::string::npos);
+  EXPECT_NE(linked.ptx.find("bar.sync"), std::string::npos);
+  EXPECT_EQ(linked.cubins.size(), 2u) << "ptxas assembles the mma for sm_80 and sm_90";
+  // Emulated (the fragments through the PTX ISA's tables both ways) on TF32-exact inputs: the
+  // f32 tolerance of every other reference check.
+  std::vector<ir::HostTensor> inputs = random_inputs(g, 1, -1, 1);
+  for (ir::HostTensor& t : inputs)
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, tf32_exact(t.get(i)));
+  expect_outputs_match(g, inputs, std::nullopt, cuda_emulation(tf32_gpu()));
+}
+
+// The rounding to TF32: to nearest, ties away from zero (cvt.rna), as the emulation does it.
+TEST(Cuda, Tf32RoundsOperandsToNearestTiesAway) {
+  ir::Graph g;
+  ir::ValueId a = g.add_input("a", f32({16, 24}), "L['a']");
+  ir::ValueId b = g.add_input("b", f32({24, 16}), "L['b']");
+  set_outputs(g, {g.add(OpKind::Matmul, {a, b})});
+  // Row r of A holds one value in column r (else 0); B is all ones: C[r][c] is that value as
+  // TF32 (10 mantissa bits; the next value above 1 is 1 + 2^-10).
+  const double ulp = std::ldexp(1.0, -10);
+  const std::vector<std::pair<double, double>> cases = {
+      {1 + ulp / 2, 1 + ulp},                     // a tie: away from zero
+      {-(1 + ulp / 2), -(1 + ulp)},               // a tie below zero: away from zero too
+      {1 + ulp / 2 - std::ldexp(1.0, -20), 1},    // just under a tie: down
+      {1 + 3 * ulp / 2, 1 + 2 * ulp},             // a tie at an odd value: away (even would agree)
+      {1 + 5 * ulp / 2, 1 + 3 * ulp},             // a tie at an even value: away (even would not)
+      {1 + ulp / 4, 1},
+      {3.0, 3.0}};
+  ir::HostTensor av = ir::HostTensor::zeros(DType::f32, {16, 24}), bv = ir::HostTensor::zeros(DType::f32, {24, 16});
+  for (size_t r = 0; r < cases.size(); ++r) av.set(static_cast<int64_t>(r * 24 + r), cases[r].first);
+  for (int64_t i = 0; i < bv.numel(); ++i) bv.set(i, 1);
+  LoweredVariant lowered;
+  std::vector<ir::HostTensor> out = compile_and_run(g, {av, bv}, &lowered, cuda_emulation(tf32_gpu()));
+  ASSERT_EQ(out.size(), 1u);
+  for (size_t r = 0; r < cases.size(); ++r)
+    for (int64_t c = 0; c < 16; ++c)
+      EXPECT_EQ(out[0].get(static_cast<int64_t>(r) * 16 + c), static_cast<double>(static_cast<float>(cases[r].second)))
+          << "row " << r << " column " << c << " (" << cases[r].first << ")";
+  // f32 keeps them: the same graph without cuda_math.
+  std::vector<ir::HostTensor> exact = compile_and_run(g, {av, bv}, &lowered, cuda_emulation(for_gpu()));
+  EXPECT_EQ(exact[0].get(0), static_cast<double>(static_cast<float>(cases[0].first)));
 }
 
 std::string user_error_of(const std::function<void()>& f) {
@@ -355,6 +435,11 @@ TEST(Cuda, ToolkitRefusesArchsItCannotBuild) {
   Options twice = for_gpu();
   twice.cuda_archs = {"sm_80", "sm_90", "sm_80"};
   EXPECT_NE(user_error_of([&] { check_cuda_toolkit(twice); }).find("sm_80 is given twice"), std::string::npos);
+  Options tf32 = tf32_gpu();
+  tf32.cuda_archs = {"sm_90", "sm_75"};
+  const std::string no_tf32 = user_error_of([&] { check_cuda_toolkit(tf32); });
+  EXPECT_NE(no_tf32.find("sm_75"), std::string::npos) << no_tf32;
+  EXPECT_NE(no_tf32.find("tf32"), std::string::npos) << no_tf32;
   Options none = for_gpu();
   none.cuda_archs = {};
   EXPECT_NE(user_error_of([&] { check_cuda_toolkit(none); }), "(no user error)");

@@ -485,6 +485,14 @@ TEST_F(SpecTest, UnknownOption) {
   EXPECT_EQ(e.hint(), "did you mean 'max_variants'?");
 }
 
+TEST_F(SpecTest, CudaMathNamesItsChoices) {
+  UserError e = expect_error(std::string(kMinimal) + "targets: [cuda]\noptions: {cuda_math: tf-32}\n", 5, 22,
+                             "unknown cuda_math 'tf-32'");
+  EXPECT_NE(e.hint().find("did you mean 'tf32'?"), std::string::npos) << e.hint();
+  expect_error(std::string(kMinimal) + "options: {cuda_math: tf32}\n", 4, 22,
+               "cuda_math is set, but the spec's targets have no cuda");
+}
+
 // ---- inputs beyond tensors ---------------------------------------------------------------------
 
 const std::string kInputsHead = "version: 1\nscript: mlp.py\nentries:\n  f:\n    call: model\n    inputs:\n";

@@ -27,7 +27,7 @@ profiles:
   - name: offline
     batch: 32
 targets: [cpu, cuda]
-options: {max_variants: 4}
+options: {max_variants: 4, cuda_math: tf32}
 )";
 
 TEST_F(SpecTest, FullSpecTopLevel) {
@@ -39,6 +39,7 @@ TEST_F(SpecTest, FullSpecTopLevel) {
   EXPECT_TRUE(std::filesystem::equivalent(set.script, dir_ / "mlp.py"));
   EXPECT_EQ(set.targets, (std::vector<std::string>{"cpu", "cuda"}));
   EXPECT_EQ(set.max_variants, 4);
+  EXPECT_EQ(set.cuda_math, "tf32");
 }
 
 TEST_F(SpecTest, FullSpecEntriesKeepDocumentOrder) {
@@ -106,6 +107,7 @@ entries:
   EXPECT_EQ(set.name, "mlp");
   EXPECT_EQ(set.targets, (std::vector<std::string>{"cpu"}));
   EXPECT_EQ(set.max_variants, 8);
+  EXPECT_EQ(set.cuda_math, "f32");
   ASSERT_EQ(set.profiles.size(), 1u);
   EXPECT_EQ(set.profiles[0].name, "default");
   EXPECT_TRUE(set.profiles[0].dims.empty());
