@@ -179,7 +179,7 @@ std::string inspect_text(const json& j) {
   if (!hw["cuda_images"].empty()) {
     line("  cuda images: " + std::to_string(hw["cuda_images"].size()) + " (run them with --device cuda), matmul math " +
          hw["cuda_math"].get<std::string>() +
-         (hw["cuda_math"] == "tf32" ? " (tensor cores, operands rounded to a 10-bit mantissa)" : ""));
+         (hw["cuda_math"] == "f32" ? "" : " (tensor cores, operands rounded to " + hw["cuda_math"].get<std::string>() + ")"));
     for (const auto& image : hw["cuda_images"])
       line("    " + image["path"].get<std::string>() + ": " + image["kind"].get<std::string>() + " for " +
            image["arch"].get<std::string>() + (image["kind"] == "ptx" ? " and newer GPUs" : "") + ", " + image["size"].dump() +

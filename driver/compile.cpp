@@ -369,7 +369,7 @@ lowering::Options cuda_options(const shape_profiles::ProfileSet& spec, const Com
   lo.extra_cpus.clear();
   lo.object_cache = nullptr;  // the cache keeps CPU objects
   if (!options.cuda_archs.empty()) lo.cuda_archs = options.cuda_archs;
-  lo.cuda_math = spec.cuda_math == "tf32" ? lowering::Options::CudaMath::tf32 : lowering::Options::CudaMath::f32;
+  lo.cuda_math = lowering::cuda_math_named(spec.cuda_math).value_or(lowering::Options::CudaMath::f32);
   if (has_target(spec, "cuda")) check_cuda_toolkit_for(spec, lo);
   else if (!options.cuda_archs.empty())
     user_error("--cuda-arch is given, but the spec's targets have no cuda", spec.target_locs.empty() ? SourceLoc{} : spec.target_locs[0],
@@ -577,7 +577,7 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
     const auto ptxas_start = std::chrono::steady_clock::now();
     lowering::CudaLibrary cuda = lowering::link_cuda_kernels(cuda_bitcode, lo_cuda);
     for (auto& [arch, cubin] : cuda.cubins) bundle.cuda_images.push_back({arch, false, std::move(cubin)});
-    if (lo_cuda.cuda_math == lowering::Options::CudaMath::tf32) bundle.cuda_math = "tf32";
+    if (lo_cuda.cuda_math != lowering::Options::CudaMath::f32) bundle.cuda_math = lowering::cuda_math_name(lo_cuda.cuda_math);
     bundle.cuda_images.push_back({cuda.ptx_arch, true, ir::Bytes(cuda.ptx.begin(), cuda.ptx.end())});
     add_time("link (NVPTX, ptxas)", seconds_since(ptxas_start));
   }

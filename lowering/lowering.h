@@ -17,6 +17,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/ir.h"
@@ -63,14 +64,19 @@ struct Options {
   // newer GPUs' drivers compile.
   std::vector<std::string> cuda_archs = {"sm_80", "sm_90"};
   // The arithmetic of f32 matmuls and convs on the GPU (the spec's `options: {cuda_math: ...}`):
-  // f32 FMAs, or tensor cores with the operands rounded to TF32 (10-bit mantissa, f32 sums;
-  // torch's allow_tf32), which needs sm_80 or newer.
-  enum class CudaMath { f32, tf32 };
+  // f32 FMAs, or tensor cores with the operands rounded to TF32 (10-bit mantissa: torch's
+  // allow_tf32), f16 (10-bit mantissa, range ±65504) or bf16 (7-bit mantissa), sums in f32;
+  // tensor cores need sm_80 or newer.
+  enum class CudaMath { f32, tf32, f16, bf16 };
   CudaMath cuda_math = CudaMath::f32;
   // Passes whose result is printed to stderr (`compile --dump`): names of pass_names(), or
   // "all". The environment variable AOTRACE_DUMP (after-<pass>,... or all) adds to it.
   std::vector<std::string> dump;
 };
+
+// "f32", "tf32", "f16", "bf16" (the spec's and the bundle's names), and back (none: unknown).
+const char* cuda_math_name(Options::CudaMath math);
+std::optional<Options::CudaMath> cuda_math_named(std::string_view name);
 
 // The lowering passes in pipeline order, as --dump and --timings name them.
 const std::vector<std::string>& pass_names();

@@ -97,6 +97,22 @@ LoweredVariant lower_for_cuda(ir::Graph g, const std::string& symbol_prefix, con
 
 }  // namespace
 
+const char* cuda_math_name(Options::CudaMath math) {
+  switch (math) {
+    case Options::CudaMath::f32: return "f32";
+    case Options::CudaMath::tf32: return "tf32";
+    case Options::CudaMath::f16: return "f16";
+    case Options::CudaMath::bf16: return "bf16";
+  }
+  return "f32";
+}
+
+std::optional<Options::CudaMath> cuda_math_named(std::string_view name) {
+  for (Options::CudaMath m : {Options::CudaMath::f32, Options::CudaMath::tf32, Options::CudaMath::f16, Options::CudaMath::bf16})
+    if (name == cuda_math_name(m)) return m;
+  return std::nullopt;
+}
+
 const std::vector<std::string>& pass_names() {
   static const std::vector<std::string> names = {"decompose", "fold-constants", "cse", "dce", "channels-last", "winograd",
                                                  "pad-conv-inputs", "pack-weights", "cuda-weight-layout", "fuse", "schedule", "cpu-plan", "cuda-plan",

@@ -17,7 +17,7 @@ constexpr std::string_view kTopKeys[] = {"version", "name",     "script",  "entr
                                          "dims",    "profiles", "targets", "options"};
 constexpr std::string_view kOptionKeys[] = {"max_variants", "cuda_math"};
 const std::vector<std::string> kTargets = {"cpu", "cuda"};
-const std::vector<std::string> kCudaMaths = {"f32", "tf32"};
+const std::vector<std::string> kCudaMaths = {"f32", "tf32", "f16", "bf16"};
 
 const char* kTopExample =
     "a profile starts with `version: 1`, `script: model.py` and `entries:` (see DESIGN §6)";
@@ -83,12 +83,12 @@ void parse_options(const Value& options, ProfileSet& set) {
     set.max_variants = static_cast<int>(n);
   }
   if (const Field* field = find_field(fields, "cuda_math")) {
-    std::string math = as_string(field->value, "write `cuda_math: tf32` (or f32)");
+    std::string math = as_string(field->value, "write `cuda_math: tf32` (or f32, f16, bf16)");
     if (std::find(kCudaMaths.begin(), kCudaMaths.end(), math) == kCudaMaths.end()) {
       std::string hint = did_you_mean(math, kCudaMaths);
       user_error("unknown cuda_math '" + math + "'", field->value.loc,
-                 (hint.empty() ? "" : hint + " ") + "cuda_math is f32 (FMA) or tf32 (tensor cores, 10-bit mantissa "
-                 "operands)");
+                 (hint.empty() ? "" : hint + " ") + "cuda_math is f32 (FMAs), or tensor cores on operands rounded to "
+                 "tf32, f16 or bf16");
     }
     if (std::find(set.targets.begin(), set.targets.end(), "cuda") == set.targets.end())
       user_error("cuda_math is set, but the spec's targets have no cuda", field->value.loc,

@@ -99,7 +99,7 @@ std::string profile_json_schema() {
                 "items": {"enum": ["cpu", "cuda"]}},
     "options": {"type": "object", "additionalProperties": false,
                 "properties": {"max_variants": {"type": "integer", "minimum": 1},
-                               "cuda_math": {"enum": ["f32", "tf32"]}}}
+                               "cuda_math": {"enum": ["f32", "tf32", "f16", "bf16"]}}}
   }
 }
 )JSON";

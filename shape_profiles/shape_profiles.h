@@ -95,8 +95,8 @@ struct ProfileSet {
   std::vector<SourceLoc> target_locs;    // where each of `targets` is written (the document's
                                          // start for the default [cpu])
   int max_variants = 8;
-  // The GPU's matmul and conv arithmetic (`options: {cuda_math: tf32}`): "f32" or "tf32"
-  // (lowering::Options::cuda_math); where it is written (none: the default).
+  // The GPU's matmul and conv arithmetic (`options: {cuda_math: tf32}`): "f32", "tf32", "f16"
+  // or "bf16" (lowering::Options::cuda_math); where it is written (none: the default).
   std::string cuda_math = "f32";
   SourceLoc cuda_math_loc;
 

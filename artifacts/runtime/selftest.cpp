@@ -50,21 +50,23 @@ bool is_float(DType d) { return d == DType::f32 || d == DType::f64 || d == DType
 struct Tolerance {
   double rtol, atol;
 };
-// `tf32`: f32 outputs of GPU kernels whose matmuls and convs round their operands to TF32
-// (10-bit mantissa: 2^-11 relative per operand, compounding over a network's layers).
-Tolerance tolerance(DType d, bool tf32) {
+// `cuda_math`: of GPU kernels whose matmuls and convs round their operands to TF32 or f16
+// (10-bit mantissa: 2^-11 relative per operand, compounding over a network's layers) or bf16
+// (7-bit: 2^-8), for their f32 outputs; "" (f32 FMAs) or the CPU: none.
+Tolerance tolerance(DType d, const std::string& cuda_math) {
   if (d == DType::f16) return {1e-2, 1e-3};
   if (d == DType::bf16) return {5e-2, 1e-2};
-  if (tf32 && d == DType::f32) return {1e-2, 5e-3};
+  if (d == DType::f32 && (cuda_math == "tf32" || cuda_math == "f16")) return {1e-2, 5e-3};
+  if (d == DType::f32 && cuda_math == "bf16") return {2e-2, 2e-2};
   return {1e-3, 1e-4};  // f32: kernels sum in blocks (GEMM, vectorised reductions), eager too
 }
 
 // "" when `got` matches `want`, else where and how it differs.
-std::string compare(const Tensor& got, const Tensor& want, bool tf32) {
+std::string compare(const Tensor& got, const Tensor& want, const std::string& cuda_math) {
   if (got.dtype() != want.dtype() || got.shape() != want.shape())
     return std::string("expected ") + dtype_name(want.dtype()) + " " + shape_str(want.shape()) +
            ", got " + dtype_name(got.dtype()) + " " + shape_str(got.shape());
-  const Tolerance tol = tolerance(want.dtype(), tf32);
+  const Tolerance tol = tolerance(want.dtype(), cuda_math);
   double scale = 1;  // max(1, largest finite |want|)
   for (int64_t i = 0; i < want.numel(); ++i)
     if (double w = std::fabs(element(want, i)); std::isfinite(w)) scale = std::max(scale, w);
@@ -121,7 +123,7 @@ Status check_pair(const BundleData& b, const EntryData& e, const VariantData& v,
                                              ": " + s.message());
   for (int32_t i : v.updated_inputs) got.push_back(std::move(inputs[static_cast<size_t>(i)]));
   for (size_t i = 0; i < got.size(); ++i)
-    if (std::string why = compare(got[i], want[i], b.cuda != nullptr && b.cuda_math == "tf32"); !why.empty())
+    if (std::string why = compare(got[i], want[i], b.cuda != nullptr ? b.cuda_math : std::string()); !why.empty())
       return Status(StatusCode::data_loss, "selftest of entry '" + e.name + "' variant " + v.name +
                                                " failed: output " + std::to_string(i) + " (" +
                                                g.outputs[i] + "): " + why);

@@ -7,12 +7,13 @@
 //       load:    the block's threads copy A[tile rows, step] and B[step, tile columns] into
 //                shared memory, K-major (As[k][m], Bs[k][n], rows padded by `pad` floats),
 //                zeros past the edges; consecutive threads walk each operand's unit-stride dim
-//                (tf32: each element rounded to TF32 on its way, cvt.rna.tf32.f32)
+//                (tensor cores: each element rounded to the mma's operand type on its way)
 //       barrier
 //       compute: f32:  thread (ty, tx) adds As[k][ty·tm ..] ⊗ Bs[k][tx·tn ..] for every k of
 //                      the step (one tm- and one tn-wide vector load per k: ld.shared.v4)
-//                tf32: per 8 of k, each warp loads its m16n8k8 fragments of A and B from the
-//                      tiles and issues mma.sync for each 16 × 8 block of its wm × wn outputs
+//                tf32, f16, bf16: per 8 (tf32) or 16 of k, each warp loads its fragments of A
+//                      and B from the tiles and issues mma.sync (m16n8k8 or m16n8k16) for each
+//                      16 × 8 block of its wm × wn outputs
 //       barrier
 //     the threads write their accumulators into a bm × bn tile of C in shared memory (the
 //     same memory; barrier), then
@@ -46,15 +47,17 @@ namespace aotrace::lowering::cpu {
 void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begin, llvm::Value* end) {
   const GemmPlan& gp = plan.gemm;
   const int64_t threads = plan.threads(), cols = plan.bn / plan.tn, outputs = plan.outputs();
-  const bool tf32 = plan.math == GemmMath::tf32;
+  // Tensor cores: mma.sync.m16n8k8 on TF32, m16n8k16 on f16 or bf16 (mk of K per mma).
+  const bool mma = plan.math != GemmMath::f32, tf32 = plan.math == GemmMath::tf32;
+  const int64_t mk = plan.mma_k();
   AOT_CHECK(threads == plan_.lanes, "a tiled GEMM's block is its plan's lanes");
   AOT_CHECK(plan.bm % plan.tm == 0 && plan.bn % plan.tn == 0 && plan.bm * plan.bk % threads == 0 &&
                 plan.bk * plan.bn % threads == 0 && threads % plan.bm == 0 && threads % plan.bn == 0 &&
                 threads % plan.bk == 0 && plan.bm % 4 == 0 && plan.bn % 4 == 0 && plan.pad % 4 == 0,
             "a tiled GEMM's tiles must split evenly over its threads (and keep rows 16-byte aligned)");
-  AOT_CHECK(!tf32 || (plan.wm % 16 == 0 && plan.wn % 8 == 0 && plan.bk % 8 == 0 && plan.bm % plan.wm == 0 &&
-                      plan.bn % plan.wn == 0),
-            "a TF32 tiled GEMM's warp tiles must be whole m16n8k8 blocks");
+  AOT_CHECK(!mma || (plan.wm % 16 == 0 && plan.wn % 8 == 0 && plan.bk % mk == 0 && plan.bm % plan.wm == 0 &&
+                     plan.bn % plan.wn == 0),
+            "a tensor-core tiled GEMM's warp tiles must be whole mma blocks");
   const int64_t lda = plan.bm + plan.pad, ldb = plan.bn + plan.pad, ldc = plan.bn + plan.pad;
   const int64_t shared_floats = plan.shared_floats();
   // The alignment of a vector of `width` floats at a multiple of its width (up to 16 bytes).
@@ -121,23 +124,32 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
     auto* type = llvm::FixedVectorType::get(f32, static_cast<unsigned>(width));
     return b_.CreateAlignedLoad(type, at, llvm::Align(static_cast<uint64_t>(vector_align(width))));
   };
-  // `v` rounded to TF32 (10 mantissa bits; to nearest, ties away from zero: cvt.rna.tf32.f32),
-  // as an f32. Emulated: add half of the dropped bits' weight to the magnitude and drop them
-  // (the sign is apart, so that is ties-away); infinities and NaNs as they are.
-  auto to_tf32 = [&](llvm::Value* v) -> llvm::Value* {
+  // `v` rounded to the mma's operand type, as an f32 (exact in that type):
+  //   tf32: 10 mantissa bits, to nearest with ties away from zero (cvt.rna.tf32.f32); emulated:
+  //         half the dropped bits' weight added to the magnitude, then dropped (the sign is
+  //         apart, so that is ties-away); infinities and NaNs as they are;
+  //   f16, bf16: to nearest even, as every f16/bf16 store of the CPU kernels (storage.cpp),
+  //         the same code on both.
+  auto round_operand = [&](llvm::Value* v) -> llvm::Value* {
+    if (plan.math == GemmMath::f16) return round_to_storage_precision(b_, v, ir::DType::f16);
+    if (plan.math == GemmMath::bf16) return round_to_storage_precision(b_, v, ir::DType::bf16);
     if (target_.nvptx) return b_.CreateBitCast(b_.CreateIntrinsic(llvm::Intrinsic::nvvm_f2tf32_rna, {}, {v}), f32);
     llvm::Value* bits = b_.CreateBitCast(v, b_.getInt32Ty());
     llvm::Value* finite = b_.CreateICmpNE(b_.CreateAnd(bits, b_.getInt32(0x7f800000)), b_.getInt32(0x7f800000));
     llvm::Value* rounded = b_.CreateAnd(b_.CreateAdd(bits, b_.getInt32(0x1000)), b_.getInt32(static_cast<int32_t>(0xffffe000u)));
     return b_.CreateBitCast(b_.CreateSelect(finite, rounded, bits), f32);
   };
-  // tf32: a warp's m16n8k8 blocks, mi rows by ni columns of them, and each thread's fragment
-  // registers for one 8-deep slice of k: A's 4 per block row, then B's 2 per block column
-  // (GPU: registers after SROA; emulation: a row per thread, as the accumulators).
+  // A warp's mma blocks (16 × 8 of C each), mi rows by ni columns of them, and each thread's
+  // fragment values for one mk-deep slice of k: A's a_vals per block row, then B's b_vals per
+  // block column, each an f32 holding the operand's value (GPU: registers after SROA, packed in
+  // pairs for f16/bf16 at the mma; emulation: a row per thread, as the accumulators).
   const int64_t warps_n = plan.bn / plan.wn, mi_count = plan.wm / 16, ni_count = plan.wn / 8;
-  const int64_t frag_count = mi_count * 4 + ni_count * 2;
-  llvm::Value* frags = tf32 ? stack_array(f32, (target_.nvptx ? 1 : threads) * frag_count) : nullptr;
+  const int64_t a_vals = mk / 2, b_vals = mk / 4;
+  const int64_t frag_count = mi_count * a_vals + ni_count * b_vals;
+  llvm::Value* frags = mma ? stack_array(f32, (target_.nvptx ? 1 : threads) * frag_count) : nullptr;
   auto frag_at = [&](llvm::Value* tid, int64_t slot) { return slot_at(frags, frag_count, tid, i64(slot)); };
+  auto a_slot = [&](int64_t mi, int64_t i) { return mi * a_vals + i; };
+  auto b_slot = [&](int64_t ni, int64_t i) { return mi_count * a_vals + ni * b_vals + i; };
   // Thread tid's warp's first output row and column within the tile, its group (lane / 4) and
   // its place in the group (lane % 4): the PTX ISA's groupID and threadID_in_group.
   struct WarpPlace {
@@ -152,48 +164,60 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
   };
   // Accumulator c (0..3) of block (mi, ni): C fragment register c of the thread.
   auto acc_slot = [&](int64_t mi, int64_t ni, int64_t c) { return (mi * ni_count + ni) * 4 + c; };
-  const ir::Shape& out = dims(k_.reduction);
-  const size_t batch_rank = gp.is_conv ? 1 : out.size() - 2;
-  const ir::Shape batch_extents(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(batch_rank));
-
-  // tf32, one 8-deep slice kk of the step: every thread loads its fragments of its warp's
-  // blocks from the tiles (A: register r holds row group + 8·(r % 2), k in_group + 4·(r / 2);
-  // B: register r holds k in_group + 4·r, column group).
-  auto tf32_fragments = [&](int64_t kk) {
+  // Fragment value i of a thread in group g, place t (the PTX ISA's tables, "Matrix Fragments
+  // for mma.m16n8k8" (.tf32) and "for mma.m16n8k16 with floating point type"):
+  //   A (16 × mk): row g + a_row(i), k t·t_step + a_k(i);  B (mk × 8): k t·t_step + b_k(i), column g.
+  const int64_t t_step = tf32 ? 1 : 2;
+  auto a_row = [&](int64_t i) { return tf32 ? 8 * (i % 2) : 8 * (i / 2 % 2); };
+  auto a_k = [&](int64_t i) { return tf32 ? 4 * (i / 2) : i % 2 + 8 * (i / 4); };
+  auto b_k = [&](int64_t i) { return tf32 ? 4 * i : i % 2 + 8 * (i / 2); };
+  // One mk-deep slice kk of the step: every thread loads its fragments of its warp's blocks.
+  auto mma_fragments = [&](int64_t kk) {
     phase(false, [&](llvm::Value* tid) {
       const WarpPlace p = warp_place(tid);
+      llvm::Value* k_base = b_.CreateAdd(b_.CreateMul(p.in_group, i64(t_step)), i64(kk * mk));
       for (int64_t mi = 0; mi < mi_count; ++mi)
-        for (int64_t r = 0; r < 4; ++r) {
-          llvm::Value* row = b_.CreateAdd(p.row, b_.CreateAdd(p.group, i64(mi * 16 + 8 * (r % 2))));
-          llvm::Value* k = b_.CreateAdd(p.in_group, i64(kk * 8 + 4 * (r / 2)));
-          b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, tile_at(true, k, row), llvm::Align(4)),
-                                frag_at(tid, mi * 4 + r), llvm::Align(4));
+        for (int64_t i = 0; i < a_vals; ++i) {
+          llvm::Value* row = b_.CreateAdd(p.row, b_.CreateAdd(p.group, i64(mi * 16 + a_row(i))));
+          b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, tile_at(true, b_.CreateAdd(k_base, i64(a_k(i))), row), llvm::Align(4)),
+                                frag_at(tid, a_slot(mi, i)), llvm::Align(4));
         }
       for (int64_t ni = 0; ni < ni_count; ++ni)
-        for (int64_t r = 0; r < 2; ++r) {
-          llvm::Value* k = b_.CreateAdd(p.in_group, i64(kk * 8 + 4 * r));
+        for (int64_t i = 0; i < b_vals; ++i) {
           llvm::Value* col = b_.CreateAdd(p.col, b_.CreateAdd(p.group, i64(ni * 8)));
-          b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, tile_at(false, k, col), llvm::Align(4)),
-                                frag_at(tid, mi_count * 4 + ni * 2 + r), llvm::Align(4));
+          b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, tile_at(false, b_.CreateAdd(k_base, i64(b_k(i))), col), llvm::Align(4)),
+                                frag_at(tid, b_slot(ni, i)), llvm::Align(4));
         }
     });
   };
-  // tf32: the warps' mma.sync.m16n8k8 over the fragments, into the accumulators; `barrier` after
-  // the step's last slice (the next step overwrites the tiles).
-  auto tf32_mma = [&](bool barrier) {
+  // The warps' mma.sync over the fragments, into the accumulators; `barrier` after the step's
+  // last slice (the next step overwrites the tiles).
+  auto mma_sync = [&](bool barrier) {
     if (target_.nvptx) {
+      const llvm::Intrinsic::ID id = tf32 ? llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32
+                                     : plan.math == GemmMath::f16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
+                                                                  : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
+      llvm::Function* fn = llvm::Intrinsic::getDeclaration(&module_, id);
+      const ir::DType half = plan.math == GemmMath::f16 ? ir::DType::f16 : ir::DType::bf16;
       phase(barrier, [&](llvm::Value* tid) {
+        auto value = [&](int64_t slot) { return b_.CreateAlignedLoad(f32, frag_at(tid, slot), llvm::Align(4)); };
+        // Register j of a fragment: value j (tf32), or values 2j (low half) and 2j + 1 (f16, bf16).
+        auto reg = [&](int64_t first_slot, int64_t j) -> llvm::Value* {
+          if (tf32) return b_.CreateBitCast(value(first_slot + j), b_.getInt32Ty());
+          llvm::Value* lo = b_.CreateZExt(to_storage(b_, value(first_slot + 2 * j), half), b_.getInt32Ty());
+          llvm::Value* hi = b_.CreateZExt(to_storage(b_, value(first_slot + 2 * j + 1), half), b_.getInt32Ty());
+          return b_.CreateOr(lo, b_.CreateShl(hi, 16));
+        };
         for (int64_t mi = 0; mi < mi_count; ++mi)
           for (int64_t ni = 0; ni < ni_count; ++ni) {
             std::vector<llvm::Value*> args;
-            auto reg = [&](int64_t slot) {
-              return b_.CreateBitCast(b_.CreateAlignedLoad(f32, frag_at(tid, slot), llvm::Align(4)), b_.getInt32Ty());
-            };
-            for (int64_t r = 0; r < 4; ++r) args.push_back(reg(mi * 4 + r));
-            for (int64_t r = 0; r < 2; ++r) args.push_back(reg(mi_count * 4 + ni * 2 + r));
+            for (int64_t j = 0; j < 4; ++j) args.push_back(reg(a_slot(mi, 0), j));
+            for (int64_t j = 0; j < 2; ++j) args.push_back(reg(b_slot(ni, 0), j));
             for (int64_t c = 0; c < 4; ++c)
               args.push_back(b_.CreateAlignedLoad(f32, acc_at(tid, acc_slot(mi, ni, c)), llvm::Align(4)));
-            llvm::Value* d = b_.CreateIntrinsic(llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32, {}, args);
+            for (size_t a = 0; a < args.size(); ++a)
+              args[a] = b_.CreateBitCast(args[a], fn->getFunctionType()->getParamType(static_cast<unsigned>(a)));
+            llvm::Value* d = b_.CreateCall(fn, args);
             for (int64_t c = 0; c < 4; ++c)
               b_.CreateAlignedStore(b_.CreateExtractValue(d, {static_cast<unsigned>(c)}),
                                     acc_at(tid, acc_slot(mi, ni, c)), llvm::Align(4));
@@ -202,9 +226,12 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
       return;
     }
     // Emulated: per warp and block, D[r][c] = C[r][c] + Σ_k A[r][k]·B[k][c], each element read
-    // from the lane and register the PTX ISA puts it in: C[r][c] lane (r % 8)·4 + c / 2,
-    // register 2·(r / 8) + c % 2; A[r][k] lane (r % 8)·4 + k % 4, register r / 8 + 2·(k / 4);
-    // B[k][c] lane 4·c + k % 4, register k / 4.
+    // from the lane and value the PTX ISA puts it in (written here the other way round):
+    //   C[r][c]  lane (r % 8)·4 + c / 2, register 2·(r / 8) + c % 2;
+    //   tf32:     A[r][k] lane (r % 8)·4 + k % 4,       value r / 8 + 2·(k / 4);
+    //             B[k][c] lane 4·c + k % 4,             value k / 4;
+    //   f16/bf16: A[r][k] lane (r % 8)·4 + (k % 8) / 2, value k % 2 + 2·(r / 8) + 4·(k / 8);
+    //             B[k][c] lane 4·c + (k % 8) / 2,       value k % 2 + 2·(k / 8).
     range_loop(i64(0), i64(threads / 32), [&](llvm::Value* warp) {
       llvm::Value* lane0 = b_.CreateMul(warp, i64(32));
       for (int64_t mi = 0; mi < mi_count; ++mi)
@@ -217,15 +244,16 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
               llvm::Value* c_reg = b_.CreateAdd(b_.CreateMul(r_half, i64(2)), b_.CreateURem(c, i64(2)));
               llvm::Value* out = slot_at(acc, outputs, c_lane, b_.CreateAdd(i64(acc_slot(mi, ni, 0)), c_reg));
               llvm::Value* d = b_.CreateAlignedLoad(f32, out, llvm::Align(4));
-              for (int64_t k = 0; k < 8; ++k) {
+              for (int64_t k = 0; k < mk; ++k) {
+                llvm::Value* a_lane = b_.CreateAdd(lane0, b_.CreateAdd(r_group, i64(tf32 ? k % 4 : k % 8 / 2)));
+                llvm::Value* a_value = tf32 ? b_.CreateAdd(r_half, i64(2 * (k / 4)))
+                                            : b_.CreateAdd(b_.CreateMul(r_half, i64(2)), i64(k % 2 + 4 * (k / 8)));
+                llvm::Value* b_lane = b_.CreateAdd(lane0, b_.CreateAdd(b_.CreateMul(c, i64(4)), i64(tf32 ? k % 4 : k % 8 / 2)));
+                const int64_t b_value = tf32 ? k / 4 : k % 2 + 2 * (k / 8);
                 llvm::Value* a = b_.CreateAlignedLoad(
-                    f32, slot_at(frags, frag_count, b_.CreateAdd(lane0, b_.CreateAdd(r_group, i64(k % 4))),
-                                 b_.CreateAdd(i64(mi * 4 + 2 * (k / 4)), r_half)),
-                    llvm::Align(4));
-                llvm::Value* bv = b_.CreateAlignedLoad(
-                    f32, slot_at(frags, frag_count, b_.CreateAdd(lane0, b_.CreateAdd(b_.CreateMul(c, i64(4)), i64(k % 4))),
-                                 i64(mi_count * 4 + ni * 2 + k / 4)),
-                    llvm::Align(4));
+                    f32, slot_at(frags, frag_count, a_lane, b_.CreateAdd(i64(a_slot(mi, 0)), a_value)), llvm::Align(4));
+                llvm::Value* bv =
+                    b_.CreateAlignedLoad(f32, slot_at(frags, frag_count, b_lane, i64(b_slot(ni, b_value))), llvm::Align(4));
                 d = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {f32}, {a, bv, d});
               }
               b_.CreateAlignedStore(d, out, llvm::Align(4));
@@ -233,6 +261,10 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
           });
     });
   };
+
+  const ir::Shape& out = dims(k_.reduction);
+  const size_t batch_rank = gp.is_conv ? 1 : out.size() - 2;
+  const ir::Shape batch_extents(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(batch_rank));
 
   range_loop(begin, end, [&](llvm::Value* t) {
     llvm::Value* jb = b_.CreateURem(t, size(plan.n_tiles()));
@@ -263,7 +295,7 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
           llvm::Value* kk = b_.CreateAdd(k0, k);
           llvm::Value* inside = b_.CreateAnd(in_range(m, gp.m), in_range(kk, gp.k));
           llvm::Value* v = b_.CreateSelect(inside, gemm_a(gp, batch, clamp(m, gp.m), clamp(kk, gp.k)), zero);
-          b_.CreateAlignedStore(tf32 ? to_tf32(v) : v, tile_at(true, k, i), llvm::Align(4));
+          b_.CreateAlignedStore(mma ? round_operand(v) : v, tile_at(true, k, i), llvm::Align(4));
         }
         for (int64_t r = 0; r < plan.bk * plan.bn / threads; ++r) {
           auto [k, i] = element(r, plan.bn, plan.b_k_fastest);
@@ -271,13 +303,13 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
           llvm::Value* kk = b_.CreateAdd(k0, k);
           llvm::Value* inside = b_.CreateAnd(in_range(n, gp.n), in_range(kk, gp.k));
           llvm::Value* v = b_.CreateSelect(inside, gemm_b(gp, batch, clamp(kk, gp.k), clamp(n, gp.n)), zero);
-          b_.CreateAlignedStore(tf32 ? to_tf32(v) : v, tile_at(false, k, i), llvm::Align(4));
+          b_.CreateAlignedStore(mma ? round_operand(v) : v, tile_at(false, k, i), llvm::Align(4));
         }
       });
-      if (tf32) {
-        for (int64_t kk = 0; kk < plan.bk / 8; ++kk) {
-          tf32_fragments(kk);
-          tf32_mma(kk + 1 == plan.bk / 8);
+      if (mma) {
+        for (int64_t kk = 0; kk < plan.bk / mk; ++kk) {
+          mma_fragments(kk);
+          mma_sync(kk + 1 == plan.bk / mk);
         }
         return;
       }
@@ -306,7 +338,7 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
     // The accumulators into the C tile in shared memory, then the epilogue over it with
     // consecutive threads on consecutive columns (coalesced stores, one copy of its code).
     phase(true, [&](llvm::Value* tid) {
-      if (tf32) {
+      if (mma) {
         // C fragment register c of block (mi, ni): row group (+ 8 for c >= 2), column
         // 2·in_group + c % 2.
         const WarpPlace p = warp_place(tid);

@@ -66,13 +66,16 @@ std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, Options
     return std::nullopt;
   cpu::TiledGemmPlan p;
   p.gemm = *gemm;
-  if (math == Options::CudaMath::tf32) {
+  if (math != Options::CudaMath::f32) {
     // 8 warps of 32 × 16 outputs (2 × 2 mma blocks) over a 64 × 64 tile, 32 of K per step
-    // (4 mma slices between barriers); rows padded by 8 floats, so that a warp's fragment
-    // loads (rows in_group + 4·j, columns group) fall in 32 distinct banks.
-    p.math = cpu::GemmMath::tf32;
+    // (4 TF32 or 2 f16/bf16 mma slices between barriers); rows padded so that a warp's
+    // fragment loads (As[k][m]: k in_group·t_step + j, m group + j') fall in 32 distinct banks:
+    // 8 floats for TF32 (in_group·72 + group), 4 for f16/bf16 (2·in_group·68 + group).
+    p.math = math == Options::CudaMath::tf32 ? cpu::GemmMath::tf32
+             : math == Options::CudaMath::f16 ? cpu::GemmMath::f16
+                                              : cpu::GemmMath::bf16;
     p.bk = 32;
-    p.pad = 8;
+    p.pad = math == Options::CudaMath::tf32 ? 8 : 4;
     p.wm = 32;
     p.wn = 16;
   }

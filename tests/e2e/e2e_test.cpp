@@ -936,53 +936,60 @@ TEST(Cuda, EveryModelsKernelsAssembleForSm80AndSm90) {
   expect_contains(nowhere.output, "the bundle has CUDA kernels only and cannot run here");
 }
 
-// `options: {cuda_math: tf32}`: the tiled matmuls and convs of resnet18 and GPT-2 on TF32 tensor
-// cores (mma.sync in the PTX), run here through the fake driver (whose emulated mma reads the
-// fragments through the PTX ISA's tables): the golden vectors (torch eager, f32) pass at the
-// TF32 tolerance the bundle names, and miss f32's, as TF32 arithmetic does (f32 kernels are
-// within 1e-5 of eager; measured TF32: up to 5.7e-4 of the largest output).
-TEST(Cuda, Tf32BundlesRunOnTensorCoresWithinTheirTolerance) {
+// `options: {cuda_math: tf32}` (and bf16): the tiled matmuls and convs of resnet18 and GPT-2 on
+// tensor cores (mma.sync in the PTX), run here through the fake driver (whose emulated mma
+// reads the fragments through the PTX ISA's tables): the golden vectors (torch eager, f32) pass
+// at the tolerance the bundle's math names, and miss f32's, as that arithmetic does (f32
+// kernels are within 1e-5 of eager; measured at batch 4, of the largest output: TF32 up to
+// 5.7e-4, bf16 up to 4.0e-3).
+TEST(Cuda, TensorCoreBundlesRunWithinTheirMathsTolerance) {
   const fs::path models = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "e2e" / "models";
-  const fs::path spec = temp_dir() / "tf32_models.yaml";
-  std::ofstream(spec) << "version: 1\nname: tf32_models\nscript: " << (models / "models.py").string() << "\n"
-                      << "entries:\n"
-                      << "  resnet18: {call: resnet18, inputs: {x: {dtype: float32, shape: [batch, 3, 64, 64]}}}\n"
-                      << "  gpt2: {call: gpt2, inputs: {idx: {dtype: int64, shape: [batch, 16]}}}\n"
-                      << "dims: {batch: [4]}\ntargets: [cuda]\noptions: {cuda_math: tf32}\n";
-  const fs::path out = temp_dir() / "tf32_models.aot", emulation = temp_dir() / "tf32_models_emulation.so";
-  auto r = run_command(quote(AOTRACE_CLI) + " compile -q --no-cache " + quote(spec.string()) + " -o " + quote(out.string()) +
-                       " --cuda-emulation-library " + quote(emulation.string()));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::ifstream ptx_file(out / "cuda" / "sm_80.ptx");
-  const std::string ptx((std::istreambuf_iterator<char>(ptx_file)), std::istreambuf_iterator<char>());
-  expect_contains(ptx, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
-  auto shown = run_command(quote(AOTRACE_CLI) + " inspect " + quote(out.string()));
-  expect_contains(shown.output, "matmul math tf32 (tensor cores");
-  FakeCuda fake(emulation);
-  auto bundle = rt::Bundle::open(out.string(), fake.options());
-  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
-  size_t checked = 0;
-  rt::Status s = bundle->selftest(&checked);
-  EXPECT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(checked, 2u);
-  // Each model's largest deviation from eager, relative to its largest output: above f32's
-  // selftest tolerance (1e-4: so the matmuls did round to TF32), under TF32's (5e-3).
-  for (const std::string model : {"resnet18", "gpt2"}) {
-    auto e = bundle->entry(model);
-    ASSERT_TRUE(e.ok()) << e.status().message();
-    const std::string stem = (out / "golden" / (model + "." + e->variant_name(0) + ".0.")).string();
-    auto in = rt::npy_read(stem + "in0.npy");
-    auto want = rt::npy_read(stem + "out0.npy");
-    ASSERT_TRUE(in.ok() && want.ok());
-    auto got = e->run({in->ref()});
-    ASSERT_TRUE(got.ok()) << got.status().message();
-    const float* g = static_cast<const float*>((*got)[0].data());
-    const float* w = static_cast<const float*>(want->data());
-    double scale = 1, worst = 0;
-    for (int64_t i = 0; i < want->numel(); ++i) scale = std::max(scale, std::fabs(static_cast<double>(w[i])));
-    for (int64_t i = 0; i < want->numel(); ++i) worst = std::max(worst, std::fabs(static_cast<double>(g[i]) - w[i]) / scale);
-    EXPECT_GT(worst, 1e-4) << model;
-    EXPECT_LT(worst, 5e-3) << model;
+  struct Math {
+    std::string name;
+    double above, below;  // the largest deviation from eager, relative to the largest output
+  };
+  for (const Math& math : {Math{"tf32", 1e-4, 5e-3}, Math{"bf16", 1e-3, 2e-2}}) {
+    SCOPED_TRACE(math.name);
+    const fs::path spec = temp_dir() / (math.name + "_models.yaml");
+    std::ofstream(spec) << "version: 1\nname: " << math.name << "_models\nscript: " << (models / "models.py").string() << "\n"
+                        << "entries:\n"
+                        << "  resnet18: {call: resnet18, inputs: {x: {dtype: float32, shape: [batch, 3, 64, 64]}}}\n"
+                        << "  gpt2: {call: gpt2, inputs: {idx: {dtype: int64, shape: [batch, 16]}}}\n"
+                        << "dims: {batch: [4]}\ntargets: [cuda]\noptions: {cuda_math: " << math.name << "}\n";
+    const fs::path out = temp_dir() / (math.name + "_models.aot"), emulation = temp_dir() / (math.name + "_models_emulation.so");
+    auto r = run_command(quote(AOTRACE_CLI) + " compile -q --no-cache " + quote(spec.string()) + " -o " + quote(out.string()) +
+                         " --cuda-emulation-library " + quote(emulation.string()));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::ifstream ptx_file(out / "cuda" / "sm_80.ptx");
+    const std::string ptx((std::istreambuf_iterator<char>(ptx_file)), std::istreambuf_iterator<char>());
+    expect_contains(ptx, math.name == "tf32" ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+                                             : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
+    auto shown = run_command(quote(AOTRACE_CLI) + " inspect " + quote(out.string()));
+    expect_contains(shown.output, "matmul math " + math.name + " (tensor cores");
+    FakeCuda fake(emulation);
+    auto bundle = rt::Bundle::open(out.string(), fake.options());
+    ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+    size_t checked = 0;
+    rt::Status s = bundle->selftest(&checked);
+    EXPECT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(checked, 2u);
+    for (const std::string model : {"resnet18", "gpt2"}) {
+      auto e = bundle->entry(model);
+      ASSERT_TRUE(e.ok()) << e.status().message();
+      const std::string stem = (out / "golden" / (model + "." + e->variant_name(0) + ".0.")).string();
+      auto in = rt::npy_read(stem + "in0.npy");
+      auto want = rt::npy_read(stem + "out0.npy");
+      ASSERT_TRUE(in.ok() && want.ok());
+      auto got = e->run({in->ref()});
+      ASSERT_TRUE(got.ok()) << got.status().message();
+      const float* g = static_cast<const float*>((*got)[0].data());
+      const float* w = static_cast<const float*>(want->data());
+      double scale = 1, worst = 0;
+      for (int64_t i = 0; i < want->numel(); ++i) scale = std::max(scale, std::fabs(static_cast<double>(w[i])));
+      for (int64_t i = 0; i < want->numel(); ++i) worst = std::max(worst, std::fabs(static_cast<double>(g[i]) - w[i]) / scale);
+      EXPECT_GT(worst, math.above) << model;
+      EXPECT_LT(worst, math.below) << model;
+    }
   }
 }
 

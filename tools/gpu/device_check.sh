@@ -7,7 +7,7 @@
 #      on the GPU: aotrace_run BUNDLE --selftest --device cuda;
 #   2. latency: each bench bundle's entry at batch 1 and 32 on random inputs in GPU memory,
 #      --repeat timed calls (CUDA Graph replays), median reported;
-#   3. the GEMM kernels alone (gemm.aot, and gemm_tf32.aot on TF32 tensor cores): the BERT
+#   3. the GEMM kernels alone (gemm.aot, and gemm_tf32/f16/bf16.aot on tensor cores): the BERT
 #      layer's matmul shapes, ms and TFLOP/s.
 # Usage: tools/gpu/device_check.sh [CARRY_DIR] [OUT_DIR]
 set -u
@@ -49,8 +49,7 @@ for m in bert_layer gpt2_block resnet18 bert_layer_tf32 gpt2_block_tf32; do
   AOTRACE_CUDA_GRAPHS=0 timeout 120 "$run" "$b" --input "$input=$inputs/${model}_b1.npy" --device cuda --repeat 50 \
     --output-dir /tmp/gpu_run_nograph 2>&1 | grep -v '^  /tmp' | tee -a "$out/latency.txt"
 done
-for gemm in "$carry"/gemm.aot "$carry"/gemm_tf32.aot; do
-  [ -d "$gemm" ] || continue
+if ls -d "$carry"/gemm*.aot >/dev/null 2>&1; then
   # The tiled GEMM alone: `a @ b` at the BERT layer's shapes (tools/gpu/prepare.sh), TFLOP/s.
   python3 - "$inputs" <<'PY'
 import sys, numpy as np
@@ -62,6 +61,9 @@ for n, (a, b) in {"qkv_b32": ((4096, 768), (768, 2304)), "ff1_b32": ((4096, 768)
     np.save(f"{d}/{n}_a.npy", r.standard_normal(a).astype(np.float32))
     np.save(f"{d}/{n}_b.npy", r.standard_normal(b).astype(np.float32))
 PY
+fi
+for gemm in "$carry"/gemm.aot "$carry"/gemm_tf32.aot "$carry"/gemm_f16.aot "$carry"/gemm_bf16.aot; do
+  [ -d "$gemm" ] || continue
   for e in qkv_b32 ff1_b32 ff2_b32 proj_b1 ff1_b1 scores_b32; do
     line=$(timeout 60 "$run" "$gemm" --entry $e --input "a=$inputs/${e}_a.npy" --input "b=$inputs/${e}_b.npy" \
       --device cuda --repeat 30 --output-dir /tmp/gpu_gemm 2>&1 | grep median) || status=1

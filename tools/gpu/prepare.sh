@@ -4,8 +4,9 @@
 # .git/info/exclude), each with a stripped aotrace_run (the runtime alone: no compiler there):
 #   gpu_carry1  bert_layer.aot, gpt2_block.aot (bench/models.py, batch 1..32, 128 × 768): 60 MiB
 #   gpu_carry2  resnet18.aot (224², batch 1..32), gemm.aot (the BERT layer's matmul shapes as
-#               `a @ b`, no weights: TFLOP/s), gemm_tf32.aot (the same on TF32 tensor cores:
-#               `cuda_math: tf32`), mlp.aot (examples/mlp: compute-sanitizer's subject)
+#               `a @ b`, no weights: TFLOP/s), gemm_tf32.aot, gemm_f16.aot, gemm_bf16.aot (the
+#               same on tensor cores: `cuda_math: ...`), mlp.aot (examples/mlp: compute-sanitizer's
+#               subject)
 #   gpu_carry3  bert_layer_tf32.aot, gpt2_block_tf32.aot: gpu_carry1's models with cuda_math tf32
 # Then, with the device tool:  run  bash tools/gpu/device_check.sh gpu_carry1 $OUT
 #   (carry: ["gpu_carry1"]), and the same for gpu_carry2 and gpu_carry3 within 30 s of each other
@@ -41,9 +42,10 @@ ff1_b1 128 768 3072
 scores_b32 128 64 128 384
 EOF
 spec gemm "$gemm"
-for m in gemm bert_layer gpt2_block; do  # the same on TF32 tensor cores
-  sed -e "s/^name: $m/name: ${m}_tf32/" "$specs/$m.yaml" > "$specs/${m}_tf32.yaml"
-  printf '\noptions: {cuda_math: tf32}\n' >> "$specs/${m}_tf32.yaml"
+for mm in gemm:tf32 gemm:f16 gemm:bf16 bert_layer:tf32 gpt2_block:tf32; do  # on tensor cores
+  m=${mm%:*} math=${mm#*:}
+  sed -e "s/^name: $m/name: ${m}_$math/" "$specs/$m.yaml" > "$specs/${m}_$math.yaml"
+  printf '\noptions: {cuda_math: %s}\n' "$math" >> "$specs/${m}_$math.yaml"
 done
 for carry in gpu_carry1 gpu_carry2 gpu_carry3; do
   rm -rf "$root/$carry"
@@ -58,6 +60,8 @@ build "$specs/bert_layer.yaml" gpu_carry1
 build "$specs/gpt2_block.yaml" gpu_carry1
 build "$specs/gemm.yaml" gpu_carry2
 build "$specs/gemm_tf32.yaml" gpu_carry2
+build "$specs/gemm_f16.yaml" gpu_carry2
+build "$specs/gemm_bf16.yaml" gpu_carry2
 build "$specs/bert_layer_tf32.yaml" gpu_carry3
 build "$specs/gpt2_block_tf32.yaml" gpu_carry3
 sed -e 's/^targets:.*//' "$root/examples/mlp/mlp.yaml" > "$specs/mlp.yaml"

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <set>
 
 #include "lowering/cuda/cuda_backend.h"
@@ -344,69 +345,98 @@ TEST(Cuda, TiledGemmsStageTilesInSharedMemory) {
   expect_matches_reference_in(g, -1, 1);
 }
 
-// `x` rounded to a multiple of 1/128: at most 8 significant bits in [-1, 1), exact in TF32, so
-// TF32 products of such values are exact and their f32 sums match the reference's as f32 do.
-float tf32_exact(double x) { return static_cast<float>(std::round(x * 128) / 128); }
+// `x` rounded to a multiple of 1/128: at most 7 significant bits in [-1, 1), exact in TF32,
+// f16 and bf16, so tensor-core products of such values are exact and their f32 sums match the
+// reference's as f32 do.
+float mma_exact(double x) { return static_cast<float>(std::round(x * 128) / 128); }
 
-ir::ValueId tf32_exact_weight(ir::Graph& g, const std::string& name, Ints dims, uint32_t seed) {
+ir::ValueId mma_exact_weight(ir::Graph& g, const std::string& name, Ints dims, uint32_t seed) {
   ir::HostTensor t = random_tensor(dims, seed, -1, 1, DType::f32);
-  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, tf32_exact(t.get(i)));
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, mma_exact(t.get(i)));
   return g.add_weight(name, f32(dims), "L['self']." + name, std::make_shared<const ir::Bytes>(t.data));
 }
 
-Options tf32_gpu() {
+Options gpu_with(Options::CudaMath math) {
   Options o = for_gpu();
-  o.cuda_math = Options::CudaMath::tf32;
+  o.cuda_math = math;
   return o;
 }
 
-TEST(Cuda, Tf32TiledGemmsRunOnTensorCores) {
-  const ir::Graph g = tiled_gemm_graph(tf32_exact_weight);
-  LoweredVariant gpu = lower_graph(g, "tf32_", tf32_gpu());
-  expect_tiled_launches(gpu);
-  const CudaLibrary linked = link_cuda_kernels({gpu.object}, tf32_gpu());
-  EXPECT_NE(linked.ptx.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), std::string::npos);
-  EXPECT_NE(linked.ptx.find("cvt.rna.tf32.f32"), std::string::npos);
-  EXPECT_NE(linked.ptx.find("bar.sync"), std::string::npos);
-  EXPECT_EQ(linked.cubins.size(), 2u) << "ptxas assembles the mma for sm_80 and sm_90";
-  // Emulated (the fragments through the PTX ISA's tables both ways) on TF32-exact inputs: the
-  // f32 tolerance of every other reference check.
+// Per tensor-core math: the mma it issues, the conversion that rounds its operands.
+struct MmaCase {
+  Options::CudaMath math;
+  const char* mma;
+  const char* rounding;  // in the PTX; "" where the rounding is integer arithmetic
+};
+const MmaCase kMmaCases[] = {
+    {Options::CudaMath::tf32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32"},
+    {Options::CudaMath::f16, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", ""},
+    {Options::CudaMath::bf16, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", ""}};
+
+TEST(Cuda, TensorCoreTiledGemmsMatchOnExactOperands) {
+  const ir::Graph g = tiled_gemm_graph(mma_exact_weight);
   std::vector<ir::HostTensor> inputs = random_inputs(g, 1, -1, 1);
   for (ir::HostTensor& t : inputs)
-    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, tf32_exact(t.get(i)));
-  expect_outputs_match(g, inputs, std::nullopt, cuda_emulation(tf32_gpu()));
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, mma_exact(t.get(i)));
+  for (const MmaCase& m : kMmaCases) {
+    SCOPED_TRACE(cuda_math_name(m.math));
+    LoweredVariant gpu = lower_graph(g, "mma_", gpu_with(m.math));
+    expect_tiled_launches(gpu);
+    const CudaLibrary linked = link_cuda_kernels({gpu.object}, gpu_with(m.math));
+    EXPECT_NE(linked.ptx.find(m.mma), std::string::npos);
+    if (*m.rounding) EXPECT_NE(linked.ptx.find(m.rounding), std::string::npos);
+    EXPECT_NE(linked.ptx.find("bar.sync"), std::string::npos);
+    EXPECT_EQ(linked.cubins.size(), 2u) << "ptxas assembles the mma for sm_80 and sm_90";
+    // Emulated (the fragments through the PTX ISA's tables both ways) on exact operands: the f32
+    // tolerance of every other reference check.
+    expect_outputs_match(g, inputs, std::nullopt, cuda_emulation(gpu_with(m.math)));
+  }
 }
 
-// The rounding to TF32: to nearest, ties away from zero (cvt.rna), as the emulation does it.
-TEST(Cuda, Tf32RoundsOperandsToNearestTiesAway) {
+// The rounding of operands: TF32 to nearest with ties away from zero (cvt.rna), f16 and bf16 to
+// nearest even, f16 to infinity past 65504; as the emulation does it.
+TEST(Cuda, TensorCoreOperandsRoundAsTheirTypes) {
   ir::Graph g;
   ir::ValueId a = g.add_input("a", f32({16, 24}), "L['a']");
   ir::ValueId b = g.add_input("b", f32({24, 16}), "L['b']");
   set_outputs(g, {g.add(OpKind::Matmul, {a, b})});
   // Row r of A holds one value in column r (else 0); B is all ones: C[r][c] is that value as
-  // TF32 (10 mantissa bits; the next value above 1 is 1 + 2^-10).
-  const double ulp = std::ldexp(1.0, -10);
-  const std::vector<std::pair<double, double>> cases = {
-      {1 + ulp / 2, 1 + ulp},                     // a tie: away from zero
-      {-(1 + ulp / 2), -(1 + ulp)},               // a tie below zero: away from zero too
-      {1 + ulp / 2 - std::ldexp(1.0, -20), 1},    // just under a tie: down
-      {1 + 3 * ulp / 2, 1 + 2 * ulp},             // a tie at an odd value: away (even would agree)
-      {1 + 5 * ulp / 2, 1 + 3 * ulp},             // a tie at an even value: away (even would not)
-      {1 + ulp / 4, 1},
-      {3.0, 3.0}};
+  // the operand type (ulp: the spacing above 1: 2^-10 for TF32 and f16, 2^-7 for bf16).
+  const double inf = std::numeric_limits<double>::infinity();
+  auto cases_for = [&](Options::CudaMath math) {
+    const double ulp = std::ldexp(1.0, math == Options::CudaMath::bf16 ? -7 : -10);
+    const bool away = math == Options::CudaMath::tf32;
+    return std::vector<std::pair<double, double>>{
+        {1 + ulp / 2, away ? 1 + ulp : 1},                 // a tie at an even value
+        {-(1 + ulp / 2), away ? -(1 + ulp) : -1},          // below zero too
+        {1 + ulp / 2 - std::ldexp(1.0, -20), 1},           // just under a tie: down
+        {1 + 3 * ulp / 2, 1 + 2 * ulp},                    // a tie at an odd value: up both ways
+        {1 + 5 * ulp / 2, away ? 1 + 3 * ulp : 1 + 2 * ulp},
+        {1 + ulp / 4, 1},
+        {3.0, 3.0},
+        {70000, math == Options::CudaMath::f16 ? inf : math == Options::CudaMath::bf16 ? 70144 : 70016}};  // range
+  };
+  for (const MmaCase& m : kMmaCases) {
+    SCOPED_TRACE(cuda_math_name(m.math));
+    const auto cases = cases_for(m.math);
+    ir::HostTensor av = ir::HostTensor::zeros(DType::f32, {16, 24}), bv = ir::HostTensor::zeros(DType::f32, {24, 16});
+    for (size_t r = 0; r < cases.size(); ++r) av.set(static_cast<int64_t>(r * 24 + r), cases[r].first);
+    for (int64_t i = 0; i < bv.numel(); ++i) bv.set(i, 1);
+    LoweredVariant lowered;
+    std::vector<ir::HostTensor> out = compile_and_run(g, {av, bv}, &lowered, cuda_emulation(gpu_with(m.math)));
+    ASSERT_EQ(out.size(), 1u);
+    for (size_t r = 0; r < cases.size(); ++r)
+      for (int64_t c = 0; c < 16; ++c)
+        EXPECT_EQ(out[0].get(static_cast<int64_t>(r) * 16 + c), static_cast<double>(static_cast<float>(cases[r].second)))
+            << "row " << r << " column " << c << " (" << cases[r].first << ")";
+  }
+  // f32 keeps them: the same graph without cuda_math.
   ir::HostTensor av = ir::HostTensor::zeros(DType::f32, {16, 24}), bv = ir::HostTensor::zeros(DType::f32, {24, 16});
-  for (size_t r = 0; r < cases.size(); ++r) av.set(static_cast<int64_t>(r * 24 + r), cases[r].first);
+  av.set(0, 1 + std::ldexp(1.0, -11));
   for (int64_t i = 0; i < bv.numel(); ++i) bv.set(i, 1);
   LoweredVariant lowered;
-  std::vector<ir::HostTensor> out = compile_and_run(g, {av, bv}, &lowered, cuda_emulation(tf32_gpu()));
-  ASSERT_EQ(out.size(), 1u);
-  for (size_t r = 0; r < cases.size(); ++r)
-    for (int64_t c = 0; c < 16; ++c)
-      EXPECT_EQ(out[0].get(static_cast<int64_t>(r) * 16 + c), static_cast<double>(static_cast<float>(cases[r].second)))
-          << "row " << r << " column " << c << " (" << cases[r].first << ")";
-  // f32 keeps them: the same graph without cuda_math.
   std::vector<ir::HostTensor> exact = compile_and_run(g, {av, bv}, &lowered, cuda_emulation(for_gpu()));
-  EXPECT_EQ(exact[0].get(0), static_cast<double>(static_cast<float>(cases[0].first)));
+  EXPECT_EQ(exact[0].get(0), 1 + std::ldexp(1.0, -11));
 }
 
 std::string user_error_of(const std::function<void()>& f) {
@@ -435,7 +465,7 @@ TEST(Cuda, ToolkitRefusesArchsItCannotBuild) {
   Options twice = for_gpu();
   twice.cuda_archs = {"sm_80", "sm_90", "sm_80"};
   EXPECT_NE(user_error_of([&] { check_cuda_toolkit(twice); }).find("sm_80 is given twice"), std::string::npos);
-  Options tf32 = tf32_gpu();
+  Options tf32 = gpu_with(Options::CudaMath::tf32);
   tf32.cuda_archs = {"sm_90", "sm_75"};
   const std::string no_tf32 = user_error_of([&] { check_cuda_toolkit(tf32); });
   EXPECT_NE(no_tf32.find("sm_75"), std::string::npos) << no_tf32;
