@@ -114,7 +114,7 @@ struct BundleSpec {
   // The CUDA kernels of the variants' cuda_plans (targets: [cuda]); empty for a CPU-only bundle.
   // cpu_library may then be empty (a CUDA-only bundle: its variants' plans have no calls).
   std::vector<CudaImageSpec> cuda_images;
-  std::string cuda_math;  // "tf32" when the CUDA kernels' matmuls use TF32 tensor cores, else empty
+  std::string cuda_math;  // "tf32", "f16", "bf16": the CUDA kernels' matmuls on tensor cores; empty: f32
 };
 
 // The golden pair of a variant whose graph is `graph` (static shapes): `eager`, a real call of

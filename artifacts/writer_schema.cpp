@@ -260,6 +260,9 @@ std::vector<uint8_t> build_bundle_fb(const BundleSpec& spec, const std::vector<F
     b.cuda_images.push_back(std::move(t));
   }
   b.cuda_math = spec.cuda_math;
+  // A 1.8 runtime would run these kernels but hold their golden vectors to f32's tolerance (its
+  // selftest would report a good bundle as failing): it refuses the bundle by name instead.
+  if (!spec.cuda_math.empty()) b.required_features.push_back("cuda-math");
   flatbuffers::FlatBufferBuilder builder;
   builder.ForceDefaults(true);  // every scalar present, so tools can patch any of them in place
   fb::FinishBundleBuffer(builder, fb::Bundle::Pack(builder, &b));

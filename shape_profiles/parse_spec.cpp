@@ -71,7 +71,8 @@ std::vector<std::string> parse_targets(const Value& v, std::vector<SourceLoc>* l
 }
 
 void parse_options(const Value& options, ProfileSet& set) {
-  std::vector<Field> fields = map_fields(options, kOptionKeys, "write `options: {max_variants: 8}`");
+  std::vector<Field> fields =
+      map_fields(options, kOptionKeys, "write `options: {max_variants: 8}` (or `cuda_math: tf32`, with the cuda target)");
   if (const Field* field = find_field(fields, "max_variants")) {
     int64_t n = as_integer(field->value, "write `max_variants: 8`");
     if (n < 1)

@@ -443,7 +443,7 @@ struct BundleInfo {
   std::vector<WeightInfo> weights;
   std::vector<FileInfo> files;
   std::vector<CudaImageInfo> cuda_images;  // format 1.8; empty: CPU kernels only
-  std::string cuda_math;  // format 1.9: "tf32" (their matmuls on TF32 tensor cores), empty: f32
+  std::string cuda_math;  // format 1.9: "tf32", "f16", "bf16" (their matmuls on tensor cores), empty: f32
 };
 // not_found when `dir` holds no bundle.fb; open()'s errors for one it cannot read.
 Result<BundleInfo> read_bundle_info(const std::string& dir);

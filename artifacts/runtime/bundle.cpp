@@ -284,7 +284,7 @@ const std::vector<CudaImageInfo>& Bundle::cuda_images() const { return data_->cu
 
 std::vector<std::string> known_features() {
   return {"output-constants", "input-updates", "scalar-inputs", "random", "dynamic-dims", "value-guards",
-          "padding-buckets", "cuda", "cuda-inputs"};
+          "padding-buckets", "cuda", "cuda-inputs", "cuda-math"};
 }
 
 }  // namespace aotrace::rt

@@ -189,7 +189,7 @@ struct BundleData {
   std::vector<CpuLibraryInfo> cpu_libraries;
   size_t cpu_library = 0;  // the one chosen and loaded at open
   std::vector<CudaImageInfo> cuda_images;  // format 1.8
-  std::string cuda_math;  // format 1.9: "tf32", or empty (f32)
+  std::string cuda_math;  // format 1.9: "tf32", "f16", "bf16", or empty (f32)
   uint32_t format_major = 0, format_minor = 0;
   std::vector<WeightData> weights;
   std::vector<EntryData> entries;

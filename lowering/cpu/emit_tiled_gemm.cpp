@@ -128,11 +128,18 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
   //   tf32: 10 mantissa bits, to nearest with ties away from zero (cvt.rna.tf32.f32); emulated:
   //         half the dropped bits' weight added to the magnitude, then dropped (the sign is
   //         apart, so that is ties-away); infinities and NaNs as they are;
-  //   f16, bf16: to nearest even, as every f16/bf16 store of the CPU kernels (storage.cpp),
-  //         the same code on both.
+  //   f16, bf16: to nearest even (overflow to infinity): on the GPU its conversions
+  //         (cvt.rn.f16.f32, cvt.rn.bf16.f32), emulated the CPU kernels' f16/bf16 stores
+  //         (storage.cpp: IEEE round to nearest even, bit for bit).
   auto round_operand = [&](llvm::Value* v) -> llvm::Value* {
-    if (plan.math == GemmMath::f16) return round_to_storage_precision(b_, v, ir::DType::f16);
-    if (plan.math == GemmMath::bf16) return round_to_storage_precision(b_, v, ir::DType::bf16);
+    if (plan.math == GemmMath::f16 || plan.math == GemmMath::bf16) {
+      const ir::DType half = plan.math == GemmMath::f16 ? ir::DType::f16 : ir::DType::bf16;
+      if (!target_.nvptx) return round_to_storage_precision(b_, v, half);
+      if (half == ir::DType::f16) return b_.CreateFPExt(b_.CreateFPTrunc(v, b_.getHalfTy()), f32);
+      llvm::Value* bits = b_.CreateIntrinsic(llvm::Intrinsic::nvvm_f2bf16_rn, {}, {v});
+      bits = b_.CreateZExt(b_.CreateBitCast(bits, b_.getInt16Ty()), b_.getInt32Ty());
+      return b_.CreateBitCast(b_.CreateShl(bits, 16), f32);
+    }
     if (target_.nvptx) return b_.CreateBitCast(b_.CreateIntrinsic(llvm::Intrinsic::nvvm_f2tf32_rna, {}, {v}), f32);
     llvm::Value* bits = b_.CreateBitCast(v, b_.getInt32Ty());
     llvm::Value* finite = b_.CreateICmpNE(b_.CreateAnd(bits, b_.getInt32(0x7f800000)), b_.getInt32(0x7f800000));
@@ -198,15 +205,21 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
                                      : plan.math == GemmMath::f16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
                                                                   : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
       llvm::Function* fn = llvm::Intrinsic::getDeclaration(&module_, id);
-      const ir::DType half = plan.math == GemmMath::f16 ? ir::DType::f16 : ir::DType::bf16;
       phase(barrier, [&](llvm::Value* tid) {
         auto value = [&](int64_t slot) { return b_.CreateAlignedLoad(f32, frag_at(tid, slot), llvm::Align(4)); };
-        // Register j of a fragment: value j (tf32), or values 2j (low half) and 2j + 1 (f16, bf16).
+        auto bits = [&](int64_t slot) { return b_.CreateBitCast(value(slot), b_.getInt32Ty()); };
+        // Register j of a fragment: value j (tf32), or values 2j (low half) and 2j + 1 (f16,
+        // bf16), each exact in its type (round_operand): bf16 is an f32's high half, f16 one
+        // exact conversion (cvt.rn.f16.f32).
         auto reg = [&](int64_t first_slot, int64_t j) -> llvm::Value* {
-          if (tf32) return b_.CreateBitCast(value(first_slot + j), b_.getInt32Ty());
-          llvm::Value* lo = b_.CreateZExt(to_storage(b_, value(first_slot + 2 * j), half), b_.getInt32Ty());
-          llvm::Value* hi = b_.CreateZExt(to_storage(b_, value(first_slot + 2 * j + 1), half), b_.getInt32Ty());
-          return b_.CreateOr(lo, b_.CreateShl(hi, 16));
+          if (tf32) return bits(first_slot + j);
+          const int64_t lo = first_slot + 2 * j, hi = lo + 1;
+          if (plan.math == GemmMath::bf16)
+            return b_.CreateOr(b_.CreateLShr(bits(lo), 16), b_.CreateAnd(bits(hi), b_.getInt32(static_cast<int32_t>(0xffff0000u))));
+          auto half_bits = [&](int64_t slot) {
+            return b_.CreateZExt(b_.CreateBitCast(b_.CreateFPTrunc(value(slot), b_.getHalfTy()), b_.getInt16Ty()), b_.getInt32Ty());
+          };
+          return b_.CreateOr(half_bits(lo), b_.CreateShl(half_bits(hi), 16));
         };
         for (int64_t mi = 0; mi < mi_count; ++mi)
           for (int64_t ni = 0; ni < ni_count; ++ni) {

@@ -936,19 +936,20 @@ TEST(Cuda, EveryModelsKernelsAssembleForSm80AndSm90) {
   expect_contains(nowhere.output, "the bundle has CUDA kernels only and cannot run here");
 }
 
-// `options: {cuda_math: tf32}` (and bf16): the tiled matmuls and convs of resnet18 and GPT-2 on
+// `options: {cuda_math: tf32}` (f16, bf16): the tiled matmuls and convs of resnet18 and GPT-2 on
 // tensor cores (mma.sync in the PTX), run here through the fake driver (whose emulated mma
 // reads the fragments through the PTX ISA's tables): the golden vectors (torch eager, f32) pass
 // at the tolerance the bundle's math names, and miss f32's, as that arithmetic does (f32
-// kernels are within 1e-5 of eager; measured at batch 4, of the largest output: TF32 up to
-// 5.7e-4, bf16 up to 4.0e-3).
+// kernels are within 1e-5 of eager; measured at batch 4, of the largest output: TF32 and f16 up
+// to 5.7e-4, bf16 up to 4.0e-3). The bundle names the feature "cuda-math" (1.8 runtimes would
+// hold it to f32's tolerance).
 TEST(Cuda, TensorCoreBundlesRunWithinTheirMathsTolerance) {
   const fs::path models = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "e2e" / "models";
   struct Math {
     std::string name;
     double above, below;  // the largest deviation from eager, relative to the largest output
   };
-  for (const Math& math : {Math{"tf32", 1e-4, 5e-3}, Math{"bf16", 1e-3, 2e-2}}) {
+  for (const Math& math : {Math{"tf32", 1e-4, 5e-3}, Math{"f16", 1e-4, 5e-3}, Math{"bf16", 1e-3, 2e-2}}) {
     SCOPED_TRACE(math.name);
     const fs::path spec = temp_dir() / (math.name + "_models.yaml");
     std::ofstream(spec) << "version: 1\nname: " << math.name << "_models\nscript: " << (models / "models.py").string() << "\n"
@@ -963,9 +964,10 @@ TEST(Cuda, TensorCoreBundlesRunWithinTheirMathsTolerance) {
     std::ifstream ptx_file(out / "cuda" / "sm_80.ptx");
     const std::string ptx((std::istreambuf_iterator<char>(ptx_file)), std::istreambuf_iterator<char>());
     expect_contains(ptx, math.name == "tf32" ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
-                                             : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
+                                             : "mma.sync.aligned.m16n8k16.row.col.f32." + math.name + "." + math.name + ".f32");
     auto shown = run_command(quote(AOTRACE_CLI) + " inspect " + quote(out.string()));
     expect_contains(shown.output, "matmul math " + math.name + " (tensor cores");
+    expect_contains(shown.output, "required features: cuda, cuda-math");
     FakeCuda fake(emulation);
     auto bundle = rt::Bundle::open(out.string(), fake.options());
     ASSERT_TRUE(bundle.ok()) << bundle.status().message();

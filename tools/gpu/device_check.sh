@@ -8,7 +8,7 @@
 #   2. latency: each bench bundle's entry at batch 1 and 32 on random inputs in GPU memory,
 #      --repeat timed calls (CUDA Graph replays), median reported;
 #   3. the GEMM kernels alone (gemm.aot, and gemm_tf32/f16/bf16.aot on tensor cores): the BERT
-#      layer's matmul shapes, ms and TFLOP/s.
+#      layer's matmul shapes, ms and TFLOP/s; compute-sanitizer racecheck and synccheck on them.
 # Usage: tools/gpu/device_check.sh [CARRY_DIR] [OUT_DIR]
 set -u
 carry=${1:-gpu_carry1}
@@ -77,4 +77,18 @@ print(f"{gemm} {name} {a.shape}@{b.shape}: " + (f"{float(m.group(1)):.4g} ms, {f
 PY
   done
 done
+# Shared-memory races and barrier misuse in the tiled GEMMs (grid emulation runs a block's threads
+# in phases and cannot see either): compute-sanitizer's racecheck and synccheck on one small
+# matmul per math, launched one by one.
+if command -v compute-sanitizer >/dev/null; then
+  for gemm in "$carry"/gemm.aot "$carry"/gemm_tf32.aot "$carry"/gemm_bf16.aot; do
+    [ -d "$gemm" ] || continue
+    for tool in racecheck synccheck; do
+      echo "== compute-sanitizer $tool $(basename "$gemm") proj_b1"
+      AOTRACE_CUDA_GRAPHS=0 timeout 180 compute-sanitizer --tool $tool "$run" "$gemm" --entry proj_b1 \
+        --input "a=$inputs/proj_b1_a.npy" --input "b=$inputs/proj_b1_b.npy" --device cuda --output-dir /tmp/gpu_gemm 2>&1 |
+        tail -3 | tee -a "$out/sanitizer.txt"
+    done
+  done
+fi
 exit $status

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Builds what tools/gpu/device_check.sh runs on a GPU machine (issue 17), here, into folders the
-# device tool carries (each under its 64 MiB limit with the tree; /gpu_carry*/ is ignored through
-# .git/info/exclude), each with a stripped aotrace_run (the runtime alone: no compiler there):
+# device tool carries (each under its 64 MiB limit with the tree; /gpu_carry*/ is in .gitignore,
+# so name the folder in the run's `carry`), each with a stripped aotrace_run (the runtime alone: no compiler there):
 #   gpu_carry1  bert_layer.aot, gpt2_block.aot (bench/models.py, batch 1..32, 128 × 768): 60 MiB
 #   gpu_carry2  resnet18.aot (224², batch 1..32), gemm.aot (the BERT layer's matmul shapes as
 #               `a @ b`, no weights: TFLOP/s), gemm_tf32.aot, gemm_f16.aot, gemm_bf16.aot (the

@@ -366,12 +366,12 @@ Options gpu_with(Options::CudaMath math) {
 struct MmaCase {
   Options::CudaMath math;
   const char* mma;
-  const char* rounding;  // in the PTX; "" where the rounding is integer arithmetic
+  const char* rounding;  // in the PTX
 };
 const MmaCase kMmaCases[] = {
     {Options::CudaMath::tf32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32"},
-    {Options::CudaMath::f16, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", ""},
-    {Options::CudaMath::bf16, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", ""}};
+    {Options::CudaMath::f16, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "cvt.rn.f16.f32"},
+    {Options::CudaMath::bf16, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "cvt.rn.bf16.f32"}};
 
 TEST(Cuda, TensorCoreTiledGemmsMatchOnExactOperands) {
   const ir::Graph g = tiled_gemm_graph(mma_exact_weight);
@@ -384,7 +384,7 @@ TEST(Cuda, TensorCoreTiledGemmsMatchOnExactOperands) {
     expect_tiled_launches(gpu);
     const CudaLibrary linked = link_cuda_kernels({gpu.object}, gpu_with(m.math));
     EXPECT_NE(linked.ptx.find(m.mma), std::string::npos);
-    if (*m.rounding) EXPECT_NE(linked.ptx.find(m.rounding), std::string::npos);
+    EXPECT_NE(linked.ptx.find(m.rounding), std::string::npos);
     EXPECT_NE(linked.ptx.find("bar.sync"), std::string::npos);
     EXPECT_EQ(linked.cubins.size(), 2u) << "ptxas assembles the mma for sm_80 and sm_90";
     // Emulated (the fragments through the PTX ISA's tables both ways) on exact operands: the f32
