@@ -4,13 +4,12 @@
 # so name the folder in the run's `carry`), each with a stripped aotrace_run (the runtime alone: no compiler there):
 #   gpu_carry1  bert_layer.aot, gpt2_block.aot (bench/models.py, batch 1..32, 128 × 768): 60 MiB
 #   gpu_carry2  resnet18.aot (224², batch 1..32), gemm.aot (the BERT layer's matmul shapes as
-#               `a @ b`, no weights: TFLOP/s), gemm_tf32.aot, gemm_f16.aot, gemm_bf16.aot (the
-#               same on tensor cores: `cuda_math: ...`), mlp.aot (examples/mlp: compute-sanitizer's
-#               subject)
+#               `a @ b`, no weights: TFLOP/s), mlp.aot (examples/mlp: compute-sanitizer's subject)
 #   gpu_carry3  bert_layer_tf32.aot, gpt2_block_tf32.aot: gpu_carry1's models with cuda_math tf32
+#   gpu_carry4  gemm_tf32.aot, gemm_f16.aot, gemm_bf16.aot: gemm.aot on tensor cores (11 MiB)
 # Then, with the device tool:  run  bash tools/gpu/device_check.sh gpu_carry1 $OUT
-#   (carry: ["gpu_carry1"]), and the same for gpu_carry2 and gpu_carry3 within 30 s of each other
-#   (the machine stays warm).
+#   (carry: ["gpu_carry1"]), and the same for gpu_carry2, 3 and 4 within 30 s of each other (the
+#   machine stays warm).
 # Usage: tools/gpu/prepare.sh [ARCHS]   (default sm_90: the device tool's H200)
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -47,7 +46,7 @@ for mm in gemm:tf32 gemm:f16 gemm:bf16 bert_layer:tf32 gpt2_block:tf32; do  # on
   sed -e "s/^name: $m/name: ${m}_$math/" "$specs/$m.yaml" > "$specs/${m}_$math.yaml"
   printf '\noptions: {cuda_math: %s}\n' "$math" >> "$specs/${m}_$math.yaml"
 done
-for carry in gpu_carry1 gpu_carry2 gpu_carry3; do
+for carry in gpu_carry1 gpu_carry2 gpu_carry3 gpu_carry4; do
   rm -rf "$root/$carry"
   mkdir -p "$root/$carry"
   cp "$root/build/artifacts/runtime/aotrace_run" "$root/$carry/"
@@ -59,9 +58,9 @@ build() {  # SPEC CARRY
 build "$specs/bert_layer.yaml" gpu_carry1
 build "$specs/gpt2_block.yaml" gpu_carry1
 build "$specs/gemm.yaml" gpu_carry2
-build "$specs/gemm_tf32.yaml" gpu_carry2
-build "$specs/gemm_f16.yaml" gpu_carry2
-build "$specs/gemm_bf16.yaml" gpu_carry2
+build "$specs/gemm_tf32.yaml" gpu_carry4
+build "$specs/gemm_f16.yaml" gpu_carry4
+build "$specs/gemm_bf16.yaml" gpu_carry4
 build "$specs/bert_layer_tf32.yaml" gpu_carry3
 build "$specs/gpt2_block_tf32.yaml" gpu_carry3
 sed -e 's/^targets:.*//' "$root/examples/mlp/mlp.yaml" > "$specs/mlp.yaml"
@@ -69,4 +68,4 @@ sed -i "s#^script: #script: $root/examples/mlp/#" "$specs/mlp.yaml"
 echo "targets: [cuda]" >> "$specs/mlp.yaml"
 build "$specs/mlp.yaml" gpu_carry2
 build "$specs/resnet18.yaml" gpu_carry2
-du -sh "$root"/gpu_carry1 "$root"/gpu_carry2 "$root"/gpu_carry3
+du -sh "$root"/gpu_carry1 "$root"/gpu_carry2 "$root"/gpu_carry3 "$root"/gpu_carry4

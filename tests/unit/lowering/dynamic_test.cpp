@@ -164,6 +164,38 @@ TEST(Dynamic, MatmulWithSymbolicMNAndK) {
   expect_matches_at_on_both_cpus(g, t_sizes(2, 151, 300), kChained);
 }
 
+// The tensor-core tiled GEMMs (cuda_math tf32, f16, bf16; grid emulation) with T in M and N,
+// in K, and a symbolic batch B: one library per math run at T = 2 (a single partial tile), 3,
+// 151 and 300. Inputs on a 1/128 grid are exact in every operand type, and their sums (at most
+// 300 products of multiples of 2^-14) exact in f32, so the results equal the reference's.
+TEST(Dynamic, TensorCoreMatmulsWithSymbolicSizes) {
+  ir::Graph g;
+  g.symbols["T"] = {2, 300, 1};
+  g.symbols["B"] = {2, 4, 1};
+  ir::ValueId a = input(g, "a", {T, 40}), b = input(g, "b", {40, T});
+  ir::ValueId e = input(g, "e", {20, T}), c = input(g, "c", {T, 24});
+  ir::ValueId x = input(g, "x", {B, T, 24}), w = input(g, "w", {24, 32});
+  set_outputs(g, {g.add(OpKind::Matmul, {a, b}), g.add(OpKind::Matmul, {e, c}), g.add(OpKind::Matmul, {x, w})});
+  for (Options::CudaMath math : {Options::CudaMath::tf32, Options::CudaMath::f16, Options::CudaMath::bf16}) {
+    SCOPED_TRACE(cuda_math_name(math));
+    Options o;
+    o.cuda_math = math;
+    LoweredVariant lowered = lower_graph(g, "mma_", cuda_emulation(o));
+    LoadedLibrary lib(link_cpu_library({lowered.object}, o));
+    for (const ir::SymBindings& sizes : {ir::SymBindings{{"T", 2}, {"B", 2}}, ir::SymBindings{{"T", 3}, {"B", 3}},
+                                         ir::SymBindings{{"T", 151}, {"B", 4}}, ir::SymBindings{{"T", 300}, {"B", 4}}}) {
+      SCOPED_TRACE(str(sizes));
+      std::vector<ir::HostTensor> inputs = inputs_at(g, sizes, 7);
+      for (ir::HostTensor& t : inputs)
+        for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::round(t.get(i) * 128) / 128);
+      std::vector<ir::HostTensor> expected = ir::evaluate(g, inputs);
+      std::vector<ir::HostTensor> actual = run_plan(lib, lowered.plan, lowered.graph, inputs);
+      ASSERT_EQ(actual.size(), expected.size());
+      for (size_t i = 0; i < actual.size(); ++i) EXPECT_EQ(compare(actual[i], expected[i], 0, 0), "") << "output " << i;
+    }
+  }
+}
+
 // Attention: q @ k^T with T in M and N, the causal mask sliced from a [128, 128] buffer to
 // [T, T], softmax, att @ v with K = T; the heads split by reshape + permute and merged back.
 TEST(Dynamic, AttentionWithCausalMaskSlicedToT) {
