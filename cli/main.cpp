@@ -27,6 +27,11 @@ int main(int argc, char** argv) {
   c->add_option("--cuda-emulation-library", compile.cuda_emulation_library,
                 "tests: also write the CUDA kernels as host code for the runtime's fake CUDA driver")
       ->group("");  // hidden (driver/compile.h)
+  c->add_option("--cuda-warp-reduce-min", compile.cuda_warp_reduce_min,
+                "measuring on a GPU: a warp per output for f32 sums, maxima and minima over at least N positions "
+                "(default 256)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->group("");  // hidden (driver/compile.h)
   c->add_option("--depfile", compile.depfile,
                 "also write a Make/Ninja depfile: OUT/bundle.fb and every file the compile read "
                 "(the spec, the script, its own imported modules, the files it opened)");

@@ -188,7 +188,8 @@ std::string cache_base_key(const std::filesystem::path& yaml, const CompileOptio
   m += "winograd " + std::to_string(static_cast<int>(lo.winograd)) + "\n";
   if (cuda != nullptr) {  // the toolkit (its ptxas and libdevice) and the archs
     const std::string home = lowering::check_cuda_toolkit(*cuda);
-    m += "cuda " + join(cuda->cuda_archs, ",") + " math " + std::to_string(static_cast<int>(cuda->cuda_math)) + "\n" +
+    m += "cuda " + join(cuda->cuda_archs, ",") + " math " + std::to_string(static_cast<int>(cuda->cuda_math)) +
+         " warp-reduce-min " + std::to_string(cuda->cuda_warp_reduce_min) + "\n" +
          stat_identity(home + "/bin/ptxas") +
          stat_identity(home + "/nvvm/libdevice/libdevice.10.bc");
   }
@@ -369,10 +370,12 @@ lowering::Options cuda_options(const shape_profiles::ProfileSet& spec, const Com
   lo.extra_cpus.clear();
   lo.object_cache = nullptr;  // the cache keeps CPU objects
   if (!options.cuda_archs.empty()) lo.cuda_archs = options.cuda_archs;
+  if (options.cuda_warp_reduce_min > 0) lo.cuda_warp_reduce_min = options.cuda_warp_reduce_min;
   lo.cuda_math = lowering::cuda_math_named(spec.cuda_math).value_or(lowering::Options::CudaMath::f32);
   if (has_target(spec, "cuda")) check_cuda_toolkit_for(spec, lo);
-  else if (!options.cuda_archs.empty())
-    user_error("--cuda-arch is given, but the spec's targets have no cuda", spec.target_locs.empty() ? SourceLoc{} : spec.target_locs[0],
+  else if (!options.cuda_archs.empty() || options.cuda_warp_reduce_min > 0)
+    user_error(std::string(options.cuda_archs.empty() ? "--cuda-warp-reduce-min" : "--cuda-arch") +
+                   " is given, but the spec's targets have no cuda", spec.target_locs.empty() ? SourceLoc{} : spec.target_locs[0],
                "add cuda to the spec's targets (`targets: [cpu, cuda]`), or drop --cuda-arch");
   return lo;
 }

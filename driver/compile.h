@@ -88,6 +88,9 @@ struct CompileOptions {
   // function `SYMBOL.grid(closure, threads, block, block_dim, thread)` (lowering/cuda), which
   // the fake driver of runtime_tests runs for cuLaunchKernel. Needs the cuda target; no cache.
   std::filesystem::path cuda_emulation_library;
+  // Measuring on a GPU (hidden --cuda-warp-reduce-min N): lowering::Options::cuda_warp_reduce_min
+  // (0: its default). Needs the cuda target.
+  int64_t cuda_warp_reduce_min = 0;
 };
 // Compiles `yaml` into a bundle (options.output, default ./<name>.aot); prints progress and the
 // summary on stderr. `options.dump` holds pass names of lowering::pass_names() (or "all"),

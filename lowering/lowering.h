@@ -69,6 +69,9 @@ struct Options {
   // tensor cores need sm_80 or newer.
   enum class CudaMath { f32, tf32, f16, bf16 };
   CudaMath cuda_math = CudaMath::f32;
+  // A warp per output for f32 sums, maxima and minima over at least this many positions
+  // (lowering/cuda/plan.cpp; hidden `compile --cuda-warp-reduce-min N` for measuring on a GPU).
+  int64_t cuda_warp_reduce_min = 256;
   // Passes whose result is printed to stderr (`compile --dump`): names of pass_names(), or
   // "all". The environment variable AOTRACE_DUMP (after-<pass>,... or all) adds to it.
   std::vector<std::string> dump;

@@ -81,7 +81,7 @@ LoweredVariant lower_for_cuda(ir::Graph g, const std::string& symbol_prefix, con
   out.graph = g;
   FusedGraph fused = run_pass(options, t, "fuse", [&] { return fuse(std::move(g)); });
   Schedule sched = run_pass(options, t, "schedule", [&] { return schedule(std::move(fused), symbol_prefix); });
-  std::vector<cpu::CpuPlan> plans = run_pass(options, t, "cuda-plan", [&] { return cuda::plan_cuda_kernels(sched, options.cuda_math); });
+  std::vector<cpu::CpuPlan> plans = run_pass(options, t, "cuda-plan", [&] { return cuda::plan_cuda_kernels(sched, options); });
   std::vector<ir::SymExpr> threads;
   std::vector<PassTiming> phases;
   out.object = run_pass(options, t, "codegen", [&] { return cuda::codegen_cuda(sched, plans, options, threads, &phases); });

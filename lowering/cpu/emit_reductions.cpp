@@ -111,17 +111,40 @@ llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
       return b_.CreateXor(bits, b_.CreateLShr(b_.CreateAShr(bits, top), 1));
     };
     const bool is_max = n.op == ir::OpKind::ReduceMax;
-    llvm::Value* best = accumulator(it, key(b_.CreateBitCast(reduce_identity(b_, n.op, rt), it)));
-    llvm::Value* nan = accumulator(b_.getInt1Ty(), b_.getFalse());
-    loop_nest(axes.extents, [&](const Index& r) {
-      llvm::Value* v = convert(b_, emit(x, reduced_index(axes.reduced, axes.keepdim, idx, r)), dtype(x), rt);
-      llvm::Value* k = key(b_.CreateBitCast(v, it));
-      b_.CreateStore(b_.CreateBinaryIntrinsic(is_max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin,
-                                              b_.CreateLoad(it, best), k), best);
-      b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt1Ty(), nan), b_.CreateFCmpUNO(v, v)), nan);
-    });
-    llvm::Value* extreme = b_.CreateBitCast(key(b_.CreateLoad(it, best)), t);
-    return b_.CreateSelect(b_.CreateLoad(b_.getInt1Ty(), nan), llvm::ConstantFP::getNaN(t), extreme);
+    const llvm::Intrinsic::ID pick = is_max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin;
+    // The extreme key and the NaN flag of the positions `visit` walks.
+    auto keys_of = [&](const std::function<void(const std::function<void(const Index&)>&)>& visit) {
+      llvm::Value* best = accumulator(it, key(b_.CreateBitCast(reduce_identity(b_, n.op, rt), it)));
+      llvm::Value* nan = accumulator(b_.getInt1Ty(), b_.getFalse());
+      visit([&](const Index& r) {
+        llvm::Value* v = convert(b_, emit(x, reduced_index(axes.reduced, axes.keepdim, idx, r)), dtype(x), rt);
+        b_.CreateStore(b_.CreateBinaryIntrinsic(pick, b_.CreateLoad(it, best), key(b_.CreateBitCast(v, it))), best);
+        b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt1Ty(), nan), b_.CreateFCmpUNO(v, v)), nan);
+      });
+      return Partials{b_.CreateLoad(it, best), b_.CreateLoad(b_.getInt1Ty(), nan)};
+    };
+    Partials best;
+    if (plan_.warp()) {
+      // The GPU's warp reductions (f32 only): lane l takes the flattened positions at l mod
+      // lanes; the lanes' keys meet by max (min) and their NaN flags (as i32) by or.
+      ir::SymExpr count = 1;
+      for (const ir::SymExpr& e : axes.extents) count = count * e;
+      best = warp_combine(
+          [&](llvm::Value* first, int64_t step) {
+            Partials p = keys_of([&](const std::function<void(const Index&)>& at) {
+              range_loop(first, size(count), [&](llvm::Value* flat) { at(unflatten(flat, axes.extents)); }, step);
+            });
+            return Partials{p[0], b_.CreateZExt(p[1], b_.getInt32Ty())};
+          },
+          [&](const Partials& a, const Partials& b) {
+            return Partials{b_.CreateBinaryIntrinsic(pick, a[0], b[0]), b_.CreateOr(a[1], b[1])};
+          });
+      best[1] = b_.CreateICmpNE(best[1], b_.getInt32(0));
+    } else {
+      best = keys_of([&](const std::function<void(const Index&)>& at) { loop_nest(axes.extents, at); });
+    }
+    llvm::Value* extreme = b_.CreateBitCast(key(best[0]), t);
+    return b_.CreateSelect(best[1], llvm::ConstantFP::getNaN(t), extreme);
   }
   if (plan_.warp() && n.op == ir::OpKind::ReduceSum) {
     // The GPU's warp reductions (CpuPlan::lanes: f32 sums only): the reduced positions
@@ -266,32 +289,54 @@ llvm::Value* KernelEmitter::emit_matmul(const ir::Node& n, const Index& idx) {
 }
 
 llvm::Value* KernelEmitter::warp_total(const std::function<llvm::Value*(llvm::Value*, int64_t)>& sum_from) {
-  // A warp per output (the GPU's warp reductions, CpuPlan::lanes): lane l sums the terms at
-  // l mod lanes, and a butterfly (offsets lanes/2 .. 1) adds the partials, after which every lane
-  // holds the same total (each step adds a pair of equal sums in either order).
+  return warp_combine([&](llvm::Value* first, int64_t step) { return Partials{sum_from(first, step)}; },
+                      [&](const Partials& a, const Partials& b) { return Partials{b_.CreateFAdd(a[0], b[0])}; })[0];
+}
+
+KernelEmitter::Partials KernelEmitter::warp_combine(
+    const std::function<Partials(llvm::Value*, int64_t)>& partial,
+    const std::function<Partials(const Partials&, const Partials&)>& combine) {
+  // A warp per output (the GPU's warp reductions, CpuPlan::lanes): lane l takes the terms at
+  // l mod lanes, and a butterfly (offsets lanes/2 .. 1) combines the partials, after which every
+  // lane holds the same total (each step combines a pair of equal values in either order).
   const int64_t lanes = plan_.lanes;
   AOT_CHECK(plan_.warp(), "a warp reduction in a kernel without a warp plan");
   if (target_.nvptx) {
-    llvm::Value* v = sum_from(lane_, lanes);
-    for (int64_t off = lanes / 2; off >= 1; off /= 2)
-      v = b_.CreateFAdd(v, b_.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_f32, {},
-                                              {b_.getInt32(0xffffffffu), v, b_.getInt32(static_cast<uint32_t>(off)),
-                                               b_.getInt32(31)}));
+    Partials v = partial(lane_, lanes);
+    for (int64_t off = lanes / 2; off >= 1; off /= 2) {
+      Partials other;
+      for (llvm::Value* x : v) {
+        AOT_CHECK(x->getType()->isFloatTy() || x->getType()->isIntegerTy(32), "warp shuffles move f32 or i32 values");
+        other.push_back(b_.CreateIntrinsic(
+            x->getType()->isFloatTy() ? llvm::Intrinsic::nvvm_shfl_sync_bfly_f32 : llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {},
+            {b_.getInt32(0xffffffffu), x, b_.getInt32(static_cast<uint32_t>(off)), b_.getInt32(31)}));
+      }
+      v = combine(v, other);
+    }
     return v;
   }
   // Grid emulation has no shuffles and runs lane 0 of each warp (cuda/codegen.cpp): it computes
-  // every lane's partial (a loop over the lanes into a stack array) and the same butterfly (the
+  // every lane's partials (a loop over the lanes into stack arrays) and the same butterfly (the
   // total every lane has on the GPU).
-  llvm::Type* f32 = b_.getFloatTy();
-  llvm::Value* partials = stack_array(f32, lanes);
+  std::vector<llvm::Value*> arrays;
+  std::vector<llvm::Type*> types;
   range_loop(i64(0), i64(lanes), [&](llvm::Value* l) {
-    b_.CreateStore(sum_from(l, lanes), b_.CreateInBoundsGEP(f32, partials, l));
+    Partials p = partial(l, lanes);
+    if (arrays.empty()) {  // typed by the partials (stack_array allocates in the entry block)
+      for (llvm::Value* x : p) {
+        types.push_back(x->getType());
+        arrays.push_back(stack_array(x->getType(), lanes));
+      }
+    }
+    for (size_t i = 0; i < p.size(); ++i) b_.CreateStore(p[i], b_.CreateInBoundsGEP(types[i], arrays[i], l));
   });
-  std::vector<llvm::Value*> v;
-  for (int64_t l = 0; l < lanes; ++l) v.push_back(b_.CreateLoad(f32, b_.CreateConstInBoundsGEP1_64(f32, partials, l)));
+  std::vector<Partials> v(static_cast<size_t>(lanes));
+  for (int64_t l = 0; l < lanes; ++l)
+    for (size_t i = 0; i < arrays.size(); ++i)
+      v[static_cast<size_t>(l)].push_back(b_.CreateLoad(types[i], b_.CreateConstInBoundsGEP1_64(types[i], arrays[i], static_cast<uint64_t>(l))));
   for (int64_t off = lanes / 2; off >= 1; off /= 2) {
-    std::vector<llvm::Value*> next(v.size());
-    for (size_t l = 0; l < v.size(); ++l) next[l] = b_.CreateFAdd(v[l], v[l ^ static_cast<size_t>(off)]);
+    std::vector<Partials> next(v.size());
+    for (size_t l = 0; l < v.size(); ++l) next[l] = combine(v[l], v[l ^ static_cast<size_t>(off)]);
     v = std::move(next);
   }
   return v[0];

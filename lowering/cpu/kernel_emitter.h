@@ -213,6 +213,11 @@ class KernelEmitter {
   // The total over a warp of `sum_from(first, step)` (the f32 sum of the terms at first, first +
   // step, ...), by lane_ and shuffles on the GPU, by every lane's partial in grid emulation.
   llvm::Value* warp_total(const std::function<llvm::Value*(llvm::Value*, int64_t)>& sum_from);
+  // The same for partials of several values (f32 or i32 each) that `combine` merges pairwise
+  // (commutative and associative): warp_total is warp_combine of one f32 with fadd.
+  using Partials = std::vector<llvm::Value*>;
+  Partials warp_combine(const std::function<Partials(llvm::Value*, int64_t)>& partial,
+                        const std::function<Partials(const Partials&, const Partials&)>& combine);
   llvm::Value* emit_conv(const ir::Node& n, const Index& idx);
   llvm::Value* emit_pool(const ir::Node& n, const Index& idx);
   llvm::Value* emit_topk(const ir::Node& n, ir::ValueId result, const Index& idx);

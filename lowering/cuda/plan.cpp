@@ -2,8 +2,8 @@
 // data (`--dump cuda-plan`). No CPU GEMM, Winograd or depthwise blocking (those plans are for
 // CPU caches and vectors). Matmul and conv kernels with at least 16 rows and columns are tiled
 // GEMMs (CpuPlan::tiled: a thread block per 64×64 tile, emit_tiled_gemm.cpp); kernels whose
-// reductions are warp matmuls or warp sums (cuda_backend.h) take a warp per task
-// (CpuPlan::lanes); every other kernel is the emitter's generic loop, cut into one task per
+// reductions are warp matmuls or warp reductions (sums, maxima, minima; cuda_backend.h) take a
+// warp per task (CpuPlan::lanes); every other kernel is the emitter's generic loop, cut into one task per
 // output element where it has an innermost dim, so that a launch has a thread per element and
 // neighbouring threads touch neighbouring addresses. Reductions keep one task per output (its
 // reduction loop inside), those that keep the innermost axis too (CpuPlan::column_chunk 0).
@@ -26,29 +26,30 @@ bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& m
          planned_size(a[a.size() - 2], max) < kTiledMinSize || planned_size(out.back(), max) < kTiledMinSize;
 }
 
-// An f32 reduce_sum over at least 256 positions (static) into at most 2^17 outputs: a layer
-// norm's row sums, a mean pool over a long axis.
-bool warp_sum(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max) {
-  if (n.op != ir::OpKind::ReduceSum || n.results.size() != 1 || g.type(n.results[0]).dtype != ir::DType::f32 ||
-      g.type(n.operands[0]).dtype != ir::DType::f32)
+// An f32 reduce_sum, reduce_max or reduce_min over at least `min_positions` positions (static;
+// Options::cuda_warp_reduce_min) into at most 2^17 outputs: a layer norm's row sums, a softmax's
+// row max and sum over a long row, a mean pool over a long axis.
+bool warp_reduction(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max, int64_t min_positions) {
+  if ((n.op != ir::OpKind::ReduceSum && n.op != ir::OpKind::ReduceMax && n.op != ir::OpKind::ReduceMin) ||
+      n.results.size() != 1 || g.type(n.results[0]).dtype != ir::DType::f32 || g.type(n.operands[0]).dtype != ir::DType::f32)
     return false;
   const ir::TensorType& in = g.type(n.operands[0]);
   const ir::TensorType& out = g.type(n.results[0]);
   std::optional<int64_t> in_count = in.numel().as_constant(), out_count = out.numel().as_constant();
   // Reduced positions per output: the ratio of the static element counts.
   if (!in_count || !out_count || *out_count == 0) return false;
-  return *in_count / *out_count >= 256 && planned_size(out.numel(), max) <= (int64_t{1} << 17);
+  return *in_count / *out_count >= min_positions && planned_size(out.numel(), max) <= (int64_t{1} << 17);
 }
 
-// Warp lanes for a kernel whose reductions are all warp matmuls or warp sums (another reduction
-// would run in every lane alike: right, but 32 times over).
-int64_t kernel_lanes(const ir::Graph& g, const ScheduledKernel& k, const ir::SymBindings& max) {
+// Warp lanes for a kernel whose reductions are all warp matmuls or warp reductions (another
+// reduction would run in every lane alike: right, but 32 times over).
+int64_t kernel_lanes(const ir::Graph& g, const ScheduledKernel& k, const ir::SymBindings& max, int64_t min_positions) {
   bool any = false;
   for (int i : k.nodes) {
     const ir::Node& n = g.nodes[static_cast<size_t>(i)];
     const ir::OpCategory c = ir::op_info(n.op).category;
     if (c == ir::OpCategory::Matmul || c == ir::OpCategory::Reduce) {
-      if (!warp_matmul(g, n, max) && !warp_sum(g, n, max)) return 1;
+      if (!warp_matmul(g, n, max) && !warp_reduction(g, n, max, min_positions)) return 1;
       any = true;
     } else if (c == ir::OpCategory::Scan || c == ir::OpCategory::Conv ||
                c == ir::OpCategory::Pool || c == ir::OpCategory::Sort) {
@@ -92,7 +93,7 @@ std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, Options
   return p;
 }
 
-std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s, Options::CudaMath math) {
+std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s, const Options& options) {
   std::vector<cpu::CpuPlan> plans;
   const ir::SymBindings max = max_bindings(s.fused.graph);
   for (const ScheduledKernel& k : s.kernels) {
@@ -102,9 +103,9 @@ std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s, Options::CudaMath
     plan.work = cpu::work_estimate(kg);
     plan.row_chunk = k.loop_extents.size() >= 2 ? 1 : 0;
     plan.column_chunk = 0;
-    plan.lanes = kernel_lanes(s.fused.graph, k, max);
+    plan.lanes = kernel_lanes(s.fused.graph, k, max, options.cuda_warp_reduce_min);
     if (plan.lanes == 1) {
-      plan.tiled = tiled_gemm(kg, math);
+      plan.tiled = tiled_gemm(kg, options.cuda_math);
       if (plan.tiled) plan.lanes = plan.tiled->threads();
     }
     plans.push_back(plan);

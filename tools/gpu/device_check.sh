@@ -35,10 +35,11 @@ for name, shape in [("bert_layer", (128, 768)), ("gpt2_block", (128, 768)), ("re
     for batch in (1, 32):
         np.save(f"{d}/{name}_b{batch}.npy", rng.standard_normal((batch,) + shape).astype(np.float32))
 PY
-for m in bert_layer gpt2_block resnet18 bert_layer_tf32 gpt2_block_tf32; do
+for m in bert_layer gpt2_block resnet18 bert_layer_tf32 gpt2_block_tf32 bert_layer_warp64; do
   b="$carry/$m.aot"
   [ -d "$b" ] || continue
   model=${m%_tf32}
+  model=${model%_warp64}
   input=$([ $model = bert_layer ] && echo src || echo x)
   for batch in 1 32; do
     echo "== latency $m batch $batch"

@@ -6,7 +6,9 @@
 #   gpu_carry2  resnet18.aot (224², batch 1..32), gemm.aot (the BERT layer's matmul shapes as
 #               `a @ b`, no weights: TFLOP/s), mlp.aot (examples/mlp: compute-sanitizer's subject)
 #   gpu_carry3  bert_layer_tf32.aot, gpt2_block_tf32.aot: gpu_carry1's models with cuda_math tf32
-#   gpu_carry4  gemm_tf32.aot, gemm_f16.aot, gemm_bf16.aot: gemm.aot on tensor cores (11 MiB)
+#   gpu_carry4  gemm_tf32.aot, gemm_f16.aot, gemm_bf16.aot: gemm.aot on tensor cores;
+#               bert_layer_warp64.aot: the BERT layer with --cuda-warp-reduce-min 64 (its softmax
+#               rows of 128 a warp each, against gpu_carry1's thread each): 41 MiB
 # Then, with the device tool:  run  bash tools/gpu/device_check.sh gpu_carry1 $OUT
 #   (carry: ["gpu_carry1"]), and the same for gpu_carry2, 3 and 4 within 30 s of each other (the
 #   machine stays warm).
@@ -52,8 +54,10 @@ for carry in gpu_carry1 gpu_carry2 gpu_carry3 gpu_carry4; do
   cp "$root/build/artifacts/runtime/aotrace_run" "$root/$carry/"
   strip "$root/$carry/aotrace_run"
 done
-build() {  # SPEC CARRY
-  "$aotrace" compile "$1" -q --no-cache --cuda-arch "$archs" -o "$root/$2/$(basename "$1" .yaml).aot"
+build() {  # SPEC CARRY [OUT_NAME EXTRA_FLAGS...]
+  local spec=$1 carry=$2 name=${3:-$(basename "$1" .yaml)}
+  shift $(( $# < 3 ? $# : 3 ))
+  "$aotrace" compile "$spec" -q --no-cache --cuda-arch "$archs" -o "$root/$carry/$name.aot" "$@"
 }
 build "$specs/bert_layer.yaml" gpu_carry1
 build "$specs/gpt2_block.yaml" gpu_carry1
@@ -61,6 +65,7 @@ build "$specs/gemm.yaml" gpu_carry2
 build "$specs/gemm_tf32.yaml" gpu_carry4
 build "$specs/gemm_f16.yaml" gpu_carry4
 build "$specs/gemm_bf16.yaml" gpu_carry4
+build "$specs/bert_layer.yaml" gpu_carry4 bert_layer_warp64 --cuda-warp-reduce-min 64
 build "$specs/bert_layer_tf32.yaml" gpu_carry3
 build "$specs/gpt2_block_tf32.yaml" gpu_carry3
 sed -e 's/^targets:.*//' "$root/examples/mlp/mlp.yaml" > "$specs/mlp.yaml"

@@ -294,6 +294,51 @@ TEST(Cuda, WarpMatmulsShareAnOutputAcrossALongK) {
   EXPECT_NE(std::find(fixed_launches.begin(), fixed_launches.end(), "480"), fixed_launches.end()) << "3·5 sums × 32 lanes";
 }
 
+// Warp maxima and minima (emit_reductions.cpp through warp_combine): f32 max/min over at least
+// Options::cuda_warp_reduce_min positions take a warp per output, the lanes' order-preserving
+// keys meeting by shfl.sync max/min and their NaN flags by or. Rows of 300 (a softmax's max and
+// sum, max, min, a max down columns) with NaN, -0 and infinities among the values; rows of 100
+// become warps when the threshold is 64. (Reductions to a 1-D output keep a thread per output:
+// warp plans need two loop dims, cuda/plan.cpp kernel_lanes.)
+TEST(Cuda, WarpMaximaAndMinimaPropagateNaNAcrossLanes) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({40, 300}), "L['x']");
+  ir::ValueId y = g.add_input("y", f32({2, 300, 9}), "L['y']");
+  ir::ValueId z = g.add_input("z", f32({30, 100}), "L['z']");
+  set_outputs(g, {g.add(OpKind::ReduceMax, {x}, reduce_attrs({1}, true)), g.add(OpKind::ReduceMin, {x}, reduce_attrs({1}, true)),
+                  g.add(OpKind::Softmax, {x}, attrs({{"axis", int64_t{1}}})),
+                  g.add(OpKind::ReduceMax, {y}, reduce_attrs({1}, false)), g.add(OpKind::ReduceMin, {z}, reduce_attrs({1}, true))});
+  std::vector<ir::HostTensor> inputs = random_inputs(g, 1, -1, 1);
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  inputs[0].set(3 * 300 + 77, nan);     // row 3: NaN at lane 13's position
+  inputs[0].set(5 * 300 + 299, nan);    // row 5: NaN in the last position (lane 11)
+  inputs[0].set(7 * 300 + 31, inf);     // row 7: +inf is the max
+  inputs[0].set(8 * 300 + 200, -inf);   // row 8: -inf is the min
+  for (int64_t i = 0; i < 300; ++i) {   // row 9: all zeros of both signs
+    inputs[0].set(9 * 300 + i, i % 3 == 0 ? -0.0 : 0.0);
+  }
+  inputs[1].set(300 * 9 + 150 * 9 + 4, nan);  // column 4 of y's second matrix
+  inputs[2].set(2 * 100 + 50, nan);     // row 2 of z
+  auto launches_of = [](const LoweredVariant& v) {
+    std::set<std::string> out;
+    for (const auto& call : v.plan.calls) out.insert(call.threads.str());
+    return out;
+  };
+  const std::set<std::string> launches = launches_of(lower_graph(g, "wmax_", for_gpu()));
+  EXPECT_EQ(launches.count("1280"), 1u) << "the rows of x: 40 outputs × 32 lanes";
+  EXPECT_EQ(launches.count("576"), 1u) << "the columns of y: 2 × 9 × 32 lanes";
+  EXPECT_EQ(launches.count("30"), 1u) << "the rows of z (100 < 256): a thread each";
+  Options low = for_gpu();
+  low.cuda_warp_reduce_min = 64;
+  LoweredVariant lowered = lower_graph(g, "wmax64_", low);
+  EXPECT_EQ(launches_of(lowered).count("960"), 1u) << "the rows of z at threshold 64: 30 × 32 lanes";
+  const CudaLibrary linked = link_cuda_kernels({lowered.object}, low);
+  EXPECT_NE(linked.ptx.find("shfl.sync.bfly.b32"), std::string::npos);
+  // The CPU and the emulated warps against the reference (NaN rows NaN, -0/+0, infinities).
+  expect_outputs_match(g, inputs);
+  expect_outputs_match(g, inputs, std::nullopt, cuda_emulation(low));
+}
+
 // Tiled GEMMs (emit_tiled_gemm.cpp): matmuls and convs that are not warp matmuls take a thread
 // block per 64×64 tile of C, staging A's and B's slices in shared memory between barriers. Edges
 // in every dim (K not a multiple of the step), a batch broadcast against a weight, A transposed
