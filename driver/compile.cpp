@@ -613,11 +613,12 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
   if (!options.depfile.empty()) write_depfile(options.depfile, depfile_target(out), deps);
   size_t variants = 0;
   for (const auto& e : bundle.entries) variants += e.variants.size();
-  std::vector<std::string> targets = cpus;  // "x86-64-v2", …, "CUDA sm_80, sm_90 (PTX sm_80)"
+  std::vector<std::string> targets = cpus;  // "x86-64-v2", …, "CUDA sm_80, sm_90 (PTX sm_80)[ with tf32 tensor cores]"
   if (for_cuda) {
     std::string gpus;
     for (const artifacts::CudaImageSpec& image : bundle.cuda_images)
       gpus += image.ptx ? " (PTX " + image.arch + ")" : (gpus.empty() ? "CUDA " : ", ") + image.arch;
+    if (!bundle.cuda_math.empty()) gpus += " with " + bundle.cuda_math + " tensor cores";
     targets.push_back(gpus);
   }
   const std::string summary = std::to_string(spec.profiles.size() * spec.entries.size()) + " profile(s) into " +

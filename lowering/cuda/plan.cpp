@@ -56,7 +56,7 @@ int64_t kernel_lanes(const ir::Graph& g, const ScheduledKernel& k, const ir::Sym
       return 1;
     }
   }
-  return any && k.loop_extents.size() >= 2 ? kWarpLanes : 1;
+  return any ? kWarpLanes : 1;
 }
 
 std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, Options::CudaMath math) {

@@ -961,6 +961,7 @@ TEST(Cuda, TensorCoreBundlesRunWithinTheirMathsTolerance) {
     auto r = run_command(quote(AOTRACE_CLI) + " compile -q --no-cache " + quote(spec.string()) + " -o " + quote(out.string()) +
                          " --cuda-emulation-library " + quote(emulation.string()));
     ASSERT_EQ(r.exit_code, 0) << r.output;
+    expect_contains(r.output, "kernels for CUDA sm_80, sm_90 (PTX sm_80) with " + math.name + " tensor cores");
     std::ifstream ptx_file(out / "cuda" / "sm_80.ptx");
     const std::string ptx((std::istreambuf_iterator<char>(ptx_file)), std::istreambuf_iterator<char>());
     expect_contains(ptx, math.name == "tf32" ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"

@@ -298,14 +298,15 @@ TEST(Cuda, WarpMatmulsShareAnOutputAcrossALongK) {
 // Options::cuda_warp_reduce_min positions take a warp per output, the lanes' order-preserving
 // keys meeting by shfl.sync max/min and their NaN flags by or. Rows of 300 (a softmax's max and
 // sum, max, min, a max down columns) with NaN, -0 and infinities among the values; rows of 100
-// become warps when the threshold is 64. (Reductions to a 1-D output keep a thread per output:
-// warp plans need two loop dims, cuda/plan.cpp kernel_lanes.)
+// become warps when the threshold is 64. Reductions to a 1-D or 0-D output are warps too (a
+// total over all of x: one warp).
 TEST(Cuda, WarpMaximaAndMinimaPropagateNaNAcrossLanes) {
   ir::Graph g;
   ir::ValueId x = g.add_input("x", f32({40, 300}), "L['x']");
   ir::ValueId y = g.add_input("y", f32({2, 300, 9}), "L['y']");
   ir::ValueId z = g.add_input("z", f32({30, 100}), "L['z']");
-  set_outputs(g, {g.add(OpKind::ReduceMax, {x}, reduce_attrs({1}, true)), g.add(OpKind::ReduceMin, {x}, reduce_attrs({1}, true)),
+  set_outputs(g, {g.add(OpKind::ReduceMax, {x}, reduce_attrs({1}, false)), g.add(OpKind::ReduceMin, {x}, reduce_attrs({1}, true)),
+                  g.add(OpKind::ReduceSum, {x}, reduce_attrs({0, 1}, false)), g.add(OpKind::ReduceMax, {x}, reduce_attrs({0, 1}, false)),
                   g.add(OpKind::Softmax, {x}, attrs({{"axis", int64_t{1}}})),
                   g.add(OpKind::ReduceMax, {y}, reduce_attrs({1}, false)), g.add(OpKind::ReduceMin, {z}, reduce_attrs({1}, true))});
   std::vector<ir::HostTensor> inputs = random_inputs(g, 1, -1, 1);
@@ -326,6 +327,7 @@ TEST(Cuda, WarpMaximaAndMinimaPropagateNaNAcrossLanes) {
   };
   const std::set<std::string> launches = launches_of(lower_graph(g, "wmax_", for_gpu()));
   EXPECT_EQ(launches.count("1280"), 1u) << "the rows of x: 40 outputs × 32 lanes";
+  EXPECT_EQ(launches.count("32"), 1u) << "x's total and maximum: a warp each";
   EXPECT_EQ(launches.count("576"), 1u) << "the columns of y: 2 × 9 × 32 lanes";
   EXPECT_EQ(launches.count("30"), 1u) << "the rows of z (100 < 256): a thread each";
   Options low = for_gpu();
