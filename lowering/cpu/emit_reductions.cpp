@@ -296,14 +296,25 @@ llvm::Value* KernelEmitter::warp_total(const std::function<llvm::Value*(llvm::Va
 KernelEmitter::Partials KernelEmitter::warp_combine(
     const std::function<Partials(llvm::Value*, int64_t)>& partial,
     const std::function<Partials(const Partials&, const Partials&)>& combine) {
-  // A warp per output (the GPU's warp reductions, CpuPlan::lanes): lane l takes the terms at
-  // l mod lanes, and a butterfly (offsets lanes/2 .. 1) combines the partials, after which every
-  // lane holds the same total (each step combines a pair of equal values in either order).
-  const int64_t lanes = plan_.lanes;
-  AOT_CHECK(plan_.warp(), "a warp reduction in a kernel without a warp plan");
+  // A warp (or a block) per output (the GPU's warp reductions, CpuPlan::lanes): lane l takes the
+  // terms at l mod lanes, and a butterfly (offsets 16 .. 1) combines the partials of each warp,
+  // after which every lane of a warp holds the same total (each step combines a pair of equal
+  // values in either order). A block's warps then meet in shared memory: lane 0 of each warp
+  // stores its total, and after a barrier every thread combines the warps' totals by the same
+  // butterfly (offsets warps/2 .. 1), taking warp 0's result: the same value in every thread.
+  const int64_t lanes = plan_.lanes, width = std::min<int64_t>(lanes, 32), warps = lanes / width;
+  AOT_CHECK(plan_.warp() && lanes % width == 0, "a warp reduction in a kernel without a warp plan");
+  auto butterfly = [&](std::vector<Partials> v, int64_t from) {
+    for (int64_t off = from; off >= 1; off /= 2) {
+      std::vector<Partials> next(v.size());
+      for (size_t l = 0; l < v.size(); ++l) next[l] = combine(v[l], v[l ^ static_cast<size_t>(off)]);
+      v = std::move(next);
+    }
+    return v;
+  };
   if (target_.nvptx) {
     Partials v = partial(lane_, lanes);
-    for (int64_t off = lanes / 2; off >= 1; off /= 2) {
+    for (int64_t off = width / 2; off >= 1; off /= 2) {
       Partials other;
       for (llvm::Value* x : v) {
         AOT_CHECK(x->getType()->isFloatTy() || x->getType()->isIntegerTy(32), "warp shuffles move f32 or i32 values");
@@ -313,11 +324,31 @@ KernelEmitter::Partials KernelEmitter::warp_combine(
       }
       v = combine(v, other);
     }
-    return v;
+    if (warps == 1) return v;
+    std::vector<llvm::GlobalVariable*> shared;
+    for (llvm::Value* x : v) {
+      auto* type = llvm::ArrayType::get(x->getType(), static_cast<uint64_t>(warps));
+      shared.push_back(new llvm::GlobalVariable(module_, type, false, llvm::GlobalValue::InternalLinkage,
+                                                llvm::UndefValue::get(type), k_.symbol + ".warps", nullptr,
+                                                llvm::GlobalValue::NotThreadLocal, /*shared*/ 3));
+    }
+    auto at = [&](size_t i, llvm::Value* w) {
+      return b_.CreateInBoundsGEP(shared[i]->getValueType(), shared[i], {i64(0), w});
+    };
+    if_else(b_.CreateICmpEQ(b_.CreateURem(lane_, i64(width)), i64(0)), [&] {
+      for (size_t i = 0; i < v.size(); ++i) b_.CreateStore(v[i], at(i, b_.CreateUDiv(lane_, i64(width))));
+    }, [] {});
+    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+    std::vector<Partials> totals(static_cast<size_t>(warps));
+    for (int64_t w = 0; w < warps; ++w)
+      for (size_t i = 0; i < v.size(); ++i) totals[static_cast<size_t>(w)].push_back(b_.CreateLoad(v[i]->getType(), at(i, i64(w))));
+    Partials total = butterfly(std::move(totals), warps / 2)[0];
+    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});  // read before any thread writes again
+    return total;
   }
-  // Grid emulation has no shuffles and runs lane 0 of each warp (cuda/codegen.cpp): it computes
-  // every lane's partials (a loop over the lanes into stack arrays) and the same butterfly (the
-  // total every lane has on the GPU).
+  // Grid emulation has no shuffles and runs lane 0 of each task (cuda/codegen.cpp): it computes
+  // every lane's partials (a loop over the lanes into stack arrays) and the same butterflies
+  // (the total every lane has on the GPU).
   std::vector<llvm::Value*> arrays;
   std::vector<llvm::Type*> types;
   range_loop(i64(0), i64(lanes), [&](llvm::Value* l) {
@@ -334,12 +365,10 @@ KernelEmitter::Partials KernelEmitter::warp_combine(
   for (int64_t l = 0; l < lanes; ++l)
     for (size_t i = 0; i < arrays.size(); ++i)
       v[static_cast<size_t>(l)].push_back(b_.CreateLoad(types[i], b_.CreateConstInBoundsGEP1_64(types[i], arrays[i], static_cast<uint64_t>(l))));
-  for (int64_t off = lanes / 2; off >= 1; off /= 2) {
-    std::vector<Partials> next(v.size());
-    for (size_t l = 0; l < v.size(); ++l) next[l] = combine(v[l], v[l ^ static_cast<size_t>(off)]);
-    v = std::move(next);
-  }
-  return v[0];
+  v = butterfly(std::move(v), width / 2);  // offsets below the width stay within each warp
+  std::vector<Partials> totals;
+  for (int64_t w = 0; w < warps; ++w) totals.push_back(v[static_cast<size_t>(w * width)]);
+  return butterfly(std::move(totals), warps / 2)[0];
 }
 
 llvm::Value* KernelEmitter::emit_conv(const ir::Node& n, const Index& idx) {

@@ -565,7 +565,8 @@ std::string describe(const std::vector<CpuPlan>& plans) {
              (t->a_m_fastest ? " a m-fastest" : "") + (t->b_k_fastest ? " b k-fastest" : "") +
              " | blocks " + t->tasks().str();
     } else if (plan.lanes > 1) {
-      out += " | warp of " + std::to_string(plan.lanes) + " lanes per output";
+      out += plan.lanes == 32 ? std::string(" | warp of 32 lanes per output")
+                              : " | block of " + std::to_string(plan.lanes) + " threads per output (shared-memory reduction)";
     }
     const std::optional<GemmPlan>& p = plan.gemm;
     if (!p) {

@@ -237,10 +237,11 @@ struct CpuPlan {
   // task (emit_column_reduction: vectors along the row); 0: one output at a time, as any other
   // reduction (the GPU's mapping: a thread per output).
   int64_t column_chunk = 64;
-  // The GPU's warp matmuls (cuda_backend.h): this many threads share each task, each summing
-  // every lanes-th K of its matmuls, combined by a butterfly of warp shuffles; or (`tiled`) a
-  // tiled GEMM's thread block. The body takes the thread's lane as a fourth argument. 1: a
-  // thread per task (every CPU plan).
+  // The GPU's warp matmuls and reductions (cuda_backend.h): this many threads share each task,
+  // each taking every lanes-th term, combined by a butterfly of warp shuffles (32 lanes), then,
+  // for a block's 256, the warps' totals through shared memory; or (`tiled`) a tiled GEMM's
+  // thread block. The body takes the thread's lane as a fourth argument. 1: a thread per task
+  // (every CPU plan).
   int64_t lanes = 1;
   // The GPU's block-tiled GEMM (lanes = its threads: a task per thread block).
   std::optional<TiledGemmPlan> tiled;

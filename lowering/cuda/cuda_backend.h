@@ -39,6 +39,10 @@ constexpr const char* kNvptxDataLayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32
 // weight is) and a shuffle butterfly sums their partials. Else a thread per output, B read
 // [K, N] (weight_layout.cpp) by a tiled GEMM or a thread per output.
 constexpr int64_t kWarpLanes = 32;
+// Reductions of at least this many positions (static) into at most kBlockReduceMaxOutputs outputs
+// (at the sizes' maxima) take a thread block per output (plan.cpp block_reduction).
+constexpr int64_t kBlockReduceMinPositions = 16384;
+constexpr int64_t kBlockReduceMaxOutputs = 64;
 // Rows and columns (at the sizes' maxima) from which a matmul or conv is a tiled GEMM.
 constexpr int64_t kTiledMinSize = 16;
 bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max);

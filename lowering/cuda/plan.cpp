@@ -41,22 +41,35 @@ bool warp_reduction(const ir::Graph& g, const ir::Node& n, const ir::SymBindings
   return *in_count / *out_count >= min_positions && planned_size(out.numel(), max) <= (int64_t{1} << 17);
 }
 
+// A warp reduction with so many positions and so few outputs that a warp per output leaves the
+// GPU idle (x.sum() over a whole tensor): a thread block per output, the warps' totals meeting
+// in shared memory.
+bool block_reduction(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max) {
+  std::optional<int64_t> in_count = g.type(n.operands[0]).numel().as_constant(),
+                         out_count = g.type(n.results[0]).numel().as_constant();
+  return in_count && out_count && *out_count > 0 && *in_count / *out_count >= kBlockReduceMinPositions &&
+         planned_size(g.type(n.results[0]).numel(), max) <= kBlockReduceMaxOutputs;
+}
+
 // Warp lanes for a kernel whose reductions are all warp matmuls or warp reductions (another
-// reduction would run in every lane alike: right, but 32 times over).
+// reduction would run in every lane alike: right, but 32 times over); a block's (kBlock) where
+// they are all block reductions.
 int64_t kernel_lanes(const ir::Graph& g, const ScheduledKernel& k, const ir::SymBindings& max, int64_t min_positions) {
-  bool any = false;
+  bool any = false, block = true;
   for (int i : k.nodes) {
     const ir::Node& n = g.nodes[static_cast<size_t>(i)];
     const ir::OpCategory c = ir::op_info(n.op).category;
     if (c == ir::OpCategory::Matmul || c == ir::OpCategory::Reduce) {
-      if (!warp_matmul(g, n, max) && !warp_reduction(g, n, max, min_positions)) return 1;
+      const bool reduction = warp_reduction(g, n, max, min_positions);
+      if (!warp_matmul(g, n, max) && !reduction) return 1;
+      block = block && reduction && block_reduction(g, n, max);
       any = true;
     } else if (c == ir::OpCategory::Scan || c == ir::OpCategory::Conv ||
                c == ir::OpCategory::Pool || c == ir::OpCategory::Sort) {
       return 1;
     }
   }
-  return any ? kWarpLanes : 1;
+  return !any ? 1 : block ? kBlock : kWarpLanes;
 }
 
 std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, Options::CudaMath math) {

@@ -341,6 +341,28 @@ TEST(Cuda, WarpMaximaAndMinimaPropagateNaNAcrossLanes) {
   expect_outputs_match(g, inputs, std::nullopt, cuda_emulation(low));
 }
 
+// Shared-memory reductions: sums, maxima and minima of at least 16384 positions into at most 64
+// outputs take a thread block per output (256 threads: a shuffle butterfly per warp, then the
+// 8 warps' totals through shared memory between barriers). A sum and a max with NaN of rows of
+// 20000, and a whole-tensor sum and min.
+TEST(Cuda, BlockReductionsMeetInSharedMemory) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({4, 20000}), "L['x']");
+  set_outputs(g, {g.add(OpKind::ReduceSum, {x}, reduce_attrs({1}, true)), g.add(OpKind::ReduceMax, {x}, reduce_attrs({1}, false)),
+                  g.add(OpKind::ReduceSum, {x}, reduce_attrs({0, 1}, false)), g.add(OpKind::ReduceMin, {x}, reduce_attrs({0, 1}, false))});
+  std::vector<ir::HostTensor> inputs = random_inputs(g, 1, -1, 1);
+  inputs[0].set(2 * 20000 + 12345, std::numeric_limits<double>::quiet_NaN());  // row 2's max is NaN
+  LoweredVariant gpu = lower_graph(g, "block_", for_gpu());
+  std::multiset<std::string> launches;
+  for (const auto& call : gpu.plan.calls) launches.insert(call.threads.str());
+  EXPECT_EQ(launches.count("1024"), 2u) << "the rows' sum and max: 4 blocks of 256";
+  EXPECT_EQ(launches.count("256"), 2u) << "the total and the minimum: a block each";
+  const CudaLibrary linked = link_cuda_kernels({gpu.object}, for_gpu());
+  EXPECT_NE(linked.ptx.find("bar.sync"), std::string::npos);
+  EXPECT_NE(linked.ptx.find("st.shared"), std::string::npos);
+  expect_outputs_match(g, inputs);  // the CPU, then the emulated blocks
+}
+
 // Tiled GEMMs (emit_tiled_gemm.cpp): matmuls and convs that are not warp matmuls take a thread
 // block per 64×64 tile of C, staging A's and B's slices in shared memory between barriers. Edges
 // in every dim (K not a multiple of the step), a batch broadcast against a weight, A transposed
