@@ -92,7 +92,7 @@ if command -v compute-sanitizer >/dev/null; then
     done
   done
   if [ -d "$carry/reductions.aot" ]; then  # block reductions: warps' totals through shared memory
-    python3 -c "import numpy as np; np.save('$inputs/red_x.npy', np.random.default_rng(2).standard_normal((4096, 768)).astype(np.float32))"
+    python3 -c "import numpy as np; np.save('$inputs/red_x.npy', np.random.default_rng(2).standard_normal((256, 1024)).astype(np.float32))"
     for tool in racecheck synccheck; do
       echo "== compute-sanitizer $tool reductions.aot total"
       AOTRACE_CUDA_GRAPHS=0 timeout 180 compute-sanitizer --tool $tool "$run" "$carry/reductions.aot" --entry total \

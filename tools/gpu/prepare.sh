@@ -9,7 +9,7 @@
 #   gpu_carry4  gemm_tf32.aot, gemm_f16.aot, gemm_bf16.aot: gemm.aot on tensor cores;
 #               bert_layer_warp64.aot: the BERT layer with --cuda-warp-reduce-min 64 (its softmax
 #               rows of 128 a warp each, against gpu_carry1's thread each); reductions.aot (a
-#               whole-tensor sum and min: block reductions; a row max: warps): 41 MiB
+#               whole-tensor sum and min of 256 × 1024: block reductions; a row max: warps): 41 MiB
 # Then, with the device tool:  run  bash tools/gpu/device_check.sh gpu_carry1 $OUT
 #   (carry: ["gpu_carry1"]), and the same for gpu_carry2, 3 and 4 within 30 s of each other (the
 #   machine stays warm).
@@ -76,8 +76,8 @@ def row_max(x):
     return x.amax(-1)
 PY
 printf 'version: 1\nname: reductions\nscript: reductions.py\ntargets: [cuda]\nentries:\n%s\n%s\n' \
-  "  total: {call: total, inputs: {x: {dtype: float32, shape: [4096, 768]}}}" \
-  "  row_max: {call: row_max, inputs: {x: {dtype: float32, shape: [4096, 768]}}}" > "$specs/reductions.yaml"
+  "  total: {call: total, inputs: {x: {dtype: float32, shape: [256, 1024]}}}" \
+  "  row_max: {call: row_max, inputs: {x: {dtype: float32, shape: [256, 1024]}}}" > "$specs/reductions.yaml"
 build "$specs/reductions.yaml" gpu_carry4
 build "$specs/bert_layer_tf32.yaml" gpu_carry3
 build "$specs/gpt2_block_tf32.yaml" gpu_carry3
