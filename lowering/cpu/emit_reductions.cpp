@@ -147,8 +147,9 @@ llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
     return b_.CreateSelect(best[1], llvm::ConstantFP::getNaN(t), extreme);
   }
   if (plan_.warp() && n.op == ir::OpKind::ReduceSum) {
-    // The GPU's warp reductions (CpuPlan::lanes: f32 sums only): the reduced positions
-    // flattened, lane l summing those at l mod lanes.
+    // The GPU's warp (or block) reductions of f32 sums (CpuPlan::lanes): the reduced positions
+    // flattened, lane l summing those at l mod lanes in order (not reassociated: the GPU adds
+    // them one by one, and so does the emulation then).
     ir::SymExpr count = 1;
     for (const ir::SymExpr& e : axes.extents) count = count * e;
     return warp_total([&](llvm::Value* first, int64_t step) {
@@ -156,7 +157,6 @@ llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
       range_loop(first, size(count), [&](llvm::Value* flat) {
         llvm::Value* v = convert(b_, emit(x, reduced_index(axes.reduced, axes.keepdim, idx, unflatten(flat, axes.extents))),
                                  dtype(x), rt);
-        auto sums = reassociable_sums();
         b_.CreateStore(reduce_step(b_, n.op, b_.CreateLoad(t, acc), v, rt), acc);
       }, step);
       return b_.CreateLoad(t, acc);
@@ -276,7 +276,8 @@ llvm::Value* KernelEmitter::emit_matmul(const ir::Node& n, const Index& idx) {
       if (col) bi.push_back(is_one(bs.back()) ? b_.getInt64(0) : col);
       llvm::Value* av = convert(b_, emit(a, ai), dtype(a), rt);
       llvm::Value* bw = convert(b_, emit(bv, bi), dtype(bv), rt);
-      auto sums = reassociable_sums();
+      // Reassociated (vectorised) on the CPU; a warp lane's terms in order, as on the GPU.
+      auto sums = step == 1 ? reassociable_sums() : nullptr;
       llvm::Value* prod = emit_binary(b_, ir::OpKind::Mul, av, bw, rt);
       b_.CreateStore(emit_binary(b_, ir::OpKind::Add, b_.CreateLoad(t, acc), prod, rt), acc);
     };
@@ -303,7 +304,8 @@ KernelEmitter::Partials KernelEmitter::warp_combine(
   // stores its total, and after a barrier every thread combines the warps' totals by the same
   // butterfly (offsets warps/2 .. 1), taking warp 0's result: the same value in every thread.
   const int64_t lanes = plan_.lanes, width = std::min<int64_t>(lanes, 32), warps = lanes / width;
-  AOT_CHECK(plan_.warp() && lanes % width == 0, "a warp reduction in a kernel without a warp plan");
+  // A warp (full-mask shuffles) or the launch's block of 256 (cuda::kBlock: barriers within it).
+  AOT_CHECK(plan_.warp() && (lanes == 32 || lanes == 256), "a warp reduction in a kernel without a warp or block plan");
   auto butterfly = [&](std::vector<Partials> v, int64_t from) {
     for (int64_t off = from; off >= 1; off /= 2) {
       std::vector<Partials> next(v.size());

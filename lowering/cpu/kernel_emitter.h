@@ -210,8 +210,9 @@ class KernelEmitter {
   llvm::Value* emit_reduce(const ir::Node& n, const Index& idx);
   llvm::Value* emit_arg_reduce(const ir::Node& n, const Index& idx);
   llvm::Value* emit_matmul(const ir::Node& n, const Index& idx);
-  // The total over a warp of `sum_from(first, step)` (the f32 sum of the terms at first, first +
-  // step, ...), by lane_ and shuffles on the GPU, by every lane's partial in grid emulation.
+  // The total over a warp or block (CpuPlan::lanes) of `sum_from(first, step)` (the f32 sum of
+  // the terms at first, first + step, ...), by lane_ and shuffles (and shared memory for a
+  // block) on the GPU, by every lane's partial in grid emulation.
   llvm::Value* warp_total(const std::function<llvm::Value*(llvm::Value*, int64_t)>& sum_from);
   // The same for partials of several values (f32 or i32 each) that `combine` merges pairwise
   // (commutative and associative): warp_total is warp_combine of one f32 with fadd.

@@ -10,11 +10,12 @@
 //              task, emulation runs lane 0 only, so a shared-memory race or a misplaced barrier
 //              shows on a GPU only: tools/gpu/device_check.sh).
 // A thread's task is independent of every other's, except where a plan's lanes share a task:
-// the 32 lanes of a warp matmul or sum exchange partial sums by warp shuffles, and the 256
-// threads of a tiled GEMM's block stage tiles in shared memory between barriers. Grid emulation
-// has neither, so there a task's lane 0 does the whole task: a warp's every partial and the
-// same butterfly (emit_reductions.cpp), which gives the GPU's total; a block's threads phase by
-// phase (emit_tiled_gemm.cpp).
+// the 32 lanes of a warp matmul or reduction exchange partials by warp shuffles, the 256 of a
+// block reduction then meet in shared memory between barriers, and the 256 threads of a tiled
+// GEMM's block stage tiles in shared memory between barriers. Grid emulation has neither, so
+// there a task's lane 0 does the whole task: every lane's partial and the same butterflies
+// (emit_reductions.cpp; the same order of operations as the GPU, which may still fuse a
+// matmul's multiply-adds), a tiled block's threads phase by phase (emit_tiled_gemm.cpp).
 // Test: lowering_tests Cuda.* (emulated kernels against the reference interpreter; PTX through ptxas).
 #include <chrono>
 #include <functional>
@@ -108,8 +109,8 @@ void countdown(llvm::IRBuilder<>& b, llvm::Value* count, const std::function<voi
 }
 
 // Grid emulation: void @sym(void* const* buffers, const int64_t* symbols, ctx), the CPU ABI,
-// running every block and thread of the launch; of a warp plan's warps, lane 0 only (emulated,
-// each lane computes every lane's partial: the others would repeat lane 0's work and store).
+// running every block and thread of the launch; of a warp, block or tiled plan's tasks, lane 0
+// only (emulated, it computes every lane's part: the others would repeat its work and store).
 void emulated_entry(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k, const cpu::KernelBody& body,
                     llvm::Function* grid, int64_t lanes) {
   llvm::IRBuilder<> b(m.getContext());

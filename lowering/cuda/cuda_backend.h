@@ -1,7 +1,8 @@
 // Private to lowering/: the CUDA backend (DESIGN §4). The kernels are the CPU backend's bodies
 // (cpu::emit_kernel_body: one emitter) under a GPU mapping of their tasks:
 //   plan.cpp     cuda-plan: matmuls and convs as tiled GEMMs (a thread block per tile), warp
-//                matmuls and reductions (a warp per output), every other kernel as independent
+//                matmuls and reductions (a warp per output; a block for few long reductions),
+//                every other kernel as independent
 //                tasks, one per output element where the loop nest has an innermost dim
 //                (CpuPlan::row_chunk 1), else the emitter's tasks
 //   codegen.cpp  per kernel a grid function (closure, tasks, block, block_dim, thread) that runs
@@ -60,7 +61,8 @@ ir::Graph cuda_weight_layout(ir::Graph g);
 std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s, const Options& options);
 
 // The kernels of `s` as LLVM bitcode for NVPTX, or, with options.cuda_grid_emulation, as an ELF
-// object for the host CPU. `threads` gets each kernel's task count (one thread per task).
+// object for the host CPU. `threads` gets each kernel's thread count (its tasks × its plan's
+// lanes).
 ir::Bytes codegen_cuda(const Schedule& s, const std::vector<cpu::CpuPlan>& plans, const Options& options,
                        std::vector<ir::SymExpr>& threads, std::vector<PassTiming>* phases = nullptr);
 

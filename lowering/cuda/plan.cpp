@@ -3,7 +3,7 @@
 // CPU caches and vectors). Matmul and conv kernels with at least 16 rows and columns are tiled
 // GEMMs (CpuPlan::tiled: a thread block per 64×64 tile, emit_tiled_gemm.cpp); kernels whose
 // reductions are warp matmuls or warp reductions (sums, maxima, minima; cuda_backend.h) take a
-// warp per task (CpuPlan::lanes); every other kernel is the emitter's generic loop, cut into one task per
+// warp per task, or a block for few long reductions (CpuPlan::lanes); every other kernel is the emitter's generic loop, cut into one task per
 // output element where it has an innermost dim, so that a launch has a thread per element and
 // neighbouring threads touch neighbouring addresses. Reductions keep one task per output (its
 // reduction loop inside), those that keep the innermost axis too (CpuPlan::column_chunk 0).
