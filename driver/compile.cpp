@@ -344,8 +344,16 @@ void check_cuda_toolkit_for(const shape_profiles::ProfileSet& spec, const loweri
     size_t i = 0;
     while (i < spec.targets.size() && spec.targets[i] != "cuda") ++i;
     SourceLoc at = i < spec.target_locs.size() ? spec.target_locs[i] : e.loc();
-    if (std::string(e.what()).find("cuda_math") != std::string::npos && spec.cuda_math_loc.known())
-      at = spec.cuda_math_loc;
+    if (lo.cuda_math != lowering::Options::CudaMath::f32 && spec.cuda_math_loc.known()) {
+      // The archs would do with f32 math: it is the tensor-core math they cannot.
+      lowering::Options f32 = lo;
+      f32.cuda_math = lowering::Options::CudaMath::f32;
+      try {
+        lowering::check_cuda_toolkit(f32);
+        at = spec.cuda_math_loc;
+      } catch (const UserError&) {
+      }
+    }
     throw UserError(e.what(), at, e.hint(), e.notes());
   }
 }
@@ -373,10 +381,11 @@ lowering::Options cuda_options(const shape_profiles::ProfileSet& spec, const Com
   if (options.cuda_warp_reduce_min > 0) lo.cuda_warp_reduce_min = options.cuda_warp_reduce_min;
   lo.cuda_math = lowering::cuda_math_named(spec.cuda_math).value_or(lowering::Options::CudaMath::f32);
   if (has_target(spec, "cuda")) check_cuda_toolkit_for(spec, lo);
-  else if (!options.cuda_archs.empty() || options.cuda_warp_reduce_min > 0)
-    user_error(std::string(options.cuda_archs.empty() ? "--cuda-warp-reduce-min" : "--cuda-arch") +
-                   " is given, but the spec's targets have no cuda", spec.target_locs.empty() ? SourceLoc{} : spec.target_locs[0],
-               "add cuda to the spec's targets (`targets: [cpu, cuda]`), or drop --cuda-arch");
+  else if (!options.cuda_archs.empty() || options.cuda_warp_reduce_min > 0) {
+    const std::string flag = options.cuda_archs.empty() ? "--cuda-warp-reduce-min" : "--cuda-arch";
+    user_error(flag + " is given, but the spec's targets have no cuda", spec.target_locs.empty() ? SourceLoc{} : spec.target_locs[0],
+               "add cuda to the spec's targets (`targets: [cpu, cuda]`), or drop " + flag);
+  }
   return lo;
 }
 

@@ -97,6 +97,13 @@ llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
   ir::DType rt = dtype(n.results[0]);
   const ReducedAxes axes = reduced_axes(n, dims(x));
   llvm::Type* t = compute_type(ctx_, rt);
+  // A warp (or block) lane's positions (CpuPlan::lanes): the reduced positions flattened, those
+  // at first, first + step, ... in order.
+  auto lane_positions = [&](llvm::Value* first, int64_t step, const std::function<void(const Index&)>& at) {
+    ir::SymExpr count = 1;
+    for (const ir::SymExpr& e : axes.extents) count = count * e;
+    range_loop(first, size(count), [&](llvm::Value* flat) { at(unflatten(flat, axes.extents)); }, step);
+  };
   if (n.op != ir::OpKind::ReduceSum && t->isFloatingPointTy()) {
     // A float max or min is NaN where any element is, else the extreme of the others: an integer
     // max (min) of order-preserving keys and an "any NaN" flag, two reductions LLVM vectorises.
@@ -125,15 +132,11 @@ llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
     };
     Partials best;
     if (plan_.warp()) {
-      // The GPU's warp reductions (f32 only): lane l takes the flattened positions at l mod
-      // lanes; the lanes' keys meet by max (min) and their NaN flags (as i32) by or.
-      ir::SymExpr count = 1;
-      for (const ir::SymExpr& e : axes.extents) count = count * e;
+      // The GPU's warp reductions (f32 only): the lanes' keys meet by max (min) and their NaN
+      // flags (as i32) by or.
       best = warp_combine(
           [&](llvm::Value* first, int64_t step) {
-            Partials p = keys_of([&](const std::function<void(const Index&)>& at) {
-              range_loop(first, size(count), [&](llvm::Value* flat) { at(unflatten(flat, axes.extents)); }, step);
-            });
+            Partials p = keys_of([&](const std::function<void(const Index&)>& at) { lane_positions(first, step, at); });
             return Partials{p[0], b_.CreateZExt(p[1], b_.getInt32Ty())};
           },
           [&](const Partials& a, const Partials& b) {
@@ -147,18 +150,14 @@ llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
     return b_.CreateSelect(best[1], llvm::ConstantFP::getNaN(t), extreme);
   }
   if (plan_.warp() && n.op == ir::OpKind::ReduceSum) {
-    // The GPU's warp (or block) reductions of f32 sums (CpuPlan::lanes): the reduced positions
-    // flattened, lane l summing those at l mod lanes in order (not reassociated: the GPU adds
-    // them one by one, and so does the emulation then).
-    ir::SymExpr count = 1;
-    for (const ir::SymExpr& e : axes.extents) count = count * e;
+    // The GPU's warp (or block) reductions of f32 sums: each lane's positions summed in order
+    // (not reassociated: the GPU adds them one by one, and so does the emulation then).
     return warp_total([&](llvm::Value* first, int64_t step) {
       llvm::Value* acc = accumulator(t, reduce_identity(b_, n.op, rt));
-      range_loop(first, size(count), [&](llvm::Value* flat) {
-        llvm::Value* v = convert(b_, emit(x, reduced_index(axes.reduced, axes.keepdim, idx, unflatten(flat, axes.extents))),
-                                 dtype(x), rt);
+      lane_positions(first, step, [&](const Index& r) {
+        llvm::Value* v = convert(b_, emit(x, reduced_index(axes.reduced, axes.keepdim, idx, r)), dtype(x), rt);
         b_.CreateStore(reduce_step(b_, n.op, b_.CreateLoad(t, acc), v, rt), acc);
-      }, step);
+      });
       return b_.CreateLoad(t, acc);
     });
   }

@@ -48,7 +48,7 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
   const GemmPlan& gp = plan.gemm;
   const int64_t threads = plan.threads(), cols = plan.bn / plan.tn, outputs = plan.outputs();
   // Tensor cores: mma.sync.m16n8k8 on TF32, m16n8k16 on f16 or bf16 (mk of K per mma).
-  const bool mma = plan.math != GemmMath::f32, tf32 = plan.math == GemmMath::tf32;
+  const bool mma = plan.math != Options::CudaMath::f32, tf32 = plan.math == Options::CudaMath::tf32;
   const int64_t mk = plan.mma_k();
   AOT_CHECK(threads == plan_.lanes, "a tiled GEMM's block is its plan's lanes");
   AOT_CHECK(plan.bm % plan.tm == 0 && plan.bn % plan.tn == 0 && plan.bm * plan.bk % threads == 0 &&
@@ -132,8 +132,8 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
   //         (cvt.rn.f16.f32, cvt.rn.bf16.f32), emulated the CPU kernels' f16/bf16 stores
   //         (storage.cpp: IEEE round to nearest even, bit for bit).
   auto round_operand = [&](llvm::Value* v) -> llvm::Value* {
-    if (plan.math == GemmMath::f16 || plan.math == GemmMath::bf16) {
-      const ir::DType half = plan.math == GemmMath::f16 ? ir::DType::f16 : ir::DType::bf16;
+    if (plan.math == Options::CudaMath::f16 || plan.math == Options::CudaMath::bf16) {
+      const ir::DType half = plan.math == Options::CudaMath::f16 ? ir::DType::f16 : ir::DType::bf16;
       if (!target_.nvptx) return round_to_storage_precision(b_, v, half);
       if (half == ir::DType::f16) return b_.CreateFPExt(b_.CreateFPTrunc(v, b_.getHalfTy()), f32);
       llvm::Value* bits = b_.CreateIntrinsic(llvm::Intrinsic::nvvm_f2bf16_rn, {}, {v});
@@ -202,7 +202,7 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
   auto mma_sync = [&](bool barrier) {
     if (target_.nvptx) {
       const llvm::Intrinsic::ID id = tf32 ? llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32
-                                     : plan.math == GemmMath::f16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
+                                     : plan.math == Options::CudaMath::f16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
                                                                   : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
       llvm::Function* fn = llvm::Intrinsic::getDeclaration(&module_, id);
       phase(barrier, [&](llvm::Value* tid) {
@@ -214,7 +214,7 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
         auto reg = [&](int64_t first_slot, int64_t j) -> llvm::Value* {
           if (tf32) return bits(first_slot + j);
           const int64_t lo = first_slot + 2 * j, hi = lo + 1;
-          if (plan.math == GemmMath::bf16)
+          if (plan.math == Options::CudaMath::bf16)
             return b_.CreateOr(b_.CreateLShr(bits(lo), 16), b_.CreateAnd(bits(hi), b_.getInt32(static_cast<int32_t>(0xffff0000u))));
           auto half_bits = [&](int64_t slot) {
             return b_.CreateZExt(b_.CreateBitCast(b_.CreateFPTrunc(value(slot), b_.getHalfTy()), b_.getInt16Ty()), b_.getInt32Ty());

@@ -558,7 +558,7 @@ std::string describe(const std::vector<CpuPlan>& plans) {
       out += std::string(" | tiled ") + (p.is_conv ? "conv" : "matmul") + " batches " + p.batches.str() + " m " +
              p.m.str() + " n " + p.n.str() + " k " + p.k.str() + " | tile " + std::to_string(t->bm) + "x" +
              std::to_string(t->bn) + "x" + std::to_string(t->bk) +
-             (t->math != GemmMath::f32 ? std::string(t->math == GemmMath::tf32 ? " tf32" : t->math == GemmMath::f16 ? " f16" : " bf16") +
+             (t->math != Options::CudaMath::f32 ? std::string(" ") + cuda_math_name(t->math) +
                                              " mma m16n8k" + std::to_string(t->mma_k()) + " per warp " + std::to_string(t->wm) +
                                              "x" + std::to_string(t->wn)
                                         : " per thread " + std::to_string(t->tm) + "x" + std::to_string(t->tn)) +

@@ -104,20 +104,19 @@ struct GemmPlan {
 //   math f32:  each thread adds a tm × tn block of outputs with FMAs;
 //   math tf32, f16, bf16: each warp adds a wm × wn block with tensor-core mma.sync (m16n8k8
 //              for TF32, m16n8k16 for f16 and bf16; operands rounded to that type when staged,
-//              f32 sums), the warps in rows of bn / wn (Options::cuda_math).
+//              f32 sums), the warps in rows of bn / wn (Options::cuda_math is the math).
 // `a_m_fastest` / `b_k_fastest`: which dim consecutive threads walk when loading an operand
 // (its unit-stride dim, so that the loads coalesce).
-enum class GemmMath { f32, tf32, f16, bf16 };
 struct TiledGemmPlan {
   GemmPlan gemm;  // gemm_operands: operands and sizes (no CPU blocking)
-  GemmMath math = GemmMath::f32;
+  Options::CudaMath math = Options::CudaMath::f32;
   int64_t bm = 64, bn = 64, bk = 8, tm = 4, tn = 4, pad = 4;
   int64_t wm = 32, wn = 16;  // tensor cores: a warp's outputs
   bool a_m_fastest = false, b_k_fastest = false;
-  int64_t mma_k() const { return math == GemmMath::tf32 ? 8 : 16; }  // K of one mma (tensor cores)
-  int64_t threads() const { return math == GemmMath::f32 ? (bm / tm) * (bn / tn) : (bm / wm) * (bn / wn) * 32; }
+  int64_t mma_k() const { return math == Options::CudaMath::tf32 ? 8 : 16; }  // K of one mma (tensor cores)
+  int64_t threads() const { return math == Options::CudaMath::f32 ? (bm / tm) * (bn / tn) : (bm / wm) * (bn / wn) * 32; }
   // Accumulators per thread: tm × tn, or the warp's wm × wn over its 32 lanes.
-  int64_t outputs() const { return math == GemmMath::f32 ? tm * tn : wm * wn / 32; }
+  int64_t outputs() const { return math == Options::CudaMath::f32 ? tm * tn : wm * wn / 32; }
   // Shared memory: As and Bs during the K loop, then the C tile (bm rows of bn + pad).
   int64_t shared_floats() const { return std::max(bk * (bm + bn + 2 * pad), bm * (bn + pad)); }
   ir::SymExpr m_tiles() const { return floordiv(gemm.m + (bm - 1), bm); }

@@ -26,28 +26,32 @@ bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& m
          planned_size(a[a.size() - 2], max) < kTiledMinSize || planned_size(out.back(), max) < kTiledMinSize;
 }
 
-// An f32 reduce_sum, reduce_max or reduce_min over at least `min_positions` positions (static;
-// Options::cuda_warp_reduce_min) into at most 2^17 outputs: a layer norm's row sums, a softmax's
-// row max and sum over a long row, a mean pool over a long axis.
-bool warp_reduction(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max, int64_t min_positions) {
+// The positions each output of an f32 reduce_sum, reduce_max or reduce_min reduces (the ratio
+// of the static element counts), or none (another op, dtype, or a symbolic count).
+std::optional<int64_t> reduced_positions(const ir::Graph& g, const ir::Node& n) {
   if ((n.op != ir::OpKind::ReduceSum && n.op != ir::OpKind::ReduceMax && n.op != ir::OpKind::ReduceMin) ||
       n.results.size() != 1 || g.type(n.results[0]).dtype != ir::DType::f32 || g.type(n.operands[0]).dtype != ir::DType::f32)
-    return false;
-  const ir::TensorType& in = g.type(n.operands[0]);
-  const ir::TensorType& out = g.type(n.results[0]);
-  std::optional<int64_t> in_count = in.numel().as_constant(), out_count = out.numel().as_constant();
-  // Reduced positions per output: the ratio of the static element counts.
-  if (!in_count || !out_count || *out_count == 0) return false;
-  return *in_count / *out_count >= min_positions && planned_size(out.numel(), max) <= (int64_t{1} << 17);
-}
-
-// A warp reduction with so many positions and so few outputs that a warp per output leaves the
-// GPU idle (x.sum() over a whole tensor): a thread block per output, the warps' totals meeting
-// in shared memory.
-bool block_reduction(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max) {
+    return std::nullopt;
   std::optional<int64_t> in_count = g.type(n.operands[0]).numel().as_constant(),
                          out_count = g.type(n.results[0]).numel().as_constant();
-  return in_count && out_count && *out_count > 0 && *in_count / *out_count >= kBlockReduceMinPositions &&
+  if (!in_count || !out_count || *out_count == 0) return std::nullopt;
+  return *in_count / *out_count;
+}
+
+// Such a reduction over at least `min_positions` positions (Options::cuda_warp_reduce_min) into
+// at most 2^17 outputs: a layer norm's row sums, a softmax's row max and sum over a long row, a
+// mean pool over a long axis.
+bool warp_reduction(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max, int64_t min_positions) {
+  std::optional<int64_t> positions = reduced_positions(g, n);
+  return positions && *positions >= min_positions && planned_size(g.type(n.results[0]).numel(), max) <= (int64_t{1} << 17);
+}
+
+// One with so many positions and so few outputs that a warp per output leaves the GPU idle
+// (x.sum() over a whole tensor): a thread block per output, the warps' totals meeting in shared
+// memory.
+bool block_reduction(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max) {
+  std::optional<int64_t> positions = reduced_positions(g, n);
+  return positions && *positions >= kBlockReduceMinPositions &&
          planned_size(g.type(n.results[0]).numel(), max) <= kBlockReduceMaxOutputs;
 }
 
@@ -62,7 +66,7 @@ int64_t kernel_lanes(const ir::Graph& g, const ScheduledKernel& k, const ir::Sym
     if (c == ir::OpCategory::Matmul || c == ir::OpCategory::Reduce) {
       const bool reduction = warp_reduction(g, n, max, min_positions);
       if (!warp_matmul(g, n, max) && !reduction) return 1;
-      block = block && reduction && block_reduction(g, n, max);
+      block = block && block_reduction(g, n, max);
       any = true;
     } else if (c == ir::OpCategory::Scan || c == ir::OpCategory::Conv ||
                c == ir::OpCategory::Pool || c == ir::OpCategory::Sort) {
@@ -85,9 +89,7 @@ std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, Options
     // (4 TF32 or 2 f16/bf16 mma slices between barriers); rows padded so that a warp's
     // fragment loads (As[k][m]: k in_group·t_step + j, m group + j') fall in 32 distinct banks:
     // 8 floats for TF32 (in_group·72 + group), 4 for f16/bf16 (2·in_group·68 + group).
-    p.math = math == Options::CudaMath::tf32 ? cpu::GemmMath::tf32
-             : math == Options::CudaMath::f16 ? cpu::GemmMath::f16
-                                              : cpu::GemmMath::bf16;
+    p.math = math;
     p.bk = 32;
     p.pad = math == Options::CudaMath::tf32 ? 8 : 4;
     p.wm = 32;

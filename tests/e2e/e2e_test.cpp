@@ -958,8 +958,7 @@ TEST(Cuda, TensorCoreBundlesRunWithinTheirMathsTolerance) {
                         << "  gpt2: {call: gpt2, inputs: {idx: {dtype: int64, shape: [batch, 16]}}}\n"
                         << "dims: {batch: [4]}\ntargets: [cuda]\noptions: {cuda_math: " << math.name << "}\n";
     const fs::path out = temp_dir() / (math.name + "_models.aot"), emulation = temp_dir() / (math.name + "_models_emulation.so");
-    auto r = run_command(quote(AOTRACE_CLI) + " compile -q --no-cache " + quote(spec.string()) + " -o " + quote(out.string()) +
-                         " --cuda-emulation-library " + quote(emulation.string()));
+    auto r = compile_with_emulation(spec, out, emulation);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     expect_contains(r.output, "kernels for CUDA sm_80, sm_90 (PTX sm_80) with " + math.name + " tensor cores");
     std::ifstream ptx_file(out / "cuda" / "sm_80.ptx");

@@ -81,23 +81,22 @@ done
 # Shared-memory races and barrier misuse in the tiled GEMMs (grid emulation runs a block's threads
 # in phases and cannot see either): compute-sanitizer's racecheck and synccheck on one small
 # matmul per math, launched one by one.
+sanitize() {  # BUNDLE ENTRY --input ...: racecheck and synccheck, launches one by one
+  local bundle=$1 entry=$2
+  shift 2
+  for tool in racecheck synccheck; do
+    echo "== compute-sanitizer $tool $(basename "$bundle") $entry"
+    AOTRACE_CUDA_GRAPHS=0 timeout 180 compute-sanitizer --tool $tool "$run" "$bundle" --entry "$entry" "$@" --device cuda \
+      --output-dir /tmp/gpu_sanitized 2>&1 | tail -3 | tee -a "$out/sanitizer.txt"
+  done
+}
 if command -v compute-sanitizer >/dev/null; then
   for gemm in "$carry"/gemm.aot "$carry"/gemm_tf32.aot "$carry"/gemm_bf16.aot; do
-    [ -d "$gemm" ] || continue
-    for tool in racecheck synccheck; do
-      echo "== compute-sanitizer $tool $(basename "$gemm") proj_b1"
-      AOTRACE_CUDA_GRAPHS=0 timeout 180 compute-sanitizer --tool $tool "$run" "$gemm" --entry proj_b1 \
-        --input "a=$inputs/proj_b1_a.npy" --input "b=$inputs/proj_b1_b.npy" --device cuda --output-dir /tmp/gpu_gemm 2>&1 |
-        tail -3 | tee -a "$out/sanitizer.txt"
-    done
+    [ -d "$gemm" ] && sanitize "$gemm" proj_b1 --input "a=$inputs/proj_b1_a.npy" --input "b=$inputs/proj_b1_b.npy"
   done
   if [ -d "$carry/reductions.aot" ]; then  # block reductions: warps' totals through shared memory
     python3 -c "import numpy as np; np.save('$inputs/red_x.npy', np.random.default_rng(2).standard_normal((256, 1024)).astype(np.float32))"
-    for tool in racecheck synccheck; do
-      echo "== compute-sanitizer $tool reductions.aot total"
-      AOTRACE_CUDA_GRAPHS=0 timeout 180 compute-sanitizer --tool $tool "$run" "$carry/reductions.aot" --entry total \
-        --input "x=$inputs/red_x.npy" --device cuda --output-dir /tmp/gpu_red 2>&1 | tail -3 | tee -a "$out/sanitizer.txt"
-    done
+    sanitize "$carry/reductions.aot" total --input "x=$inputs/red_x.npy"
   fi
 fi
 exit $status
