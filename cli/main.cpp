@@ -32,6 +32,10 @@ int main(int argc, char** argv) {
                 "(default 256)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
       ->group("");  // hidden (driver/compile.h)
+  c->add_option("--cuda-vector-elements", compile.cuda_vector_elements,
+                "measuring on a GPU: innermost elements per thread of elementwise kernels, 1, 2 or 4 (default 4)")
+      ->check(CLI::IsMember({int64_t{1}, int64_t{2}, int64_t{4}}))
+      ->group("");  // hidden (driver/compile.h)
   c->add_option("--depfile", compile.depfile,
                 "also write a Make/Ninja depfile: OUT/bundle.fb and every file the compile read "
                 "(the spec, the script, its own imported modules, the files it opened)");

@@ -91,6 +91,9 @@ struct CompileOptions {
   // Measuring on a GPU (hidden --cuda-warp-reduce-min N): lowering::Options::cuda_warp_reduce_min
   // (0: its default). Needs the cuda target.
   int64_t cuda_warp_reduce_min = 0;
+  // Measuring on a GPU (hidden --cuda-vector-elements N): lowering::Options::cuda_vector_elements
+  // (0: its default). Needs the cuda target.
+  int64_t cuda_vector_elements = 0;
 };
 // Compiles `yaml` into a bundle (options.output, default ./<name>.aot); prints progress and the
 // summary on stderr. `options.dump` holds pass names of lowering::pass_names() (or "all"),

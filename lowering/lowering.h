@@ -72,6 +72,10 @@ struct Options {
   // A warp per output for f32 sums, maxima and minima over at least this many positions
   // (lowering/cuda/plan.cpp; hidden `compile --cuda-warp-reduce-min N` for measuring on a GPU).
   int64_t cuda_warp_reduce_min = 256;
+  // Innermost elements per thread of an elementwise GPU kernel whose innermost extent they divide,
+  // read and written as one vector (lowering/cuda/plan.cpp): 4 (16 bytes of f32), or 1 or 2
+  // (hidden `compile --cuda-vector-elements N` for measuring on a GPU).
+  int64_t cuda_vector_elements = 4;
   // Passes whose result is printed to stderr (`compile --dump`): names of pass_names(), or
   // "all". The environment variable AOTRACE_DUMP (after-<pass>,... or all) adds to it.
   std::vector<std::string> dump;

@@ -20,7 +20,9 @@
 #include "lowering/cpu/kernel_emitter.h"
 
 #include <algorithm>
+#include <set>
 
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/MDBuilder.h>
 
@@ -84,9 +86,24 @@ void KernelEmitter::emit() {
 
 KernelBody KernelEmitter::emit_body() {
   b_.SetInsertPoint(entry_);
+  std::set<int> generator_args;
+  for (int i : k_.nodes)
+    if (const ir::Node& n = g_.nodes[static_cast<size_t>(i)]; n.op == ir::OpKind::Random)
+      if (auto it = read_arg_.find(n.operands[0]); it != read_arg_.end()) generator_args.insert(it->second);
   for (size_t a = 0; a < k_.buffers.size(); ++a) {
     llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), fn_->getArg(0), a);
-    buffers_.push_back(b_.CreateAlignedLoad(b_.getPtrTy(), slot, llvm::Align(8)));
+    // On the GPU every buffer is in global memory (ld.global / st.global rather than generic
+    // accesses; a CUDA device pointer is its global address) and starts at a multiple of 16
+    // bytes (cuda_run.cpp: arena and weights at 64, the runtime's allocations at 256; entry.cpp
+    // refuses a caller's device pointer that is not), so the vectoriser may join a thread's
+    // neighbouring accesses (CpuPlan::row_chunk). Except the generator state (a Random's
+    // operand, at any 8-byte word of the runtime's block): 8.
+    llvm::LoadInst* buffer = b_.CreateAlignedLoad(
+        target_.nvptx ? llvm::PointerType::get(ctx_, kGpuGlobalSpace) : b_.getPtrTy(), slot, llvm::Align(8));
+    if (target_.nvptx && generator_args.count(static_cast<int>(a)) == 0)
+      buffer->setMetadata(llvm::LLVMContext::MD_align,
+                          llvm::MDNode::get(ctx_, {llvm::ConstantAsMetadata::get(b_.getInt64(kGpuBufferAlign))}));
+    buffers_.push_back(buffer);
   }
   alias_scopes();
   memo_.emplace_back();
@@ -121,6 +138,9 @@ llvm::Value* KernelEmitter::size(const ir::SymExpr& e) {
   sizes_[key] = v;
   return v;
 }
+
+// Chunks of at most this many elements, whole, are emitted unrolled.
+constexpr int64_t kUnrolledChunk = 4;
 
 // The body's loops over its tasks [begin, end):
 //   - a depthwise conv kernel (emit_depthwise.cpp): one task per block of channels × rows;
@@ -167,7 +187,9 @@ ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end) 
   }
   for (const ir::SymExpr& e : extents)
     if (is_zero(e)) return 0;
-  size_t split = extents.size() <= 1 ? extents.size() : extents.size() - 1;
+  // The innermost dim is a loop of its own (every dim but it makes the tasks), except for a
+  // rank-1 root without chunks (a task per element) and a scalar.
+  size_t split = extents.size() == 1 && plan_.row_chunk == 0 ? 1 : extents.empty() ? 0 : extents.size() - 1;
   ir::Shape outer(extents.begin(), extents.begin() + static_cast<std::ptrdiff_t>(split));
   ir::Shape inner(extents.begin() + static_cast<std::ptrdiff_t>(split), extents.end());
   ir::SymExpr tasks = 1;
@@ -179,16 +201,32 @@ ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end) 
   if (const int64_t chunk = plan_.row_chunk; chunk > 0) {
     AOT_CHECK(!inner.empty(), "a kernel's rows are chunked but it has no innermost loop");
     ir::SymExpr chunks = floordiv(inner[0] + (chunk - 1), chunk);
+    // Whole chunks (a static extent that the chunk divides): a loop of a constant trip count.
+    const std::optional<int64_t> whole = inner[0].as_constant();
+    const bool exact = whole && *whole % chunk == 0;
     range_loop(begin, end, [&](llvm::Value* t) {
       Index head = unflatten(b_.CreateUDiv(t, size(chunks)), outer);
       llvm::Value* lo = b_.CreateMul(b_.CreateURem(t, size(chunks)), i64(chunk));
-      llvm::Value* hi = b_.CreateAdd(lo, i64(chunk));
-      hi = b_.CreateSelect(b_.CreateICmpSLT(hi, size(inner[0])), hi, size(inner[0]));
-      range_loop(lo, hi, [&](llvm::Value* j) {
+      auto element = [&](llvm::Value* j) {
         Index idx = head;
         idx.push_back(j);
         store(k_.root, 0, idx, emit(k_.root, idx));
-      });
+      };
+      if (exact && chunk > 1 && chunk <= kUnrolledChunk) {
+        // The GPU's few elements per thread, straight-line: their loads and stores side by
+        // side for the vectoriser (a loop with a large body would stay rolled). Not a chunk of
+        // one, which stays a loop of one: straight-line, resnet18's 2x2 direct convs made LLVM
+        // 16's NVPTX backend fail ("Cannot select: i1 = mul", llvm-project issue 57404).
+        for (int64_t j = 0; j < chunk; ++j) {
+          memo_.emplace_back();
+          element(b_.CreateAdd(lo, i64(j), "", true, true));
+          memo_.pop_back();
+        }
+        return;
+      }
+      llvm::Value* hi = b_.CreateAdd(lo, i64(chunk), "", true, true);
+      if (!exact) hi = b_.CreateSelect(b_.CreateICmpSLT(hi, size(inner[0])), hi, size(inner[0]));
+      range_loop(lo, hi, element);
     });
     return tasks * chunks;
   }
@@ -375,11 +413,26 @@ llvm::Value* KernelEmitter::address(ir::ValueId v, int arg, const Index& idx) {
   const ir::Shape& shape = dims(v);
   llvm::Value* offset = b_.getInt64(0);
   ir::SymExpr stride = 1;
+  // An innermost index x + c with x >= 0 and c >= 0 (a GPU thread's element c of its chunk:
+  // emit_loop_body) is addressed as (the offset with x) + c, so that the thread's addresses
+  // differ by constants the vectoriser sees however the optimiser rewrites the offset's other
+  // terms (both addresses in bounds: inbounds holds).
+  int64_t tail = 0;
   for (size_t d = shape.size(); d-- > 0;) {
-    if (!is_one(shape[d])) offset = b_.CreateAdd(offset, b_.CreateMul(idx[d], size(stride)));
+    llvm::Value* i = idx[d];
+    if (auto* add = llvm::dyn_cast<llvm::BinaryOperator>(i);
+        d + 1 == shape.size() && add != nullptr && add->getOpcode() == llvm::Instruction::Add && add->hasNoSignedWrap())
+      if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(add->getOperand(1));
+          c != nullptr && !c->isNegative() && llvm::isKnownNonNegative(add->getOperand(0), module_.getDataLayout())) {
+        tail = c->getSExtValue();
+        i = add->getOperand(0);
+      }
+    if (!is_one(shape[d])) offset = b_.CreateAdd(offset, b_.CreateMul(i, size(stride)));
     stride = stride * shape[d];
   }
-  return b_.CreateInBoundsGEP(storage_type(ctx_, dtype(v)), buffers_[static_cast<size_t>(arg)], offset);
+  llvm::Type* t = storage_type(ctx_, dtype(v));
+  llvm::Value* at = b_.CreateInBoundsGEP(t, buffers_[static_cast<size_t>(arg)], offset);
+  return tail == 0 ? at : b_.CreateConstInBoundsGEP1_64(t, at, static_cast<uint64_t>(tail));
 }
 
 // The output (argument 0) never shares memory with an argument the kernel reads: the memory
@@ -405,6 +458,11 @@ void KernelEmitter::mark_alias(llvm::Instruction* access, int arg) {
   const auto& [scope, noalias] = alias_md_[static_cast<size_t>(arg)];
   access->setMetadata(llvm::LLVMContext::MD_alias_scope, scope);
   if (noalias != nullptr) access->setMetadata(llvm::LLVMContext::MD_noalias, noalias);
+  // On the GPU, what a kernel reads and does not write is constant while it runs: the
+  // read-only data path (ld.global.nc).
+  if (target_.nvptx && llvm::isa<llvm::LoadInst>(access) && arg != 0 &&
+      k_.buffers[static_cast<size_t>(arg)] != k_.buffers[0])
+    access->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx_, {}));
 }
 
 llvm::Value* KernelEmitter::load(ir::ValueId v, int arg, const Index& idx) {

@@ -48,6 +48,11 @@ llvm::Value* highest_value(llvm::IRBuilder<>& b, ir::DType t);
 llvm::Value* emit_sym(llvm::IRBuilder<>& b, const ir::SymExpr& e,
                       const std::function<llvm::Value*(const std::string&)>& symbol);
 
+// The alignment of every buffer a GPU kernel reads or writes (the CUDA runtime's promise).
+constexpr int64_t kGpuBufferAlign = 16;
+// NVPTX's address space of global memory, where every buffer of a GPU kernel is.
+constexpr unsigned kGpuGlobalSpace = 1;
+
 // What code generation needs to know of the target machine.
 struct CpuTarget {
   int f32_lanes = 4;  // floats per vector register: 4 (SSE, NEON), 8 (AVX2), 16 (AVX-512)

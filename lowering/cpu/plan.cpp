@@ -552,7 +552,7 @@ std::string describe(const std::vector<CpuPlan>& plans) {
         out += " (mt " + std::to_string(w->mt) + ", rows of tiles " + std::to_string(w->block_rows) + ", kc " +
                std::to_string(w->kc) + ", ldb " + std::to_string(w->ldb) + ")";
     }
-    if (plan.row_chunk > 0) out += " | rows in chunks of " + std::to_string(plan.row_chunk);
+    if (plan.row_chunk > 0 && !plan.tiled) out += " | rows in chunks of " + std::to_string(plan.row_chunk);
     if (const std::optional<TiledGemmPlan>& t = plan.tiled) {
       const GemmPlan& p = t->gemm;
       out += std::string(" | tiled ") + (p.is_conv ? "conv" : "matmul") + " batches " + p.batches.str() + " m " +

@@ -5,14 +5,22 @@
 //   others    stored as computed.
 // The f16 conversions are branch-free integer code (selects), after F. Giesen's
 // "half_to_float" / "float_to_half_fast3_rtne": no libcalls (__extendhfsf2 is not in every
-// libc), identical on every target, and vectorisable.
+// libc), identical on every CPU, and vectorisable. A GPU kernel (an NVPTX module) converts in
+// hardware instead (cvt.f32.f16, cvt.rn.f16.f32: IEEE's exact widening and nearest-even
+// rounding, the same numbers; a NaN stays a NaN, its payload may differ).
 // Test: lowering_tests DTypes.* (f16/bf16 round trips, NaN, inf, subnormals, ties).
 #include "lowering/cpu/llvm_backend.h"
+
+#include <llvm/TargetParser/Triple.h>
 
 namespace aotrace::lowering::cpu {
 using ir::DType;
 
 static bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
+
+static bool on_gpu(llvm::IRBuilder<>& b) {
+  return llvm::Triple(b.GetInsertBlock()->getModule()->getTargetTriple()).isNVPTX();
+}
 
 static llvm::Value* f16_bits_to_f32(llvm::IRBuilder<>& b, llvm::Value* h16) {
   llvm::Value* h = b.CreateZExt(h16, b.getInt32Ty());
@@ -79,14 +87,16 @@ llvm::Type* storage_type(llvm::LLVMContext& ctx, DType t) {
 
 llvm::Value* from_storage(llvm::IRBuilder<>& b, llvm::Value* stored, DType t) {
   if (t == DType::b8) return b.CreateICmpNE(stored, b.getInt8(0));
-  if (t == DType::f16) return f16_bits_to_f32(b, stored);
+  if (t == DType::f16)
+    return on_gpu(b) ? b.CreateFPExt(b.CreateBitCast(stored, b.getHalfTy()), b.getFloatTy()) : f16_bits_to_f32(b, stored);
   if (t == DType::bf16) return bf16_bits_to_f32(b, stored);
   return stored;
 }
 
 llvm::Value* to_storage(llvm::IRBuilder<>& b, llvm::Value* x, DType t) {
   if (t == DType::b8) return b.CreateZExt(x, b.getInt8Ty());
-  if (t == DType::f16) return f32_to_f16_bits(b, x);
+  if (t == DType::f16)
+    return on_gpu(b) ? b.CreateBitCast(b.CreateFPTrunc(x, b.getHalfTy()), b.getInt16Ty()) : f32_to_f16_bits(b, x);
   if (t == DType::bf16) return f32_to_bf16_bits(b, x);
   return x;
 }

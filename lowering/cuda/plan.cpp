@@ -108,6 +108,25 @@ std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, Options
   return p;
 }
 
+// Elements of the innermost dim per thread for an elementwise kernel (no reduction, matmul, conv,
+// pool, scan or sort in it) whose innermost extent is static and a multiple of `vector` (> 1):
+// the thread's neighbouring loads and stores become one vector access each (ld.global.v4.f32:
+// NVPTX's load-store vectoriser, from the buffers' 16-byte alignment), and its index arithmetic
+// is shared by them. Else 1 (a thread per element) or 0 (a rank-0 or rank-1 root: by element).
+int64_t elements_per_thread(const ir::Graph& g, const ScheduledKernel& k, int64_t vector) {
+  const int64_t scalar = k.loop_extents.size() >= 2 ? 1 : 0;
+  if (k.loop_extents.empty()) return scalar;
+  std::optional<int64_t> inner = k.loop_extents.back().as_constant();
+  if (vector <= 1 || !inner || *inner % vector != 0) return scalar;
+  for (int i : k.nodes) {
+    const ir::OpCategory c = ir::op_info(g.nodes[static_cast<size_t>(i)].op).category;
+    if (c == ir::OpCategory::Matmul || c == ir::OpCategory::Reduce || c == ir::OpCategory::Scan ||
+        c == ir::OpCategory::Conv || c == ir::OpCategory::Pool || c == ir::OpCategory::Sort)
+      return scalar;
+  }
+  return vector;
+}
+
 std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s, const Options& options) {
   std::vector<cpu::CpuPlan> plans;
   const ir::SymBindings max = max_bindings(s.fused.graph);
@@ -116,9 +135,9 @@ std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s, const Options& op
     plan.symbol = k.symbol;
     const cpu::KernelGraph kg(s.fused.graph, k);
     plan.work = cpu::work_estimate(kg);
-    plan.row_chunk = k.loop_extents.size() >= 2 ? 1 : 0;
     plan.column_chunk = 0;
     plan.lanes = kernel_lanes(s.fused.graph, k, max, options.cuda_warp_reduce_min);
+    plan.row_chunk = plan.lanes == 1 ? elements_per_thread(s.fused.graph, k, options.cuda_vector_elements) : k.loop_extents.size() >= 2 ? 1 : 0;
     if (plan.lanes == 1) {
       plan.tiled = tiled_gemm(kg, options.cuda_math);
       if (plan.tiled) plan.lanes = plan.tiled->threads();

@@ -7,7 +7,8 @@
 #      on the GPU: aotrace_run BUNDLE --selftest --device cuda;
 #   2. latency: each bench bundle's entry at batch 1 and 32 on random inputs in GPU memory,
 #      --repeat timed calls (CUDA Graph replays), median reported;
-#   3. the GEMM kernels alone (gemm.aot, and gemm_tf32/f16/bf16.aot on tensor cores): the BERT
+#   3. elementwise bandwidth (bandwidth.aot: GB/s, vector and scalar accesses);
+#   4. the GEMM kernels alone (gemm.aot, and gemm_tf32/f16/bf16.aot on tensor cores): the BERT
 #      layer's matmul shapes, ms and TFLOP/s; compute-sanitizer racecheck and synccheck on them.
 # Usage: tools/gpu/device_check.sh [CARRY_DIR] [OUT_DIR]
 set -u
@@ -78,6 +79,27 @@ print(f"{gemm} {name} {a.shape}@{b.shape}: " + (f"{float(m.group(1)):.4g} ms, {f
 PY
   done
 done
+if [ -d "$carry/bandwidth.aot" ]; then
+  # Elementwise kernels' memory bandwidth (x·2 + y: 3 × 128 MiB moved; gelu(x): 2 × 128 MiB),
+  # four elements a thread as vectors (bandwidth.aot) and one (bandwidth_scalar.aot), against the
+  # H200's 4.8 TB/s.
+  python3 -c "import numpy as np; r = np.random.default_rng(3)
+for n in 'xy': np.save('$inputs/bw_' + n + '.npy', r.standard_normal((8192, 4096), dtype=np.float32))"
+  for b in bandwidth bandwidth_scalar; do
+    for e in axpy gelu; do
+      ins="--input x=$inputs/bw_x.npy"
+      [ $e = axpy ] && ins="$ins --input y=$inputs/bw_y.npy"
+      line=$(timeout 60 "$run" "$carry/$b.aot" --entry $e $ins --device cuda --repeat 50 --output-dir /tmp/gpu_bw 2>&1 | grep median) || status=1
+      python3 - "$b $e" "$line" "$([ $e = axpy ] && echo 3 || echo 2)" <<'PY' | tee -a "$out/bandwidth.txt"
+import re, sys
+name, line, tensors = sys.argv[1], sys.argv[2], int(sys.argv[3])
+m = re.search(r"median ([0-9.e+-]+) ms", line)
+gb = tensors * 8192 * 4096 * 4 / 1e9
+print(f"{name}: " + (f"{float(m.group(1)):.4g} ms, {gb / float(m.group(1)) * 1e3:.0f} GB/s of 4800" if m else "no timing: " + line))
+PY
+    done
+  done
+fi
 # Shared-memory races and barrier misuse in the tiled GEMMs (grid emulation runs a block's threads
 # in phases and cannot see either): compute-sanitizer's racecheck and synccheck on one small
 # matmul per math, launched one by one.

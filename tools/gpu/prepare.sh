@@ -9,7 +9,10 @@
 #   gpu_carry4  gemm_tf32.aot, gemm_f16.aot, gemm_bf16.aot: gemm.aot on tensor cores;
 #               bert_layer_warp64.aot: the BERT layer with --cuda-warp-reduce-min 64 (its softmax
 #               rows of 128 a warp each, against gpu_carry1's thread each); reductions.aot (a
-#               whole-tensor sum and min of 256 × 1024: block reductions; a row max: warps): 41 MiB
+#               whole-tensor sum and min of 256 × 1024: block reductions; a row max: warps);
+#               bandwidth.aot and bandwidth_scalar.aot (x·2 + y and gelu(x) on rows × 4096 f32: four
+#               elements a thread as 16-byte vectors, and one a thread, --cuda-vector-elements 1):
+#               42 MiB
 # Then, with the device tool:  run  bash tools/gpu/device_check.sh gpu_carry1 $OUT
 #   (carry: ["gpu_carry1"]), and the same for gpu_carry2, 3 and 4 within 30 s of each other (the
 #   machine stays warm).
@@ -79,6 +82,22 @@ printf 'version: 1\nname: reductions\nscript: reductions.py\ntargets: [cuda]\nen
   "  total: {call: total, inputs: {x: {dtype: float32, shape: [256, 1024]}}}" \
   "  row_max: {call: row_max, inputs: {x: {dtype: float32, shape: [256, 1024]}}}" > "$specs/reductions.yaml"
 build "$specs/reductions.yaml" gpu_carry4
+cat > "$specs/bandwidth.py" <<'PY'
+import torch
+
+
+def axpy(x, y):
+    return x * 2.0 + y
+
+
+def gelu(x):
+    return torch.nn.functional.gelu(x)
+PY
+printf 'version: 1\nname: bandwidth\nscript: bandwidth.py\ntargets: [cuda]\ndims:\n  rows: {min: 1, max: 8192}\nentries:\n%s\n%s\n' \
+  "  axpy: {call: axpy, inputs: {x: {dtype: float32, shape: [rows, 4096]}, y: {dtype: float32, shape: [rows, 4096]}}}" \
+  "  gelu: {call: gelu, inputs: {x: {dtype: float32, shape: [rows, 4096]}}}" > "$specs/bandwidth.yaml"
+build "$specs/bandwidth.yaml" gpu_carry4
+build "$specs/bandwidth.yaml" gpu_carry4 bandwidth_scalar --cuda-vector-elements 1
 build "$specs/bert_layer_tf32.yaml" gpu_carry3
 build "$specs/gpt2_block_tf32.yaml" gpu_carry3
 sed -e 's/^targets:.*//' "$root/examples/mlp/mlp.yaml" > "$specs/mlp.yaml"

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "lowering/cuda/cuda_backend.h"
@@ -121,7 +122,103 @@ TEST(Cuda, EmulatedElementwiseAndBroadcast) {
     EXPECT_EQ(call.block, 256);
     EXPECT_TRUE(call.threads.is_constant());
   }
-  EXPECT_EQ(v.plan.calls[0].threads.constant(), 3 * 300);
+  EXPECT_EQ(v.plan.calls[0].threads.constant(), 3 * 300 / 4) << "4 elements per thread (300 is a multiple of 4)";
+}
+
+// The PTX of kernel `symbol` (from its .entry to the next one).
+std::string kernel_ptx(const std::string& ptx, const std::string& symbol) {
+  const size_t from = ptx.find(".entry " + symbol + "(");
+  if (from == std::string::npos) return "";
+  const size_t to = ptx.find(".entry ", from + 1);
+  return ptx.substr(from, to == std::string::npos ? std::string::npos : to - from);
+}
+
+// Elementwise kernels whose innermost extent is static and a multiple of 4 take 4 neighbouring
+// elements per thread (CpuPlan::row_chunk 4): their loads and stores of them become one vector
+// access each (ld.global.nc.v4.f32: buffers 16-byte aligned, read-only data path; st.global.v4),
+// also for a rank-1 root and a symbolic outer dim; a strided read (a transpose) stays scalar
+// loads under vector stores; an innermost extent of 70 keeps a thread per element; f16 moves
+// 8 bytes a thread and converts in hardware; the generator state's two words are never joined
+// (the runtime puts it at any 8-byte word).
+TEST(Cuda, ElementwiseKernelsMoveFourElementsPerVectorAccess) {
+  ir::Graph g;
+  const SymExpr B = SymExpr::symbol("B");
+  g.symbols["B"] = {2, 9, 1};
+  ir::ValueId x = g.add_input("x", f32({6, 64}), "L['x']");
+  ir::ValueId y = g.add_input("y", f32({64}), "L['y']");
+  ir::ValueId z = g.add_input("z", f32({48, 6}), "L['z']");
+  ir::ValueId w = g.add_input("w", f32({5, 70}), "L['w']");
+  ir::ValueId v = g.add_input("v", f32({1000}), "L['v']");
+  ir::ValueId h = g.add_input("h", typed(DType::f16, {8, 32}), "L['h']");
+  ir::ValueId rng = g.add_input("rng", typed(DType::i64, {2}), "L['rng']");
+  ir::ValueId d = g.add_input("d", ir::TensorType{DType::f32, ir::Device{}, ir::Shape{B, 64}}, "L['d']");
+  ir::Attrs random = attrs({{"distribution", std::string("uniform")}, {"stream", int64_t{0}}});
+  random.set("shape", ir::Shape{8, 64});
+  random.set("dtype", DType::f32);
+  set_outputs(g, {g.add(OpKind::Tanh, {g.add(OpKind::Add, {g.add(OpKind::Mul, {x, y}), g.constant(0.5, DType::f32)})}),
+                  g.add(OpKind::Mul, {transpose(g, z), g.constant(2, DType::f32)}),
+                  g.add(OpKind::Add, {w, g.constant(1, DType::f32)}),
+                  g.add(OpKind::Mul, {v, g.constant(3, DType::f32)}),
+                  g.add(OpKind::Sigmoid, {h}),
+                  g.add(OpKind::Random, {rng}, random),
+                  g.add(OpKind::Relu, {d})});
+  const LoweredVariant gpu = lower_graph(g, "vec_", for_gpu());
+  std::map<std::string, std::string> by_threads;  // each launch's size → its kernel
+  for (const ir::KernelCall& call : gpu.plan.calls) by_threads[call.threads.str()] = call.symbol;
+  for (const char* threads : {"96", "72", "350", "250", "64", "128", (SymExpr(16) * B).str().c_str()})
+    EXPECT_EQ(by_threads.count(threads), 1u) << "no launch of " << threads << " threads";
+  const std::string ptx = link_cuda_kernels({gpu.object}, for_gpu()).ptx;
+  auto kernel = [&](const std::string& threads) { return kernel_ptx(ptx, by_threads[threads]); };
+  auto has = [](const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; };
+  // tanh(x·y + 0.5): x and y as vectors, the result as one.
+  EXPECT_TRUE(has(kernel("96"), "ld.global.nc.v4.f32")) << kernel("96");
+  EXPECT_TRUE(has(kernel("96"), "st.global.v4.f32")) << kernel("96");
+  EXPECT_FALSE(has(kernel("96"), "ld.global.nc.f32")) << kernel("96");
+  // zᵀ · 2: four strided loads, one vector store.
+  EXPECT_TRUE(has(kernel("72"), "ld.global.nc.f32"));
+  EXPECT_TRUE(has(kernel("72"), "st.global.v4.f32"));
+  // w + 1 (rows of 70): scalar.
+  EXPECT_TRUE(has(kernel("350"), "st.global.f32"));
+  EXPECT_FALSE(has(kernel("350"), "st.global.v"));
+  // v · 3 (rank 1), relu(d) (a symbolic batch of rows of 64), sigmoid of f16 (8 bytes a thread).
+  EXPECT_TRUE(has(kernel("250"), "ld.global.nc.v4.f32") && has(kernel("250"), "st.global.v4.f32"));
+  EXPECT_TRUE(has(kernel((SymExpr(16) * B).str()), "ld.global.nc.v4.f32"));
+  EXPECT_TRUE(has(kernel("64"), "ld.global.nc.v4.b16") && has(kernel("64"), "st.global.v4.b16")) << kernel("64");
+  EXPECT_TRUE(has(kernel("64"), "cvt.f32.f16") && has(kernel("64"), "cvt.rn.f16.f32")) << "f16 converted in hardware";
+  // The random numbers: stored as vectors, the (seed, offset) words read one by one.
+  EXPECT_TRUE(has(kernel("128"), "st.global.v4.f32"));
+  EXPECT_FALSE(has(kernel("128"), ".v2.u64") || has(kernel("128"), ".v2.b64")) << kernel("128");
+  // Fewer elements per thread (hidden `compile --cuda-vector-elements`, for measuring): 2 gives
+  // 8-byte vectors, 1 a thread per element and scalar accesses.
+  for (const auto& [elements, access] : {std::pair<int64_t, const char*>{2, "ld.global.nc.v2.f32"}, {1, "ld.global.nc.f32"}}) {
+    Options options = for_gpu();
+    options.cuda_vector_elements = elements;
+    const LoweredVariant narrow = lower_graph(g, "vec_", options);
+    std::string tanh_kernel;
+    for (const ir::KernelCall& call : narrow.plan.calls)
+      if (call.threads.str() == std::to_string(384 / elements)) tanh_kernel = call.symbol;
+    ASSERT_FALSE(tanh_kernel.empty()) << elements << " element(s) per thread";
+    const std::string text = kernel_ptx(link_cuda_kernels({narrow.object}, options).ptx, tanh_kernel);
+    EXPECT_TRUE(has(text, access)) << text;
+    EXPECT_FALSE(has(text, ".v4.")) << text;
+  }
+  // Every element computed, under grid emulation too (the symbolic batch at its range's ends).
+  LoweredVariant emulated = lower_graph(g, "vec_", cuda_emulation());
+  LoadedLibrary lib(link_cpu_library({emulated.object}, cuda_emulation()));
+  for (int64_t batch : {2, 9}) {
+    SCOPED_TRACE("B=" + std::to_string(batch));
+    std::vector<ir::HostTensor> inputs = {random_tensor({6, 64}, 1),  random_tensor({64}, 2),
+                                          random_tensor({48, 6}, 3),  random_tensor({5, 70}, 4),
+                                          random_tensor({1000}, 5),   random_tensor({8, 32}, 6, -2, 2, DType::f16),
+                                          random_tensor({2}, 7, 0, 1000, DType::i64), random_tensor({batch, 64}, 8)};
+    std::vector<ir::HostTensor> expected = ir::evaluate(g, inputs);
+    std::vector<ir::HostTensor> actual = run_plan(lib, emulated.plan, emulated.graph, inputs);
+    ASSERT_EQ(actual.size(), expected.size());
+    for (size_t i = 0; i < actual.size(); ++i) {
+      const Tolerance t = tolerance_for(expected[i].dtype);
+      EXPECT_EQ(compare(actual[i], expected[i], t.rtol, t.atol), "") << "output " << i;
+    }
+  }
 }
 
 TEST(Cuda, EmulatedReductionsSoftmaxAndLayerNorm) {
