@@ -188,8 +188,9 @@ ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end) 
   for (const ir::SymExpr& e : extents)
     if (is_zero(e)) return 0;
   // The innermost dim is a loop of its own (every dim but it makes the tasks), except for a
-  // rank-1 root without chunks (a task per element) and a scalar.
-  size_t split = extents.size() == 1 && plan_.row_chunk == 0 ? 1 : extents.empty() ? 0 : extents.size() - 1;
+  // scalar and a rank-1 root without chunks (a task per element).
+  size_t split = extents.size() <= 1 ? extents.size() : extents.size() - 1;
+  if (extents.size() == 1 && plan_.row_chunk > 0) split = 0;
   ir::Shape outer(extents.begin(), extents.begin() + static_cast<std::ptrdiff_t>(split));
   ir::Shape inner(extents.begin() + static_cast<std::ptrdiff_t>(split), extents.end());
   ir::SymExpr tasks = 1;
@@ -409,6 +410,17 @@ void KernelEmitter::row_loop(const ir::SymExpr& extent, const std::function<void
   b_.SetInsertPoint(exit);
 }
 
+// For an index `i` = x + c (nsw) with x known non-negative and c a constant >= 0: sets `i` to x
+// and returns c; else 0.
+static int64_t peel_constant(llvm::Value*& i, const llvm::DataLayout& layout) {
+  auto* add = llvm::dyn_cast<llvm::BinaryOperator>(i);
+  if (add == nullptr || add->getOpcode() != llvm::Instruction::Add || !add->hasNoSignedWrap()) return 0;
+  auto* c = llvm::dyn_cast<llvm::ConstantInt>(add->getOperand(1));
+  if (c == nullptr || c->isNegative() || !llvm::isKnownNonNegative(add->getOperand(0), layout)) return 0;
+  i = add->getOperand(0);
+  return c->getSExtValue();
+}
+
 llvm::Value* KernelEmitter::address(ir::ValueId v, int arg, const Index& idx) {
   const ir::Shape& shape = dims(v);
   llvm::Value* offset = b_.getInt64(0);
@@ -417,22 +429,15 @@ llvm::Value* KernelEmitter::address(ir::ValueId v, int arg, const Index& idx) {
   // emit_loop_body) is addressed as (the offset with x) + c, so that the thread's addresses
   // differ by constants the vectoriser sees however the optimiser rewrites the offset's other
   // terms (both addresses in bounds: inbounds holds).
-  int64_t tail = 0;
+  Index at = idx;
+  const int64_t tail = at.empty() ? 0 : peel_constant(at.back(), module_.getDataLayout());
   for (size_t d = shape.size(); d-- > 0;) {
-    llvm::Value* i = idx[d];
-    if (auto* add = llvm::dyn_cast<llvm::BinaryOperator>(i);
-        d + 1 == shape.size() && add != nullptr && add->getOpcode() == llvm::Instruction::Add && add->hasNoSignedWrap())
-      if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(add->getOperand(1));
-          c != nullptr && !c->isNegative() && llvm::isKnownNonNegative(add->getOperand(0), module_.getDataLayout())) {
-        tail = c->getSExtValue();
-        i = add->getOperand(0);
-      }
-    if (!is_one(shape[d])) offset = b_.CreateAdd(offset, b_.CreateMul(i, size(stride)));
+    if (!is_one(shape[d])) offset = b_.CreateAdd(offset, b_.CreateMul(at[d], size(stride)));
     stride = stride * shape[d];
   }
   llvm::Type* t = storage_type(ctx_, dtype(v));
-  llvm::Value* at = b_.CreateInBoundsGEP(t, buffers_[static_cast<size_t>(arg)], offset);
-  return tail == 0 ? at : b_.CreateConstInBoundsGEP1_64(t, at, static_cast<uint64_t>(tail));
+  llvm::Value* base = b_.CreateInBoundsGEP(t, buffers_[static_cast<size_t>(arg)], offset);
+  return tail == 0 ? base : b_.CreateConstInBoundsGEP1_64(t, base, static_cast<uint64_t>(tail));
 }
 
 // The output (argument 0) never shares memory with an argument the kernel reads: the memory

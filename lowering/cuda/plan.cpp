@@ -8,6 +8,7 @@
 // neighbouring threads touch neighbouring addresses. Reductions keep one task per output (its
 // reduction loop inside), those that keep the innermost axis too (CpuPlan::column_chunk 0).
 // Test: lowering_tests Cuda.*.
+#include <algorithm>
 #include <optional>
 
 #include "lowering/cuda/cuda_backend.h"
@@ -108,23 +109,20 @@ std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, Options
   return p;
 }
 
-// Elements of the innermost dim per thread for an elementwise kernel (no reduction, matmul, conv,
-// pool, scan or sort in it) whose innermost extent is static and a multiple of `vector` (> 1):
-// the thread's neighbouring loads and stores become one vector access each (ld.global.v4.f32:
-// NVPTX's load-store vectoriser, from the buffers' 16-byte alignment), and its index arithmetic
-// is shared by them. Else 1 (a thread per element) or 0 (a rank-0 or rank-1 root: by element).
-int64_t elements_per_thread(const ir::Graph& g, const ScheduledKernel& k, int64_t vector) {
-  const int64_t scalar = k.loop_extents.size() >= 2 ? 1 : 0;
-  if (k.loop_extents.empty()) return scalar;
-  std::optional<int64_t> inner = k.loop_extents.back().as_constant();
-  if (vector <= 1 || !inner || *inner % vector != 0) return scalar;
-  for (int i : k.nodes) {
+// Whether a thread of kernel `k` takes `vector` (> 1) neighbouring elements of the innermost dim:
+// an elementwise kernel (elementwise ops, movement, indexing, sources: no reduction, matmul,
+// conv, pool, scan or sort) whose innermost extent is static and a multiple of `vector`. The
+// thread's loads and stores then become one vector access each (ld.global.v4.f32: NVPTX's
+// load-store vectoriser, from the buffers' 16-byte alignment), sharing its index arithmetic.
+bool vector_elements(const ir::Graph& g, const ScheduledKernel& k, int64_t vector) {
+  if (vector <= 1 || k.loop_extents.empty()) return false;
+  const std::optional<int64_t> inner = k.loop_extents.back().as_constant();
+  if (!inner || *inner % vector != 0) return false;
+  return std::all_of(k.nodes.begin(), k.nodes.end(), [&](int i) {
     const ir::OpCategory c = ir::op_info(g.nodes[static_cast<size_t>(i)].op).category;
-    if (c == ir::OpCategory::Matmul || c == ir::OpCategory::Reduce || c == ir::OpCategory::Scan ||
-        c == ir::OpCategory::Conv || c == ir::OpCategory::Pool || c == ir::OpCategory::Sort)
-      return scalar;
-  }
-  return vector;
+    return ir::is_elementwise(c) || c == ir::OpCategory::Movement || c == ir::OpCategory::Index ||
+           c == ir::OpCategory::Source;
+  });
 }
 
 std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s, const Options& options) {
@@ -137,7 +135,10 @@ std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s, const Options& op
     plan.work = cpu::work_estimate(kg);
     plan.column_chunk = 0;
     plan.lanes = kernel_lanes(s.fused.graph, k, max, options.cuda_warp_reduce_min);
-    plan.row_chunk = plan.lanes == 1 ? elements_per_thread(s.fused.graph, k, options.cuda_vector_elements) : k.loop_extents.size() >= 2 ? 1 : 0;
+    // A thread per element (a rank-0 or rank-1 root: by element, 0), or a few as vectors.
+    plan.row_chunk = k.loop_extents.size() >= 2 ? 1 : 0;
+    if (plan.lanes == 1 && vector_elements(s.fused.graph, k, options.cuda_vector_elements))
+      plan.row_chunk = options.cuda_vector_elements;
     if (plan.lanes == 1) {
       plan.tiled = tiled_gemm(kg, options.cuda_math);
       if (plan.tiled) plan.lanes = plan.tiled->threads();
