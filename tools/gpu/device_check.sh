@@ -3,6 +3,7 @@
 # `device` tool, from bundles compiled on the build machine (tools/gpu/prepare.sh puts them and a
 # stripped aotrace_run in gpu_carry1/ and gpu_carry2/). Needs only the runtime (aotrace_run: libc, libdl,
 # pthread; libcuda.so.1 by dlopen) and python3 with numpy for random inputs.
+#   0. the GPU's ceilings and torch eager on it (ceilings.py, torch_gpu_baseline.py), once a machine;
 #   1. correctness: every bundle's golden vectors (torch eager on the CPU, recorded at compile)
 #      on the GPU: aotrace_run BUNDLE --selftest --device cuda;
 #   2. latency: each bench bundle's entry at batch 1 and 32 on random inputs in GPU memory,
@@ -17,6 +18,14 @@ out=${2:-${OUT:-/tmp/gpu_out}}
 mkdir -p "$out"
 run="$carry/aotrace_run"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$out/gpu.txt"
+here=$(dirname "$0")
+# The ceilings (copy GB/s, matmul TFLOP/s per math) and torch eager on the GPU, once per machine
+# (it stays warm between the carries' calls): the reports below read against them.
+ceilings=/tmp/gpu_ceilings.json
+if [ ! -f $ceilings ]; then
+  timeout 120 python3 "$here/ceilings.py" $ceilings 2>&1 | tail -3 | tee "$out/ceilings.txt"
+  timeout 180 python3 "$here/torch_gpu_baseline.py" 2>&1 | tail -6 | tee "$out/torch_cuda.txt"
+fi
 status=0
 for b in "$carry"/*.aot; do
   echo "== selftest $(basename "$b")"
@@ -69,20 +78,24 @@ for gemm in "$carry"/gemm.aot "$carry"/gemm_tf32.aot "$carry"/gemm_f16.aot "$car
   for e in qkv_b32 ff1_b32 ff2_b32 proj_b1 ff1_b1 scores_b32; do
     line=$(timeout 60 "$run" "$gemm" --entry $e --input "a=$inputs/${e}_a.npy" --input "b=$inputs/${e}_b.npy" \
       --device cuda --repeat 30 --output-dir /tmp/gpu_gemm 2>&1 | grep median) || status=1
-    python3 - "$e" "$line" "$inputs" "$(basename "$gemm" .aot)" <<'PY' | tee -a "$out/gemm.txt"
-import re, sys, numpy as np
-name, line, d, gemm = sys.argv[1:5]
+    python3 - "$e" "$line" "$inputs" "$(basename "$gemm" .aot)" $ceilings <<'PY' | tee -a "$out/gemm.txt"
+import json, os, re, sys, numpy as np
+name, line, d, gemm, ceilings = sys.argv[1:6]
+math = gemm.partition("_")[2] or "f32"
+peak = json.load(open(ceilings)).get(math) if os.path.exists(ceilings) else None
 a, b = np.load(f"{d}/{name}_a.npy", mmap_mode="r"), np.load(f"{d}/{name}_b.npy", mmap_mode="r")
 flop = 2 * np.prod(a.shape) * b.shape[-1]
 m = re.search(r"median ([0-9.e+-]+) ms", line)
-print(f"{gemm} {name} {a.shape}@{b.shape}: " + (f"{float(m.group(1)):.4g} ms, {flop / float(m.group(1)) / 1e9:.1f} TFLOP/s" if m else "no timing: " + line))
+tflops = flop / float(m.group(1)) / 1e9 if m else 0
+of = f" ({100 * tflops / peak:.0f}% of {peak} for {math})" if peak else ""
+print(f"{gemm} {name} {a.shape}@{b.shape}: " + (f"{float(m.group(1)):.4g} ms, {tflops:.1f} TFLOP/s{of}" if m else "no timing: " + line))
 PY
   done
 done
 if [ -d "$carry/bandwidth.aot" ]; then
   # Elementwise kernels' memory bandwidth (x·2 + y: 3 × 128 MiB moved; gelu(x): 2 × 128 MiB),
   # four elements a thread as vectors (bandwidth.aot) and one (bandwidth_scalar.aot), against the
-  # H200's 4.8 TB/s.
+  # measured copy bandwidth (ceilings.py).
   python3 -c "import numpy as np; r = np.random.default_rng(3)
 for n in 'xy': np.save('$inputs/bw_' + n + '.npy', r.standard_normal((8192, 4096), dtype=np.float32))"
   for b in bandwidth bandwidth_scalar; do
@@ -90,12 +103,14 @@ for n in 'xy': np.save('$inputs/bw_' + n + '.npy', r.standard_normal((8192, 4096
       ins="--input x=$inputs/bw_x.npy"
       [ $e = axpy ] && ins="$ins --input y=$inputs/bw_y.npy"
       line=$(timeout 60 "$run" "$carry/$b.aot" --entry $e $ins --device cuda --repeat 50 --output-dir /tmp/gpu_bw 2>&1 | grep median) || status=1
-      python3 - "$b $e" "$line" "$([ $e = axpy ] && echo 3 || echo 2)" <<'PY' | tee -a "$out/bandwidth.txt"
-import re, sys
-name, line, tensors = sys.argv[1], sys.argv[2], int(sys.argv[3])
+      python3 - "$b $e" "$line" "$([ $e = axpy ] && echo 3 || echo 2)" $ceilings <<'PY' | tee -a "$out/bandwidth.txt"
+import json, os, re, sys
+name, line, tensors, ceilings = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+peak = json.load(open(ceilings)).get("copy_gbs") if os.path.exists(ceilings) else None
 m = re.search(r"median ([0-9.e+-]+) ms", line)
 gb = tensors * 8192 * 4096 * 4 / 1e9
-print(f"{name}: " + (f"{float(m.group(1)):.4g} ms, {gb / float(m.group(1)) * 1e3:.0f} GB/s of 4800" if m else "no timing: " + line))
+gbs = gb / float(m.group(1)) * 1e3 if m else 0
+print(f"{name}: " + (f"{float(m.group(1)):.4g} ms, {gbs:.0f} GB/s" + (f" of {peak} copying" if peak else "") if m else "no timing: " + line))
 PY
     done
   done

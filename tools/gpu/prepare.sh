@@ -16,7 +16,7 @@
 # Then, with the device tool:  run  bash tools/gpu/device_check.sh gpu_carry1 $OUT
 #   (carry: ["gpu_carry1"]), and the same for gpu_carry2, 3 and 4 within 30 s of each other (the
 #   machine stays warm).
-# Usage: tools/gpu/prepare.sh [ARCHS]   (default sm_90: the device tool's H200)
+# Usage: tools/gpu/prepare.sh [ARCHS]   (default sm_90: the device tool's H100 and H200)
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 archs=${1:-sm_90}
