@@ -6,6 +6,21 @@
 
 using namespace aotrace;
 
+namespace {
+
+// `check` for a hidden option: CLI11 names no hidden option in its errors, so the message does
+// (main prints it without CLI11's empty name).
+CLI::Validator naming(const std::string& flag, CLI::Validator check) {
+  return CLI::Validator(
+      [flag, check](std::string& value) {
+        const std::string error = check(value);
+        return error.empty() ? error : flag + ": " + error;
+      },
+      check.get_description());
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"aotrace — ahead-of-time trace compiler for PyTorch programs"};
   app.require_subcommand(1);
@@ -30,11 +45,15 @@ int main(int argc, char** argv) {
   c->add_option("--cuda-warp-reduce-min", compile.cuda_warp_reduce_min,
                 "measuring on a GPU: a warp per output for f32 sums, maxima and minima over at least N positions "
                 "(default 256)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->check(naming("--cuda-warp-reduce-min", CLI::Range(int64_t{1}, int64_t{1} << 30)))
       ->group("");  // hidden (driver/compile.h)
   c->add_option("--cuda-vector-elements", compile.cuda_vector_elements,
                 "measuring on a GPU: innermost elements per thread of elementwise kernels, 1, 2 or 4 (default 4)")
-      ->check(CLI::IsMember({int64_t{1}, int64_t{2}, int64_t{4}}))
+      ->check(naming("--cuda-vector-elements", CLI::IsMember({int64_t{1}, int64_t{2}, int64_t{4}})))
+      ->group("");  // hidden (driver/compile.h)
+  c->add_option("--cuda-gemm-stages", compile.cuda_gemm_stages,
+                "measuring on a GPU: shared-memory stages of tiled matmuls and convs, 1 or 2 (default 1)")
+      ->check(naming("--cuda-gemm-stages", CLI::IsMember({int64_t{1}, int64_t{2}})))
       ->group("");  // hidden (driver/compile.h)
   c->add_option("--depfile", compile.depfile,
                 "also write a Make/Ninja depfile: OUT/bundle.fb and every file the compile read "
@@ -148,6 +167,11 @@ int main(int argc, char** argv) {
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& err) {
+      const std::string what = err.what();
+      if (err.get_exit_code() != 0 && what.rfind(": --", 0) == 0) {  // a hidden option's check (naming)
+        std::cerr << what.substr(2) << "\nRun with --help for more information.\n";
+        return 2;
+      }
       int code = app.exit(err);
       return code == 0 ? 0 : 2;
     }

@@ -190,7 +190,7 @@ std::string cache_base_key(const std::filesystem::path& yaml, const CompileOptio
     const std::string home = lowering::check_cuda_toolkit(*cuda);
     m += "cuda " + join(cuda->cuda_archs, ",") + " math " + std::to_string(static_cast<int>(cuda->cuda_math)) +
          " warp-reduce-min " + std::to_string(cuda->cuda_warp_reduce_min) + " vector-elements " +
-         std::to_string(cuda->cuda_vector_elements) + "\n" +
+         std::to_string(cuda->cuda_vector_elements) + " gemm-stages " + std::to_string(cuda->cuda_gemm_stages) + "\n" +
          stat_identity(home + "/bin/ptxas") +
          stat_identity(home + "/nvvm/libdevice/libdevice.10.bc");
   }
@@ -381,12 +381,17 @@ lowering::Options cuda_options(const shape_profiles::ProfileSet& spec, const Com
   if (!options.cuda_archs.empty()) lo.cuda_archs = options.cuda_archs;
   if (options.cuda_warp_reduce_min > 0) lo.cuda_warp_reduce_min = options.cuda_warp_reduce_min;
   if (options.cuda_vector_elements > 0) lo.cuda_vector_elements = options.cuda_vector_elements;
+  if (options.cuda_gemm_stages > 0) lo.cuda_gemm_stages = options.cuda_gemm_stages;
   lo.cuda_math = lowering::cuda_math_named(spec.cuda_math).value_or(lowering::Options::CudaMath::f32);
+  // The first CUDA flag given, if any: each needs the cuda target.
+  std::string flag;
+  for (const auto& [given, name] : {std::pair{!options.cuda_archs.empty(), "--cuda-arch"},
+                                    {options.cuda_warp_reduce_min > 0, "--cuda-warp-reduce-min"},
+                                    {options.cuda_vector_elements > 0, "--cuda-vector-elements"},
+                                    {options.cuda_gemm_stages > 0, "--cuda-gemm-stages"}})
+    if (given && flag.empty()) flag = name;
   if (has_target(spec, "cuda")) check_cuda_toolkit_for(spec, lo);
-  else if (!options.cuda_archs.empty() || options.cuda_warp_reduce_min > 0 || options.cuda_vector_elements > 0) {
-    const std::string flag = !options.cuda_archs.empty()       ? "--cuda-arch"
-                             : options.cuda_warp_reduce_min > 0 ? "--cuda-warp-reduce-min"
-                                                                : "--cuda-vector-elements";
+  else if (!flag.empty()) {
     user_error(flag + " is given, but the spec's targets have no cuda", spec.target_locs.empty() ? SourceLoc{} : spec.target_locs[0],
                "add cuda to the spec's targets (`targets: [cpu, cuda]`), or drop " + flag);
   }

@@ -76,6 +76,10 @@ struct Options {
   // read and written as one vector (lowering/cuda/plan.cpp): 4 (16 bytes of f32), or 1 or 2
   // (hidden `compile --cuda-vector-elements N` for measuring on a GPU).
   int64_t cuda_vector_elements = 4;
+  // Stages of a tiled GEMM's shared tiles (emit_tiled_gemm.cpp): 1, or 2 (double-buffered, the
+  // next step's loads in flight during this one's products; hidden `compile --cuda-gemm-stages N`
+  // for measuring on a GPU).
+  int64_t cuda_gemm_stages = 1;
   // Passes whose result is printed to stderr (`compile --dump`): names of pass_names(), or
   // "all". The environment variable AOTRACE_DUMP (after-<pass>,... or all) adds to it.
   std::vector<std::string> dump;

@@ -3,7 +3,7 @@
 //
 //   per task (a thread block; batch index, tile row, tile column):
 //     every thread zeroes its tm × tn accumulators
-//     for each bk-deep step of K:
+//     for each bk-deep step of K (stages = 1; with 2 see below):
 //       load:    the block's threads copy A[tile rows, step] and B[step, tile columns] into
 //                shared memory, K-major (As[k][m], Bs[k][n], rows padded by `pad` floats),
 //                zeros past the edges; consecutive threads walk each operand's unit-stride dim
@@ -21,6 +21,11 @@
 //               (coalesced stores), evaluating the kernel's root with the matmul/conv value
 //               taken from the tile (bias, activation, residual add...), as the CPU's GEMM
 //               epilogue does.
+//
+// With two stages (TiledGemmPlan::stages, hidden `compile --cuda-gemm-stages 2` for measuring on
+// a GPU), the tiles are double-buffered: a step's global loads go to registers first and are
+// stored into the other stage's tiles after the step's products, so their latency overlaps the
+// arithmetic and a step needs one barrier, not two (the classic SGEMM prefetch).
 //
 // Operands are read through gemm_a / gemm_b (emit_gemm.cpp): views, broadcast batch dims,
 // fused elementwise producers and a conv's im2col (padding, stride, dilation) cost nothing
@@ -58,6 +63,7 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
   AOT_CHECK(!mma || (plan.wm % 16 == 0 && plan.wn % 8 == 0 && plan.bk % mk == 0 && plan.bm % plan.wm == 0 &&
                      plan.bn % plan.wn == 0),
             "a tensor-core tiled GEMM's warp tiles must be whole mma blocks");
+  AOT_CHECK(plan.stages == 1 || plan.stages == 2, "a tiled GEMM has one or two stages");
   const int64_t lda = plan.bm + plan.pad, ldb = plan.bn + plan.pad, ldc = plan.bn + plan.pad;
   const int64_t shared_floats = plan.shared_floats();
   // The alignment of a vector of `width` floats at a multiple of its width (up to 16 bytes).
@@ -81,8 +87,9 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
   } else {
     tiles = stack_array(f32, shared_floats);
   }
-  auto tile_at = [&](bool a, llvm::Value* k, llvm::Value* i) {
-    llvm::Value* base = a ? i64(0) : i64(plan.bk * lda);
+  // (k, i) of A's or B's tile in stage `stage` (the stage's first float: its As, then its Bs).
+  auto tile_at = [&](llvm::Value* stage, bool a, llvm::Value* k, llvm::Value* i) {
+    llvm::Value* base = b_.CreateAdd(stage, i64(a ? 0 : plan.bk * lda));
     return b_.CreateInBoundsGEP(f32, tiles, b_.CreateAdd(base, b_.CreateAdd(b_.CreateMul(k, i64(a ? lda : ldb)), i)));
   };
   // Accumulators: the thread's (GPU: registers after SROA), or a row per thread (emulation).
@@ -179,20 +186,20 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
   auto a_k = [&](int64_t i) { return tf32 ? 4 * (i / 2) : i % 2 + 8 * (i / 4); };
   auto b_k = [&](int64_t i) { return tf32 ? 4 * i : i % 2 + 8 * (i / 2); };
   // One mk-deep slice kk of the step: every thread loads its fragments of its warp's blocks.
-  auto mma_fragments = [&](int64_t kk) {
+  auto mma_fragments = [&](llvm::Value* stage, int64_t kk) {
     phase(false, [&](llvm::Value* tid) {
       const WarpPlace p = warp_place(tid);
       llvm::Value* k_base = b_.CreateAdd(b_.CreateMul(p.in_group, i64(t_step)), i64(kk * mk));
       for (int64_t mi = 0; mi < mi_count; ++mi)
         for (int64_t i = 0; i < a_vals; ++i) {
           llvm::Value* row = b_.CreateAdd(p.row, b_.CreateAdd(p.group, i64(mi * 16 + a_row(i))));
-          b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, tile_at(true, b_.CreateAdd(k_base, i64(a_k(i))), row), llvm::Align(4)),
+          b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, tile_at(stage, true, b_.CreateAdd(k_base, i64(a_k(i))), row), llvm::Align(4)),
                                 frag_at(tid, a_slot(mi, i)), llvm::Align(4));
         }
       for (int64_t ni = 0; ni < ni_count; ++ni)
         for (int64_t i = 0; i < b_vals; ++i) {
           llvm::Value* col = b_.CreateAdd(p.col, b_.CreateAdd(p.group, i64(ni * 8)));
-          b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, tile_at(false, b_.CreateAdd(k_base, i64(b_k(i))), col), llvm::Align(4)),
+          b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, tile_at(stage, false, b_.CreateAdd(k_base, i64(b_k(i))), col), llvm::Align(4)),
                                 frag_at(tid, b_slot(ni, i)), llvm::Align(4));
         }
     });
@@ -279,6 +286,7 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
   const size_t batch_rank = gp.is_conv ? 1 : out.size() - 2;
   const ir::Shape batch_extents(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(batch_rank));
 
+  const int64_t a_copies = plan.bm * plan.bk / threads, copies = a_copies + plan.bk * plan.bn / threads;
   range_loop(begin, end, [&](llvm::Value* t) {
     llvm::Value* jb = b_.CreateURem(t, size(plan.n_tiles()));
     llvm::Value* rest = b_.CreateUDiv(t, size(plan.n_tiles()));
@@ -289,52 +297,63 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
     phase(false, [&](llvm::Value* tid) {
       for (int64_t c = 0; c < outputs; ++c) b_.CreateAlignedStore(zero, acc_at(tid, c), llvm::Align(4));
     });
-    range_loop(i64(0), size(floordiv(gp.k + (plan.bk - 1), plan.bk)), [&](llvm::Value* step) {
-      llvm::Value* k0 = b_.CreateMul(step, i64(plan.bk));
+    // Copy `slot` of a thread (A's bm·bk / threads copies, then B's bk·bn / threads): the element
+    // (k, i) of the step's slices it moves, element tid + r·threads of the slice walked along its
+    // fastest dim (bk, bm and bn divide the block, so the fastest index is the same for every
+    // copy: a conv's im2col offsets of k are computed once per thread and step).
+    struct Copy {
+      bool a;
+      llvm::Value *k, *i;
+    };
+    auto copy_place = [&](llvm::Value* tid, int64_t slot) {
+      const bool a = slot < a_copies;
+      const int64_t r = a ? slot : slot - a_copies;
+      const bool k_fastest = a ? !plan.a_m_fastest : plan.b_k_fastest;
+      const int64_t fastest = k_fastest ? plan.bk : a ? plan.bm : plan.bn;
+      llvm::Value* f = b_.CreateURem(tid, i64(fastest));
+      llvm::Value* slow = b_.CreateAdd(b_.CreateUDiv(tid, i64(fastest)), i64(r * (threads / fastest)));
+      return k_fastest ? Copy{a, f, slow} : Copy{a, slow, f};
+    };
+    // Its value in the step from k0: the operand's element, zero past the edges (tensor cores:
+    // rounded to the mma's operand type).
+    auto copy_value = [&](const Copy& c, llvm::Value* k0) {
+      llvm::Value* kk = b_.CreateAdd(k0, c.k);
+      llvm::Value* at = b_.CreateAdd(c.a ? m0 : n0, c.i);
+      const ir::SymExpr& extent = c.a ? gp.m : gp.n;
+      llvm::Value* inside = b_.CreateAnd(in_range(at, extent), in_range(kk, gp.k));
+      llvm::Value* v = c.a ? gemm_a(gp, batch, clamp(at, extent), clamp(kk, gp.k))
+                           : gemm_b(gp, batch, clamp(kk, gp.k), clamp(at, extent));
+      v = b_.CreateSelect(inside, v, zero);
+      return mma ? round_operand(v) : v;
+    };
+    // Every copy of the step from k0 into the tiles of `stage`.
+    auto load_step = [&](llvm::Value* stage, llvm::Value* k0) {
       phase(true, [&](llvm::Value* tid) {
-        // The element of A (rows × bk) or B (bk × columns) that copy r of thread tid loads,
-        // (k, i) within the step's slices: element tid + r·threads of the slice walked along
-        // its fastest dim (bk, bm and bn divide the block, so the fastest index is the same
-        // for every copy: a conv's im2col offsets of k are computed once per thread and step).
-        auto element = [&](int64_t r, int64_t along, bool k_fastest) {
-          const int64_t fastest = k_fastest ? plan.bk : along;
-          llvm::Value* f = b_.CreateURem(tid, i64(fastest));
-          llvm::Value* slow = b_.CreateAdd(b_.CreateUDiv(tid, i64(fastest)), i64(r * (threads / fastest)));
-          return k_fastest ? std::pair{f, slow} : std::pair{slow, f};
-        };
-        for (int64_t r = 0; r < plan.bm * plan.bk / threads; ++r) {
-          auto [k, i] = element(r, plan.bm, !plan.a_m_fastest);
-          llvm::Value* m = b_.CreateAdd(m0, i);
-          llvm::Value* kk = b_.CreateAdd(k0, k);
-          llvm::Value* inside = b_.CreateAnd(in_range(m, gp.m), in_range(kk, gp.k));
-          llvm::Value* v = b_.CreateSelect(inside, gemm_a(gp, batch, clamp(m, gp.m), clamp(kk, gp.k)), zero);
-          b_.CreateAlignedStore(mma ? round_operand(v) : v, tile_at(true, k, i), llvm::Align(4));
-        }
-        for (int64_t r = 0; r < plan.bk * plan.bn / threads; ++r) {
-          auto [k, i] = element(r, plan.bn, plan.b_k_fastest);
-          llvm::Value* n = b_.CreateAdd(n0, i);
-          llvm::Value* kk = b_.CreateAdd(k0, k);
-          llvm::Value* inside = b_.CreateAnd(in_range(n, gp.n), in_range(kk, gp.k));
-          llvm::Value* v = b_.CreateSelect(inside, gemm_b(gp, batch, clamp(kk, gp.k), clamp(n, gp.n)), zero);
-          b_.CreateAlignedStore(mma ? round_operand(v) : v, tile_at(false, k, i), llvm::Align(4));
+        for (int64_t slot = 0; slot < copies; ++slot) {
+          const Copy c = copy_place(tid, slot);
+          b_.CreateAlignedStore(copy_value(c, k0), tile_at(stage, c.a, c.k, c.i), llvm::Align(4));
         }
       });
+    };
+    // The step's products from the tiles of `stage` into the accumulators, then a barrier if
+    // `barrier`.
+    auto compute_step = [&](llvm::Value* stage, bool barrier) {
       if (mma) {
         for (int64_t kk = 0; kk < plan.bk / mk; ++kk) {
-          mma_fragments(kk);
-          mma_sync(kk + 1 == plan.bk / mk);
+          mma_fragments(stage, kk);
+          mma_sync(barrier && kk + 1 == plan.bk / mk);
         }
         return;
       }
-      phase(true, [&](llvm::Value* tid) {
+      phase(barrier, [&](llvm::Value* tid) {
         auto [row, col] = origin(tid);
         // Row i of the thread's outputs as a vector of tn sums: per k, tm vector multiply-adds
         // of a broadcast A element by B's row (the emulation's SIMD; scalar FMAs on the GPU).
         std::vector<llvm::Value*> sums;
         for (int64_t i = 0; i < plan.tm; ++i) sums.push_back(acc_row(tid, i));
         for (int64_t k = 0; k < plan.bk; ++k) {
-          llvm::Value* a = load_vector(tile_at(true, i64(k), row), plan.tm);
-          llvm::Value* bv = load_vector(tile_at(false, i64(k), col), plan.tn);
+          llvm::Value* a = load_vector(tile_at(stage, true, i64(k), row), plan.tm);
+          llvm::Value* bv = load_vector(tile_at(stage, false, i64(k), col), plan.tn);
           for (int64_t i = 0; i < plan.tm; ++i) {
             llvm::Value* ai = b_.CreateVectorSplat(static_cast<unsigned>(plan.tn),
                                                    b_.CreateExtractElement(a, static_cast<uint64_t>(i)));
@@ -347,7 +366,41 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
             b_.CreateAlignedStore(b_.CreateExtractElement(sums[static_cast<size_t>(i)], static_cast<uint64_t>(j)),
                                   acc_at(tid, i * plan.tn + j), llvm::Align(4));
       });
-    });
+    };
+    llvm::Value* steps = size(floordiv(gp.k + (plan.bk - 1), plan.bk));
+    if (plan.stages == 1) {
+      range_loop(i64(0), steps, [&](llvm::Value* step) {
+        load_step(i64(0), b_.CreateMul(step, i64(plan.bk)));
+        compute_step(i64(0), true);
+      });
+    } else {
+      // Two stages: each thread loads its copies of the next step into registers (`staged`)
+      // while this step's products are computed from the other stage, then stores them into the
+      // tiles of the next; one barrier a step (a stage is rewritten only after the barrier that
+      // ended its last reads). The last step's loads are past K: zeros, never read.
+      llvm::Value* staged = stack_array(f32, (target_.nvptx ? 1 : threads) * copies);
+      const int64_t stage_floats = plan.bk * (lda + ldb);
+      load_step(i64(0), i64(0));
+      range_loop(i64(0), steps, [&](llvm::Value* step) {
+        llvm::Value* parity = b_.CreateAnd(step, i64(1));
+        llvm::Value* current = b_.CreateMul(parity, i64(stage_floats));
+        llvm::Value* next = b_.CreateMul(b_.CreateXor(parity, i64(1)), i64(stage_floats));
+        llvm::Value* k_next = b_.CreateMul(b_.CreateAdd(step, i64(1)), i64(plan.bk));
+        phase(false, [&](llvm::Value* tid) {
+          for (int64_t slot = 0; slot < copies; ++slot)
+            b_.CreateAlignedStore(copy_value(copy_place(tid, slot), k_next), slot_at(staged, copies, tid, i64(slot)),
+                                  llvm::Align(4));
+        });
+        compute_step(current, false);
+        phase(true, [&](llvm::Value* tid) {
+          for (int64_t slot = 0; slot < copies; ++slot) {
+            const Copy c = copy_place(tid, slot);
+            b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, slot_at(staged, copies, tid, i64(slot)), llvm::Align(4)),
+                                  tile_at(next, c.a, c.k, c.i), llvm::Align(4));
+          }
+        });
+      });
+    }
     // The accumulators into the C tile in shared memory, then the epilogue over it with
     // consecutive threads on consecutive columns (coalesced stores, one copy of its code).
     phase(true, [&](llvm::Value* tid) {

@@ -562,6 +562,7 @@ std::string describe(const std::vector<CpuPlan>& plans) {
                                              " mma m16n8k" + std::to_string(t->mma_k()) + " per warp " + std::to_string(t->wm) +
                                              "x" + std::to_string(t->wn)
                                         : " per thread " + std::to_string(t->tm) + "x" + std::to_string(t->tn)) +
+             (t->stages > 1 ? " " + std::to_string(t->stages) + " stages" : "") +
              (t->a_m_fastest ? " a m-fastest" : "") + (t->b_k_fastest ? " b k-fastest" : "") +
              " | blocks " + t->tasks().str();
     } else if (plan.lanes > 1) {

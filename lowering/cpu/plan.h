@@ -112,13 +112,15 @@ struct TiledGemmPlan {
   Options::CudaMath math = Options::CudaMath::f32;
   int64_t bm = 64, bn = 64, bk = 8, tm = 4, tn = 4, pad = 4;
   int64_t wm = 32, wn = 16;  // tensor cores: a warp's outputs
+  // Shared tiles of A and B: one stage, or two (the next step loaded while this one computes).
+  int64_t stages = 1;
   bool a_m_fastest = false, b_k_fastest = false;
   int64_t mma_k() const { return math == Options::CudaMath::tf32 ? 8 : 16; }  // K of one mma (tensor cores)
   int64_t threads() const { return math == Options::CudaMath::f32 ? (bm / tm) * (bn / tn) : (bm / wm) * (bn / wn) * 32; }
   // Accumulators per thread: tm × tn, or the warp's wm × wn over its 32 lanes.
   int64_t outputs() const { return math == Options::CudaMath::f32 ? tm * tn : wm * wn / 32; }
-  // Shared memory: As and Bs during the K loop, then the C tile (bm rows of bn + pad).
-  int64_t shared_floats() const { return std::max(bk * (bm + bn + 2 * pad), bm * (bn + pad)); }
+  // Shared memory: As and Bs per stage during the K loop, then the C tile (bm rows of bn + pad).
+  int64_t shared_floats() const { return std::max(stages * bk * (bm + bn + 2 * pad), bm * (bn + pad)); }
   ir::SymExpr m_tiles() const { return floordiv(gemm.m + (bm - 1), bm); }
   ir::SymExpr n_tiles() const { return floordiv(gemm.n + (bn - 1), bn); }
   ir::SymExpr tasks() const { return gemm.batches * m_tiles() * n_tiles(); }

@@ -51,8 +51,8 @@ bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& m
 // A matmul or conv kernel that is not a warp matmul, as a block-tiled GEMM (TiledGemmPlan,
 // emit_tiled_gemm.cpp) where it has at least 16 rows and columns and 8 terms per output (at
 // the sizes' maxima); its arithmetic f32 FMAs or tensor-core mma on TF32, f16 or bf16 operands
-// (Options::cuda_math).
-std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, Options::CudaMath math);
+// (Options::cuda_math), its shared tiles in Options::cuda_gemm_stages stages.
+std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, const Options& options);
 
 // Matmuls read views of weights (permute(W), slices of it) as new [K, N] weights (weight_layout.cpp),
 // except warp matmuls.

@@ -77,7 +77,8 @@ int64_t kernel_lanes(const ir::Graph& g, const ScheduledKernel& k, const ir::Sym
   return !any ? 1 : block ? kBlock : kWarpLanes;
 }
 
-std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, Options::CudaMath math) {
+std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, const Options& options) {
+  const Options::CudaMath math = options.cuda_math;
   std::optional<cpu::GemmPlan> gemm = cpu::gemm_operands(kg);
   if (!gemm || gemm->node < 0) return std::nullopt;
   if (kg.planned(gemm->batches) == 0 || kg.planned(gemm->m) < kTiledMinSize ||
@@ -85,6 +86,7 @@ std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, Options
     return std::nullopt;
   cpu::TiledGemmPlan p;
   p.gemm = *gemm;
+  p.stages = options.cuda_gemm_stages;
   if (math != Options::CudaMath::f32) {
     // 8 warps of 32 × 16 outputs (2 × 2 mma blocks) over a 64 × 64 tile, 32 of K per step
     // (4 TF32 or 2 f16/bf16 mma slices between barriers); rows padded so that a warp's
@@ -140,7 +142,7 @@ std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s, const Options& op
     if (plan.lanes == 1 && vector_elements(s.fused.graph, k, options.cuda_vector_elements))
       plan.row_chunk = options.cuda_vector_elements;
     if (plan.lanes == 1) {
-      plan.tiled = tiled_gemm(kg, options.cuda_math);
+      plan.tiled = tiled_gemm(kg, options);
       if (plan.tiled) plan.lanes = plan.tiled->threads();
     }
     plans.push_back(plan);

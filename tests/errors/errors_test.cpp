@@ -180,6 +180,13 @@ TEST(TargetErrors, CudaArchMustBeAGpuTheToolkitBuildsFor) {
   r = aotrace_cli("compile " + quote((kCases / "raises.yaml").string()) + " --cuda-arch sm_90");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   expect_contains(r.output, "aotrace: error: --cuda-arch is given, but the spec's targets have no cuda");
+  r = aotrace_cli("compile " + quote((kCases / "raises.yaml").string()) + " --cuda-gemm-stages 2");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "aotrace: error: --cuda-gemm-stages is given, but the spec's targets have no cuda");
+  expect_contains(r.output, "or drop --cuda-gemm-stages");
+  r = aotrace_cli("compile " + quote((kCases / "cuda_target.yaml").string()) + " --cuda-gemm-stages 3");
+  EXPECT_EQ(r.exit_code, 2) << r.output;  // a usage error, named though the flag is hidden
+  expect_contains(r.output, "--cuda-gemm-stages: 3 not in {1,2}");
 }
 
 // `device: cuda` on an input: needs the cuda target, names a device aotrace knows, and only on a

@@ -73,7 +73,8 @@ for n, (a, b) in {"qkv_b32": ((4096, 768), (768, 2304)), "ff1_b32": ((4096, 768)
     np.save(f"{d}/{n}_b.npy", r.standard_normal(b).astype(np.float32))
 PY
 fi
-for gemm in "$carry"/gemm.aot "$carry"/gemm_tf32.aot "$carry"/gemm_f16.aot "$carry"/gemm_bf16.aot; do
+for gemm in "$carry"/gemm.aot "$carry"/gemm_stages2.aot "$carry"/gemm_tf32.aot "$carry"/gemm_tf32_stages2.aot \
+  "$carry"/gemm_f16.aot "$carry"/gemm_bf16.aot; do
   [ -d "$gemm" ] || continue
   for e in qkv_b32 ff1_b32 ff2_b32 proj_b1 ff1_b1 scores_b32; do
     line=$(timeout 60 "$run" "$gemm" --entry $e --input "a=$inputs/${e}_a.npy" --input "b=$inputs/${e}_b.npy" \
@@ -81,7 +82,7 @@ for gemm in "$carry"/gemm.aot "$carry"/gemm_tf32.aot "$carry"/gemm_f16.aot "$car
     python3 - "$e" "$line" "$inputs" "$(basename "$gemm" .aot)" $ceilings <<'PY' | tee -a "$out/gemm.txt"
 import json, os, re, sys, numpy as np
 name, line, d, gemm, ceilings = sys.argv[1:6]
-math = gemm.partition("_")[2] or "f32"
+math = next((p for p in gemm.split("_") if p in ("tf32", "f16", "bf16")), "f32")
 peak = json.load(open(ceilings)).get(math) if os.path.exists(ceilings) else None
 a, b = np.load(f"{d}/{name}_a.npy", mmap_mode="r"), np.load(f"{d}/{name}_b.npy", mmap_mode="r")
 flop = 2 * np.prod(a.shape) * b.shape[-1]
@@ -115,6 +116,19 @@ PY
     done
   done
 fi
+# Why the f32 GEMM runs where it does: Nsight Compute on the BERT QKV matmul, one and two stages
+# (throughput against peak, occupancy, what the warps wait on).
+if command -v ncu >/dev/null; then
+  for gemm in "$carry"/gemm.aot "$carry"/gemm_stages2.aot; do
+    [ -d "$gemm" ] || continue
+    echo "== ncu $(basename "$gemm") qkv_b32" | tee -a "$out/ncu.txt"
+    AOTRACE_CUDA_GRAPHS=0 timeout 120 ncu --section SpeedOfLight --section Occupancy --section WarpStateStats \
+      --section LaunchStats -c 1 "$run" "$gemm" --entry qkv_b32 --input "a=$inputs/qkv_b32_a.npy" \
+      --input "b=$inputs/qkv_b32_b.npy" --device cuda --output-dir /tmp/gpu_ncu 2>&1 |
+      grep -E 'Duration|Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Limit|Warp Cycles|Stall|stall' |
+      head -40 | tee -a "$out/ncu.txt"
+  done
+fi
 # Shared-memory races and barrier misuse in the tiled GEMMs (grid emulation runs a block's threads
 # in phases and cannot see either): compute-sanitizer's racecheck and synccheck on one small
 # matmul per math, launched one by one.
@@ -128,7 +142,8 @@ sanitize() {  # BUNDLE ENTRY --input ...: racecheck and synccheck, launches one 
   done
 }
 if command -v compute-sanitizer >/dev/null; then
-  for gemm in "$carry"/gemm.aot "$carry"/gemm_tf32.aot "$carry"/gemm_bf16.aot; do
+  for gemm in "$carry"/gemm.aot "$carry"/gemm_stages2.aot "$carry"/gemm_tf32.aot "$carry"/gemm_tf32_stages2.aot \
+    "$carry"/gemm_bf16.aot; do
     [ -d "$gemm" ] && sanitize "$gemm" proj_b1 --input "a=$inputs/proj_b1_a.npy" --input "b=$inputs/proj_b1_b.npy"
   done
   if [ -d "$carry/reductions.aot" ]; then  # block reductions: warps' totals through shared memory

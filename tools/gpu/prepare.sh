@@ -4,9 +4,11 @@
 # so name the folder in the run's `carry`), each with a stripped aotrace_run (the runtime alone: no compiler there):
 #   gpu_carry1  bert_layer.aot, gpt2_block.aot (bench/models.py, batch 1..32, 128 × 768): 60 MiB
 #   gpu_carry2  resnet18.aot (224², batch 1..32), gemm.aot (the BERT layer's matmul shapes as
-#               `a @ b`, no weights: TFLOP/s), mlp.aot (examples/mlp: compute-sanitizer's subject)
+#               `a @ b`, no weights: TFLOP/s) and gemm_stages2.aot (the same, double-buffered
+#               tiles: --cuda-gemm-stages 2), mlp.aot (examples/mlp: compute-sanitizer's subject)
 #   gpu_carry3  bert_layer_tf32.aot, gpt2_block_tf32.aot: gpu_carry1's models with cuda_math tf32
-#   gpu_carry4  gemm_tf32.aot, gemm_f16.aot, gemm_bf16.aot: gemm.aot on tensor cores;
+#   gpu_carry4  gemm_tf32.aot, gemm_f16.aot, gemm_bf16.aot: gemm.aot on tensor cores
+#               (gemm_tf32_stages2.aot: TF32 with two stages);
 #               bert_layer_warp64.aot: the BERT layer with --cuda-warp-reduce-min 64 (its softmax
 #               rows of 128 a warp each, against gpu_carry1's thread each); reductions.aot (a
 #               whole-tensor sum and min of 256 × 1024: block reductions; a row max: warps);
@@ -66,9 +68,11 @@ build() {  # SPEC CARRY [OUT_NAME EXTRA_FLAGS...]
 build "$specs/bert_layer.yaml" gpu_carry1
 build "$specs/gpt2_block.yaml" gpu_carry1
 build "$specs/gemm.yaml" gpu_carry2
+build "$specs/gemm.yaml" gpu_carry2 gemm_stages2 --cuda-gemm-stages 2
 build "$specs/gemm_tf32.yaml" gpu_carry4
 build "$specs/gemm_f16.yaml" gpu_carry4
 build "$specs/gemm_bf16.yaml" gpu_carry4
+build "$specs/gemm_tf32.yaml" gpu_carry4 gemm_tf32_stages2 --cuda-gemm-stages 2
 build "$specs/bert_layer.yaml" gpu_carry4 bert_layer_warp64 --cuda-warp-reduce-min 64
 cat > "$specs/reductions.py" <<'PY'
 def total(x):

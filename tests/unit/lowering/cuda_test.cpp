@@ -561,6 +561,51 @@ TEST(Cuda, TensorCoreTiledGemmsMatchOnExactOperands) {
   }
 }
 
+// Two stages (hidden `compile --cuda-gemm-stages 2`): the tiles double-buffered, a step's global
+// loads in registers while the other stage's products are computed. The tiled graph (K = 37: 5
+// steps of 8, 2 of 32; the conv's 72: 9 and 3) and a matmul of one step (K = 8 for f32, 20 for
+// the mma's 32), per math, emulated against the reference (reading the stage being written, or
+// writing the one being read, is a wrong number there); ptxas builds them, with both stages' tiles
+// in static shared memory.
+TEST(Cuda, TwoStageTiledGemmsLoadTheNextStepDuringThisOne) {
+  ir::Graph one_step;
+  ir::ValueId a = one_step.add_input("a", f32({40, 20}), "L['a']");
+  ir::ValueId b = one_step.add_input("b", f32({20, 33}), "L['b']");
+  ir::ValueId a8 = one_step.add(OpKind::Reshape, {slice(one_step, a, 1, 0, 8)}, shape_attrs({40, 8}));
+  ir::ValueId b8 = one_step.add(OpKind::Reshape, {slice(one_step, b, 0, 0, 8)}, shape_attrs({8, 33}));
+  set_outputs(one_step, {one_step.add(OpKind::Matmul, {a, b}), one_step.add(OpKind::Matmul, {a8, b8})});
+  for (Options::CudaMath math : {Options::CudaMath::f32, Options::CudaMath::tf32, Options::CudaMath::bf16}) {
+    SCOPED_TRACE(cuda_math_name(math));
+    Options o = gpu_with(math);
+    o.cuda_gemm_stages = 2;
+    const ir::Graph g = tiled_gemm_graph(math == Options::CudaMath::f32 ? weight : mma_exact_weight);
+    Options dumped = o;
+    dumped.dump = {"cuda-plan"};
+    ::testing::internal::CaptureStderr();
+    LoweredVariant gpu = lower_graph(g, "stages_", dumped);
+    const std::string plans = ::testing::internal::GetCapturedStderr();
+    expect_tiled_launches(gpu);
+    size_t staged = 0;
+    for (size_t at = plans.find(" 2 stages"); at != std::string::npos; at = plans.find(" 2 stages", at + 1)) ++staged;
+    EXPECT_EQ(staged, 5u) << "every tiled kernel has two stages:\n" << plans;
+    const CudaLibrary linked = link_cuda_kernels({gpu.object}, o);
+    EXPECT_EQ(linked.cubins.size(), 2u);
+    // Both stages' tiles (2 × bk × (64 + 64 + 2·pad) floats) or the C tile (64 × (64 + pad)),
+    // whichever is larger, in bytes: f32 max(2·8·136, 64·68)·4, TF32 2·32·144·4, bf16 2·32·136·4.
+    const char* tiles = math == Options::CudaMath::f32 ? "_tiles[17408]" : math == Options::CudaMath::tf32 ? "_tiles[36864]" : "_tiles[34816]";
+    EXPECT_NE(linked.ptx.find(tiles), std::string::npos) << tiles;
+    std::vector<ir::HostTensor> inputs = random_inputs(g, 1, -1, 1);
+    if (math != Options::CudaMath::f32)
+      for (ir::HostTensor& t : inputs)
+        for (int64_t i = 0; i < t.numel(); ++i) t.set(i, mma_exact(t.get(i)));
+    expect_outputs_match(g, inputs, std::nullopt, cuda_emulation(o));
+    std::vector<ir::HostTensor> small = random_inputs(one_step, 2, -1, 1);
+    for (ir::HostTensor& t : small)
+      for (int64_t i = 0; i < t.numel(); ++i) t.set(i, mma_exact(t.get(i)));
+    expect_outputs_match(one_step, small, std::nullopt, cuda_emulation(o));
+  }
+}
+
 // The rounding of operands: TF32 to nearest with ties away from zero (cvt.rna), f16 and bf16 to
 // nearest even, f16 to infinity past 65504; as the emulation does it.
 TEST(Cuda, TensorCoreOperandsRoundAsTheirTypes) {
