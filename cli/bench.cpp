@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "artifacts/runtime/aotrace_runtime.h"
+#include "artifacts/runtime/run_tool.h"
 #include "cli/commands.h"
 #include "ir/ir.h"
 
@@ -162,8 +163,9 @@ int bench_command(const BenchOptions& options) {
   open_options.num_threads = options.threads;
   const bool cuda = options.device == "cuda";
   if (cuda) open_options.device = rt::DeviceKind::cuda;
-  rt::Bundle bundle = value_or_fail(rt::Bundle::open(options.bundle.string(), open_options),
-                                    "check the path, or rebuild the bundle with `aotrace compile`");
+  rt::Result<rt::Bundle> opened = rt::Bundle::open(options.bundle.string(), open_options);
+  const std::string hint = opened.ok() ? "" : rt::open_failure_hint(opened.status());
+  rt::Bundle bundle = value_or_fail(std::move(opened), hint);
   std::string entry_name = options.entry;
   if (entry_name.empty()) entry_name = bundle.entry_names().size() == 1 ? bundle.entry_names().front() : "forward";
   rt::Entry entry = value_or_fail(bundle.entry(entry_name), "use --entry with one of the bundle's entries");

@@ -526,7 +526,7 @@ ToolStatus run_tool(const RunToolOptions& options, const std::string& command, s
   open_options.device = options.cuda ? DeviceKind::cuda : DeviceKind::cpu;
   Result<Bundle> bundle = Bundle::open(options.bundle, open_options);
   if (!bundle.ok())
-    return user_failure(bundle.status().message(), "check the path, or rebuild the bundle with `aotrace compile`");
+    return user_failure(bundle.status().message(), open_failure_hint(bundle.status()));
   if (options.selftest) return run_selftest(*bundle, options, command, out);
 
   std::string entry_name = options.entry;
@@ -585,6 +585,17 @@ ToolStatus run_tool(const RunToolOptions& options, const std::string& command, s
       out << "  " << join_path(options.output_dir, file) << "  " << w.place << "  " << dtype_name(w.tensor.dtype) << " "
           << shape_str(w.tensor.shape) << "\n";
   return {};
+}
+
+std::string open_failure_hint(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::data_loss:
+      return "rebuild the bundle with `aotrace compile`; `aotrace verify BUNDLE` names what is damaged";
+    case StatusCode::unsupported:
+      return "`aotrace verify BUNDLE` lists what the bundle needs and what this machine has";
+    default:
+      return "check the path, or rebuild the bundle with `aotrace compile`";
+  }
 }
 
 std::string render_tool_status(const ToolStatus& status, const std::string& command) {

@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "aotrace_runtime.h"
+
 namespace aotrace::rt {
 
 struct RunToolOptions {
@@ -55,6 +57,9 @@ std::string run_tool_help(const std::string& command);
 // Runs what `options` asks for: prints the variant line (and warnings) on `err`, the report on
 // `out`. Messages start with the first word of `command` ("aotrace: entry 'forward', …").
 ToolStatus run_tool(const RunToolOptions& options, const std::string& command, std::ostream& out, std::ostream& err);
+// The hint after Bundle::open failed with `status`, by what went wrong: a path or a damaged
+// bundle, or what this machine lacks (a CPU feature, a CUDA driver), which `aotrace verify` lists.
+std::string open_failure_hint(const Status& status);
 // "PROGRAM: error: WHAT\n  hint: HINT\n", the compiler's diagnostic format (DESIGN §7).
 std::string render_tool_status(const ToolStatus& status, const std::string& command);
 

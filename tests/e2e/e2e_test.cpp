@@ -1310,6 +1310,13 @@ TEST(Cuda, TheRuntimeRunsCudaKernelsWithGraphsAndDevicePointers) {
                                quote(out.string()) + " --selftest --device cuda");
   EXPECT_EQ(no_driver.exit_code, 1) << no_driver.output;
   expect_contains(no_driver.output, "this machine has no CUDA driver (/nonexistent/libcuda.so.1");
+  expect_contains(no_driver.output, "hint: `aotrace verify BUNDLE` lists what the bundle needs and what this machine has");
+  auto bench_no_driver = run_command("AOTRACE_CUDA_DRIVER=/nonexistent/libcuda.so.1 " + quote(AOTRACE_CLI) + " bench " +
+                                     quote(out.string()) + " --shape x=4x784 --device cuda --iterations 3");
+  EXPECT_EQ(bench_no_driver.exit_code, 1) << bench_no_driver.output;
+  expect_contains(bench_no_driver.output, "hint: `aotrace verify BUNDLE` lists what the bundle needs");
+  auto missing = run_command(quote(AOTRACE_CLI) + " bench " + quote((out / "missing").string()));
+  expect_contains(missing.output, "hint: check the path, or rebuild the bundle with `aotrace compile`");
 }
 
 // The compile cache keys on the GPU archs: another --cuda-arch is a miss that builds its own

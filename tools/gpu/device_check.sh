@@ -123,7 +123,7 @@ if command -v ncu >/dev/null; then
     [ -d "$gemm" ] || continue
     echo "== ncu $(basename "$gemm") qkv_b32" | tee -a "$out/ncu.txt"
     AOTRACE_CUDA_GRAPHS=0 timeout 120 ncu --section SpeedOfLight --section Occupancy --section WarpStateStats \
-      --section LaunchStats -c 1 "$run" "$gemm" --entry qkv_b32 --input "a=$inputs/qkv_b32_a.npy" \
+      --section LaunchStats -k regex:qkv_b32 -c 1 "$run" "$gemm" --entry qkv_b32 --input "a=$inputs/qkv_b32_a.npy" \
       --input "b=$inputs/qkv_b32_b.npy" --device cuda --output-dir /tmp/gpu_ncu 2>&1 |
       grep -E 'Duration|Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Limit|Warp Cycles|Stall|stall' |
       head -40 | tee -a "$out/ncu.txt"
