@@ -9,11 +9,17 @@ using namespace aotrace;
 namespace {
 
 // `check` for a hidden option: CLI11 names no hidden option in its errors, so the message does
-// (main prints it without CLI11's empty name).
+// (main prints it without CLI11's empty name). A value that is no number at all (IsMember
+// throws for it) is named too.
 CLI::Validator naming(const std::string& flag, CLI::Validator check) {
   return CLI::Validator(
       [flag, check](std::string& value) {
-        const std::string error = check(value);
+        std::string error;
+        try {
+          error = check(value);
+        } catch (const CLI::ValidationError&) {
+          error = value + " not in " + check.get_description();
+        }
         return error.empty() ? error : flag + ": " + error;
       },
       check.get_description());
@@ -168,8 +174,16 @@ int main(int argc, char** argv) {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& err) {
       const std::string what = err.what();
-      if (err.get_exit_code() != 0 && what.rfind(": --", 0) == 0) {  // a hidden option's check (naming)
-        std::cerr << what.substr(2) << "\nRun with --help for more information.\n";
+      if (err.get_exit_code() != 0 && what.rfind(": ", 0) == 0) {  // a hidden option (no name from CLI11)
+        std::string named = what.substr(2);
+        if (named.rfind("--", 0) != 0) {  // not a check's (naming): a missing value; the flag from argv
+          for (int i = argc - 1; i > 0; --i)
+            if (std::string word = argv[i]; word.rfind("--cuda-", 0) == 0) {
+              named = word.substr(0, word.find('=')) + ": " + named;
+              break;
+            }
+        }
+        std::cerr << named << "\nRun with --help for more information.\n";
         return 2;
       }
       int code = app.exit(err);

@@ -41,8 +41,8 @@
 // way round (which lane and register holds A[r][k], B[k][c], C[r][c]), so that a mistake in
 // either direction shows as a wrong number. TF32 rounding is emulated bit for bit (products of
 // two TF32 values are exact in f32); the sums' order within an mma is the only difference.
-// Test: lowering_tests Cuda.TiledGemm* (emulated against the reference interpreter; PTX through
-// ptxas), the e2e models on the fake GPU.
+// Test: lowering_tests Cuda.TiledGemm*, Cuda.TwoStageTiledGemms* (emulated against the reference
+// interpreter; PTX through ptxas), the e2e models on the fake GPU.
 #include "lowering/cpu/kernel_emitter.h"
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -74,8 +74,9 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
   };
   llvm::Type* f32 = b_.getFloatTy();
   llvm::Value* zero = llvm::ConstantFP::get(f32, 0.0);
-  // Shared memory: As [bk][lda] then Bs [bk][ldb] during the K loop, the C tile [bm][ldc] after
-  // it; every row starts 16 bytes aligned (bm, bn and pad are multiples of 4 floats).
+  // Shared memory: As [bk][lda] then Bs [bk][ldb] per stage (plan.stage_floats() apart) during
+  // the K loop, the C tile [bm][ldc] after it; every row starts 16 bytes aligned (bm, bn and pad
+  // are multiples of 4 floats).
   llvm::Value* tiles = nullptr;
   if (target_.nvptx) {
     auto* type = llvm::ArrayType::get(f32, static_cast<uint64_t>(shared_floats));
@@ -377,29 +378,46 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
       // Two stages: each thread loads its copies of the next step into registers (`staged`)
       // while this step's products are computed from the other stage, then stores them into the
       // tiles of the next; one barrier a step (a stage is rewritten only after the barrier that
-      // ended its last reads). The last step's loads are past K: zeros, never read.
+      // ended its last reads); the last step only computes. Nothing between that barrier and the next orders the products
+      // and the stores, so the emulation stores first: a double buffer that collapsed into one
+      // stage would compute from the next step's tiles there, a wrong number, as on the GPU a
+      // race. No step (K = 0: a dynamic dim's range excludes it, but the first load would read
+      // before the operands): no loads at all. Every branch here is the whole block's.
       llvm::Value* staged = stack_array(f32, (target_.nvptx ? 1 : threads) * copies);
-      const int64_t stage_floats = plan.bk * (lda + ldb);
-      load_step(i64(0), i64(0));
-      range_loop(i64(0), steps, [&](llvm::Value* step) {
-        llvm::Value* parity = b_.CreateAnd(step, i64(1));
-        llvm::Value* current = b_.CreateMul(parity, i64(stage_floats));
-        llvm::Value* next = b_.CreateMul(b_.CreateXor(parity, i64(1)), i64(stage_floats));
-        llvm::Value* k_next = b_.CreateMul(b_.CreateAdd(step, i64(1)), i64(plan.bk));
-        phase(false, [&](llvm::Value* tid) {
-          for (int64_t slot = 0; slot < copies; ++slot)
-            b_.CreateAlignedStore(copy_value(copy_place(tid, slot), k_next), slot_at(staged, copies, tid, i64(slot)),
-                                  llvm::Align(4));
-        });
-        compute_step(current, false);
-        phase(true, [&](llvm::Value* tid) {
-          for (int64_t slot = 0; slot < copies; ++slot) {
-            const Copy c = copy_place(tid, slot);
-            b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, slot_at(staged, copies, tid, i64(slot)), llvm::Align(4)),
-                                  tile_at(next, c.a, c.k, c.i), llvm::Align(4));
+      auto stage_of = [&](llvm::Value* step) {
+        return b_.CreateMul(b_.CreateAnd(step, i64(1)), i64(plan.stage_floats()));
+      };
+      if_else(b_.CreateICmpSGT(steps, i64(0)), [&] {
+        load_step(i64(0), i64(0));
+        llvm::Value* last = b_.CreateSub(steps, i64(1));
+        range_loop(i64(0), last, [&](llvm::Value* step) {  // every step but the last: prefetch
+          llvm::Value* current = stage_of(step);
+          llvm::Value* next = stage_of(b_.CreateAdd(step, i64(1)));
+          llvm::Value* k_next = b_.CreateMul(b_.CreateAdd(step, i64(1)), i64(plan.bk));
+          phase(false, [&](llvm::Value* tid) {
+            for (int64_t slot = 0; slot < copies; ++slot)
+              b_.CreateAlignedStore(copy_value(copy_place(tid, slot), k_next), slot_at(staged, copies, tid, i64(slot)),
+                                    llvm::Align(4));
+          });
+          auto store_next = [&](bool barrier) {
+            phase(barrier, [&](llvm::Value* tid) {
+              for (int64_t slot = 0; slot < copies; ++slot) {
+                const Copy c = copy_place(tid, slot);
+                b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, slot_at(staged, copies, tid, i64(slot)), llvm::Align(4)),
+                                      tile_at(next, c.a, c.k, c.i), llvm::Align(4));
+              }
+            });
+          };
+          if (target_.nvptx) {
+            compute_step(current, false);
+            store_next(true);
+          } else {
+            store_next(false);
+            compute_step(current, true);
           }
         });
-      });
+        compute_step(stage_of(last), true);  // the last step: nothing to load
+      }, [] {});
     }
     // The accumulators into the C tile in shared memory, then the epilogue over it with
     // consecutive threads on consecutive columns (coalesced stores, one copy of its code).

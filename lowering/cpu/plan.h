@@ -120,7 +120,8 @@ struct TiledGemmPlan {
   // Accumulators per thread: tm × tn, or the warp's wm × wn over its 32 lanes.
   int64_t outputs() const { return math == Options::CudaMath::f32 ? tm * tn : wm * wn / 32; }
   // Shared memory: As and Bs per stage during the K loop, then the C tile (bm rows of bn + pad).
-  int64_t shared_floats() const { return std::max(stages * bk * (bm + bn + 2 * pad), bm * (bn + pad)); }
+  int64_t stage_floats() const { return bk * (bm + bn + 2 * pad); }
+  int64_t shared_floats() const { return std::max(stages * stage_floats(), bm * (bn + pad)); }
   ir::SymExpr m_tiles() const { return floordiv(gemm.m + (bm - 1), bm); }
   ir::SymExpr n_tiles() const { return floordiv(gemm.n + (bn - 1), bn); }
   ir::SymExpr tasks() const { return gemm.batches * m_tiles() * n_tiles(); }

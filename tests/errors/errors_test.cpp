@@ -187,6 +187,12 @@ TEST(TargetErrors, CudaArchMustBeAGpuTheToolkitBuildsFor) {
   r = aotrace_cli("compile " + quote((kCases / "cuda_target.yaml").string()) + " --cuda-gemm-stages 3");
   EXPECT_EQ(r.exit_code, 2) << r.output;  // a usage error, named though the flag is hidden
   expect_contains(r.output, "--cuda-gemm-stages: 3 not in {1,2}");
+  r = aotrace_cli("compile " + quote((kCases / "cuda_target.yaml").string()) + " --cuda-vector-elements four");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  expect_contains(r.output, "--cuda-vector-elements: four not in {1,2,4}");
+  r = aotrace_cli("compile " + quote((kCases / "cuda_target.yaml").string()) + " --cuda-gemm-stages");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  expect_contains(r.output, "--cuda-gemm-stages: 1 required");
 }
 
 // `device: cuda` on an input: needs the cuda target, names a device aotrace knows, and only on a

@@ -9,8 +9,10 @@
 #   2. latency: each bench bundle's entry at batch 1 and 32 on random inputs in GPU memory,
 #      --repeat timed calls (CUDA Graph replays), median reported;
 #   3. elementwise bandwidth (bandwidth.aot: GB/s, vector and scalar accesses);
-#   4. the GEMM kernels alone (gemm.aot, and gemm_tf32/f16/bf16.aot on tensor cores): the BERT
-#      layer's matmul shapes, ms and TFLOP/s; compute-sanitizer racecheck and synccheck on them.
+#   4. the GEMM kernels alone (gemm.aot, and gemm_tf32/f16/bf16.aot on tensor cores; the
+#      *_stages2.aot with double-buffered tiles): the BERT layer's matmul shapes, ms and TFLOP/s
+#      against the ceilings; Nsight Compute on the f32 QKV matmul; compute-sanitizer racecheck
+#      and synccheck on them.
 # Usage: tools/gpu/device_check.sh [CARRY_DIR] [OUT_DIR]
 set -u
 carry=${1:-gpu_carry1}
@@ -23,8 +25,9 @@ here=$(dirname "$0")
 # (it stays warm between the carries' calls): the reports below read against them.
 ceilings=/tmp/gpu_ceilings.json
 if [ ! -f $ceilings ]; then
-  timeout 120 python3 "$here/ceilings.py" $ceilings 2>&1 | tail -3 | tee "$out/ceilings.txt"
-  timeout 180 python3 "$here/torch_gpu_baseline.py" 2>&1 | tail -6 | tee "$out/torch_cuda.txt"
+  timeout 90 python3 "$here/ceilings.py" $ceilings 2>&1 | tail -3 | tee "$out/ceilings.txt"
+  [ -f $ceilings ] || echo '{}' > $ceilings  # timed out: not again on the next call
+  timeout 120 python3 "$here/torch_gpu_baseline.py" 2>&1 | tail -6 | tee "$out/torch_cuda.txt"
 fi
 status=0
 for b in "$carry"/*.aot; do
@@ -122,10 +125,10 @@ if command -v ncu >/dev/null; then
   for gemm in "$carry"/gemm.aot "$carry"/gemm_stages2.aot; do
     [ -d "$gemm" ] || continue
     echo "== ncu $(basename "$gemm") qkv_b32" | tee -a "$out/ncu.txt"
-    AOTRACE_CUDA_GRAPHS=0 timeout 120 ncu --section SpeedOfLight --section Occupancy --section WarpStateStats \
+    AOTRACE_CUDA_GRAPHS=0 timeout 90 ncu --section SpeedOfLight --section Occupancy --section WarpStateStats \
       --section LaunchStats -k regex:qkv_b32 -c 1 "$run" "$gemm" --entry qkv_b32 --input "a=$inputs/qkv_b32_a.npy" \
       --input "b=$inputs/qkv_b32_b.npy" --device cuda --output-dir /tmp/gpu_ncu 2>&1 |
-      grep -E 'Duration|Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Limit|Warp Cycles|Stall|stall' |
+      grep -E 'Duration|Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Limit|Warp Cycles|Stall|stall|ERR|rror' |
       head -40 | tee -a "$out/ncu.txt"
   done
 fi

@@ -564,9 +564,11 @@ TEST(Cuda, TensorCoreTiledGemmsMatchOnExactOperands) {
 // Two stages (hidden `compile --cuda-gemm-stages 2`): the tiles double-buffered, a step's global
 // loads in registers while the other stage's products are computed. The tiled graph (K = 37: 5
 // steps of 8, 2 of 32; the conv's 72: 9 and 3) and a matmul of one step (K = 8 for f32, 20 for
-// the mma's 32), per math, emulated against the reference (reading the stage being written, or
-// writing the one being read, is a wrong number there); ptxas builds them, with both stages' tiles
-// in static shared memory.
+// the mma's 32), per math, emulated against the reference: the emulation stores the next step's
+// tiles before this step's products (nothing on the GPU orders the two), so reading the stage
+// being written, writing the one being read, or one stage for both is a wrong number there.
+// ptxas builds them, with both stages' tiles in static shared memory. (Barriers themselves are
+// for compute-sanitizer's synccheck/racecheck on a GPU: tools/gpu/device_check.sh.)
 TEST(Cuda, TwoStageTiledGemmsLoadTheNextStepDuringThisOne) {
   ir::Graph one_step;
   ir::ValueId a = one_step.add_input("a", f32({40, 20}), "L['a']");
@@ -574,7 +576,8 @@ TEST(Cuda, TwoStageTiledGemmsLoadTheNextStepDuringThisOne) {
   ir::ValueId a8 = one_step.add(OpKind::Reshape, {slice(one_step, a, 1, 0, 8)}, shape_attrs({40, 8}));
   ir::ValueId b8 = one_step.add(OpKind::Reshape, {slice(one_step, b, 0, 0, 8)}, shape_attrs({8, 33}));
   set_outputs(one_step, {one_step.add(OpKind::Matmul, {a, b}), one_step.add(OpKind::Matmul, {a8, b8})});
-  for (Options::CudaMath math : {Options::CudaMath::f32, Options::CudaMath::tf32, Options::CudaMath::bf16}) {
+  for (Options::CudaMath math :
+       {Options::CudaMath::f32, Options::CudaMath::tf32, Options::CudaMath::f16, Options::CudaMath::bf16}) {
     SCOPED_TRACE(cuda_math_name(math));
     Options o = gpu_with(math);
     o.cuda_gemm_stages = 2;
@@ -588,10 +591,16 @@ TEST(Cuda, TwoStageTiledGemmsLoadTheNextStepDuringThisOne) {
     size_t staged = 0;
     for (size_t at = plans.find(" 2 stages"); at != std::string::npos; at = plans.find(" 2 stages", at + 1)) ++staged;
     EXPECT_EQ(staged, 5u) << "every tiled kernel has two stages:\n" << plans;
+    ::testing::internal::CaptureStderr();
+    lower_graph(one_step, "one_step_", dumped);
+    const std::string one_step_plans = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(one_step_plans.find("k 20 | tile 64x64x"), std::string::npos) << one_step_plans;
+    EXPECT_NE(one_step_plans.find("k 8 | tile 64x64x"), std::string::npos) << one_step_plans;
     const CudaLibrary linked = link_cuda_kernels({gpu.object}, o);
     EXPECT_EQ(linked.cubins.size(), 2u);
     // Both stages' tiles (2 × bk × (64 + 64 + 2·pad) floats) or the C tile (64 × (64 + pad)),
     // whichever is larger, in bytes: f32 max(2·8·136, 64·68)·4, TF32 2·32·144·4, bf16 2·32·136·4.
+    // (f32's C tile is the larger: this checks the mma's stages only.)
     const char* tiles = math == Options::CudaMath::f32 ? "_tiles[17408]" : math == Options::CudaMath::tf32 ? "_tiles[36864]" : "_tiles[34816]";
     EXPECT_NE(linked.ptx.find(tiles), std::string::npos) << tiles;
     std::vector<ir::HostTensor> inputs = random_inputs(g, 1, -1, 1);

@@ -196,6 +196,37 @@ TEST(Dynamic, TensorCoreMatmulsWithSymbolicSizes) {
   }
 }
 
+// Two-stage tiled GEMMs (hidden `compile --cuda-gemm-stages 2`; grid emulation) with T in K and
+// in M, at T = 2, 8 (one step of f32's 8), 9, 33 (two of the mma's 32) and 300; f32 and TF32 on
+// operands on a 1/128 grid, whose sums are exact in f32, so the results equal the reference's
+// bit for bit.
+TEST(Dynamic, TwoStageTiledGemmsWithSymbolicK) {
+  ir::Graph g;
+  g.symbols["T"] = {2, 300, 1};
+  ir::ValueId a = input(g, "a", {40, T}), b = input(g, "b", {T, 33});
+  ir::ValueId e = input(g, "e", {T, 40}), f = input(g, "f", {40, 20});
+  set_outputs(g, {g.add(OpKind::Matmul, {a, b}), g.add(OpKind::Matmul, {e, f})});
+  for (Options::CudaMath math : {Options::CudaMath::f32, Options::CudaMath::tf32}) {
+    SCOPED_TRACE(cuda_math_name(math));
+    Options o;
+    o.cuda_math = math;
+    o.cuda_gemm_stages = 2;
+    LoweredVariant lowered = lower_graph(g, "stages_", cuda_emulation(o));
+    LoadedLibrary lib(link_cpu_library({lowered.object}, o));
+    for (int64_t t : {2, 8, 9, 33, 300}) {
+      const ir::SymBindings sizes{{"T", t}};
+      SCOPED_TRACE(str(sizes));
+      std::vector<ir::HostTensor> inputs = inputs_at(g, sizes, 7);
+      for (ir::HostTensor& x : inputs)
+        for (int64_t i = 0; i < x.numel(); ++i) x.set(i, std::round(x.get(i) * 128) / 128);
+      std::vector<ir::HostTensor> expected = ir::evaluate(g, inputs);
+      std::vector<ir::HostTensor> actual = run_plan(lib, lowered.plan, lowered.graph, inputs);
+      ASSERT_EQ(actual.size(), expected.size());
+      for (size_t i = 0; i < actual.size(); ++i) EXPECT_EQ(compare(actual[i], expected[i], 0, 0), "") << "output " << i;
+    }
+  }
+}
+
 // Attention: q @ k^T with T in M and N, the causal mask sliced from a [128, 128] buffer to
 // [T, T], softmax, att @ v with K = T; the heads split by reshape + permute and merged back.
 TEST(Dynamic, AttentionWithCausalMaskSlicedToT) {
