@@ -318,8 +318,8 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
     // Its value in the step from k0: the operand's element, zero past the edges (tensor cores:
     // rounded to the mma's operand type).
     auto copy_value = [&](const Copy& c, llvm::Value* k0) {
-      llvm::Value* kk = b_.CreateAdd(k0, c.k);
       llvm::Value* at = b_.CreateAdd(c.a ? m0 : n0, c.i);
+      llvm::Value* kk = b_.CreateAdd(k0, c.k);
       const ir::SymExpr& extent = c.a ? gp.m : gp.n;
       llvm::Value* inside = b_.CreateAnd(in_range(at, extent), in_range(kk, gp.k));
       llvm::Value* v = c.a ? gemm_a(gp, batch, clamp(at, extent), clamp(kk, gp.k))
@@ -332,7 +332,8 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
       phase(true, [&](llvm::Value* tid) {
         for (int64_t slot = 0; slot < copies; ++slot) {
           const Copy c = copy_place(tid, slot);
-          b_.CreateAlignedStore(copy_value(c, k0), tile_at(stage, c.a, c.k, c.i), llvm::Align(4));
+          llvm::Value* v = copy_value(c, k0);  // (before the tile's address: the order of the IR)
+          b_.CreateAlignedStore(v, tile_at(stage, c.a, c.k, c.i), llvm::Align(4));
         }
       });
     };
