@@ -164,6 +164,25 @@ TEST(Dynamic, MatmulWithSymbolicMNAndK) {
   expect_matches_at_on_both_cpus(g, t_sizes(2, 151, 300), kChained);
 }
 
+// Lowers `g` once for the CUDA kernels of `options` under grid emulation and runs that library
+// at every binding of `sizes`, on inputs rounded to a 1/128 grid (exact in TF32, f16 and bf16):
+// every output must equal the reference's exactly (sums of such products, few enough, are exact
+// in f32 in any order).
+void expect_exact_on_a_grid(const ir::Graph& g, const Options& options, const std::vector<ir::SymBindings>& sizes) {
+  LoweredVariant lowered = lower_graph(g, "grid_", cuda_emulation(options));
+  LoadedLibrary lib(link_cpu_library({lowered.object}, options));
+  for (const ir::SymBindings& b : sizes) {
+    SCOPED_TRACE(str(b));
+    std::vector<ir::HostTensor> inputs = inputs_at(g, b, 7);
+    for (ir::HostTensor& t : inputs)
+      for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::round(t.get(i) * 128) / 128);
+    std::vector<ir::HostTensor> expected = ir::evaluate(g, inputs);
+    std::vector<ir::HostTensor> actual = run_plan(lib, lowered.plan, lowered.graph, inputs);
+    ASSERT_EQ(actual.size(), expected.size());
+    for (size_t i = 0; i < actual.size(); ++i) EXPECT_EQ(compare(actual[i], expected[i], 0, 0), "") << "output " << i;
+  }
+}
+
 // The tensor-core tiled GEMMs (cuda_math tf32, f16, bf16; grid emulation) with T in M and N,
 // in K, and a symbolic batch B: one library per math run at T = 2 (a single partial tile), 3,
 // 151 and 300. Inputs on a 1/128 grid are exact in every operand type, and their sums (at most
@@ -180,19 +199,7 @@ TEST(Dynamic, TensorCoreMatmulsWithSymbolicSizes) {
     SCOPED_TRACE(cuda_math_name(math));
     Options o;
     o.cuda_math = math;
-    LoweredVariant lowered = lower_graph(g, "mma_", cuda_emulation(o));
-    LoadedLibrary lib(link_cpu_library({lowered.object}, o));
-    for (const ir::SymBindings& sizes : {ir::SymBindings{{"T", 2}, {"B", 2}}, ir::SymBindings{{"T", 3}, {"B", 3}},
-                                         ir::SymBindings{{"T", 151}, {"B", 4}}, ir::SymBindings{{"T", 300}, {"B", 4}}}) {
-      SCOPED_TRACE(str(sizes));
-      std::vector<ir::HostTensor> inputs = inputs_at(g, sizes, 7);
-      for (ir::HostTensor& t : inputs)
-        for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::round(t.get(i) * 128) / 128);
-      std::vector<ir::HostTensor> expected = ir::evaluate(g, inputs);
-      std::vector<ir::HostTensor> actual = run_plan(lib, lowered.plan, lowered.graph, inputs);
-      ASSERT_EQ(actual.size(), expected.size());
-      for (size_t i = 0; i < actual.size(); ++i) EXPECT_EQ(compare(actual[i], expected[i], 0, 0), "") << "output " << i;
-    }
+    expect_exact_on_a_grid(g, o, {{{"T", 2}, {"B", 2}}, {{"T", 3}, {"B", 3}}, {{"T", 151}, {"B", 4}}, {{"T", 300}, {"B", 4}}});
   }
 }
 
@@ -211,19 +218,7 @@ TEST(Dynamic, TwoStageTiledGemmsWithSymbolicK) {
     Options o;
     o.cuda_math = math;
     o.cuda_gemm_stages = 2;
-    LoweredVariant lowered = lower_graph(g, "stages_", cuda_emulation(o));
-    LoadedLibrary lib(link_cpu_library({lowered.object}, o));
-    for (int64_t t : {2, 8, 9, 33, 300}) {
-      const ir::SymBindings sizes{{"T", t}};
-      SCOPED_TRACE(str(sizes));
-      std::vector<ir::HostTensor> inputs = inputs_at(g, sizes, 7);
-      for (ir::HostTensor& x : inputs)
-        for (int64_t i = 0; i < x.numel(); ++i) x.set(i, std::round(x.get(i) * 128) / 128);
-      std::vector<ir::HostTensor> expected = ir::evaluate(g, inputs);
-      std::vector<ir::HostTensor> actual = run_plan(lib, lowered.plan, lowered.graph, inputs);
-      ASSERT_EQ(actual.size(), expected.size());
-      for (size_t i = 0; i < actual.size(); ++i) EXPECT_EQ(compare(actual[i], expected[i], 0, 0), "") << "output " << i;
-    }
+    expect_exact_on_a_grid(g, o, {{{"T", 2}}, {{"T", 8}}, {{"T", 9}}, {{"T", 33}}, {{"T", 300}}});
   }
 }
 
