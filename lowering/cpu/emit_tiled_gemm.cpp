@@ -379,11 +379,11 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
       // Two stages: each thread loads its copies of the next step into registers (`staged`)
       // while this step's products are computed from the other stage, then stores them into the
       // tiles of the next; one barrier a step (a stage is rewritten only after the barrier that
-      // ended its last reads); the last step only computes. Nothing between that barrier and the next orders the products
-      // and the stores, so the emulation stores first: a double buffer that collapsed into one
-      // stage would compute from the next step's tiles there, a wrong number, as on the GPU a
-      // race. No step (K = 0: a dynamic dim's range excludes it, but the first load would read
-      // before the operands): no loads at all. Every branch here is the whole block's.
+      // ended its last reads); the last step only computes. Nothing between two barriers orders
+      // the products and the stores, so the emulation stores first: a double buffer that
+      // collapsed into one stage would compute from the next step's tiles there, a wrong number,
+      // as on the GPU a race. No step (K = 0: a dynamic dim's range excludes it, but the first
+      // load would read before the operands): no loads at all. Every branch here is the block's.
       llvm::Value* staged = stack_array(f32, (target_.nvptx ? 1 : threads) * copies);
       auto stage_of = [&](llvm::Value* step) {
         return b_.CreateMul(b_.CreateAnd(step, i64(1)), i64(plan.stage_floats()));
@@ -392,9 +392,10 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
         load_step(i64(0), i64(0));
         llvm::Value* last = b_.CreateSub(steps, i64(1));
         range_loop(i64(0), last, [&](llvm::Value* step) {  // every step but the last: prefetch
+          llvm::Value* following = b_.CreateAdd(step, i64(1));
           llvm::Value* current = stage_of(step);
-          llvm::Value* next = stage_of(b_.CreateAdd(step, i64(1)));
-          llvm::Value* k_next = b_.CreateMul(b_.CreateAdd(step, i64(1)), i64(plan.bk));
+          llvm::Value* next = stage_of(following);
+          llvm::Value* k_next = b_.CreateMul(following, i64(plan.bk));
           phase(false, [&](llvm::Value* tid) {
             for (int64_t slot = 0; slot < copies; ++slot)
               b_.CreateAlignedStore(copy_value(copy_place(tid, slot), k_next), slot_at(staged, copies, tid, i64(slot)),
