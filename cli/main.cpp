@@ -61,6 +61,11 @@ int main(int argc, char** argv) {
                 "measuring on a GPU: shared-memory stages of tiled matmuls and convs, 1 or 2 (default 1)")
       ->check(naming("--cuda-gemm-stages", CLI::IsMember({int64_t{1}, int64_t{2}})))
       ->group("");  // hidden (driver/compile.h)
+  c->add_option("--cuda-split-reduce-chunk", compile.cuda_split_reduce_chunk,
+                "measuring on a GPU: f32 sums, maxima and minima of many positions into few outputs are two reductions, "
+                "the first over chunks of at least N positions (default 2048; 2^40 never splits)")
+      ->check(naming("--cuda-split-reduce-chunk", CLI::Range(int64_t{1}, int64_t{1} << 40)))
+      ->group("");  // hidden (driver/compile.h)
   c->add_option("--depfile", compile.depfile,
                 "also write a Make/Ninja depfile: OUT/bundle.fb and every file the compile read "
                 "(the spec, the script, its own imported modules, the files it opened)");

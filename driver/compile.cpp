@@ -190,7 +190,8 @@ std::string cache_base_key(const std::filesystem::path& yaml, const CompileOptio
     const std::string home = lowering::check_cuda_toolkit(*cuda);
     m += "cuda " + join(cuda->cuda_archs, ",") + " math " + std::to_string(static_cast<int>(cuda->cuda_math)) +
          " warp-reduce-min " + std::to_string(cuda->cuda_warp_reduce_min) + " vector-elements " +
-         std::to_string(cuda->cuda_vector_elements) + " gemm-stages " + std::to_string(cuda->cuda_gemm_stages) + "\n" +
+         std::to_string(cuda->cuda_vector_elements) +  " gemm-stages " + std::to_string(cuda->cuda_gemm_stages) +
+         " split-reduce-chunk " + std::to_string(cuda->cuda_split_reduce_chunk) + "\n" +
          stat_identity(home + "/bin/ptxas") +
          stat_identity(home + "/nvvm/libdevice/libdevice.10.bc");
   }
@@ -382,13 +383,15 @@ lowering::Options cuda_options(const shape_profiles::ProfileSet& spec, const Com
   if (options.cuda_warp_reduce_min > 0) lo.cuda_warp_reduce_min = options.cuda_warp_reduce_min;
   if (options.cuda_vector_elements > 0) lo.cuda_vector_elements = options.cuda_vector_elements;
   if (options.cuda_gemm_stages > 0) lo.cuda_gemm_stages = options.cuda_gemm_stages;
+  if (options.cuda_split_reduce_chunk > 0) lo.cuda_split_reduce_chunk = options.cuda_split_reduce_chunk;
   lo.cuda_math = lowering::cuda_math_named(spec.cuda_math).value_or(lowering::Options::CudaMath::f32);
   // The first CUDA flag given, if any: each needs the cuda target.
   std::string flag;
   for (const auto& [given, name] : {std::pair{!options.cuda_archs.empty(), "--cuda-arch"},
                                     {options.cuda_warp_reduce_min > 0, "--cuda-warp-reduce-min"},
                                     {options.cuda_vector_elements > 0, "--cuda-vector-elements"},
-                                    {options.cuda_gemm_stages > 0, "--cuda-gemm-stages"}})
+                                    {options.cuda_gemm_stages > 0, "--cuda-gemm-stages"},
+                                    {options.cuda_split_reduce_chunk > 0, "--cuda-split-reduce-chunk"}})
     if (given && flag.empty()) flag = name;
   if (has_target(spec, "cuda")) check_cuda_toolkit_for(spec, lo);
   else if (!flag.empty()) {

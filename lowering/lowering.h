@@ -80,6 +80,11 @@ struct Options {
   // next step's loads in flight during this one's products; hidden `compile --cuda-gemm-stages N`
   // for measuring on a GPU).
   int64_t cuda_gemm_stages = 1;
+  // An f32 sum, maximum or minimum of many positions into few outputs is two reductions on the
+  // GPU (lowering/cuda/split_reductions.cpp), the first over chunks of at least this many
+  // positions (hidden `compile --cuda-split-reduce-chunk N` for measuring on a GPU: a huge N
+  // never splits).
+  int64_t cuda_split_reduce_chunk = 2048;
   // Passes whose result is printed to stderr (`compile --dump`): names of pass_names(), or
   // "all". The environment variable AOTRACE_DUMP (after-<pass>,... or all) adds to it.
   std::vector<std::string> dump;

@@ -275,7 +275,7 @@ Result<BundleInfo> read_bundle_info(const std::string& dir) {
   if (!read.ok()) return read.status();
   const BundleData& b = **read;
   BundleInfo info{b.dir, b.name, b.tool_version, b.toolchain, b.triple, b.format_major, b.format_minor,
-                  b.kernel_abi_version, b.required_features, b.cpu_libraries, {}, b.weights, b.files, {}};
+                  b.kernel_abi_version, b.required_features, b.cpu_libraries, {}, b.weights, b.files, {}, b.cuda_math};
   for (const EntryData& e : b.entries) {
     EntryInfo& entry = info.entries.emplace_back(EntryInfo{e.name, e.output_tree, {}, e.buckets});
     for (const VariantData& v : e.variants) {
@@ -299,7 +299,6 @@ Result<BundleInfo> read_bundle_info(const std::string& dir) {
     }
   }
   info.cuda_images = b.cuda_images;
-  info.cuda_math = b.cuda_math;
   return info;
 }
 

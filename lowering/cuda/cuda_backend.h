@@ -44,6 +44,11 @@ constexpr int64_t kWarpLanes = 32;
 // (at the sizes' maxima) take a thread block per output (plan.cpp block_reduction).
 constexpr int64_t kBlockReduceMinPositions = 16384;
 constexpr int64_t kBlockReduceMaxOutputs = 64;
+// A reduction of many positions into few outputs is split in two (split_reductions.cpp): the
+// first into at most kSplitTargetWarps outputs (warps: 16 per multiprocessor of a 132-SM H100 is
+// 2112; twice that hides the stragglers), at least kSplitMinParts partials per output.
+constexpr int64_t kSplitTargetWarps = 4096;
+constexpr int64_t kSplitMinParts = 32;
 // Rows and columns (at the sizes' maxima) from which a matmul or conv is a tiled GEMM.
 constexpr int64_t kTiledMinSize = 16;
 bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max);
@@ -57,6 +62,10 @@ std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, const O
 // Matmuls read views of weights (permute(W), slices of it) as new [K, N] weights (weight_layout.cpp),
 // except warp matmuls.
 ir::Graph cuda_weight_layout(ir::Graph g);
+
+// f32 sums, maxima and minima of many positions into few outputs as two reductions, the first
+// over chunks of at least `chunk` positions (Options::cuda_split_reduce_chunk).
+ir::Graph cuda_split_reductions(ir::Graph g, int64_t chunk);
 
 std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s, const Options& options);
 

@@ -27,16 +27,21 @@ bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& m
          planned_size(a[a.size() - 2], max) < kTiledMinSize || planned_size(out.back(), max) < kTiledMinSize;
 }
 
-// The positions each output of an f32 reduce_sum, reduce_max or reduce_min reduces (the ratio
-// of the static element counts), or none (another op, dtype, or a symbolic count).
+// The positions each output of an f32 reduce_sum, reduce_max or reduce_min reduces (the product
+// of the reduced extents), or none (another op, dtype, or a symbolic reduced extent; the kept
+// ones may be symbolic: a dynamic batch's rows).
 std::optional<int64_t> reduced_positions(const ir::Graph& g, const ir::Node& n) {
   if ((n.op != ir::OpKind::ReduceSum && n.op != ir::OpKind::ReduceMax && n.op != ir::OpKind::ReduceMin) ||
       n.results.size() != 1 || g.type(n.results[0]).dtype != ir::DType::f32 || g.type(n.operands[0]).dtype != ir::DType::f32)
     return std::nullopt;
-  std::optional<int64_t> in_count = g.type(n.operands[0]).numel().as_constant(),
-                         out_count = g.type(n.results[0]).numel().as_constant();
-  if (!in_count || !out_count || *out_count == 0) return std::nullopt;
-  return *in_count / *out_count;
+  const ir::Shape& in = g.type(n.operands[0]).shape;
+  int64_t positions = 1;
+  for (int64_t a : n.attrs.ints("axes")) {
+    const std::optional<int64_t> extent = in[static_cast<size_t>(a)].as_constant();
+    if (!extent) return std::nullopt;
+    positions *= *extent;
+  }
+  return positions;
 }
 
 // Such a reduction over at least `min_positions` positions (Options::cuda_warp_reduce_min) into

@@ -8,7 +8,9 @@
 #      on the GPU: aotrace_run BUNDLE --selftest --device cuda;
 #   2. latency: each bench bundle's entry at batch 1 and 32 on random inputs in GPU memory,
 #      --repeat timed calls (CUDA Graph replays), median reported;
-#   3. elementwise bandwidth (bandwidth.aot: GB/s, vector and scalar accesses);
+#   3. elementwise bandwidth (bandwidth.aot: GB/s, vector and scalar accesses), and whole-tensor
+#      reductions' (reduce_total.aot: split across the grid, against one block: GB/s, and the
+#      results against numpy's);
 #   4. the GEMM kernels alone (gemm.aot, and gemm_tf32/f16/bf16.aot on tensor cores; the
 #      *_stages2.aot with double-buffered tiles): the BERT layer's matmul shapes, ms and TFLOP/s
 #      against the ceilings; Nsight Compute on the f32 QKV matmul; compute-sanitizer racecheck
@@ -96,12 +98,14 @@ print(f"{gemm} {name} {a.shape}@{b.shape}: " + (f"{float(m.group(1)):.4g} ms, {t
 PY
   done
 done
+if [ -d "$carry/bandwidth.aot" ] || [ -d "$carry/reduce_total.aot" ]; then
+  python3 -c "import numpy as np; r = np.random.default_rng(3)
+for n in 'xy': np.save('$inputs/bw_' + n + '.npy', r.standard_normal((8192, 4096), dtype=np.float32))"
+fi
 if [ -d "$carry/bandwidth.aot" ]; then
   # Elementwise kernels' memory bandwidth (x·2 + y: 3 × 128 MiB moved; gelu(x): 2 × 128 MiB),
   # four elements a thread as vectors (bandwidth.aot) and one (bandwidth_scalar.aot), against the
   # measured copy bandwidth (ceilings.py).
-  python3 -c "import numpy as np; r = np.random.default_rng(3)
-for n in 'xy': np.save('$inputs/bw_' + n + '.npy', r.standard_normal((8192, 4096), dtype=np.float32))"
   for b in bandwidth bandwidth_scalar; do
     for e in axpy gelu; do
       ins="--input x=$inputs/bw_x.npy"
@@ -119,6 +123,30 @@ PY
     done
   done
 fi
+# Whole-tensor sum and absolute max of 128 MiB (golden vectors skip inputs this big: the results
+# are checked against numpy's here), split across the grid and as one block.
+for b in reduce_total reduce_total_unsplit; do
+  [ -d "$carry/$b.aot" ] || continue
+  for e in total absmax; do
+    line=$(timeout 60 "$run" "$carry/$b.aot" --entry $e --input "x=$inputs/bw_x.npy" --device cuda --repeat 50 \
+      --output-dir "/tmp/gpu_$b$e" 2>&1 | grep median) || status=1
+    python3 - "$b $e" "$line" "$inputs/bw_x.npy" "/tmp/gpu_$b$e" $ceilings <<'PY' | tee -a "$out/bandwidth.txt" || status=1
+import json, os, re, sys
+import numpy as np
+name, line, x_path, outdir, ceilings = sys.argv[1:6]
+peak = json.load(open(ceilings)).get("copy_gbs") if os.path.exists(ceilings) else None
+m = re.search(r"median ([0-9.e+-]+) ms", line)
+gbs = 8192 * 4096 * 4 / 1e9 / float(m.group(1)) * 1e3 if m else 0
+x = np.load(x_path)
+want = np.abs(x).max() if name.endswith("absmax") else x.sum(dtype=np.float64)
+got = float(np.load(outdir + "/out0.npy")) if os.path.exists(outdir + "/out0.npy") else None
+ok = got is not None and abs(got - want) <= 1e-4 * max(1.0, abs(want)) + 1e-2 * name.endswith("total")
+print(f"{name}: " + (f"{float(m.group(1)):.4g} ms, {gbs:.0f} GB/s" + (f" of {peak} copying" if peak else "") if m else "no timing: " + line)
+      + f"; result {got} against numpy's {want}: " + ("ok" if ok else "WRONG"))
+sys.exit(0 if ok else 1)
+PY
+  done
+done
 # Why the f32 GEMM runs where it does: Nsight Compute on the BERT QKV matmul, one and two stages
 # (throughput against peak, occupancy, what the warps wait on).
 if command -v ncu >/dev/null; then
@@ -150,7 +178,7 @@ if command -v compute-sanitizer >/dev/null; then
     [ -d "$gemm" ] && sanitize "$gemm" proj_b1 --input "a=$inputs/proj_b1_a.npy" --input "b=$inputs/proj_b1_b.npy"
   done
   if [ -d "$carry/reductions.aot" ]; then  # block reductions: warps' totals through shared memory
-    python3 -c "import numpy as np; np.save('$inputs/red_x.npy', np.random.default_rng(2).standard_normal((256, 1024)).astype(np.float32))"
+    python3 -c "import numpy as np; np.save('$inputs/red_x.npy', np.random.default_rng(2).standard_normal((32, 1024)).astype(np.float32))"
     sanitize "$carry/reductions.aot" total --input "x=$inputs/red_x.npy"
   fi
 fi

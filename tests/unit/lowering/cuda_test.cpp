@@ -443,23 +443,77 @@ TEST(Cuda, WarpMaximaAndMinimaPropagateNaNAcrossLanes) {
 // Shared-memory reductions: sums, maxima and minima of at least 16384 positions into at most 64
 // outputs take a thread block per output (256 threads: a shuffle butterfly per warp, then the
 // 8 warps' totals through shared memory between barriers). A sum and a max with NaN of rows of
-// 20000, and a whole-tensor sum and min.
+// 20000, and a whole-tensor sum and min (40000 positions: too few to split across the grid).
 TEST(Cuda, BlockReductionsMeetInSharedMemory) {
   ir::Graph g;
-  ir::ValueId x = g.add_input("x", f32({4, 20000}), "L['x']");
+  ir::ValueId x = g.add_input("x", f32({2, 20000}), "L['x']");
   set_outputs(g, {g.add(OpKind::ReduceSum, {x}, reduce_attrs({1}, true)), g.add(OpKind::ReduceMax, {x}, reduce_attrs({1}, false)),
                   g.add(OpKind::ReduceSum, {x}, reduce_attrs({0, 1}, false)), g.add(OpKind::ReduceMin, {x}, reduce_attrs({0, 1}, false))});
   std::vector<ir::HostTensor> inputs = random_inputs(g, 1, -1, 1);
-  inputs[0].set(2 * 20000 + 12345, std::numeric_limits<double>::quiet_NaN());  // row 2's max is NaN
+  inputs[0].set(1 * 20000 + 12345, std::numeric_limits<double>::quiet_NaN());  // row 1's max is NaN
   LoweredVariant gpu = lower_graph(g, "block_", for_gpu());
   std::multiset<std::string> launches;
   for (const auto& call : gpu.plan.calls) launches.insert(call.threads.str());
-  EXPECT_EQ(launches.count("1024"), 2u) << "the rows' sum and max: 4 blocks of 256";
+  EXPECT_EQ(launches.count("512"), 2u) << "the rows' sum and max: 2 blocks of 256";
   EXPECT_EQ(launches.count("256"), 2u) << "the total and the minimum: a block each";
   const CudaLibrary linked = link_cuda_kernels({gpu.object}, for_gpu());
   EXPECT_NE(linked.ptx.find("bar.sync"), std::string::npos);
   EXPECT_NE(linked.ptx.find("st.shared"), std::string::npos);
   expect_outputs_match(g, inputs);  // the CPU, then the emulated blocks
+}
+
+// cuda-split-reductions: sums, maxima and minima of at least 32 × 2048 positions into few
+// outputs are two reductions, the first a warp per chunk of the positions (the whole grid), the
+// second over the partials. A whole-tensor sum of squares (its prologue fused into the first),
+// a keepdim max over consecutive trailing axes (NaN and -inf in it), a sum over a leading axis
+// (the kept axis innermost), a min over two axes that are not neighbours, and a sum of a prime
+// count of positions that cannot split (a block, as before).
+TEST(Cuda, HugeReductionsSplitAcrossTheGrid) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({2, 128, 1024}), "L['x']");
+  ir::ValueId y = g.add_input("y", f32({65536, 4}), "L['y']");
+  ir::ValueId z = g.add_input("z", f32({64, 4, 1024}), "L['z']");
+  ir::ValueId w = g.add_input("w", f32({65537}), "L['w']");
+  ir::ValueId squares = g.add(OpKind::Mul, {x, x});
+  set_outputs(g, {g.add(OpKind::ReduceSum, {squares}, reduce_attrs({0, 1, 2}, false)),
+                  g.add(OpKind::ReduceMax, {x}, reduce_attrs({1, 2}, true)), g.add(OpKind::ReduceSum, {y}, reduce_attrs({0}, false)),
+                  g.add(OpKind::ReduceMin, {z}, reduce_attrs({0, 2}, false)), g.add(OpKind::ReduceSum, {w}, reduce_attrs({0}, false))});
+  std::vector<ir::HostTensor> inputs = random_inputs(g, 3, 0.5, 1.5);
+  inputs[0].set(1 * 131072 + 77 * 1024 + 5, std::numeric_limits<double>::quiet_NaN());  // batch 1's max is NaN
+  inputs[0].set(0 * 131072 + 3 * 1024 + 1000, 1e30);                                     // batch 0's max
+  inputs[2].set(40 * 4096 + 2 * 1024 + 999, -std::numeric_limits<double>::infinity());  // z's third min
+  auto launches_of = [](const LoweredVariant& v) {
+    std::multiset<std::string> out;
+    for (const auto& call : v.plan.calls) out.insert(call.threads.str());
+    return out;
+  };
+  const LoweredVariant gpu = lower_graph(g, "split_", for_gpu());
+  size_t reductions = 0;
+  for (const ir::Node& n : gpu.graph.nodes) reductions += ir::op_info(n.op).category == ir::OpCategory::Reduce;
+  EXPECT_EQ(reductions, 9u) << "four reductions in two, the prime count's one";
+  std::multiset<std::string> views;  // the split inputs: [parts, chunk] where the run of reduced axes was
+  for (const ir::Node& n : gpu.graph.nodes)
+    if (n.op == OpKind::Reshape) views.insert(ir::shape_str(gpu.graph.type(n.results[0]).shape));
+  EXPECT_EQ(views, (std::multiset<std::string>{"[128, 2048]", "[2, 64, 2048]", "[2, 64, 1, 1]", "[32, 2048, 4]", "[64, 4, 32, 32]"}))
+      << "the max's partials viewed as [2, 1, 1] with the parts after the batch";
+  EXPECT_EQ(gpu.plan.calls.size(), 9u) << "a kernel per reduction: the squares and the views inlined";
+  const std::multiset<std::string> launches = launches_of(gpu);
+  EXPECT_EQ(launches.count("4096"), 4u) << "the first reductions: 128 chunks of 2048 (1 × 128, 2 × 64, 4 × 32, 4 × 32) × 32 lanes";
+  EXPECT_EQ(launches.count("1"), 1u) << "the total's 128 partials: one thread";
+  EXPECT_EQ(launches.count("2"), 1u) << "the max's 2 × 64 partials: a thread per batch";
+  EXPECT_EQ(launches.count("4"), 2u) << "y's and z's 4 × 32 partials: a thread per output";
+  EXPECT_EQ(launches.count("256"), 1u) << "w's 65537 positions do not split: a block";
+  const Options never = [] {
+    Options o = for_gpu();
+    o.cuda_split_reduce_chunk = int64_t{1} << 40;
+    return o;
+  }();
+  const std::multiset<std::string> unsplit = launches_of(lower_graph(g, "unsplit_", never));
+  EXPECT_EQ(unsplit.count("256"), 2u) << "unsplit: the total and w's sum, a block each";
+  EXPECT_EQ(unsplit.count("512"), 1u) << "the max: a block per batch";
+  EXPECT_EQ(unsplit.count("1024"), 2u) << "y's and z's sums: a block per output";
+  EXPECT_NE(link_cuda_kernels({gpu.object}, for_gpu()).ptx.find("shfl.sync.bfly.b32"), std::string::npos);
+  expect_outputs_match(g, inputs);  // the CPU, then the emulated split reductions
 }
 
 // Tiled GEMMs (emit_tiled_gemm.cpp): matmuls and convs that are not warp matmuls take a thread

@@ -1,0 +1,135 @@
+// cuda_split_reductions (pipeline pass "cuda-split-reductions"): an f32 sum, maximum or minimum
+// of many positions into few outputs (x.sum(), x.abs().amax() over a whole tensor, a mean over a
+// long axis of a few rows) is two reductions: the first over chunks of the positions into `parts`
+// partials per output, the second over the partials. As one reduction it is a thread block per
+// output (plan.cpp block_reduction): one of the GPU's 100+ multiprocessors for x.sum(); split,
+// the first has outputs × parts warps streaming their chunks (the grid), the second a warp per
+// output over the partials. Maxima and minima are the same numbers (NaN propagates through the
+// partials); a sum adds in another order (a tree of partial sums, no less accurate).
+//   How: each run of consecutive reduced axes is one axis (a free reshape: movement ops are index
+//   maps in the kernel reading them), the innermost such axis of extent E is split [parts, E/parts]
+//   (parts divides E: the chunks are contiguous where that axis is innermost), the first reduction
+//   keeps `parts` where the axis was, the second reduces it, a reshape restores keepdim's ones.
+//   parts: at most kSplitTargetWarps / outputs (enough warps for a big GPU's residency) and
+//   positions / chunk (Options::cuda_split_reduce_chunk: each first-stage output reduces at least
+//   that many), at least kSplitMinParts (fewer do not beat a block per output). The reduced
+//   extents must be static (the plan's warp reductions need static counts); the outputs are
+//   counted at the symbols' maxima.
+// The CPU keeps one reduction (its threads split the outputs, its vectors the positions).
+// Test: lowering_tests Cuda.HugeReductionsSplitAcrossTheGrid.
+#include <optional>
+
+#include "lowering/cuda/cuda_backend.h"
+#include "lowering/passes.h"
+
+namespace aotrace::lowering::cuda {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+// The rewrite of one reduction: its input reshaped to `split`, the first reduction over
+// `first_axes` of that (keeping the parts), the second over the parts: axis `second_axis` of the
+// first's result, or with keepdim, of that result reshaped to the output's shape with the parts
+// inserted at axis `keepdim_axis` (where the split run of axes starts: a free view).
+struct Split {
+  int64_t parts = 0;
+  ir::Shape split;
+  Ints first_axes;
+  int64_t second_axis = 0;
+  int64_t keepdim_axis = 0;
+};
+
+// The reduced axes' extents must be static (the plan's warp reductions need a static count of
+// positions); the kept ones may be symbolic, counted at their maxima.
+std::optional<Split> split_of(const ir::Graph& g, const ir::Node& n, int64_t chunk, const ir::SymBindings& max) {
+  if ((n.op != ir::OpKind::ReduceSum && n.op != ir::OpKind::ReduceMax && n.op != ir::OpKind::ReduceMin) ||
+      n.results.size() != 1 || g.type(n.operands[0]).dtype != ir::DType::f32 || g.type(n.results[0]).dtype != ir::DType::f32)
+    return std::nullopt;
+  const ir::Shape& dims = g.type(n.operands[0]).shape;
+  std::vector<bool> reduced(dims.size(), false);
+  for (int64_t a : n.attrs.ints("axes")) reduced[static_cast<size_t>(a)] = true;
+  // Consecutive reduced axes merged: `merged` extents, `merged_reduced` which are reduced.
+  ir::Shape merged;
+  Ints merged_start;  // the axis where each starts
+  std::vector<bool> merged_reduced;
+  int64_t positions = 1;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (reduced[d]) {
+      const std::optional<int64_t> extent = dims[d].as_constant();
+      if (!extent) return std::nullopt;
+      positions *= *extent;
+    }
+    if (reduced[d] && d > 0 && reduced[d - 1]) {
+      merged.back() = merged.back() * dims[d];
+    } else {
+      merged.push_back(dims[d]);
+      merged_start.push_back(static_cast<int64_t>(d));
+      merged_reduced.push_back(reduced[d]);
+    }
+  }
+  const int64_t outputs = planned_size(g.type(n.results[0]).numel(), max);
+  if (positions == 0 || outputs == 0) return std::nullopt;
+  const int64_t most = std::min((kSplitTargetWarps + outputs - 1) / outputs, positions / chunk);
+  // The innermost reduced axis with a divisor in [kSplitMinParts, most]: the largest.
+  for (size_t a = merged.size(); a-- > 0;) {
+    if (!merged_reduced[a]) continue;
+    const int64_t extent = merged[a].constant();
+    for (int64_t parts = std::min(most, extent); parts >= kSplitMinParts; --parts) {
+      if (extent % parts != 0) continue;
+      Split s;
+      s.parts = parts;
+      int64_t kept_before = 0;
+      for (size_t d = 0; d < merged.size(); ++d) {
+        if (d == a) {
+          s.second_axis = kept_before;
+          s.keepdim_axis = merged_start[d];
+          s.split.push_back(parts);
+          s.first_axes.push_back(static_cast<int64_t>(s.split.size()));  // the chunk
+          s.split.push_back(extent / parts);
+          continue;
+        }
+        if (merged_reduced[d]) s.first_axes.push_back(static_cast<int64_t>(s.split.size()));
+        else ++kept_before;
+        s.split.push_back(merged[d]);
+      }
+      return s;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+ir::Graph cuda_split_reductions(ir::Graph old, int64_t chunk) {
+  AOT_CHECK(chunk >= 1, "cuda-split-reductions: a chunk of at least one position");
+  GraphCopy c = copy_signature(old);
+  const ir::SymBindings max = max_bindings(old);
+  bool any = false;
+  for (const ir::Node& n : old.nodes) {
+    std::vector<ir::ValueId> operands;
+    for (ir::ValueId o : n.operands) operands.push_back(c.map.at(static_cast<size_t>(o)));
+    const std::optional<Split> s = split_of(old, n, chunk, max);
+    if (!s) {
+      copy_node(c, n, operands);
+      continue;
+    }
+    any = true;
+    ir::Graph& g = c.graph;
+    const ir::ValueId split = g.add(ir::OpKind::Reshape, {operands[0]}, attrs_of({{"shape", s->split}}), n.loc);
+    const ir::ValueId partials =
+        g.add(n.op, {split}, attrs_of({{"axes", s->first_axes}, {"keepdim", int64_t{0}}}), n.loc);
+    ir::ValueId parts = partials;
+    int64_t axis = s->second_axis;
+    if (n.attrs.i("keepdim") != 0) {  // the output's ones in the view the second reduction reads
+      ir::Shape shape = old.type(n.results[0]).shape;
+      shape.insert(shape.begin() + s->keepdim_axis, s->parts);
+      parts = g.add(ir::OpKind::Reshape, {partials}, attrs_of({{"shape", shape}}), n.loc);
+      axis = s->keepdim_axis;
+    }
+    c.map[static_cast<size_t>(n.results[0])] =
+        g.add(n.op, {parts}, attrs_of({{"axes", Ints{axis}}, {"keepdim", int64_t{0}}}), n.loc);
+  }
+  return any ? finish_copy(std::move(c), old) : old;
+}
+
+}  // namespace aotrace::lowering::cuda
