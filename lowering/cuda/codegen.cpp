@@ -1,8 +1,8 @@
 // codegen_cuda: each scheduled kernel's body (cpu::emit_kernel_body, the CPU backend's emitter)
 // under the GPU mapping of cuda_backend.h. The grid function is the same IR for the GPU and for
 // grid emulation; only its caller differs:
-//   GPU:       void @sym(ptr closure, i64 tasks), a PTX kernel (nvvm.annotations), which passes
-//              %ctaid.x, %ntid.x and %tid.x;
+//   GPU:       void @sym(ptr closure, i64 tasks), a PTX kernel (nvvm.annotations) of kBlock
+//              threads a block (.reqntid), which passes %ctaid.x, kBlock and %tid.x;
 //   emulation: the CPU kernel ABI (aotrace_kernel_abi.h), which builds the closure, computes the
 //              task count from the symbols and calls the grid function for every block and
 //              thread of the launch the runtime would make, blocks in reverse order (a kernel
@@ -70,7 +70,11 @@ llvm::Function* grid_function(llvm::Module& m, const std::string& symbol, llvm::
   return fn;
 }
 
-// The PTX kernel: void @sym(ptr closure, i64 tasks).
+// The PTX kernel: void @sym(ptr closure, i64 tasks), launched with kBlock threads per block
+// (KernelCall::block; the annotation reqntidx makes the driver refuse any other block size): the
+// block's size is that constant, not %ntid.x. (A product of %ctaid.x and %ntid.x whose lowest
+// bit alone indexes a dim of 2 is a 1-bit multiply after LLVM 16's DAG combines, which its NVPTX
+// selection cannot select, llvm-project#57404: nanoGPT's masked attention at T = 1 failed so.)
 void gpu_entry(llvm::Module& m, const std::string& symbol, llvm::Function* grid) {
   llvm::LLVMContext& ctx = m.getContext();
   llvm::IRBuilder<> b(ctx);
@@ -80,13 +84,15 @@ void gpu_entry(llvm::Module& m, const std::string& symbol, llvm::Function* grid)
   fn->setDoesNotThrow();
   b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", fn));
   auto sreg = [&](llvm::Intrinsic::ID id) { return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), i64); };
-  b.CreateCall(grid, {fn->getArg(0), fn->getArg(1), sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
-                      sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x)});
+  b.CreateCall(grid, {fn->getArg(0), fn->getArg(1), sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), b.getInt64(kBlock),
+                      sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x)});
   b.CreateRetVoid();
   llvm::NamedMDNode* annotations = m.getOrInsertNamedMetadata("nvvm.annotations");
   llvm::MDBuilder md(ctx);
   annotations->addOperand(llvm::MDNode::get(
       ctx, {llvm::ValueAsMetadata::get(fn), md.createString("kernel"), md.createConstant(b.getInt32(1))}));
+  annotations->addOperand(llvm::MDNode::get(
+      ctx, {llvm::ValueAsMetadata::get(fn), md.createString("reqntidx"), md.createConstant(b.getInt32(kBlock))}));
 }
 
 // for (i = count - 1; i >= 0; --i) body(i), at b (left after the loop).
