@@ -236,6 +236,39 @@ llvm::Value* KernelEmitter::emit_arg_reduce(const ir::Node& n, const Index& idx)
   reduced[static_cast<size_t>(axes[0])] = true;
   bool is_max = n.op == ir::OpKind::ArgMax;
   llvm::Type* t = compute_type(ctx_, xt);
+  // Whether x beats y (a NaN beats every number, for argmin too).
+  auto beats = [&](llvm::Value* x, llvm::Value* y) { return is_max ? strictly_greater(b_, x, y, xt) : strictly_less(b_, x, y, xt, true); };
+  if (plan_.warp()) {
+    // The GPU's warp (or block) arg-reductions (f32, fewer than 2^31 positions: cuda/plan.cpp):
+    // lane l scans positions l, l + lanes, ... in order from (-inf for argmax, +inf for argmin;
+    // index kNone), keeping its first best; the lanes' (value, i32 index) pairs meet by the
+    // larger (smaller) value, ties (NaN with NaN too) by the smaller index: a total order, so
+    // every lane ends with the first position of the extreme, as the loop below finds it (kNone
+    // only where every value is the start, -inf or +inf: index 0, as below).
+    AOT_CHECK(xt == ir::DType::f32, "a warp arg-reduction of f32 only");
+    const int32_t kNone = std::numeric_limits<int32_t>::max();
+    const ir::SymExpr& extent = xs[static_cast<size_t>(axes[0])];
+    Partials best = warp_combine(
+        [&](llvm::Value* first, int64_t step) {
+          llvm::Value* value = accumulator(t, is_max ? lowest_value(b_, xt) : highest_value(b_, xt));
+          llvm::Value* index = accumulator(b_.getInt32Ty(), b_.getInt32(kNone));
+          range_loop(first, size(extent), [&](llvm::Value* r) {
+            llvm::Value* v = emit(x, reduced_index(reduced, keepdim, idx, {r}));
+            llvm::Value* held = b_.CreateLoad(t, value);
+            llvm::Value* better = beats(v, held);
+            b_.CreateStore(b_.CreateSelect(better, v, held), value);
+            b_.CreateStore(b_.CreateSelect(better, b_.CreateTrunc(r, b_.getInt32Ty()), b_.CreateLoad(b_.getInt32Ty(), index)), index);
+          }, step);
+          return Partials{b_.CreateLoad(t, value), b_.CreateLoad(b_.getInt32Ty(), index)};
+        },
+        [&](const Partials& a, const Partials& c) {
+          llvm::Value* same = b_.CreateOr(b_.CreateFCmpOEQ(a[0], c[0]), b_.CreateAnd(is_nan(b_, a[0], xt), is_nan(b_, c[0], xt)));
+          llvm::Value* take_c = b_.CreateOr(beats(c[0], a[0]), b_.CreateAnd(same, b_.CreateICmpULT(c[1], a[1])));
+          return Partials{b_.CreateSelect(take_c, c[0], a[0]), b_.CreateSelect(take_c, c[1], a[1])};
+        });
+    llvm::Value* none = b_.CreateICmpEQ(best[1], b_.getInt32(kNone));
+    return b_.CreateSelect(none, i64(0), b_.CreateZExt(best[1], b_.getInt64Ty()));
+  }
   llvm::Value* best = accumulator(t, is_max ? lowest_value(b_, xt) : highest_value(b_, xt));
   llvm::Value* best_index = accumulator(b_.getInt64Ty(), i64(0));
   loop_nest({xs[static_cast<size_t>(axes[0])]}, [&](const Index& r) {

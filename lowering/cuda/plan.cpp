@@ -9,6 +9,7 @@
 // reduction loop inside), those that keep the innermost axis too (CpuPlan::column_chunk 0).
 // Test: lowering_tests Cuda.*.
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include "lowering/cuda/cuda_backend.h"
@@ -27,12 +28,15 @@ bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& m
          planned_size(a[a.size() - 2], max) < kTiledMinSize || planned_size(out.back(), max) < kTiledMinSize;
 }
 
-// The positions each output of an f32 reduce_sum, reduce_max or reduce_min reduces (the product
-// of the reduced extents), or none (another op, dtype, or a symbolic reduced extent; the kept
-// ones may be symbolic: a dynamic batch's rows).
+// The positions each output of an f32 reduce_sum, reduce_max or reduce_min, or an argmax or
+// argmin of f32 (fewer than 2^31 positions: its lanes' indices are i32), reduces (the product of
+// the reduced extents), or none (another op, dtype, or a symbolic reduced extent; the kept ones
+// may be symbolic: a dynamic batch's rows).
 std::optional<int64_t> reduced_positions(const ir::Graph& g, const ir::Node& n) {
-  if ((n.op != ir::OpKind::ReduceSum && n.op != ir::OpKind::ReduceMax && n.op != ir::OpKind::ReduceMin) ||
-      n.results.size() != 1 || g.type(n.results[0]).dtype != ir::DType::f32 || g.type(n.operands[0]).dtype != ir::DType::f32)
+  const bool arg = n.op == ir::OpKind::ArgMax || n.op == ir::OpKind::ArgMin;
+  if ((n.op != ir::OpKind::ReduceSum && n.op != ir::OpKind::ReduceMax && n.op != ir::OpKind::ReduceMin && !arg) ||
+      n.results.size() != 1 || (!arg && g.type(n.results[0]).dtype != ir::DType::f32) ||
+      g.type(n.operands[0]).dtype != ir::DType::f32)
     return std::nullopt;
   const ir::Shape& in = g.type(n.operands[0]).shape;
   int64_t positions = 1;
@@ -41,12 +45,13 @@ std::optional<int64_t> reduced_positions(const ir::Graph& g, const ir::Node& n) 
     if (!extent) return std::nullopt;
     positions *= *extent;
   }
+  if (arg && positions > std::numeric_limits<int32_t>::max()) return std::nullopt;
   return positions;
 }
 
 // Such a reduction over at least `min_positions` positions (Options::cuda_warp_reduce_min) into
 // at most 2^17 outputs: a layer norm's row sums, a softmax's row max and sum over a long row, a
-// mean pool over a long axis.
+// mean pool over a long axis, greedy decoding's argmax over a vocabulary.
 bool warp_reduction(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max, int64_t min_positions) {
   std::optional<int64_t> positions = reduced_positions(g, n);
   return positions && *positions >= min_positions && planned_size(g.type(n.results[0]).numel(), max) <= (int64_t{1} << 17);

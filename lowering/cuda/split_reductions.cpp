@@ -120,7 +120,8 @@ ir::Graph cuda_split_reductions(ir::Graph old, int64_t chunk) {
         g.add(n.op, {split}, attrs_of({{"axes", s->first_axes}, {"keepdim", int64_t{0}}}), n.loc);
     ir::ValueId parts = partials;
     int64_t axis = s->second_axis;
-    if (n.attrs.i("keepdim") != 0) {  // the output's ones in the view the second reduction reads
+    // With keepdim, the output's ones in the view the second reduction reads.
+    if (n.attrs.has("keepdim") && n.attrs.i("keepdim") != 0) {
       ir::Shape shape = old.type(n.results[0]).shape;
       shape.insert(shape.begin() + s->keepdim_axis, s->parts);
       parts = g.add(ir::OpKind::Reshape, {partials}, attrs_of({{"shape", shape}}), n.loc);

@@ -33,6 +33,13 @@ Options for_gpu() {
   return o;
 }
 
+// The thread counts of a variant's launches.
+std::multiset<std::string> launches_of(const LoweredVariant& v) {
+  std::multiset<std::string> out;
+  for (const auto& call : v.plan.calls) out.insert(call.threads.str());
+  return out;
+}
+
 ir::Attrs conv_attrs(Ints stride, Ints pad, int64_t groups = 1) {
   return attrs({{"stride", stride}, {"dilation", Ints{1, 1}}, {"pad_low", pad}, {"pad_high", pad}, {"groups", groups}});
 }
@@ -417,11 +424,6 @@ TEST(Cuda, WarpMaximaAndMinimaPropagateNaNAcrossLanes) {
   }
   inputs[1].set(300 * 9 + 150 * 9 + 4, nan);  // column 4 of y's second matrix
   inputs[2].set(2 * 100 + 50, nan);     // row 2 of z
-  auto launches_of = [](const LoweredVariant& v) {
-    std::multiset<std::string> out;
-    for (const auto& call : v.plan.calls) out.insert(call.threads.str());
-    return out;
-  };
   const std::multiset<std::string> launches = launches_of(lower_graph(g, "wmax_", for_gpu()));
   EXPECT_EQ(launches.count("1280"), 4u) << "the rows of x (max, min, the softmax's max and sum): 40 outputs × 32 lanes";
   EXPECT_EQ(launches.count("32"), 2u) << "x's total and maximum: a warp each";
@@ -440,6 +442,49 @@ TEST(Cuda, WarpMaximaAndMinimaPropagateNaNAcrossLanes) {
   expect_outputs_match(g, inputs, std::nullopt, cuda_emulation(low));
 }
 
+// Argmax and argmin of f32 as warp (and block) reductions: a lane keeps its first best of the
+// positions it scans, the lanes' (value, index) pairs meet by value, ties by the smaller index,
+// so the result is the first position of the extreme, NaN first of all, as torch's. Rows of
+// 300 (a warp each) with ties in one lane and across lanes, NaNs, infinities, all-equal rows;
+// columns of 300 (a warp per column, strided), of 12 (a thread each); rows of 20000 (a block
+// each, ties across warps) and a vocabulary of 50257 (greedy decoding's argmax: a block).
+TEST(Cuda, WarpArgmaxAndArgminTakeTheFirstExtreme) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({12, 300}), "L['x']");
+  ir::ValueId y = g.add_input("y", f32({2, 20000}), "L['y']");
+  ir::ValueId v = g.add_input("v", f32({1, 50257}), "L['v']");
+  ir::ValueId z = g.add_input("z", f32({300, 7}), "L['z']");
+  set_outputs(g, {g.add(OpKind::ArgMax, {x}, reduce_attrs({1}, false)), g.add(OpKind::ArgMin, {x}, reduce_attrs({1}, true)),
+                  g.add(OpKind::ArgMax, {x}, reduce_attrs({0}, false)), g.add(OpKind::ArgMin, {y}, reduce_attrs({1}, false)),
+                  g.add(OpKind::ArgMax, {v}, reduce_attrs({1}, false)), g.add(OpKind::ArgMax, {z}, reduce_attrs({0}, true))});
+  std::vector<ir::HostTensor> inputs = random_inputs(g, 5, -1, 1);
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  auto at = [&](int64_t row, int64_t i, double value) { inputs[0].set(row * 300 + i, value); };
+  at(0, 200, 5), at(0, 37, 5);                      // a tie across lanes (8 and 5): 37
+  at(1, 10, 5), at(1, 42, 5), at(1, 10 + 64, -5);   // a tie in lane 10: 10; its min there too
+  at(2, 48, nan), at(2, 33, nan);                   // NaN wins both, the first of two: 33 (lane 1
+                                                    // meets lane 16's NaN last in lane 0's butterfly)
+  at(3, 299, inf), at(3, 0, -inf);                  // the last position; the first
+  for (int64_t i = 0; i < 300; ++i) at(4, i, -inf);  // all -inf: 0 (both)
+  for (int64_t i = 0; i < 300; ++i) at(5, i, i % 2 == 0 ? 0.0 : -0.0);  // zeros of both signs: 0
+  at(6, 31, 7), at(6, 32, 7);                       // neighbours in lanes 31 and 0: 31
+  inputs[3].set(7 * 7 + 5, 9), inputs[3].set(11 * 7 + 5, 9), inputs[3].set(299 * 7 + 5, 9);  // z's column 5: 7
+  inputs[1].set(19999, -3), inputs[1].set(300, -3), inputs[1].set(12345, -3);  // across warps: 300
+  inputs[1].set(20000 + 7000, nan);                 // row 1: NaN
+  inputs[2].set(50256, 4), inputs[2].set(25000, 4);  // the vocabulary's max, tied: 25000
+  const LoweredVariant gpu = lower_graph(g, "argx_", for_gpu());
+  const std::multiset<std::string> launches = launches_of(gpu);
+  EXPECT_EQ(launches.count("384"), 2u) << "x's rows: 12 × 32 lanes";
+  EXPECT_EQ(launches.count("300"), 1u) << "x's columns of 12: a thread each";
+  EXPECT_EQ(launches.count("224"), 1u) << "z's columns of 300: 7 × 32 lanes";
+  EXPECT_EQ(launches.count("512"), 1u) << "y's rows: a block each";
+  EXPECT_EQ(launches.count("256"), 1u) << "the vocabulary: a block";
+  const std::string ptx = link_cuda_kernels({gpu.object}, for_gpu()).ptx;  // and ptxas for sm_80, sm_90
+  EXPECT_NE(ptx.find("shfl.sync.bfly.b32"), std::string::npos);
+  EXPECT_NE(ptx.find("bar.sync"), std::string::npos);
+  expect_outputs_match(g, inputs);  // the CPU, then the emulated warps and blocks
+}
+
 // Shared-memory reductions: sums, maxima and minima of at least 16384 positions into at most 64
 // outputs take a thread block per output (256 threads: a shuffle butterfly per warp, then the
 // 8 warps' totals through shared memory between barriers). A sum and a max with NaN of rows of
@@ -452,8 +497,7 @@ TEST(Cuda, BlockReductionsMeetInSharedMemory) {
   std::vector<ir::HostTensor> inputs = random_inputs(g, 1, -1, 1);
   inputs[0].set(1 * 20000 + 12345, std::numeric_limits<double>::quiet_NaN());  // row 1's max is NaN
   LoweredVariant gpu = lower_graph(g, "block_", for_gpu());
-  std::multiset<std::string> launches;
-  for (const auto& call : gpu.plan.calls) launches.insert(call.threads.str());
+  const std::multiset<std::string> launches = launches_of(gpu);
   EXPECT_EQ(launches.count("512"), 2u) << "the rows' sum and max: 2 blocks of 256";
   EXPECT_EQ(launches.count("256"), 2u) << "the total and the minimum: a block each";
   const CudaLibrary linked = link_cuda_kernels({gpu.object}, for_gpu());
@@ -482,11 +526,6 @@ TEST(Cuda, HugeReductionsSplitAcrossTheGrid) {
   inputs[0].set(1 * 131072 + 77 * 1024 + 5, std::numeric_limits<double>::quiet_NaN());  // batch 1's max is NaN
   inputs[0].set(0 * 131072 + 3 * 1024 + 1000, 1e30);                                     // batch 0's max
   inputs[2].set(40 * 4096 + 2 * 1024 + 999, -std::numeric_limits<double>::infinity());  // z's third min
-  auto launches_of = [](const LoweredVariant& v) {
-    std::multiset<std::string> out;
-    for (const auto& call : v.plan.calls) out.insert(call.threads.str());
-    return out;
-  };
   const LoweredVariant gpu = lower_graph(g, "split_", for_gpu());
   size_t reductions = 0;
   for (const ir::Node& n : gpu.graph.nodes) reductions += ir::op_info(n.op).category == ir::OpCategory::Reduce;
@@ -547,11 +586,10 @@ ir::Graph tiled_gemm_graph(const std::function<ir::ValueId(ir::Graph&, const std
 
 // The launches of tiled_gemm_graph: a block of 256 threads per 64 × 64 tile.
 void expect_tiled_launches(const LoweredVariant& gpu) {
-  std::set<std::string> launches;
-  for (const auto& call : gpu.plan.calls) launches.insert(call.threads.str());
+  const std::multiset<std::string> launches = launches_of(gpu);
   EXPECT_EQ(launches.count("3072"), 1u) << "a @ b: 3 batches × 2 × 2 tiles × 256 threads";
   EXPECT_EQ(launches.count("1536"), 1u) << "the linear layer: 3 × 2 × 1 tiles";
-  EXPECT_EQ(launches.count("1024"), 1u) << "the 70 × 67 matmuls: 2 × 2 tiles";
+  EXPECT_EQ(launches.count("1024"), 2u) << "the two 70 × 67 matmuls: 2 × 2 tiles each";
   EXPECT_EQ(launches.count("512"), 1u) << "the conv: 2 images × 1 × 1 tiles (24 channels, 7·6 columns)";
 }
 
