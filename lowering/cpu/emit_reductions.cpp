@@ -102,7 +102,7 @@ llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
   auto lane_positions = [&](llvm::Value* first, int64_t step, const std::function<void(const Index&)>& at) {
     ir::SymExpr count = 1;
     for (const ir::SymExpr& e : axes.extents) count = count * e;
-    range_loop(first, size(count), [&](llvm::Value* flat) { at(unflatten(flat, axes.extents)); }, step);
+    lane_loop(first, size(count), [&](llvm::Value* flat) { at(unflatten(flat, axes.extents)); }, step);
   };
   if (n.op != ir::OpKind::ReduceSum && t->isFloatingPointTy()) {
     // A float max or min is NaN where any element is, else the extreme of the others: an integer
@@ -252,7 +252,7 @@ llvm::Value* KernelEmitter::emit_arg_reduce(const ir::Node& n, const Index& idx)
         [&](llvm::Value* first, int64_t step) {
           llvm::Value* value = accumulator(t, is_max ? lowest_value(b_, xt) : highest_value(b_, xt));
           llvm::Value* index = accumulator(b_.getInt32Ty(), b_.getInt32(kNone));
-          range_loop(first, size(extent), [&](llvm::Value* r) {
+          lane_loop(first, size(extent), [&](llvm::Value* r) {
             llvm::Value* v = emit(x, reduced_index(reduced, keepdim, idx, {r}));
             llvm::Value* held = b_.CreateLoad(t, value);
             llvm::Value* better = beats(v, held);
@@ -314,7 +314,7 @@ llvm::Value* KernelEmitter::emit_matmul(const ir::Node& n, const Index& idx) {
       b_.CreateStore(emit_binary(b_, ir::OpKind::Add, b_.CreateLoad(t, acc), prod, rt), acc);
     };
     if (step == 1) loop_nest({as.back()}, [&](const Index& k) { term(k[0]); });
-    else range_loop(first, size(as.back()), term, step);
+    else lane_loop(first, size(as.back()), term, step);
     return b_.CreateLoad(t, acc);
   };
   if (!plan_.warp()) return sum_from(nullptr, 1);

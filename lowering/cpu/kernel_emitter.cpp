@@ -283,8 +283,8 @@ void KernelEmitter::emit_entry(const ir::SymExpr& tasks, double work) {
   call_serial(s);
 }
 
-void KernelEmitter::range_loop(llvm::Value* begin, llvm::Value* end,
-                               const std::function<void(llvm::Value*)>& body, int64_t step) {
+llvm::BranchInst* KernelEmitter::range_loop(llvm::Value* begin, llvm::Value* end,
+                                            const std::function<void(llvm::Value*)>& body, int64_t step) {
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx_, "range", fn_);
   auto* exit = llvm::BasicBlock::Create(ctx_, "range.end", fn_);
@@ -297,8 +297,19 @@ void KernelEmitter::range_loop(llvm::Value* begin, llvm::Value* end,
   memo_.pop_back();
   llvm::Value* next = b_.CreateNSWAdd(i, b_.getInt64(step));
   i->addIncoming(next, b_.GetInsertBlock());
-  b_.CreateCondBr(b_.CreateICmpSLT(next, end), header, exit);
+  llvm::BranchInst* latch = b_.CreateCondBr(b_.CreateICmpSLT(next, end), header, exit);
   b_.SetInsertPoint(exit);
+  return latch;
+}
+
+void KernelEmitter::lane_loop(llvm::Value* first, llvm::Value* end, const std::function<void(llvm::Value*)>& body,
+                              int64_t step) {
+  llvm::BranchInst* latch = range_loop(first, end, body, step);
+  llvm::MDNode* count = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.count"),
+                                                 llvm::ConstantAsMetadata::get(b_.getInt32(kLaneUnroll))});
+  llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, {nullptr, count});
+  loop_id->replaceOperandWith(0, loop_id);
+  latch->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
 }
 
 void KernelEmitter::if_else(llvm::Value* cond, const std::function<void()>& then_body,

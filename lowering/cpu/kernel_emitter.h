@@ -33,6 +33,9 @@ using Index = std::vector<llvm::Value*>;
 // vector (AVX-512), else one.
 int64_t panels_per_call(const CpuTarget& target, int64_t nr);
 
+// Iterations of a warp or block lane's loop unrolled into one (KernelEmitter::lane_loop).
+constexpr int kLaneUnroll = 4;
+
 class KernelEmitter {
  public:
   KernelEmitter(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k, const CpuPlan& plan,
@@ -81,10 +84,14 @@ class KernelEmitter {
   llvm::Value* size(const ir::SymExpr& e);
   // `e` at the symbols' maxima: for compile-time choices (exact for a static dim).
   int64_t planned(const ir::SymExpr& e) const { return planned_size(e, max_); }
-  // for (i = begin; i < end; ++i) body(i), with a memo scope for the body.
-  // for (i = begin; i < end; i += step) body(i), its values in a memo scope of their own.
-  void range_loop(llvm::Value* begin, llvm::Value* end, const std::function<void(llvm::Value*)>& body,
-                  int64_t step = 1);
+  // for (i = begin; i < end; i += step) body(i), its values in a memo scope of their own;
+  // returns the loop's latch (its back branch).
+  llvm::BranchInst* range_loop(llvm::Value* begin, llvm::Value* end, const std::function<void(llvm::Value*)>& body,
+                               int64_t step = 1);
+  // The same for a lane of a warp or block plan (CpuPlan::lanes; step: the lanes), unrolled by
+  // kLaneUnroll: a GPU thread then has that many loads in flight before their sums (in order:
+  // the same numbers), where the rolled loop waits for each load before the next.
+  void lane_loop(llvm::Value* first, llvm::Value* end, const std::function<void(llvm::Value*)>& body, int64_t step);
   // if (cond) then_body() else else_body(), each in its own block; continues after both.
   void if_else(llvm::Value* cond, const std::function<void()>& then_body, const std::function<void()>& else_body);
   // The index over `extents` of flat row-major position `flat` (size-1 dims: constant 0).

@@ -551,7 +551,16 @@ TEST(Cuda, HugeReductionsSplitAcrossTheGrid) {
   EXPECT_EQ(unsplit.count("256"), 2u) << "unsplit: the total and w's sum, a block each";
   EXPECT_EQ(unsplit.count("512"), 1u) << "the max: a block per batch";
   EXPECT_EQ(unsplit.count("1024"), 2u) << "y's and z's sums: a block per output";
-  EXPECT_NE(link_cuda_kernels({gpu.object}, for_gpu()).ptx.find("shfl.sync.bfly.b32"), std::string::npos);
+  const std::string ptx = link_cuda_kernels({gpu.object}, for_gpu()).ptx;
+  EXPECT_NE(ptx.find("shfl.sync.bfly.b32"), std::string::npos);
+  // A lane's loop over its 64 positions unrolled by 4 (lane_loop): four loads in flight a lane.
+  for (const ir::KernelCall& call : gpu.plan.calls) {
+    if (call.threads.str() != "4096") continue;
+    const std::string text = kernel_ptx(ptx, call.symbol);
+    size_t loads = 0;
+    for (size_t at = text.find("ld.global.nc.f32"); at != std::string::npos; at = text.find("ld.global.nc.f32", at + 1)) ++loads;
+    EXPECT_GE(loads, 4u) << text;
+  }
   expect_outputs_match(g, inputs);  // the CPU, then the emulated split reductions
 }
 
