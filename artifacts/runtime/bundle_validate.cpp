@@ -139,7 +139,9 @@ std::string check_variant(const BundleData& bundle, const EntryData& e, const Va
       if (std::string why = check_buffer(b, bundle, v, bytes, cuda.arena_bytes); !why.empty()) return "CUDA plan: " + why;
     for (const CudaCallData& c : cuda.calls) {
       if (c.symbol.empty()) return "CUDA kernel call without a symbol";
-      if (c.block < 1 || c.block > 1024) return "CUDA kernel '" + c.symbol + "' has an invalid block size";
+      // Every CUDA kernel aotrace writes is built for blocks of 256 threads (lowering/cuda's
+      // kBlock: the PTX computes its thread's index with that constant).
+      if (c.block != 256) return "CUDA kernel '" + c.symbol + "' has block size " + std::to_string(c.block) + ", not 256";
       if (!valid_sym_program(c.threads, v.symbols.size())) return "CUDA kernel '" + c.symbol + "' has an invalid thread count";
       for (int32_t i : c.buffers)
         if (i < 0 || static_cast<size_t>(i) >= cuda.buffers.size())

@@ -2,7 +2,7 @@
 // under the GPU mapping of cuda_backend.h. The grid function is the same IR for the GPU and for
 // grid emulation; only its caller differs:
 //   GPU:       void @sym(ptr closure, i64 tasks), a PTX kernel (nvvm.annotations) of kBlock
-//              threads a block (.reqntid), which passes %ctaid.x, kBlock and %tid.x;
+//              threads a block, which passes %ctaid.x, kBlock and %tid.x;
 //   emulation: the CPU kernel ABI (aotrace_kernel_abi.h), which builds the closure, computes the
 //              task count from the symbols and calls the grid function for every block and
 //              thread of the launch the runtime would make, blocks in reverse order (a kernel
@@ -71,10 +71,12 @@ llvm::Function* grid_function(llvm::Module& m, const std::string& symbol, llvm::
 }
 
 // The PTX kernel: void @sym(ptr closure, i64 tasks), launched with kBlock threads per block
-// (KernelCall::block; the annotation reqntidx makes the driver refuse any other block size): the
-// block's size is that constant, not %ntid.x. (A product of %ctaid.x and %ntid.x whose lowest
-// bit alone indexes a dim of 2 is a 1-bit multiply after LLVM 16's DAG combines, which its NVPTX
-// selection cannot select, llvm-project#57404: nanoGPT's masked attention at T = 1 failed so.)
+// (KernelCall::block, which the runtime's bundle validation holds to 256): the block's size is
+// that constant, not %ntid.x. (A product of %ctaid.x and %ntid.x whose lowest bit alone indexes
+// a dim of 2 is a 1-bit multiply after LLVM 16's DAG combines, which its NVPTX selection cannot
+// select, llvm-project#57404: nanoGPT's masked attention at T = 1 failed so.) No .reqntid: with
+// it ptxas trades registers for occupancy (resnet18's tiled convs 72 → 64 registers and a
+// spill), which no GPU has measured.
 void gpu_entry(llvm::Module& m, const std::string& symbol, llvm::Function* grid) {
   llvm::LLVMContext& ctx = m.getContext();
   llvm::IRBuilder<> b(ctx);
@@ -91,8 +93,6 @@ void gpu_entry(llvm::Module& m, const std::string& symbol, llvm::Function* grid)
   llvm::MDBuilder md(ctx);
   annotations->addOperand(llvm::MDNode::get(
       ctx, {llvm::ValueAsMetadata::get(fn), md.createString("kernel"), md.createConstant(b.getInt32(1))}));
-  annotations->addOperand(llvm::MDNode::get(
-      ctx, {llvm::ValueAsMetadata::get(fn), md.createString("reqntidx"), md.createConstant(b.getInt32(kBlock))}));
 }
 
 // for (i = count - 1; i >= 0; --i) body(i), at b (left after the loop).

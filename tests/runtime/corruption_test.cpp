@@ -111,6 +111,32 @@ TEST(Corruption, PlanIndexOutOfRangeIsRefused) {
   EXPECT_NE(m.find("names a buffer out of range"), std::string::npos) << m;
 }
 
+// Every CUDA kernel aotrace writes computes its thread's index for blocks of 256 threads
+// (lowering/cuda/codegen.cpp): a plan launching another block size is refused at open.
+TEST(Corruption, CudaBlockOtherThan256IsRefused) {
+  for (int32_t block : {256, 128}) {
+    artifacts::BundleSpec spec = tiny_bundle_spec();
+    spec.cuda_images.push_back({"sm_90", false, ir::Bytes(64, 0)});
+    for (auto& entry : spec.entries)
+      for (auto& variant : entry.variants) {
+        variant.cuda_plan = variant.plan;
+        for (ir::KernelCall& call : variant.cuda_plan->calls) {
+          call.threads = 16;
+          call.block = block;
+        }
+      }
+    const fs::path dir = fresh_temp_dir("cuda_block" + std::to_string(block)) / "tiny.aot";
+    artifacts::write_bundle(spec, dir);
+    auto b = rt::Bundle::open(dir.string());
+    if (block == 256) {
+      EXPECT_TRUE(b.ok()) << b.status().message();  // the CPU plans run here; the CUDA ones are valid
+    } else {
+      ASSERT_FALSE(b.ok());
+      EXPECT_NE(b.status().message().find("has block size 128, not 256"), std::string::npos) << b.status().message();
+    }
+  }
+}
+
 // format 1.4's input_updates: an index outside the inputs, or an Output buffer past the outputs
 // without an updated input to hold, is refused at open.
 TEST(Corruption, UpdatedInputOutOfRangeIsRefused) {
