@@ -13,8 +13,8 @@
 #      results against numpy's);
 #   4. the GEMM kernels alone (gemm.aot, and gemm_tf32/f16/bf16.aot on tensor cores; the
 #      *_stages2.aot with double-buffered tiles): the BERT layer's matmul shapes, ms and TFLOP/s
-#      against the ceilings; Nsight Compute on the f32 QKV matmul; compute-sanitizer racecheck
-#      and synccheck on them.
+#      against the ceilings; Nsight Compute on the f32 QKV matmul and on the split sum's warp
+#      reduction; compute-sanitizer racecheck and synccheck on them.
 # Usage: tools/gpu/device_check.sh [CARRY_DIR] [OUT_DIR]
 set -u
 carry=${1:-gpu_carry1}
@@ -159,6 +159,14 @@ if command -v ncu >/dev/null; then
       grep -E 'Duration|Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Limit|Warp Cycles|Stall|stall|ERR|rror' |
       head -40 | tee -a "$out/ncu.txt"
   done
+  # A warp reduction's memory throughput (the split sum's first kernel: a warp per chunk of
+  # 8192, its lanes' loops unrolled by 4) and what its warps wait on.
+  if [ -d "$carry/reduce_total.aot" ]; then
+    echo "== ncu reduce_total total (first kernel)" | tee -a "$out/ncu.txt"
+    AOTRACE_CUDA_GRAPHS=0 timeout 90 ncu --section SpeedOfLight --section WarpStateStats -k regex:total_v0_k0 -c 1 \
+      "$run" "$carry/reduce_total.aot" --entry total --input "x=$inputs/bw_x.npy" --device cuda --output-dir /tmp/gpu_ncu 2>&1 |
+      grep -E 'Duration|Throughput|Warp Cycles|Stall|stall|ERR|rror' | head -20 | tee -a "$out/ncu.txt"
+  fi
 fi
 # Shared-memory races and barrier misuse in the tiled GEMMs (grid emulation runs a block's threads
 # in phases and cannot see either): compute-sanitizer's racecheck and synccheck on one small
