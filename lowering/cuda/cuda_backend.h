@@ -16,6 +16,7 @@
 // (cpu::KernelBody), tasks the launch's thread count (KernelCall::threads).
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "lowering/cpu/plan.h"
@@ -52,6 +53,9 @@ constexpr int64_t kSplitMinParts = 32;
 // Rows and columns (at the sizes' maxima) from which a matmul or conv is a tiled GEMM.
 constexpr int64_t kTiledMinSize = 16;
 bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max);
+// The positions each output of an f32 sum, max, min, argmax or argmin reduces (static reduced
+// extents; plan.cpp), or none: the reductions a warp, a block or a split can take.
+std::optional<int64_t> reduced_positions(const ir::Graph& g, const ir::Node& n);
 
 // A matmul or conv kernel that is not a warp matmul, as a block-tiled GEMM (TiledGemmPlan,
 // emit_tiled_gemm.cpp) where it has at least 16 rows and columns and 8 terms per output (at

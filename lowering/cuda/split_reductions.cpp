@@ -39,12 +39,13 @@ struct Split {
   int64_t keepdim_axis = 0;
 };
 
-// The reduced axes' extents must be static (the plan's warp reductions need a static count of
-// positions); the kept ones may be symbolic, counted at their maxima.
+// The reduced axes' extents must be static (reduced_positions: the plan's warp reductions need a
+// static count of positions); the kept ones may be symbolic, counted at their maxima.
 std::optional<Split> split_of(const ir::Graph& g, const ir::Node& n, int64_t chunk, const ir::SymBindings& max) {
-  if ((n.op != ir::OpKind::ReduceSum && n.op != ir::OpKind::ReduceMax && n.op != ir::OpKind::ReduceMin) ||
-      n.results.size() != 1 || g.type(n.operands[0]).dtype != ir::DType::f32 || g.type(n.results[0]).dtype != ir::DType::f32)
-    return std::nullopt;
+  // Sums, maxima and minima only: the partials of an argmax would need their indices.
+  if (n.op == ir::OpKind::ArgMax || n.op == ir::OpKind::ArgMin) return std::nullopt;
+  const std::optional<int64_t> positions = reduced_positions(g, n);
+  if (!positions) return std::nullopt;
   const ir::Shape& dims = g.type(n.operands[0]).shape;
   std::vector<bool> reduced(dims.size(), false);
   for (int64_t a : n.attrs.ints("axes")) reduced[static_cast<size_t>(a)] = true;
@@ -52,13 +53,7 @@ std::optional<Split> split_of(const ir::Graph& g, const ir::Node& n, int64_t chu
   ir::Shape merged;
   Ints merged_start;  // the axis where each starts
   std::vector<bool> merged_reduced;
-  int64_t positions = 1;
   for (size_t d = 0; d < dims.size(); ++d) {
-    if (reduced[d]) {
-      const std::optional<int64_t> extent = dims[d].as_constant();
-      if (!extent) return std::nullopt;
-      positions *= *extent;
-    }
     if (reduced[d] && d > 0 && reduced[d - 1]) {
       merged.back() = merged.back() * dims[d];
     } else {
@@ -68,8 +63,8 @@ std::optional<Split> split_of(const ir::Graph& g, const ir::Node& n, int64_t chu
     }
   }
   const int64_t outputs = planned_size(g.type(n.results[0]).numel(), max);
-  if (positions == 0 || outputs == 0) return std::nullopt;
-  const int64_t most = std::min((kSplitTargetWarps + outputs - 1) / outputs, positions / chunk);
+  if (*positions == 0 || outputs == 0) return std::nullopt;
+  const int64_t most = std::min((kSplitTargetWarps + outputs - 1) / outputs, *positions / chunk);
   // The innermost reduced axis with a divisor in [kSplitMinParts, most]: the largest.
   for (size_t a = merged.size(); a-- > 0;) {
     if (!merged_reduced[a]) continue;

@@ -152,6 +152,39 @@ void check_example_against_eager(const fs::path& spec_path, double atol = kAtol,
   EXPECT_GE(checked, 2);
 }
 
+// Sizes of the dynamic dims per entry of tests/e2e/dynamic ({"t": 7}).
+using EntrySizes = std::map<std::string, std::vector<std::map<std::string, int64_t>>>;
+
+// Each entry of `spec` but nested_encoder (its masks need building) run from `bundle` at each of
+// its `sizes` on random inputs, against eager; `variants_used` (if given) gets the variants
+// that ran. Returns the calls checked (stops at a fatal failure).
+int check_entries_at_sizes(const shape_profiles::ProfileSet& spec, const rt::Bundle& bundle, EntrySizes& sizes,
+                           std::mt19937& rng, const std::string& where,
+                           std::map<std::string, std::set<std::string>>* variants_used = nullptr) {
+  int checked = 0;
+  for (const auto& entry : spec.entries) {
+    if (entry.name == "nested_encoder") continue;
+    auto e = bundle.entry(entry.name);
+    EXPECT_TRUE(e.ok()) << e.status().message();
+    EXPECT_TRUE(sizes.count(entry.name)) << entry.name;
+    if (!e.ok()) return checked;
+    for (const auto& dims : sizes[entry.name]) {
+      shape_profiles::Profile p;
+      p.dims = dims;
+      std::string dim;
+      for (const auto& [k, v] : dims) dim += (dim.empty() ? "" : ",") + k + "=" + std::to_string(v);
+      std::vector<ir::HostTensor> inputs;
+      for (const auto& in : entry.inputs) inputs.push_back(random_tensor(in.dtype, spec.concrete_shape(in, p), rng));
+      std::string variant;
+      check_call_against_eager(*e, entry.call, inputs, entry.name + " " + dim + where, 1e-4, 1e-4, &variant);
+      if (::testing::Test::HasFatalFailure()) return checked;
+      if (variants_used != nullptr) (*variants_used)[entry.name].insert(variant);
+      ++checked;
+    }
+  }
+  return checked;
+}
+
 // Issue 13: one bundle of dynamic-dim variants (tests/e2e/dynamic) run at every size of each
 // range against eager; dispatch takes the static variant at its size (opt, 1), the symbolic one
 // elsewhere, and a size outside the range is a guard miss naming the dim and its declaration.
@@ -161,35 +194,17 @@ TEST(DynamicDims, EverySizeOfEveryRangeMatchesEager) {
   ASSERT_TRUE(bundle.ok()) << bundle.status().message();
   std::mt19937 rng(99);
   std::map<std::string, std::set<std::string>> variants_used;
-  int checked = 0;
   // The small models at every size of their range; issue 13's encoder and resnet18 at the
   // sizes the issue names.
-  std::map<std::string, std::vector<std::map<std::string, int64_t>>> sizes;
+  EntrySizes sizes;
   for (int64_t t = 1; t <= 16; ++t) sizes["gpt2"].push_back({{"t", t}});
   for (const char* name : {"causal_encoder", "size_arithmetic", "branchy"})
     for (int64_t seq = 8; seq <= 40; ++seq) sizes[name].push_back({{"seq", seq}});
   for (int64_t len : {32, 33, 57, 64, 100, 127, 128}) sizes["padded_encoder"].push_back({{"len", len}});
   for (auto [batch, hw] : std::vector<std::pair<int64_t, int64_t>>{{1, 64}, {1, 160}, {2, 96}, {3, 256}, {16, 64}})
     sizes["resnet18"].push_back({{"batch", batch}, {"hw", hw}});
-  for (const auto& entry : spec.entries) {
-    if (entry.name == "nested_encoder") continue;  // its masks are built below
-    auto e = bundle->entry(entry.name);
-    ASSERT_TRUE(e.ok()) << e.status().message();
-    ASSERT_TRUE(sizes.count(entry.name)) << entry.name;
-    for (const auto& dims : sizes[entry.name]) {
-      shape_profiles::Profile p;
-      p.dims = dims;
-      std::string dim;
-      for (const auto& [k, v] : dims) dim += (dim.empty() ? "" : ",") + k + "=" + std::to_string(v);
-      std::vector<ir::HostTensor> inputs;
-      for (const auto& in : entry.inputs) inputs.push_back(random_tensor(in.dtype, spec.concrete_shape(in, p), rng));
-      std::string variant;
-      check_call_against_eager(*e, entry.call, inputs, entry.name + " " + dim, 1e-4, 1e-4, &variant);
-      if (::testing::Test::HasFatalFailure()) return;
-      variants_used[entry.name].insert(variant);
-      ++checked;
-    }
-  }
+  const int checked = check_entries_at_sizes(spec, *bundle, sizes, rng, "", &variants_used);
+  if (::testing::Test::HasFatalFailure()) return;
   EXPECT_EQ(checked, 16 + 3 * 33 + 7 + 5);
   // The encoder: one dynamic variant for [32, 128]; resnet18: batch 1 static, then dynamic.
   EXPECT_EQ(bundle->entry("padded_encoder")->num_variants(), 1u);
@@ -950,7 +965,7 @@ TEST(Cuda, DynamicModelsRunAtSeveralSizesOfEachRange) {
   FakeCuda fake(emulation);
   auto bundle = rt::Bundle::open(out.string(), fake.options());
   ASSERT_TRUE(bundle.ok()) << bundle.status().message();
-  std::map<std::string, std::vector<std::map<std::string, int64_t>>> sizes;
+  EntrySizes sizes;
   for (int64_t t : {1, 2, 7, 16}) sizes["gpt2"].push_back({{"t", t}});
   for (const char* name : {"causal_encoder", "size_arithmetic", "branchy"})
     for (int64_t seq : {8, 9, 24, 25, 40}) sizes[name].push_back({{"seq", seq}});
@@ -958,24 +973,8 @@ TEST(Cuda, DynamicModelsRunAtSeveralSizesOfEachRange) {
   for (auto [batch, hw] : std::vector<std::pair<int64_t, int64_t>>{{1, 64}, {2, 96}})
     sizes["resnet18"].push_back({{"batch", batch}, {"hw", hw}});
   std::mt19937 rng(7);
-  int checked = 0;
-  for (const auto& entry : spec.entries) {
-    if (entry.name == "nested_encoder") continue;  // its masks need building (DynamicDims.*)
-    auto e = bundle->entry(entry.name);
-    ASSERT_TRUE(e.ok()) << e.status().message();
-    ASSERT_TRUE(sizes.count(entry.name)) << entry.name;
-    for (const auto& dims : sizes[entry.name]) {
-      shape_profiles::Profile p;
-      p.dims = dims;
-      std::string dim;
-      for (const auto& [k, v] : dims) dim += (dim.empty() ? "" : ",") + k + "=" + std::to_string(v);
-      std::vector<ir::HostTensor> inputs;
-      for (const auto& in : entry.inputs) inputs.push_back(random_tensor(in.dtype, spec.concrete_shape(in, p), rng));
-      check_call_against_eager(*e, entry.call, inputs, entry.name + " " + dim + " on the GPU", 1e-4, 1e-4);
-      if (::testing::Test::HasFatalFailure()) return;
-      ++checked;
-    }
-  }
+  const int checked = check_entries_at_sizes(spec, *bundle, sizes, rng, " on the GPU");
+  if (::testing::Test::HasFatalFailure()) return;
   EXPECT_EQ(checked, 4 + 3 * 5 + 3 + 2);
   EXPECT_GT(fake.stats().launches, 0);
 }

@@ -33,13 +33,6 @@ Options for_gpu() {
   return o;
 }
 
-// The thread counts of a variant's launches.
-std::multiset<std::string> launches_of(const LoweredVariant& v) {
-  std::multiset<std::string> out;
-  for (const auto& call : v.plan.calls) out.insert(call.threads.str());
-  return out;
-}
-
 ir::Attrs conv_attrs(Ints stride, Ints pad, int64_t groups = 1) {
   return attrs({{"stride", stride}, {"dilation", Ints{1, 1}}, {"pad_low", pad}, {"pad_high", pad}, {"groups", groups}});
 }

@@ -30,19 +30,6 @@ ir::ValueId input(ir::Graph& g, const std::string& name, ir::Shape shape, DType 
   return g.add_input(name, sym(std::move(shape), t), "L['" + name + "']");
 }
 
-// Random inputs for the sizes in `b`; integer inputs in [0, hi).
-std::vector<ir::HostTensor> inputs_at(const ir::Graph& g, const ir::SymBindings& b, uint32_t seed,
-                                      double lo = -1, double hi = 1) {
-  std::vector<ir::HostTensor> out;
-  for (const auto& in : g.inputs) {
-    Ints shape;
-    for (const SymExpr& d : g.type(in.value).shape) shape.push_back(*d.evaluate(b));
-    DType t = g.type(in.value).dtype;
-    out.push_back(random_tensor(shape, seed++, ir::is_floating(t) ? lo : 0, hi, t));
-  }
-  return out;
-}
-
 std::string str(const ir::SymBindings& b) {
   std::string s;
   for (const auto& [name, v] : b) s += name + "=" + std::to_string(v) + " ";
@@ -515,8 +502,7 @@ TEST(Dynamic, GpuReductionsWithASymbolicCountOfRows) {
                   g.add(OpKind::ReduceSum, {z}, reduce_attrs({1, 2}, true))});
   Options gpu;
   gpu.device = Options::Device::cuda;
-  std::multiset<std::string> launches;
-  for (const auto& call : lower_graph(g, "dyn_", gpu).plan.calls) launches.insert(call.threads.str());
+  const std::multiset<std::string> launches = launches_of(lower_graph(g, "dyn_", gpu));
   EXPECT_EQ(launches.count("32*B"), 4u) << "the layer norm's two sums, the softmax's max and sum: a warp per row";
   EXPECT_EQ(launches.count("256*B"), 1u) << "y's rows: a block each";
   EXPECT_EQ(launches.count("1024*B"), 1u) << "z's first reduction: 32 chunks of 2048 per batch, a warp each";

@@ -448,17 +448,6 @@ struct Generator {
   }
 };
 
-// Random inputs in [-1, 1) at the sizes `b`.
-std::vector<ir::HostTensor> inputs_at(const ir::Graph& g, const ir::SymBindings& b, uint32_t seed) {
-  std::vector<ir::HostTensor> out;
-  for (const auto& in : g.inputs) {
-    Ints shape;
-    for (const ir::SymExpr& d : g.type(in.value).shape) shape.push_back(*d.evaluate(b));
-    out.push_back(random_tensor(shape, seed++, -1, 1, g.type(in.value).dtype));
-  }
-  return out;
-}
-
 // Options of the emulated GPU for seed `seed`.
 Options gpu_options(std::mt19937& rng) {
   Options o = cuda_emulation();

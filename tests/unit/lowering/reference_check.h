@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <set>
+#include <string>
 
 #include "tests/unit/lowering/plan_runner.h"
 
@@ -44,6 +46,27 @@ inline std::vector<ir::HostTensor> random_inputs(const ir::Graph& g, uint32_t se
     inputs.push_back(random_tensor(shape, seed++, lo, hi, g.type(in.value).dtype));
   }
   return inputs;
+}
+
+// The thread counts of a CUDA variant's launches ("32*B").
+inline std::multiset<std::string> launches_of(const LoweredVariant& v) {
+  std::multiset<std::string> out;
+  for (const auto& call : v.plan.calls) out.insert(call.threads.str());
+  return out;
+}
+
+// Random inputs for the sizes in `b` of a graph's symbols (none: static shapes), one seed per
+// input: floats in [lo, hi), integers in [0, hi).
+inline std::vector<ir::HostTensor> inputs_at(const ir::Graph& g, const ir::SymBindings& b, uint32_t seed,
+                                             double lo = -1, double hi = 1) {
+  std::vector<ir::HostTensor> out;
+  for (const auto& in : g.inputs) {
+    std::vector<int64_t> shape;
+    for (const ir::SymExpr& d : g.type(in.value).shape) shape.push_back(*d.evaluate(b));
+    const ir::DType t = g.type(in.value).dtype;
+    out.push_back(random_tensor(shape, seed++, ir::is_floating(t) ? lo : 0, hi, t));
+  }
+  return out;
 }
 
 // Compiles and runs `g` on `inputs`; every output must match ir::evaluate within its dtype's
