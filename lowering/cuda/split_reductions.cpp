@@ -1,11 +1,15 @@
-// cuda_split_reductions (pipeline pass "cuda-split-reductions"): an f32 sum, maximum or minimum
-// of many positions into few outputs (x.sum(), x.abs().amax() over a whole tensor, a mean over a
-// long axis of a few rows) is two reductions: the first over chunks of the positions into `parts`
-// partials per output, the second over the partials. As one reduction it is a thread block per
-// output (plan.cpp block_reduction): one of the GPU's 100+ multiprocessors for x.sum(); split,
-// the first has outputs × parts warps streaming their chunks (the grid), the second a warp per
-// output over the partials. Maxima and minima are the same numbers (NaN propagates through the
-// partials); a sum adds in another order (a tree of partial sums, no less accurate).
+// cuda_split_reductions (pipeline pass "cuda-split-reductions"): an f32 sum, maximum, minimum,
+// argmax or argmin of many positions into few outputs (x.sum(), x.abs().amax() over a whole
+// tensor, a mean over a long axis of a few rows) is two reductions: the first over chunks of the
+// positions into `parts` partials per output, the second over the partials. As one reduction it
+// is a thread block per output (plan.cpp block_reduction): one of the GPU's 100+ multiprocessors
+// for x.sum(); split, the first has outputs × parts warps streaming their chunks (the grid), the
+// second a warp per output over the partials. Maxima and minima are the same numbers (NaN
+// propagates through the partials); a sum adds in another order (a tree of partial sums, no less
+// accurate). An argmax or argmin (one axis: x.argmax() of a whole tensor) splits too
+// (split_arg_reduction): the first stage's indices within the chunks, a gather of those extremes,
+// the first chunk holding the overall extreme, its start plus its index: the same first position
+// torch finds.
 //   How: each run of consecutive reduced axes is one axis (a free reshape: movement ops are index
 //   maps in the kernel reading them), the innermost such axis of extent E is split [parts, E/parts]
 //   (parts divides E: the chunks are contiguous where that axis is innermost), the first reduction
@@ -16,7 +20,7 @@
 //   extents must be static (the plan's warp reductions need static counts); the outputs are
 //   counted at the symbols' maxima.
 // The CPU keeps one reduction (its threads split the outputs, its vectors the positions).
-// Test: lowering_tests Cuda.HugeReductionsSplitAcrossTheGrid.
+// Test: lowering_tests Cuda.HugeReductionsSplitAcrossTheGrid, Cuda.HugeArgReductionsSplitAcrossTheGrid.
 #include <optional>
 
 #include "lowering/cuda/cuda_backend.h"
@@ -42,8 +46,6 @@ struct Split {
 // The reduced axes' extents must be static (reduced_positions: the plan's warp reductions need a
 // static count of positions); the kept ones may be symbolic, counted at their maxima.
 std::optional<Split> split_of(const ir::Graph& g, const ir::Node& n, int64_t chunk, const ir::SymBindings& max) {
-  // Sums, maxima and minima only: the partials of an argmax would need their indices.
-  if (n.op == ir::OpKind::ArgMax || n.op == ir::OpKind::ArgMin) return std::nullopt;
   const std::optional<int64_t> positions = reduced_positions(g, n);
   if (!positions) return std::nullopt;
   const ir::Shape& dims = g.type(n.operands[0]).shape;
@@ -93,6 +95,25 @@ std::optional<Split> split_of(const ir::Graph& g, const ir::Node& n, int64_t chu
   return std::nullopt;
 }
 
+// An argmax or argmin split: the first finds each chunk's first extreme (its index within the
+// chunk, keepdim), a gather reads those extremes, the second finds the first chunk holding the
+// overall one (ties: the earlier chunk, whose positions come first; NaN: the chunk with the first
+// NaN), and the index is that chunk's start plus the index within it. `x` is the split view.
+ir::ValueId split_arg_reduction(ir::Graph& g, const ir::Node& n, ir::ValueId x, const Split& s, const ir::Shape& out) {
+  AOT_CHECK(s.first_axes.size() == 1, "cuda-split-reductions: an argmax or argmin reduces one axis");
+  const int64_t chunk_axis = s.first_axes[0], parts_axis = chunk_axis - 1;
+  const ir::ValueId within = g.add(n.op, {x}, attrs_of({{"axes", Ints{chunk_axis}}, {"keepdim", int64_t{1}}}), n.loc);
+  const ir::ValueId extremes = g.add(ir::OpKind::Gather, {x, within}, attrs_of({{"axis", chunk_axis}}), n.loc);
+  const ir::ValueId part = g.add(n.op, {extremes}, attrs_of({{"axes", Ints{parts_axis}}, {"keepdim", int64_t{1}}}), n.loc);
+  const ir::ValueId in_part = g.add(ir::OpKind::Gather, {within, part}, attrs_of({{"axis", parts_axis}}), n.loc);
+  ir::Attrs chunk;
+  chunk.set("shape", ir::Shape{}).set("value", static_cast<double>(s.split[static_cast<size_t>(chunk_axis)].constant()));
+  chunk.set("dtype", g.type(within).dtype);
+  const ir::ValueId start = g.add(ir::OpKind::Mul, {part, g.add(ir::OpKind::Full, {}, std::move(chunk), n.loc)}, {}, n.loc);
+  const ir::ValueId index = g.add(ir::OpKind::Add, {start, in_part}, {}, n.loc);
+  return g.add(ir::OpKind::Reshape, {index}, attrs_of({{"shape", out}}), n.loc);
+}
+
 }  // namespace
 
 ir::Graph cuda_split_reductions(ir::Graph old, int64_t chunk) {
@@ -111,6 +132,10 @@ ir::Graph cuda_split_reductions(ir::Graph old, int64_t chunk) {
     any = true;
     ir::Graph& g = c.graph;
     const ir::ValueId split = g.add(ir::OpKind::Reshape, {operands[0]}, attrs_of({{"shape", s->split}}), n.loc);
+    if (n.op == ir::OpKind::ArgMax || n.op == ir::OpKind::ArgMin) {
+      c.map[static_cast<size_t>(n.results[0])] = split_arg_reduction(g, n, split, *s, old.type(n.results[0]).shape);
+      continue;
+    }
     const ir::ValueId partials =
         g.add(n.op, {split}, attrs_of({{"axes", s->first_axes}, {"keepdim", int64_t{0}}}), n.loc);
     ir::ValueId parts = partials;

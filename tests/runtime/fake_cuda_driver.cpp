@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -163,7 +164,11 @@ CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned, int*, vo
   const char* path = std::getenv("AOTRACE_FAKE_CUDA_KERNELS");
   if ((!elf && !ptx) || path == nullptr) return kInvalidImage;
   *module = ::dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (*module == nullptr) return kInvalidImage;
+  if (*module == nullptr) {  // a relative path is searched for as a library name: say so
+    std::fprintf(stderr, "fake CUDA driver: cannot load AOTRACE_FAKE_CUDA_KERNELS=%s (give a path with a '/'): %s\n", path,
+                 ::dlerror());
+    return kInvalidImage;
+  }
   std::lock_guard<std::mutex> lock(mutex);
   ++stats.modules_loaded;
   return kSuccess;

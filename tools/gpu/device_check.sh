@@ -9,8 +9,8 @@
 #   2. latency: each bench bundle's entry at batch 1 and 32 on random inputs in GPU memory,
 #      --repeat timed calls (CUDA Graph replays), median reported;
 #   3. elementwise bandwidth (bandwidth.aot: GB/s, vector and scalar accesses), and whole-tensor
-#      reductions' (reduce_total.aot: split across the grid, against one block: GB/s, and the
-#      results against numpy's);
+#      reductions' and argmax's (reduce_total.aot: split across the grid, against one block: GB/s,
+#      and the results against numpy's);
 #   4. the GEMM kernels alone (gemm.aot, and gemm_tf32/f16/bf16.aot on tensor cores; the
 #      *_stages2.aot with double-buffered tiles): the BERT layer's matmul shapes, ms and TFLOP/s
 #      against the ceilings; Nsight Compute on the f32 QKV matmul and on the split sum's warp
@@ -123,11 +123,11 @@ PY
     done
   done
 fi
-# Whole-tensor sum and absolute max of 128 MiB (golden vectors skip inputs this big: the results
+# Whole-tensor sum, absolute max and argmax of 128 MiB (golden vectors skip inputs this big: the results
 # are checked against numpy's here), split across the grid and as one block.
 for b in reduce_total reduce_total_unsplit; do
   [ -d "$carry/$b.aot" ] || continue
-  for e in total absmax; do
+  for e in total absmax argmax; do
     line=$(timeout 60 "$run" "$carry/$b.aot" --entry $e --input "x=$inputs/bw_x.npy" --device cuda --repeat 50 \
       --output-dir "/tmp/gpu_$b$e" 2>&1 | grep median) || status=1
     python3 - "$b $e" "$line" "$inputs/bw_x.npy" "/tmp/gpu_$b$e" $ceilings <<'PY' | tee -a "$out/bandwidth.txt" || status=1
@@ -138,9 +138,9 @@ peak = json.load(open(ceilings)).get("copy_gbs") if os.path.exists(ceilings) els
 m = re.search(r"median ([0-9.e+-]+) ms", line)
 gbs = 8192 * 4096 * 4 / 1e9 / float(m.group(1)) * 1e3 if m else 0
 x = np.load(x_path)
-want = np.abs(x).max() if name.endswith("absmax") else x.sum(dtype=np.float64)
+want = np.abs(x).max() if name.endswith("absmax") else int(np.argmax(x)) if name.endswith("argmax") else x.sum(dtype=np.float64)
 got = float(np.load(outdir + "/out0.npy")) if os.path.exists(outdir + "/out0.npy") else None
-ok = got is not None and abs(got - want) <= 1e-4 * max(1.0, abs(want)) + 1e-2 * name.endswith("total")
+ok = got is not None and abs(got - want) <= 1e-4 * max(1.0, abs(want)) * (not name.endswith("argmax")) + 1e-2 * name.endswith("total")
 print(f"{name}: " + (f"{float(m.group(1)):.4g} ms, {gbs:.0f} GB/s" + (f" of {peak} copying" if peak else "") if m else "no timing: " + line)
       + f"; result {got} against numpy's {want}: " + ("ok" if ok else "WRONG"))
 sys.exit(0 if ok else 1)

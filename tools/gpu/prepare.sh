@@ -12,7 +12,7 @@
 #               bert_layer_warp64.aot: the BERT layer with --cuda-warp-reduce-min 64 (its softmax
 #               rows of 128 a warp each, against gpu_carry1's thread each); reductions.aot (a
 #               whole-tensor sum and min of 32 × 1024: block reductions; a row max: warps);
-#               reduce_total.aot and reduce_total_unsplit.aot (x.sum() and x.abs().amax() of
+#               reduce_total.aot and reduce_total_unsplit.aot (x.sum(), x.abs().amax(), x.argmax() of
 #               8192 × 4096 f32: split across the grid, and a block each, --cuda-split-reduce-chunk 2^40);
 #               bandwidth.aot and bandwidth_scalar.aot (x·2 + y and gelu(x) on rows × 4096 f32: four
 #               elements a thread as 16-byte vectors, and one a thread, --cuda-vector-elements 1):
@@ -95,10 +95,15 @@ def total(x):
 
 def absmax(x):
     return x.abs().amax()
+
+
+def argmax(x):
+    return x.argmax()
 PY
-printf 'version: 1\nname: reduce_total\nscript: reduce_total.py\ntargets: [cuda]\nentries:\n%s\n%s\n' \
+printf 'version: 1\nname: reduce_total\nscript: reduce_total.py\ntargets: [cuda]\nentries:\n%s\n%s\n%s\n' \
   "  total: {call: total, inputs: {x: {dtype: float32, shape: [8192, 4096]}}}" \
-  "  absmax: {call: absmax, inputs: {x: {dtype: float32, shape: [8192, 4096]}}}" > "$specs/reduce_total.yaml"
+  "  absmax: {call: absmax, inputs: {x: {dtype: float32, shape: [8192, 4096]}}}" \
+  "  argmax: {call: argmax, inputs: {x: {dtype: float32, shape: [8192, 4096]}}}" > "$specs/reduce_total.yaml"
 build "$specs/reduce_total.yaml" gpu_carry4
 build "$specs/reduce_total.yaml" gpu_carry4 reduce_total_unsplit --cuda-split-reduce-chunk 1099511627776
 cat > "$specs/bandwidth.py" <<'PY'

@@ -557,6 +557,48 @@ TEST(Cuda, HugeReductionsSplitAcrossTheGrid) {
   expect_outputs_match(g, inputs);  // the CPU, then the emulated split reductions
 }
 
+// Argmax and argmin of as many positions split too (split_arg_reduction): each chunk's first
+// extreme, those extremes gathered, the first chunk holding the overall one, its start plus the
+// index within it. A whole-tensor argmax whose max is tied within a chunk and across chunks, an
+// argmin of the same tensor, rows with two NaNs in different chunks (the argmin is the first NaN)
+// and with a min of -inf tied across neighbouring chunks, columns (a strided split) with a tied
+// max and NaNs, and a prime count of positions that does not split.
+TEST(Cuda, HugeArgReductionsSplitAcrossTheGrid) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({262144}), "L['x']");
+  ir::ValueId y = g.add_input("y", f32({2, 65536}), "L['y']");
+  ir::ValueId z = g.add_input("z", f32({65536, 3}), "L['z']");
+  ir::ValueId w = g.add_input("w", f32({65537}), "L['w']");
+  set_outputs(g, {g.add(OpKind::ArgMax, {x}, reduce_attrs({0}, false)), g.add(OpKind::ArgMin, {x}, reduce_attrs({0}, false)),
+                  g.add(OpKind::ArgMin, {y}, reduce_attrs({1}, true)), g.add(OpKind::ArgMax, {z}, reduce_attrs({0}, false)),
+                  g.add(OpKind::ArgMax, {w}, reduce_attrs({0}, true))});
+  std::vector<ir::HostTensor> inputs = random_inputs(g, 4, -1, 1);
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  inputs[0].set(200000, 7), inputs[0].set(5000, 7), inputs[0].set(4100, 7);  // chunk 2's 4100 first
+  inputs[0].set(262143, -3), inputs[0].set(131072, -3);                       // the min: 131072
+  inputs[1].set(50000, nan), inputs[1].set(3000, nan), inputs[1].set(2, -9);  // row 0: NaN at 3000
+  inputs[1].set(65536 + 60000, -inf), inputs[1].set(65536 + 2047, -inf);      // row 1: 2047, the end of
+  inputs[1].set(65536 + 2048, -inf);                                          // chunk 0 (2048 ties it)
+  inputs[2].set(64000 * 3 + 1, 9), inputs[2].set(33000 * 3 + 1, 9);            // column 1: 33000
+  inputs[2].set(40000 * 3, nan), inputs[2].set(65535 * 3, nan);                // column 0: 40000
+  inputs[3].set(65536, 5), inputs[3].set(7, 5);                                // w: 7
+  const LoweredVariant gpu = lower_graph(g, "argsplit_", for_gpu());
+  size_t arg_reductions = 0, gathers = 0;
+  for (const ir::Node& n : gpu.graph.nodes) {
+    arg_reductions += n.op == OpKind::ArgMax || n.op == OpKind::ArgMin;
+    gathers += n.op == OpKind::Gather;
+  }
+  EXPECT_EQ(arg_reductions, 9u) << "four in two, the prime count's one";
+  EXPECT_EQ(gathers, 8u) << "the chunks' extremes and the chosen chunk's index, per split";
+  const std::multiset<std::string> launches = launches_of(gpu);
+  EXPECT_EQ(launches.count("4096"), 2u) << "x's argmax and argmin: 128 chunks of 2048 × 32 lanes";
+  EXPECT_EQ(launches.count("2048"), 1u) << "y's rows: 2 × 32 chunks × 32 lanes";
+  EXPECT_EQ(launches.count("3072"), 1u) << "z's columns: 3 × 32 chunks × 32 lanes";
+  EXPECT_EQ(launches.count("256"), 1u) << "w's 65537 positions do not split: a block";
+  link_cuda_kernels({gpu.object}, for_gpu());  // ptxas for sm_80 and sm_90
+  expect_outputs_match(g, inputs);             // the CPU, then the emulated split arg-reductions
+}
+
 // Tiled GEMMs (emit_tiled_gemm.cpp): matmuls and convs that are not warp matmuls take a thread
 // block per 64×64 tile of C, staging A's and B's slices in shared memory between barriers. Edges
 // in every dim (K not a multiple of the step), a batch broadcast against a weight, A transposed

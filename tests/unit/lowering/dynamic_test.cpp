@@ -490,23 +490,25 @@ TEST(Dynamic, WarpMatmulOverASymbolicBatch) {
 
 // The GPU's reductions over static extents with a symbolic count of outputs (a dynamic batch's
 // rows): a warp per row of 300 (the layer norm's and softmax's sums and maxima), a block per row
-// of 20000, and a sum (keepdim) over 32 × 2048 positions per batch split across the grid
-// (cuda-split-reductions, its parts counted at B's maximum); emulated at B = 2, 3, 5, 6.
+// of 20000, and a sum (keepdim) over 32 × 2048 positions per batch and an argmax over 65536 split
+// across the grid (cuda-split-reductions, its parts counted at B's maximum); emulated at B = 2,
+// 3, 5, 6.
 TEST(Dynamic, GpuReductionsWithASymbolicCountOfRows) {
   ir::Graph g;
   g.symbols["B"] = {2, 6, 1};
   ir::ValueId x = input(g, "x", {B, 300}), y = input(g, "y", {B, 20000}), z = input(g, "z", {B, 32, 2048});
+  ir::ValueId v = input(g, "v", {B, 65536});
   set_outputs(g, {g.add(OpKind::LayerNorm, {x}, attrs({{"normalized_ndim", int64_t{1}}, {"eps", 1e-5}})),
                   g.add(OpKind::Softmax, {x}, attrs({{"axis", int64_t{1}}})),
                   g.add(OpKind::ReduceSum, {y}, reduce_attrs({1}, false)),
-                  g.add(OpKind::ReduceSum, {z}, reduce_attrs({1, 2}, true))});
+                  g.add(OpKind::ReduceSum, {z}, reduce_attrs({1, 2}, true)), g.add(OpKind::ArgMax, {v}, reduce_attrs({1}, false))});
   Options gpu;
   gpu.device = Options::Device::cuda;
   const std::multiset<std::string> launches = launches_of(lower_graph(g, "dyn_", gpu));
   EXPECT_EQ(launches.count("32*B"), 4u) << "the layer norm's two sums, the softmax's max and sum: a warp per row";
   EXPECT_EQ(launches.count("256*B"), 1u) << "y's rows: a block each";
-  EXPECT_EQ(launches.count("1024*B"), 1u) << "z's first reduction: 32 chunks of 2048 per batch, a warp each";
-  EXPECT_EQ(launches.count("B"), 1u) << "z's partials: a thread per batch";
+  EXPECT_EQ(launches.count("1024*B"), 2u) << "z's and v's first reductions: 32 chunks of 2048 per batch, a warp each";
+  EXPECT_EQ(launches.count("B"), 3u) << "z's partials; v's chunks' extremes gathered and their argmax, then the index: a thread per batch";
   expect_matches_at(g, {{{"B", 2}}, {{"B", 3}}, {{"B", 5}}, {{"B", 6}}});
 }
 

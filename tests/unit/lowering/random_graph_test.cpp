@@ -6,14 +6,14 @@
 // with crops, concat, expand), integer arithmetic (i32, i64: remainder, floor division,
 // reductions, cumsum, argmax), boolean masks (comparisons, and, or, not, counts, where), and
 // f16 / bf16 stretches (outputs downstream of one held to 2e-2 / 1e-1 of their largest
-// magnitude: the kernels round where they store, the reference after every op). Even seeds put a dynamic dim T (range [2, 9], [2, 20] or [2, 40])
-// in the first input, which the ops carry along. Each graph is lowered once for the x86-64-v2
-// baseline CPU and once for CUDA under grid emulation with random GPU options (vector elements,
-// GEMM stages, warp-reduction threshold, split-reduction chunks small enough to split
-// reductions of 128 positions), and run at T's minimum, minimum + 1, a middle size and its
-// maximum: each output within 1e-4 of the reference, relative to its largest magnitude (at
-// least 1). Then
-// every graph's GPU kernels go through NVPTX and ptxas in one link. Comparisons that could flip
+// magnitude: the kernels round where they store, the reference after every op). Even seeds put
+// a dynamic dim T (range [2, 9], [2, 20] or [2, 40]) in the first input, which the ops carry
+// along. Each graph is lowered once for the x86-64-v2 baseline CPU and once for CUDA under grid
+// emulation with random GPU options (vector elements, GEMM stages, warp-reduction threshold,
+// split-reduction chunks of 1 to 2048: reductions and argmaxes of 32 positions split), and run
+// at T's minimum, minimum + 1, a middle size and its maximum: each output within 1e-4 of the
+// reference, relative to its largest magnitude (at least 1). Then every graph's GPU kernels go
+// through NVPTX and ptxas in one link. Comparisons that could flip
 // on rounding (argmax, where(a > b), topk) only read values computed exactly (inputs through
 // movement, neg, abs, relu, maximum, minimum, max, min, max pools).
 // AOTRACE_RANDOM_GRAPHS=N runs seeds 1..N instead of the default 32 (a longer campaign),
@@ -455,7 +455,7 @@ Options gpu_options(std::mt19937& rng) {
   o.cuda_vector_elements = one_of({1, 2, 4});
   o.cuda_gemm_stages = one_of({1, 2});
   o.cuda_warp_reduce_min = one_of({8, 64, 256});
-  o.cuda_split_reduce_chunk = one_of({4, 64, 2048});
+  o.cuda_split_reduce_chunk = one_of({1, 4, 64, 2048});
   return o;
 }
 
