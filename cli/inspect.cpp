@@ -162,11 +162,15 @@ std::string inspect_text(const json& j) {
        ", required features: " + (j["required_features"].empty() ? "none" : join(j["required_features"])));
   line("  written by " + j["tool_version"].get<std::string>() + ", toolchain " + j["toolchain"].get<std::string>());
   const json& hw = j["hardware"];
-  line("  hardware: " + hw["triple"].get<std::string>() + ", cpu " + hw["cpu"].get<std::string>() +
-       ", cpu features: " + (hw["cpu_features"].empty() ? "none" : join(hw["cpu_features"])) +
-       (hw["missing_on_this_machine"].empty() ? "" : " (missing here: " + join(hw["missing_on_this_machine"]) + ")"));
-  line("  cpu libraries: " + std::to_string(hw["cpu_libraries"].size()) + "; this machine would load " +
-       (hw["cpu_library_loaded_here"].is_null() ? std::string("none") : hw["cpu_library_loaded_here"].get<std::string>()));
+  if (hw["cpu_libraries"].empty()) {  // targets: [cuda]
+    line("  hardware: no CPU kernels (CUDA only; `targets: [cpu, cuda]` in the spec adds them)");
+  } else {
+    line("  hardware: " + hw["triple"].get<std::string>() + ", cpu " + hw["cpu"].get<std::string>() +
+         ", cpu features: " + (hw["cpu_features"].empty() ? "none" : join(hw["cpu_features"])) +
+         (hw["missing_on_this_machine"].empty() ? "" : " (missing here: " + join(hw["missing_on_this_machine"]) + ")"));
+    line("  cpu libraries: " + std::to_string(hw["cpu_libraries"].size()) + "; this machine would load " +
+         (hw["cpu_library_loaded_here"].is_null() ? std::string("none") : hw["cpu_library_loaded_here"].get<std::string>()));
+  }
   const json& baseline_features = hw["cpu_features"];
   for (const auto& l : hw["cpu_libraries"]) {
     json extra = json::array();  // a faster library's features beyond the baseline's
@@ -204,7 +208,8 @@ std::string inspect_text(const json& j) {
         line("      guard " + g["text"].get<std::string>() + (g["origin"].get<std::string>().empty() ? "" : "  (" + g["origin"].get<std::string>() + ")"));
       for (const auto& a : v["assumptions"])
         line("      assumption " + a["text"].get<std::string>() + (a["origin"].get<std::string>().empty() ? "" : "  (" + a["origin"].get<std::string>() + ")"));
-      line("      " + std::to_string(v["kernels"].size()) + " kernel(s): " + join(v["kernels"]));
+      if (!v["kernels"].empty() || v["cuda_kernels"].empty())
+        line("      " + std::to_string(v["kernels"].size()) + " kernel(s): " + join(v["kernels"]));
       if (!v["cuda_kernels"].empty())
         line("      " + std::to_string(v["cuda_kernels"].size()) + " CUDA kernel(s), device arena " +
              v["cuda_arena_bytes"].dump() + " bytes: " + join(v["cuda_kernels"]));

@@ -41,8 +41,8 @@ constexpr const char* kNvptxDataLayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32
 // weight is) and a shuffle butterfly sums their partials. Else a thread per output, B read
 // [K, N] (weight_layout.cpp) by a tiled GEMM or a thread per output.
 constexpr int64_t kWarpLanes = 32;
-// Reductions of at least this many positions (static) into at most kBlockReduceMaxOutputs outputs
-// (at the sizes' maxima) take a thread block per output (plan.cpp block_reduction).
+// Reductions of at least this many positions into at most kBlockReduceMaxOutputs outputs (both
+// at the sizes' maxima) take a thread block per output (plan.cpp block_reduction).
 constexpr int64_t kBlockReduceMinPositions = 16384;
 constexpr int64_t kBlockReduceMaxOutputs = 64;
 // A reduction of many positions into few outputs is split in two (split_reductions.cpp): the
@@ -53,9 +53,9 @@ constexpr int64_t kSplitMinParts = 32;
 // Rows and columns (at the sizes' maxima) from which a matmul or conv is a tiled GEMM.
 constexpr int64_t kTiledMinSize = 16;
 bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max);
-// The positions each output of an f32 sum, max, min, argmax or argmin reduces (static reduced
-// extents; plan.cpp), or none: the reductions a warp, a block or a split can take.
-std::optional<int64_t> reduced_positions(const ir::Graph& g, const ir::Node& n);
+// The positions each output of an f32 sum, max, min, argmax or argmin reduces (symbolic extents
+// at their maxima; plan.cpp), or none: the reductions a warp, a block or a split can take.
+std::optional<int64_t> reduced_positions(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max);
 
 // A matmul or conv kernel that is not a warp matmul, as a block-tiled GEMM (TiledGemmPlan,
 // emit_tiled_gemm.cpp) where it has at least 16 rows and columns and 8 terms per output (at

@@ -30,9 +30,9 @@ bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& m
 
 // The positions each output of an f32 reduce_sum, reduce_max or reduce_min, or an argmax or
 // argmin of f32 (fewer than 2^31 positions: its lanes' indices are i32), reduces (the product of
-// the reduced extents), or none (another op, dtype, or a symbolic reduced extent; the kept ones
-// may be symbolic: a dynamic batch's rows).
-std::optional<int64_t> reduced_positions(const ir::Graph& g, const ir::Node& n) {
+// the reduced extents, symbolic ones at their maxima: a softmax over a dynamic sequence), or none
+// (another op or dtype).
+std::optional<int64_t> reduced_positions(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max) {
   const bool arg = n.op == ir::OpKind::ArgMax || n.op == ir::OpKind::ArgMin;
   if ((n.op != ir::OpKind::ReduceSum && n.op != ir::OpKind::ReduceMax && n.op != ir::OpKind::ReduceMin && !arg) ||
       n.results.size() != 1 || (!arg && g.type(n.results[0]).dtype != ir::DType::f32) ||
@@ -40,11 +40,7 @@ std::optional<int64_t> reduced_positions(const ir::Graph& g, const ir::Node& n) 
     return std::nullopt;
   const ir::Shape& in = g.type(n.operands[0]).shape;
   int64_t positions = 1;
-  for (int64_t a : n.attrs.ints("axes")) {
-    const std::optional<int64_t> extent = in[static_cast<size_t>(a)].as_constant();
-    if (!extent) return std::nullopt;
-    positions *= *extent;
-  }
+  for (int64_t a : n.attrs.ints("axes")) positions *= planned_size(in[static_cast<size_t>(a)], max);
   if (arg && positions > std::numeric_limits<int32_t>::max()) return std::nullopt;
   return positions;
 }
@@ -53,7 +49,7 @@ std::optional<int64_t> reduced_positions(const ir::Graph& g, const ir::Node& n) 
 // at most 2^17 outputs: a layer norm's row sums, a softmax's row max and sum over a long row, a
 // mean pool over a long axis, greedy decoding's argmax over a vocabulary.
 bool warp_reduction(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max, int64_t min_positions) {
-  std::optional<int64_t> positions = reduced_positions(g, n);
+  std::optional<int64_t> positions = reduced_positions(g, n, max);
   return positions && *positions >= min_positions && planned_size(g.type(n.results[0]).numel(), max) <= (int64_t{1} << 17);
 }
 
@@ -61,7 +57,7 @@ bool warp_reduction(const ir::Graph& g, const ir::Node& n, const ir::SymBindings
 // (x.sum() over a whole tensor): a thread block per output, the warps' totals meeting in shared
 // memory.
 bool block_reduction(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max) {
-  std::optional<int64_t> positions = reduced_positions(g, n);
+  std::optional<int64_t> positions = reduced_positions(g, n, max);
   return positions && *positions >= kBlockReduceMinPositions &&
          planned_size(g.type(n.results[0]).numel(), max) <= kBlockReduceMaxOutputs;
 }

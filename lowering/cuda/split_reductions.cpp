@@ -17,8 +17,7 @@
 //   parts: at most kSplitTargetWarps / outputs (enough warps for a big GPU's residency) and
 //   positions / chunk (Options::cuda_split_reduce_chunk: each first-stage output reduces at least
 //   that many), at least kSplitMinParts (fewer do not beat a block per output). The reduced
-//   extents must be static (the plan's warp reductions need static counts); the outputs are
-//   counted at the symbols' maxima.
+//   extents must be static; the outputs are counted at the symbols' maxima.
 // The CPU keeps one reduction (its threads split the outputs, its vectors the positions).
 // Test: lowering_tests Cuda.HugeReductionsSplitAcrossTheGrid, Cuda.HugeArgReductionsSplitAcrossTheGrid.
 #include <optional>
@@ -43,14 +42,17 @@ struct Split {
   int64_t keepdim_axis = 0;
 };
 
-// The reduced axes' extents must be static (reduced_positions: the plan's warp reductions need a
-// static count of positions); the kept ones may be symbolic, counted at their maxima.
+// The reduced axes' extents must be static (the split's parts divide one); the kept ones may be
+// symbolic, counted at their maxima.
 std::optional<Split> split_of(const ir::Graph& g, const ir::Node& n, int64_t chunk, const ir::SymBindings& max) {
-  const std::optional<int64_t> positions = reduced_positions(g, n);
+  const std::optional<int64_t> positions = reduced_positions(g, n, max);
   if (!positions) return std::nullopt;
   const ir::Shape& dims = g.type(n.operands[0]).shape;
   std::vector<bool> reduced(dims.size(), false);
-  for (int64_t a : n.attrs.ints("axes")) reduced[static_cast<size_t>(a)] = true;
+  for (int64_t a : n.attrs.ints("axes")) {
+    if (!dims[static_cast<size_t>(a)].is_constant()) return std::nullopt;
+    reduced[static_cast<size_t>(a)] = true;
+  }
   // Consecutive reduced axes merged: `merged` extents, `merged_reduced` which are reduced.
   ir::Shape merged;
   Ints merged_start;  // the axis where each starts

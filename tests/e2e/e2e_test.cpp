@@ -356,7 +356,9 @@ TEST(DynamicDims, InspectShowsTheDimsAndTheArenaAtTheirMinimaAndMaxima) {
         ++fixed;
         continue;
       }
-      if (at_max > 0) EXPECT_LT(at_min, at_max) << e["name"] << " " << v["name"];  // branchy has no arena
+      if (at_max > 0) {  // branchy has no arena
+        EXPECT_LT(at_min, at_max) << e["name"] << " " << v["name"];
+      }
       ++dynamic;
       if (e["name"] == "padded_encoder") {
         // seq 32 against 128: activations 4x smaller, attention scores 16x.
@@ -910,6 +912,11 @@ TEST(Cuda, EveryModelsKernelsAssembleForSm80AndSm90) {
       EXPECT_FALSE(v["cuda_kernels"].empty()) << v["name"];
     }
   EXPECT_EQ(variants, 22u);  // 11 models at batch 1 and 4
+  // inspect's text says there are no CPU kernels rather than listing an empty CPU.
+  shown = run_command(quote(AOTRACE_CLI) + " inspect " + quote(out.string()) + " 2>/dev/null");
+  expect_contains(shown.output, "hardware: no CPU kernels (CUDA only; `targets: [cpu, cuda]` in the spec adds them)");
+  EXPECT_EQ(shown.output.find(" 0 kernel(s)"), std::string::npos) << shown.output;
+  expect_contains(shown.output, "CUDA kernel(s), device arena");
   // Every kernel the plans launch is an entry of the PTX (ptxas assembled all of it).
   std::ifstream ptx_file(out / "cuda" / "sm_80.ptx");
   const std::string ptx((std::istreambuf_iterator<char>(ptx_file)), std::istreambuf_iterator<char>());

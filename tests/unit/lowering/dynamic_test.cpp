@@ -512,4 +512,25 @@ TEST(Dynamic, GpuReductionsWithASymbolicCountOfRows) {
   expect_matches_at(g, {{{"B", 2}}, {{"B", 3}}, {{"B", 5}}, {{"B", 6}}});
 }
 
+// Reductions over a symbolic extent take warps and blocks too, chosen at the extent's maximum
+// (the emitters' lane loops run to the size at run time): an attention softmax over a dynamic
+// sequence (rows of T ≤ 512: a warp each, was a thread), a mean over T, an argmax over T, a sum
+// over T × 4096 per batch (a block each); emulated at T = 2 (fewer positions than lanes), 3, 37
+// and 512.
+TEST(Dynamic, GpuReductionsOverASymbolicExtent) {
+  ir::Graph g;
+  g.symbols["T"] = {2, 512, 1};
+  ir::ValueId scores = input(g, "scores", {4, T, T}), x = input(g, "x", {2, T, 4096}), h = input(g, "h", {3, T, 8});
+  set_outputs(g, {g.add(OpKind::Softmax, {scores}, attrs({{"axis", int64_t{2}}})),
+                  g.add(OpKind::Mean, {h}, reduce_attrs({1}, true)), g.add(OpKind::ArgMax, {h}, reduce_attrs({1}, false)),
+                  g.add(OpKind::ReduceSum, {x}, reduce_attrs({1, 2}, false))});
+  Options gpu;
+  gpu.device = Options::Device::cuda;
+  const std::multiset<std::string> launches = launches_of(lower_graph(g, "symred_", gpu));
+  EXPECT_EQ(launches.count("128*T"), 2u) << "the softmax's max and sum: a warp per row of 4 × T";
+  EXPECT_EQ(launches.count("512"), 1u) << "the sum over T × 4096: a block per batch";
+  EXPECT_EQ(launches.count("768"), 2u) << "the mean and the argmax over T: a warp per output of 3 × 8";
+  expect_matches_at(g, {{{"T", 2}}, {{"T", 3}}, {{"T", 37}}, {{"T", 512}}});
+}
+
 }  // namespace aotrace::lowering
