@@ -147,7 +147,8 @@ constexpr int64_t kUnrolledChunk = 4;
 //   - a Winograd transform (emit_winograd.cpp): one task per row of tiles of one channel;
 //   - a GEMM kernel (emit_gemm.cpp): one task per block of the output matrix;
 //   - the GPU's tiled GEMM (emit_tiled_gemm.cpp): one task per tile, run by a thread block;
-//   - a scan: one task, the whole kernel (it walks its axis in order);
+//   - a scan or a topk result: one task per row along its axis, which it walks in order
+//     (emit_scan_kernel, emit_topk_rows);
 //   - a reduction that keeps the innermost axis: one task per run of its outputs along it
 //     (emit_column_reduction);
 //   - a materialised pad: one task per row, its padding and interior as separate loops
@@ -178,13 +179,12 @@ ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end) 
     return plan_.gemm->tasks();
   }
   if (std::optional<ir::SymExpr> tasks = emit_column_reduction(begin, end)) return *tasks;
+  if (std::optional<ir::SymExpr> tasks = emit_topk_rows(begin, end)) return *tasks;
   int p = producer_[static_cast<size_t>(k_.root)];
   bool is_copy = read_arg_.count(k_.root) != 0;  // an output copy kernel reads its own root
   const ir::Shape& extents = k_.loop_extents;
-  if (p >= 0 && !is_copy && ir::op_info(g_.nodes[static_cast<size_t>(p)].op).category == ir::OpCategory::Scan) {
-    range_loop(begin, end, [&](llvm::Value*) { emit_scan_kernel(g_.nodes[static_cast<size_t>(p)]); });
-    return 1;
-  }
+  if (p >= 0 && !is_copy && ir::op_info(g_.nodes[static_cast<size_t>(p)].op).category == ir::OpCategory::Scan)
+    return emit_scan_kernel(g_.nodes[static_cast<size_t>(p)], begin, end);
   for (const ir::SymExpr& e : extents)
     if (is_zero(e)) return 0;
   // The innermost dim is a loop of its own (every dim but it makes the tasks), except for a

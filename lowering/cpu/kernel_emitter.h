@@ -36,6 +36,10 @@ int64_t panels_per_call(const CpuTarget& target, int64_t nr);
 // Iterations of a warp or block lane's loop unrolled into one (KernelEmitter::lane_loop).
 constexpr int kLaneUnroll = 4;
 
+// The largest k whose topk kernel keeps a row's k best in stack arrays (emit_topk_rows; 12 KiB
+// at 1024); a larger k computes each output element by k rounds over the row.
+constexpr int64_t kTopkRowsMaxK = 1024;
+
 class KernelEmitter {
  public:
   KernelEmitter(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k, const CpuPlan& plan,
@@ -75,6 +79,9 @@ class KernelEmitter {
   ir::SymExpr emit_loop_body(llvm::Value* begin, llvm::Value* end);
   // emit_reductions.cpp: a reduction over axes that keep the innermost one, or nothing.
   std::optional<ir::SymExpr> emit_column_reduction(llvm::Value* begin, llvm::Value* end);
+  // emit_reductions.cpp: a topk result as a task per row (one pass keeping the k best), or
+  // nothing.
+  std::optional<ir::SymExpr> emit_topk_rows(llvm::Value* begin, llvm::Value* end);
   void emit_entry(const ir::SymExpr& tasks, double work);
   // Tags a load or store through argument `arg` with its alias scope (alias_md_, built once per
   // kernel by alias_scopes).
@@ -229,7 +236,7 @@ class KernelEmitter {
   llvm::Value* emit_conv(const ir::Node& n, const Index& idx);
   llvm::Value* emit_pool(const ir::Node& n, const Index& idx);
   llvm::Value* emit_topk(const ir::Node& n, ir::ValueId result, const Index& idx);
-  void emit_scan_kernel(const ir::Node& n);
+  ir::SymExpr emit_scan_kernel(const ir::Node& n, llvm::Value* begin, llvm::Value* end);  // the task count
   // The operand index of a reduction over `axes` (normalised) for result index `idx`.
   Index reduced_index(const std::vector<bool>& reduced, bool keepdim, const Index& idx,
                       const Index& r);

@@ -147,6 +147,14 @@ sys.exit(0 if ok else 1)
 PY
   done
 done
+# Top-k sampling's torch.topk(logits, 200) over a vocabulary of 50257 (reductions.aot; a thread
+# walks the row keeping its 200 best): its latency (its selftest above checked the numbers).
+if [ -d "$carry/reductions.aot" ]; then
+  python3 -c "import numpy as np; np.save('$inputs/logits.npy', np.random.default_rng(4).standard_normal((1, 50257)).astype(np.float32))"
+  echo "== latency reductions topk (1 × 50257, k = 200)" | tee -a "$out/latency.txt"
+  timeout 60 "$run" "$carry/reductions.aot" --entry topk --input "logits=$inputs/logits.npy" --device cuda --repeat 50 \
+    --output-dir /tmp/gpu_topk 2>&1 | grep -v '^  /tmp' | tee -a "$out/latency.txt" || status=1
+fi
 # Why the f32 GEMM runs where it does: Nsight Compute on the BERT QKV matmul, one and two stages
 # (throughput against peak, occupancy, what the warps wait on).
 if command -v ncu >/dev/null; then

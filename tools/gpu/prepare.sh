@@ -11,7 +11,8 @@
 #               (gemm_tf32_stages2.aot: TF32 with two stages);
 #               bert_layer_warp64.aot: the BERT layer with --cuda-warp-reduce-min 64 (its softmax
 #               rows of 128 a warp each, against gpu_carry1's thread each); reductions.aot (a
-#               whole-tensor sum and min of 32 × 1024: block reductions; a row max: warps);
+#               whole-tensor sum and min of 32 × 1024: block reductions; a row max: warps;
+#               top-k sampling's torch.topk(logits, 200) over a vocabulary of 50257: a thread);
 #               reduce_total.aot and reduce_total_unsplit.aot (x.sum(), x.abs().amax(), x.argmax() of
 #               8192 × 4096 f32: split across the grid, and a block each, --cuda-split-reduce-chunk 2^40);
 #               bandwidth.aot and bandwidth_scalar.aot (x·2 + y and gelu(x) on rows × 4096 f32: four
@@ -77,16 +78,24 @@ build "$specs/gemm_bf16.yaml" gpu_carry4
 build "$specs/gemm_tf32.yaml" gpu_carry4 gemm_tf32_stages2 --cuda-gemm-stages 2
 build "$specs/bert_layer.yaml" gpu_carry4 bert_layer_warp64 --cuda-warp-reduce-min 64
 cat > "$specs/reductions.py" <<'PY'
+import torch
+
+
 def total(x):
     return x.sum(), x.amin()
 
 
 def row_max(x):
     return x.amax(-1)
+
+
+def topk(logits):
+    return torch.topk(logits, 200)
 PY
-printf 'version: 1\nname: reductions\nscript: reductions.py\ntargets: [cuda]\nentries:\n%s\n%s\n' \
+printf 'version: 1\nname: reductions\nscript: reductions.py\ntargets: [cuda]\nentries:\n%s\n%s\n%s\n' \
   "  total: {call: total, inputs: {x: {dtype: float32, shape: [32, 1024]}}}" \
-  "  row_max: {call: row_max, inputs: {x: {dtype: float32, shape: [256, 1024]}}}" > "$specs/reductions.yaml"
+  "  row_max: {call: row_max, inputs: {x: {dtype: float32, shape: [256, 1024]}}}" \
+  "  topk: {call: topk, inputs: {logits: {dtype: float32, shape: [1, 50257]}}}" > "$specs/reductions.yaml"
 build "$specs/reductions.yaml" gpu_carry4
 cat > "$specs/reduce_total.py" <<'PY'
 def total(x):

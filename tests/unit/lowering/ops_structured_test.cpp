@@ -71,6 +71,8 @@ TEST(Ops, IntegerReduceMinAndArgMax) {
   }
 }
 
+// cumsum along each axis (a task per row: emit_scan_kernel), of an exp, of a permuted view, of
+// i32 (an i64 result), of an empty row, and with a consumer.
 TEST(Ops, CumSumAlongEachAxisAndDType) {
   ir::Graph g;
   ir::ValueId x = g.add_input("x", f32({3, 5, 4}), "L['x']");
@@ -82,7 +84,16 @@ TEST(Ops, CumSumAlongEachAxisAndDType) {
   set_outputs(g, {cumsum(x, 0), cumsum(x, 1), cumsum(g.add(OpKind::Exp, {x}), 2),
                   cumsum(g.add(OpKind::Permute, {x}, perm_attrs({2, 1, 0})), 1), cumsum(i, 0),
                   cumsum(e, 1), g.add(OpKind::Mul, {cumsum(x, 2), g.constant(2, DType::f32)})});
-  expect_matches_reference_in(g, -3, 3);
+  // A task (a GPU thread) per row along the axis: 5 × 4 rows over axis 0, 3 × 4 over axis 1 (of
+  // x and of its permutation), one row of i, none of e.
+  Options gpu;
+  gpu.device = Options::Device::cuda;
+  const std::multiset<std::string> launches = launches_of(lower_graph(g, "scan_", gpu));
+  EXPECT_EQ(launches.count("20"), 1u);
+  EXPECT_EQ(launches.count("12"), 2u);
+  EXPECT_EQ(launches.count("1"), 1u);
+  EXPECT_EQ(launches.count("0"), 1u);
+  expect_matches_reference_in(g, -3, 3);  // the CPU, then the emulated GPU
 }
 
 ir::Attrs conv_attrs(Ints stride, Ints dilation, Ints low, Ints high, int64_t groups) {
@@ -165,6 +176,30 @@ TEST(Ops, TopKLargestAndSmallestWithTiesAndNaN) {
   in[0].set(2, NAN);
   in[0].set(9, 1.5);
   in[0].set(10, 1.5);
+  expect_outputs_match(g, in);
+}
+
+// topk kernels take a task per row (emit_topk_rows: one pass keeping the row's k best). A
+// vocabulary of 5003 at k = 200, largest and smallest, whose values come in 50 levels (ties
+// everywhere: the lower index first) with NaNs (largest: first; smallest: last); strided rows
+// (over a leading axis) with k = 7 and with k the whole axis; k = 1; f16 rows; the CPU and the
+// emulated GPU against the reference.
+TEST(Ops, TopKRowsOfAVocabularyWithTiesAndNaN) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({2, 5003}), "L['x']");
+  ir::ValueId y = g.add_input("y", f32({300, 3}), "L['y']");
+  ir::ValueId h = g.add_input("h", typed(DType::f16, {4, 64}), "L['h']");
+  auto topk = [&](ir::ValueId v, int64_t k, int64_t axis, bool largest) {
+    return g.add_node(OpKind::TopK, {v}, attrs({{"k", k}, {"axis", axis}, {"largest", int64_t{largest}}, {"sorted", int64_t{1}}}));
+  };
+  std::vector<ir::ValueId> a = topk(x, 200, 1, true), b = topk(x, 200, 1, false), c = topk(y, 7, 0, true);
+  std::vector<ir::ValueId> d = topk(y, 300, 0, false), e = topk(x, 1, 1, true), f = topk(h, 10, 1, false);
+  set_outputs(g, {a[0], a[1], b[0], b[1], c[0], c[1], d[0], d[1], e[1], f[0], f[1]});
+  std::vector<ir::HostTensor> in = random_inputs(g, 5, -3, 3);
+  for (int64_t i = 0; i < 2 * 5003; ++i) in[0].set(i, static_cast<double>(i * 7919 % 50) / 10 - 2.5);
+  for (int64_t i : {17, 4000, 5003 + 2, 5003 + 4999}) in[0].set(i, NAN);
+  for (int64_t i = 0; i < 900; i += 3) in[1].set(i, static_cast<double>(i % 4));  // column 0: four levels
+  in[1].set(3 * 150 + 1, NAN);
   expect_outputs_match(g, in);
 }
 
