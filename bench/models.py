@@ -33,6 +33,13 @@ def matmul(a, b):
     return a @ b
 
 
+def top_k_sampling(logits):
+    """A step of nanoGPT's generate(): the 200 likeliest tokens' probabilities, the rest 0."""
+    v, _ = torch.topk(logits, 200)
+    logits = logits.masked_fill(logits < v[:, -1:], float("-inf"))
+    return F.softmax(logits, dim=-1)
+
+
 torch.manual_seed(0)
 mlp = MLP().eval()
 # BERT-base encoder layer: hidden 768, 12 heads, feed-forward 3072, GELU, post-norm.
