@@ -502,9 +502,7 @@ TEST(Dynamic, GpuReductionsWithASymbolicCountOfRows) {
                   g.add(OpKind::Softmax, {x}, attrs({{"axis", int64_t{1}}})),
                   g.add(OpKind::ReduceSum, {y}, reduce_attrs({1}, false)),
                   g.add(OpKind::ReduceSum, {z}, reduce_attrs({1, 2}, true)), g.add(OpKind::ArgMax, {v}, reduce_attrs({1}, false))});
-  Options gpu;
-  gpu.device = Options::Device::cuda;
-  const std::multiset<std::string> launches = launches_of(lower_graph(g, "dyn_", gpu));
+  const std::multiset<std::string> launches = gpu_launches(g, "dyn_");
   EXPECT_EQ(launches.count("32*B"), 4u) << "the layer norm's two sums, the softmax's max and sum: a warp per row";
   EXPECT_EQ(launches.count("256*B"), 1u) << "y's rows: a block each";
   EXPECT_EQ(launches.count("1024*B"), 2u) << "z's and v's first reductions: 32 chunks of 2048 per batch, a warp each";
@@ -524,9 +522,7 @@ TEST(Dynamic, GpuReductionsOverASymbolicExtent) {
   set_outputs(g, {g.add(OpKind::Softmax, {scores}, attrs({{"axis", int64_t{2}}})),
                   g.add(OpKind::Mean, {h}, reduce_attrs({1}, true)), g.add(OpKind::ArgMax, {h}, reduce_attrs({1}, false)),
                   g.add(OpKind::ReduceSum, {x}, reduce_attrs({1, 2}, false))});
-  Options gpu;
-  gpu.device = Options::Device::cuda;
-  const std::multiset<std::string> launches = launches_of(lower_graph(g, "symred_", gpu));
+  const std::multiset<std::string> launches = gpu_launches(g, "symred_");
   EXPECT_EQ(launches.count("128*T"), 2u) << "the softmax's max and sum: a warp per row of 4 × T";
   EXPECT_EQ(launches.count("512"), 1u) << "the sum over T × 4096: a block per batch";
   EXPECT_EQ(launches.count("768"), 2u) << "the mean and the argmax over T: a warp per output of 3 × 8";

@@ -86,9 +86,7 @@ TEST(Ops, CumSumAlongEachAxisAndDType) {
                   cumsum(e, 1), g.add(OpKind::Mul, {cumsum(x, 2), g.constant(2, DType::f32)})});
   // A task (a GPU thread) per row along the axis: 5 × 4 rows over axis 0, 3 × 4 over axis 1 (of
   // x and of its permutation), one row of i, none of e.
-  Options gpu;
-  gpu.device = Options::Device::cuda;
-  const std::multiset<std::string> launches = launches_of(lower_graph(g, "scan_", gpu));
+  const std::multiset<std::string> launches = gpu_launches(g, "scan_");
   EXPECT_EQ(launches.count("20"), 1u);
   EXPECT_EQ(launches.count("12"), 2u);
   EXPECT_EQ(launches.count("1"), 1u);

@@ -55,6 +55,13 @@ inline std::multiset<std::string> launches_of(const LoweredVariant& v) {
   return out;
 }
 
+// The thread counts of `g`'s launches lowered for CUDA with the default options.
+inline std::multiset<std::string> gpu_launches(const ir::Graph& g, const std::string& symbol_prefix) {
+  Options gpu;
+  gpu.device = Options::Device::cuda;
+  return launches_of(lower_graph(g, symbol_prefix, gpu));
+}
+
 // Random inputs for the sizes in `b` of a graph's symbols (none: static shapes), one seed per
 // input: floats in [lo, hi), integers in [0, hi).
 inline std::vector<ir::HostTensor> inputs_at(const ir::Graph& g, const ir::SymBindings& b, uint32_t seed,
