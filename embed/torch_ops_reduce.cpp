@@ -120,6 +120,21 @@ VarRef topk(Translator& t, const CallArgs& a) {
   attrs.set("k", k).set("axis", int64_t{axis})
       .set("largest", int64_t{bool_arg(t, a.get(3, "largest"), true)})
       .set("sorted", int64_t{bool_arg(t, a.get(4, "sorted"), true)});
+  // A dynamic dim that may be shorter than k: torch raises on such a call, a bundle would leave
+  // the missing results unwritten. (A constant dim: the op rule checks it.)
+  const ir::TensorType& type = type_of(t, x);
+  if (type.rank() > 0 && !type.shape[static_cast<size_t>(axis)].is_constant()) {
+    const ir::SymExpr& dim = type.shape[static_cast<size_t>(axis)];
+    ir::SymBindings least;
+    for (const auto& [name, range] : t.graph().symbols) least[name] = range.min;
+    if (std::optional<int64_t> n = dim.evaluate(least); n && *n < k)
+      user_error("topk: k = " + std::to_string(k) + " is larger than dim " + std::to_string(axis) + " of " +
+                     type.str() + " where " + dim.str() + " = " + std::to_string(*n) +
+                     ", the smallest size the spec's dims allow (torch raises on such a call)",
+                 t.loc(),
+                 "give " + dim.str() + " a min of at least " + std::to_string(k) + " under the spec's `dims:`, or take k = min(" +
+                     std::to_string(k) + ", x.size(" + std::to_string(axis) + "))");
+  }
   auto r = t.graph().add_node(OpKind::TopK, {x}, attrs, t.loc());
   return named_tuple({wrap_value(r[0]), wrap_value(r[1])}, {"values", "indices"});
 }

@@ -52,6 +52,17 @@ TEST(DynamicDims, LoopOverRangeOfADynamicDimIsABreakWithTheFix) {
   expect_contains(r.output, "hint: declare seq static, or list its sizes");
 }
 
+// torch.topk(x, 5) over a dynamic dim whose range starts below 5: torch raises on such a call, a
+// bundle would leave the missing results unwritten, so the compile refuses it at the call.
+TEST(DynamicDims, TopkOfMoreThanTheSmallestSizeIsRefusedWithTheFix) {
+  auto r = aotrace_cli("compile " + quote((kCases / "dynamic_topk.yaml").string()) + " -o " +
+                       quote((fs::temp_directory_path() / "aotrace-errors-dyn.aot").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "topk: k = 5 is larger than dim 1 of f32[2, seq] where seq = 4, the smallest size the spec's dims allow");
+  expect_contains(r.output, "--> " + (kCases / "dynamic_dims.py").string() + ":22 in top_five");
+  expect_contains(r.output, "hint: give seq a min of at least 5 under the spec's `dims:`, or take k = min(5, x.size(1))");
+}
+
 // A branch on the size splits the range; max_variants is checked on the planned variants
 // before anything is lowered, and the message lists what produced each one.
 TEST(DynamicDims, RangeSplitsBeyondMaxVariantsAreRefusedBeforeLowering) {

@@ -16,3 +16,7 @@ def split_on_size(x):
 
 def specialised(x):
     return x + 1
+
+
+def top_five(x):
+    return torch.topk(x, 5).values
