@@ -125,9 +125,7 @@ VarRef topk(Translator& t, const CallArgs& a) {
   const ir::TensorType& type = type_of(t, x);
   if (type.rank() > 0 && !type.shape[static_cast<size_t>(axis)].is_constant()) {
     const ir::SymExpr& dim = type.shape[static_cast<size_t>(axis)];
-    ir::SymBindings least;
-    for (const auto& [name, range] : t.graph().symbols) least[name] = range.min;
-    if (std::optional<int64_t> n = dim.evaluate(least); n && *n < k)
+    if (std::optional<int64_t> n = dim.evaluate(ir::min_bindings(t.graph())); n && *n < k)
       user_error("topk: k = " + std::to_string(k) + " is larger than dim " + std::to_string(axis) + " of " +
                      type.str() + " where " + dim.str() + " = " + std::to_string(*n) +
                      ", the smallest size the spec's dims allow (torch raises on such a call)",

@@ -207,6 +207,18 @@ ValueId Graph::constant(double value, DType dtype, SourceLoc loc) {
   return add(OpKind::Full, {}, std::move(attrs), std::move(loc));
 }
 
+SymBindings max_bindings(const Graph& g) {
+  SymBindings b;
+  for (const auto& [name, range] : g.symbols) b[name] = range.max;
+  return b;
+}
+
+SymBindings min_bindings(const Graph& g) {
+  SymBindings b;
+  for (const auto& [name, range] : g.symbols) b[name] = range.min;
+  return b;
+}
+
 void Graph::set_outputs(std::vector<ValueId> values, OutputTree tree) {
   for (ValueId v : values)
     AOT_CHECK(v >= 0 && static_cast<size_t>(v) < types_.size(),

@@ -260,6 +260,10 @@ class Graph {
   std::vector<TensorType> types_;
 };
 
+// The graph's symbols at the ends of their ranges.
+SymBindings max_bindings(const Graph& g);
+SymBindings min_bindings(const Graph& g);
+
 // Checks SSA, operand definedness, arities and that recorded types match the op rules.
 // internal_error on violation (it runs between passes: a failure is a compiler bug).
 void verify(const Graph&);

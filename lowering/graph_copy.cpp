@@ -62,18 +62,6 @@ static SourceLoc location_of(const ir::Graph& g, ir::ValueId v) {
   return {};
 }
 
-ir::SymBindings max_bindings(const ir::Graph& g) {
-  ir::SymBindings b;
-  for (const auto& [name, range] : g.symbols) b[name] = range.max;
-  return b;
-}
-
-ir::SymBindings min_bindings(const ir::Graph& g) {
-  ir::SymBindings b;
-  for (const auto& [name, range] : g.symbols) b[name] = range.min;
-  return b;
-}
-
 int64_t planned_size(const ir::SymExpr& e, const ir::SymBindings& at) {
   if (auto c = e.as_constant()) return *c;
   auto v = e.evaluate(at);

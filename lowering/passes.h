@@ -47,8 +47,8 @@ constexpr int64_t kPackedNR = 16;
 // use the sizes at their maxima, and buffers are sized for them.
 //
 // Every symbol of `g` at its SymRange max: the sizes the memory plan is laid out for.
-ir::SymBindings max_bindings(const ir::Graph& g);
-ir::SymBindings min_bindings(const ir::Graph& g);  // the symbols at their minima
+using ir::max_bindings;  // the symbols at their maxima (ir.h)
+using ir::min_bindings;  // at their minima
 // `e` with the symbols at `at` (max_bindings): a compile-time estimate of a dim, exact for a
 // static one. internal_error when a symbol is unbound.
 int64_t planned_size(const ir::SymExpr& e, const ir::SymBindings& at);

@@ -606,13 +606,6 @@ std::optional<ir::SymExpr> KernelEmitter::emit_topk_rows(llvm::Value* begin, llv
   const auto axis = static_cast<size_t>(n.attrs.i("axis"));
   const bool largest = n.attrs.has("largest") && n.attrs.i("largest") != 0;
   const bool indices = k_.root == n.results[1];
-  const ir::Shape& extents = k_.loop_extents;  // the root's: k along the axis
-  ir::Shape rows;
-  for (size_t d = 0; d < extents.size(); ++d)
-    if (d != axis) rows.push_back(extents[d]);
-  ir::SymExpr tasks = 1;
-  for (const ir::SymExpr& e : rows) tasks = tasks * e;
-  if (is_zero(tasks)) return tasks;
   llvm::Type* t = compute_type(ctx_, xt);
   llvm::Type* i64t = b_.getInt64Ty();
   llvm::Value* values = stack_array(t, k);
@@ -655,17 +648,11 @@ std::optional<ir::SymExpr> KernelEmitter::emit_topk_rows(llvm::Value* begin, llv
     b_.CreateStore(v, slot(values, t, lo));
     b_.CreateStore(i, slot(positions, i64t, lo));
   };
-  range_loop(begin, end, [&](llvm::Value* task) {
-    const Index head = unflatten(task, rows);
-    auto at = [&](llvm::Value* j) {
-      Index idx = head;
-      idx.insert(idx.begin() + static_cast<std::ptrdiff_t>(axis), j);
-      return idx;
-    };
-    // The first k (fewer where a symbolic axis is shorter: torch refuses that call, and the
-    // slots past the row are never read here), then the rest against the k-th.
-    llvm::Value* length = size(dims(x)[axis]);
-    llvm::Value* first = b_.CreateSelect(b_.CreateICmpSLT(length, i64(k)), length, i64(k));
+  // The first k (fewer where a symbolic axis is shorter: the capture refuses a range allowing
+  // that, and the slots past the row are never read here), then the rest against the k-th.
+  llvm::Value* length = size(dims(x)[axis]);
+  llvm::Value* first = b_.CreateSelect(b_.CreateICmpSLT(length, i64(k)), length, i64(k));
+  return row_tasks(axis, begin, end, [&](const RowIndex& at) {
     range_loop(i64(0), first, [&](llvm::Value* i) { insert(emit(x, at(i)), i, i); });
     range_loop(first, length, [&](llvm::Value* i) {
       llvm::Value* v = emit(x, at(i));
@@ -679,7 +666,6 @@ std::optional<ir::SymExpr> KernelEmitter::emit_topk_rows(llvm::Value* begin, llv
       store(k_.root, 0, at(j), indices ? b_.CreateLoad(i64t, slot(positions, i64t, j)) : b_.CreateLoad(t, slot(values, t, j)));
     });
   });
-  return tasks;
 }
 
 // A scan (cumsum) kernel: a task per row along its axis, walking it in order with a running sum
@@ -689,25 +675,38 @@ ir::SymExpr KernelEmitter::emit_scan_kernel(const ir::Node& n, llvm::Value* begi
   ir::ValueId x = n.operands[0], root = n.results[0];
   ir::DType rt = dtype(root);
   auto axis = static_cast<size_t>(n.attrs.i("axis"));
+  const ir::SymExpr& length = k_.loop_extents.at(axis);
+  if (is_zero(length)) return 0;
+  llvm::Type* t = compute_type(ctx_, rt);
+  return row_tasks(axis, begin, end, [&](const RowIndex& at) {
+    llvm::Value* acc = accumulator(t, constant(b_, 0, rt));
+    loop_nest({length}, [&](const Index& i) {
+      const Index xi = at(i[0]);
+      llvm::Value* v = convert(b_, emit(x, xi), dtype(x), rt);
+      llvm::Value* sum = emit_binary(b_, ir::OpKind::Add, b_.CreateLoad(t, acc), v, rt);
+      b_.CreateStore(sum, acc);
+      store(root, 0, xi, sum);
+    });
+  });
+}
+
+// Tasks [begin, end) of a task per row of the root along `axis` (every other dim's positions,
+// flattened), calling `row` in each with the index of the row's position j.
+ir::SymExpr KernelEmitter::row_tasks(size_t axis, llvm::Value* begin, llvm::Value* end,
+                                     const std::function<void(const RowIndex&)>& row) {
   const ir::Shape& extents = k_.loop_extents;
-  const ir::SymExpr& length = extents.at(axis);
   ir::Shape rows;
   for (size_t d = 0; d < extents.size(); ++d)
     if (d != axis) rows.push_back(extents[d]);
   ir::SymExpr tasks = 1;
   for (const ir::SymExpr& e : rows) tasks = tasks * e;
-  if (is_zero(length) || is_zero(tasks)) return 0;
-  llvm::Type* t = compute_type(ctx_, rt);
+  if (is_zero(tasks)) return tasks;
   range_loop(begin, end, [&](llvm::Value* task) {
     const Index head = unflatten(task, rows);
-    llvm::Value* acc = accumulator(t, constant(b_, 0, rt));
-    loop_nest({length}, [&](const Index& i) {
-      Index xi = head;
-      xi.insert(xi.begin() + static_cast<std::ptrdiff_t>(axis), i[0]);
-      llvm::Value* v = convert(b_, emit(x, xi), dtype(x), rt);
-      llvm::Value* sum = emit_binary(b_, ir::OpKind::Add, b_.CreateLoad(t, acc), v, rt);
-      b_.CreateStore(sum, acc);
-      store(root, 0, xi, sum);
+    row([&](llvm::Value* j) {
+      Index idx = head;
+      idx.insert(idx.begin() + static_cast<std::ptrdiff_t>(axis), j);
+      return idx;
     });
   });
   return tasks;

@@ -237,6 +237,9 @@ class KernelEmitter {
   llvm::Value* emit_pool(const ir::Node& n, const Index& idx);
   llvm::Value* emit_topk(const ir::Node& n, ir::ValueId result, const Index& idx);
   ir::SymExpr emit_scan_kernel(const ir::Node& n, llvm::Value* begin, llvm::Value* end);  // the task count
+  // A task per row along `axis` of the root (emit_scan_kernel, emit_topk_rows): the task count.
+  using RowIndex = std::function<Index(llvm::Value*)>;  // the index of the row's position j
+  ir::SymExpr row_tasks(size_t axis, llvm::Value* begin, llvm::Value* end, const std::function<void(const RowIndex&)>& row);
   // The operand index of a reduction over `axes` (normalised) for result index `idx`.
   Index reduced_index(const std::vector<bool>& reduced, bool keepdim, const Index& idx,
                       const Index& r);

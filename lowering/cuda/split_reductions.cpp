@@ -108,10 +108,8 @@ ir::ValueId split_arg_reduction(ir::Graph& g, const ir::Node& n, ir::ValueId x, 
   const ir::ValueId extremes = g.add(ir::OpKind::Gather, {x, within}, attrs_of({{"axis", chunk_axis}}), n.loc);
   const ir::ValueId part = g.add(n.op, {extremes}, attrs_of({{"axes", Ints{parts_axis}}, {"keepdim", int64_t{1}}}), n.loc);
   const ir::ValueId in_part = g.add(ir::OpKind::Gather, {within, part}, attrs_of({{"axis", parts_axis}}), n.loc);
-  ir::Attrs chunk;
-  chunk.set("shape", ir::Shape{}).set("value", static_cast<double>(s.split[static_cast<size_t>(chunk_axis)].constant()));
-  chunk.set("dtype", g.type(within).dtype);
-  const ir::ValueId start = g.add(ir::OpKind::Mul, {part, g.add(ir::OpKind::Full, {}, std::move(chunk), n.loc)}, {}, n.loc);
+  const double chunk = static_cast<double>(s.split[static_cast<size_t>(chunk_axis)].constant());
+  const ir::ValueId start = g.add(ir::OpKind::Mul, {part, g.constant(chunk, g.type(within).dtype, n.loc)}, {}, n.loc);
   const ir::ValueId index = g.add(ir::OpKind::Add, {start, in_part}, {}, n.loc);
   return g.add(ir::OpKind::Reshape, {index}, attrs_of({{"shape", out}}), n.loc);
 }
