@@ -40,6 +40,15 @@ def top_k_sampling(logits):
     return F.softmax(logits, dim=-1)
 
 
+def top_p_sampling(logits):
+    """Nucleus sampling's filter (transformers' TopPLogitsWarper, p = 0.9): the vocabulary
+    sorted, the likeliest tokens whose probabilities reach p kept, the rest 0."""
+    sorted_logits, order = torch.sort(logits, descending=False)
+    remove = sorted_logits.softmax(dim=-1).cumsum(dim=-1) <= 1 - 0.9
+    remove = remove.scatter(1, order, remove)
+    return F.softmax(logits.masked_fill(remove, float("-inf")), dim=-1)
+
+
 torch.manual_seed(0)
 mlp = MLP().eval()
 # BERT-base encoder layer: hidden 768, 12 heads, feed-forward 3072, GELU, post-norm.

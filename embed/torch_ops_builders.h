@@ -232,6 +232,9 @@ VarRef pairwise_distance(Translator&, const CallArgs&);
 VarRef bilinear(Translator&, const CallArgs&);
 // torch_ops_scatter.cpp
 VarRef scatter(Translator&, const CallArgs&, bool add);  // scatter, scatter_add
+// self with src (the index's extent of it) written (accumulate: added) at index along dim, in
+// order (a scatter op); `what` names the torch call in errors.
+ValueId scatter_into(Translator& t, ValueId self, int dim, ValueId index, ValueId src, bool accumulate, const char* what);
 VarRef index_add(Translator&, const CallArgs&);
 VarRef take_along_dim(Translator&, const CallArgs&);
 VarRef var_mean(Translator&, const CallArgs&, bool take_sqrt);  // var_mean, std_mean

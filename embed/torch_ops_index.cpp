@@ -5,8 +5,9 @@
 //
 // Both move the indexed dims of x first and flatten them into one dim of N positions; the
 // index tensors (negative indices wrapped) become one linear index of shape B into it. Reading
-// is an index_select of the linear index. Writing selects, for each of the N positions, the
-// first element of B that names it (a one-hot comparison, argmax), and keeps x where none does.
+// is an index_select of the linear index. Writing is a scatter along the N positions (each
+// element of B writes, or adds, its row where it points, in order: a repeated position keeps the
+// last write, as torch's CPU loop).
 #include "embed/torch_ops_builders.h"
 
 namespace aotrace::embed::ops {
@@ -123,28 +124,12 @@ ValueId advanced_setitem(Translator& t, ValueId x, const std::vector<std::pair<i
   ir::Shape rows{count};
   rows.insert(rows.end(), ix.rest.begin(), ix.rest.end());
   value = reshape_to(t, value, rows);
-  // hit[b, p]: element b of B names position p; first[p]: the first such b.
-  ValueId positions = node(t, OpKind::Arange, {}, ir::Attrs().set("shape", ir::Shape{ix.positions}).set("start", 0.0)
-                                                   .set("step", 1.0).set("dtype", DType::i64));
-  ValueId hit = node(t, OpKind::Eq, {reshape_to(t, ix.linear, {count, ir::SymExpr(1)}), reshape_to(t, positions, {ir::SymExpr(1), ix.positions})});
-  ValueId merged;
-  if (accumulate) {  // index_put_(..., accumulate=True): every value named p is added to p
-    ir::Shape hit_shape{count, ix.positions}, value_shape{count, ir::SymExpr(1)};
-    hit_shape.resize(ix.rest.size() + 2, ir::SymExpr(1));
-    value_shape.insert(value_shape.end(), ix.rest.begin(), ix.rest.end());
-    ValueId picked = node(t, OpKind::Where, {reshape_to(t, hit, hit_shape), reshape_to(t, value, value_shape),
-                                             constant(t, 0, type.dtype)});
-    ValueId sum = cast(t, node(t, OpKind::ReduceSum, {picked}, axes_attrs({0}, false)), type.dtype);
-    merged = node(t, OpKind::Add, {ix.flat, sum});
-  } else {  // the first value named p is written to p
-    ValueId hit_i = cast(t, hit, DType::i32);
-    ValueId first = node(t, OpKind::ArgMax, {hit_i}, axes_attrs({0}, false));
-    ValueId any = node(t, OpKind::Gt, {node(t, OpKind::ReduceMax, {hit_i}, axes_attrs({0}, false)), constant(t, 0, DType::i32)});
-    ValueId written = node(t, OpKind::IndexSelect, {value, first}, ir::Attrs().set("axis", int64_t{0}));
-    ir::Shape mask_shape{ix.positions};
-    mask_shape.resize(ix.rest.size() + 1, ir::SymExpr(1));
-    merged = node(t, OpKind::Where, {reshape_to(t, any, mask_shape), written, ix.flat});
-  }
+  // The values' rows written (accumulate: added) at their positions, in order.
+  ir::Shape index_shape(rows.size(), ir::SymExpr(1));
+  index_shape[0] = count;
+  ValueId index = reshape_to(t, ix.linear, index_shape);
+  if (index_shape != rows) index = node(t, OpKind::Expand, {index}, ir::Attrs().set("shape", rows));
+  ValueId merged = scatter_into(t, ix.flat, 0, index, value, accumulate, accumulate ? "index_put(accumulate=True)" : "index_put");
   // Back to x's layout: unflatten the indexed dims, then undo the permutation.
   ir::Shape unflat;
   for (int d : ix.dims) unflat.push_back(type.shape[static_cast<size_t>(d)]);

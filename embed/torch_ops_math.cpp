@@ -160,14 +160,15 @@ VarRef one_hot(Translator& t, const CallArgs& a) {
   return wrap_value(cast(t, eq, DType::i64));
 }
 
-// torch.sort(input, dim=-1, descending=False) / argsort: topk over the whole dim.
+// torch.sort(input, dim=-1, descending=False, stable=False) / argsort: topk over the whole dim.
+// Its order is stable either way (ties: the lower index first; NaN the largest), so stable=True
+// needs nothing more.
 VarRef sort(Translator& t, const CallArgs& a, bool indices_only) {
   ValueId x = input_of(t, a, indices_only ? "argsort" : "sort");
   const int rank = type_of(t, x).rank();
   const int axis = normalise_dim(t, int_or(t, a, 1, "dim", -1), rank, "sort");
   VarRef descending = a.get(2, "descending");
-  if (!is_none(a.kw("stable")) && bool_arg(t, a.kw("stable"), false))
-    unsupported(t, "sort(stable=True)", "ties keep no order in a compiled sort; break them first");
+  if (!is_none(a.kw("stable"))) bool_arg(t, a.kw("stable"), false);  // a bool, as torch requires
   auto n = type_of(t, x).shape[static_cast<size_t>(axis)].as_constant();
   if (!n) unsupported(t, "sort over a dynamic dim", "declare the dim static");
   ir::Attrs attrs;

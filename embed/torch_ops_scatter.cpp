@@ -1,6 +1,6 @@
 // Builders of the torch op table for scatters and the reductions that need more than one
-// reduce op: scatter/scatter_add (and their in-place forms) and index_add as one-hot comparisons
-// of the index with an arange, then where / reduce_sum; take_along_dim (gather); var_mean and
+// reduce op: scatter/scatter_add (and their in-place forms) and index_add as scatter ops;
+// take_along_dim (gather); var_mean and
 // std_mean; median and kthvalue (through topk); cummax/cummin (a scan of value-index pairs); prod
 // and cumprod over a static dim (products of slices).
 #include <cmath>
@@ -19,65 +19,35 @@ ValueId slice_of(Translator& t, ValueId x, int axis, int64_t start, int64_t end,
   return node(t, OpKind::Slice, {x}, ir::Attrs().set("axis", int64_t{axis}).set("start", start).set("end", end).set("step", step));
 }
 
-// `v` ([..] of rank r + 1, size 1 at `dim`, the target positions last) with the last axis moved
-// to `dim`: the layout of the scattered-into tensor.
-ValueId to_target_layout(Translator& t, ValueId v, int dim) {
-  const int r = type_of(t, v).rank() - 1;
-  std::vector<int64_t> perm;
-  for (int d = 0; d < r; ++d) perm.push_back(d == dim ? r : d);
-  perm.push_back(dim);
-  ValueId p = permute_to(t, v, perm);
-  ir::Shape s = type_of(t, p).shape;
-  s.pop_back();
-  return reshape_to(t, p, s);
-}
+}  // namespace
 
-// `v` (the index's extent) zero-padded at the high end of every dim but `dim` to `shape`.
-ValueId pad_to(Translator& t, ValueId v, const ir::Shape& shape, int dim, const char* what) {
-  const ir::Shape& s = type_of(t, v).shape;
-  std::vector<int64_t> low(s.size(), 0), high = low;
-  bool any = false;
-  for (size_t d = 0; d < s.size(); ++d) {
-    if (static_cast<int>(d) == dim || s[d] == shape[d]) continue;
-    auto a = s[d].as_constant(), b = shape[d].as_constant();
-    if (!a || !b) unsupported(t, std::string(what) + " with an index smaller than self in a dynamic dim", "declare the dim static");
-    if (*a > *b) user_error(std::string(what) + ": the index is larger than self outside dim (torch raises here too)", t.loc());
-    high[d] = *b - *a;
-    any = true;
-  }
-  return any ? node(t, OpKind::Pad, {v}, ir::Attrs().set("low", low).set("high", high).set("value", 0.0)) : v;
-}
-
-// self with src (the index's extent of it) written (or added) at index along dim. Where an
-// index repeats, scatter keeps the last write, as torch's CPU loop does.
+// self with src (the index's extent of it) written (or added) at index along dim: a scatter op,
+// a kernel walking each row in order, so that a repeated index keeps the last write (sums in
+// order), as torch's CPU loop does.
 ValueId scatter_into(Translator& t, ValueId self, int dim, ValueId index, ValueId src, bool accumulate, const char* what) {
   const ir::TensorType st = type_of(t, self), it = type_of(t, index);
   const int r = st.rank();
   if (it.rank() != r || type_of(t, src).rank() != r)
     user_error(std::string(what) + ": self, index and src must have the same number of dims (torch raises here too)", t.loc());
-  if (ir::is_floating(it.dtype)) user_error(std::string(what) + ": index must be an integer tensor", t.loc());
-  src = cast(t, src, st.dtype);
+  if (!ir::is_integral(it.dtype) || it.dtype == DType::b8) user_error(std::string(what) + ": index must be an integer tensor", t.loc());
+  if (it.dtype != DType::i64 && it.dtype != DType::i32) index = cast(t, index, DType::i64);
+  for (int d = 0; d < r; ++d) {
+    const auto i = static_cast<size_t>(d);
+    if (d == dim || st.shape[i] == it.shape[i]) continue;
+    auto a = it.shape[i].as_constant(), b = st.shape[i].as_constant();
+    if (!a || !b) unsupported(t, std::string(what) + " with an index smaller than self in a dynamic dim", "declare the dim static");
+    if (*a > *b) user_error(std::string(what) + ": the index is larger than self outside dim (torch raises here too)", t.loc());
+  }
   for (int d = 0; d < r; ++d)  // the index's extent of src
     if (!(type_of(t, src).shape[static_cast<size_t>(d)] == it.shape[static_cast<size_t>(d)]))
       src = slice_of(t, src, d, 0, static_dim(t, index, d, what));
-  ValueId eq = node(t, OpKind::Eq, {unsqueeze_at(t, index, r), arange_of(t, st.shape[static_cast<size_t>(dim)])});
-  if (accumulate) {
-    ValueId picked = node(t, OpKind::Where, {eq, unsqueeze_at(t, src, r), constant(t, 0, st.dtype)});
-    ValueId sum = cast(t, node(t, OpKind::ReduceSum, {picked}, axes_attrs({dim}, true)), st.dtype);
-    return node(t, OpKind::Add, {self, pad_to(t, to_target_layout(t, sum, dim), st.shape, dim, what)});
+  const ir::Attrs attrs = ir::Attrs().set("axis", int64_t{dim}).set("accumulate", int64_t{accumulate});
+  if (accumulate && st.dtype == DType::b8) {  // sums of bools: counted in i64, then any
+    ValueId sum = node(t, OpKind::Scatter, {cast(t, self, DType::i64), index, cast(t, src, DType::i64)}, attrs);
+    return node(t, OpKind::Ne, {sum, constant(t, 0, DType::i64)});
   }
-  ir::Shape along(static_cast<size_t>(r + 1), ir::SymExpr(1));
-  along[static_cast<size_t>(dim)] = it.shape[static_cast<size_t>(dim)];
-  ValueId pos = reshape_to(t, arange_of(t, it.shape[static_cast<size_t>(dim)]), along);
-  ValueId last = node(t, OpKind::ReduceMax, {node(t, OpKind::Where, {eq, pos, constant(t, -1, DType::i64)})}, axes_attrs({dim}, true));
-  last = to_target_layout(t, last, dim);
-  ValueId hit = pad_to(t, node(t, OpKind::Ge, {last, constant(t, 0, DType::i64)}), st.shape, dim, what);
-  ValueId safe = node(t, OpKind::Maximum, {last, constant(t, 0, DType::i64)});
-  ValueId value = pad_to(t, node(t, OpKind::Gather, {src, safe}, ir::Attrs().set("axis", int64_t{dim})), st.shape, dim, what);
-  return node(t, OpKind::Where, {hit, value, self});
+  return node(t, OpKind::Scatter, {self, index, cast(t, src, st.dtype)}, attrs);
 }
-
-}  // namespace
 
 // torch.scatter / Tensor.scatter(dim, index, src | value) and scatter_add(dim, index, src);
 // the in-place forms (scatter_, scatter_add_) go through the table's IN_PLACE.
@@ -101,27 +71,29 @@ VarRef scatter(Translator& t, const CallArgs& call, bool accumulate) {
 }
 
 // index_add(self, dim, index [m], source, *, alpha=1): self[.., index[i], ..] += alpha ·
-// source[.., i, ..], through the [n, m] one-hot of index, summed over i.
+// source[.., i, ..]: a scatter_add of source (broadcast to self outside dim, as torch does) at
+// the index broadcast to it, summed in index order as torch's loop.
 VarRef index_add(Translator& t, const CallArgs& call) {
   CallArgs a = bind_schema(t, "aten::index_add", call);
   ValueId self = tensor(t, a.kw("self"), "index_add");
   const ir::TensorType st = type_of(t, self);
-  const int r = std::max(st.rank(), 1);
   const int dim = normalise_dim(t, int_arg(t, a.kw("dim"), "index_add"), st.rank(), "index_add");
   ValueId index = tensor(t, a.kw("index"), "index_add");
   ValueId source = tensor(t, a.kw("source"), "index_add");
   if (type_of(t, index).rank() != 1 || st.rank() == 0) unsupported(t, "index_add other than a 1-D index into a tensor of rank >= 1");
-  if (type_of(t, source).rank() != r) user_error("index_add: source must have self's number of dims (torch raises here too)", t.loc());
+  if (type_of(t, source).rank() != st.rank())
+    user_error("index_add: source must have self's number of dims (torch raises here too)", t.loc());
   if (VarRef alpha = a.kw("alpha"); alpha && !is_none(alpha)) source = tensor(t, binary(t, OpKind::Mul, wrap_value(source), alpha), "index_add");
-  source = cast(t, source, st.dtype);
-  ir::Shape s(static_cast<size_t>(r + 1), ir::SymExpr(1));
-  s[static_cast<size_t>(dim)] = st.shape[static_cast<size_t>(dim)];
-  s[static_cast<size_t>(dim + 1)] = type_of(t, index).shape[0];
-  ValueId rows = unsqueeze_at(t, arange_of(t, st.shape[static_cast<size_t>(dim)]), 1);
-  ValueId one_hot = reshape_to(t, node(t, OpKind::Eq, {rows, unsqueeze_at(t, index, 0)}), s);
-  ValueId picked = node(t, OpKind::Where, {one_hot, unsqueeze_at(t, source, dim), constant(t, 0, st.dtype)});
-  ValueId sum = cast(t, node(t, OpKind::ReduceSum, {picked}, axes_attrs({dim + 1}, false)), st.dtype);
-  return add(t, OpKind::Add, {self, sum});
+  ir::Shape shape = st.shape, along(st.shape.size(), ir::SymExpr(1));
+  shape[static_cast<size_t>(dim)] = along[static_cast<size_t>(dim)] = type_of(t, index).shape[0];
+  if (!(type_of(t, source).shape[static_cast<size_t>(dim)] == shape[static_cast<size_t>(dim)]))
+    user_error("index_add: source's dim " + std::to_string(dim) + " must have the index's length (torch raises here too)", t.loc());
+  auto broadcast = [&](ValueId v) {
+    return type_of(t, v).shape == shape ? v : node(t, OpKind::Expand, {v}, ir::Attrs().set("shape", shape));
+  };
+  source = broadcast(source);
+  index = broadcast(reshape_to(t, index, along));
+  return wrap_value(scatter_into(t, self, dim, index, source, true, "index_add"));
 }
 
 // torch.take_along_dim(input, indices, dim=None): gather, the two broadcast outside dim (dim

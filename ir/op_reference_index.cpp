@@ -102,6 +102,26 @@ ReferenceFn reference_cumsum(InferFn infer) {
   });
 }
 
+ReferenceFn reference_scatter(InferFn infer) {
+  return with_results(infer, [](Tensors in, const Attrs& attrs, std::vector<HostTensor>& out) {
+    const auto axis = static_cast<size_t>(attrs.i("axis"));
+    const bool accumulate = attrs.i("accumulate") != 0;
+    const HostTensor &self = in[0], &index = in[1], &src = in[2];
+    for (int64_t i = 0; i < self.numel(); ++i) out[0].set(i, self.get(i));
+    const auto out_strides = row_major_strides(self.shape), src_strides = row_major_strides(src.shape);
+    for (int64_t i = 0; i < index.numel(); ++i) {
+      auto idx = unravel(i, index.shape);
+      const double v = src.get(ravel(idx, src_strides));
+      const auto q = static_cast<int64_t>(index.get(i));
+      if (q < 0 || q >= self.shape[axis])
+        user_error("scatter: index " + std::to_string(q) + " is out of bounds for a dim of size " + std::to_string(self.shape[axis]));
+      idx[axis] = q;
+      const int64_t o = ravel(idx, out_strides);
+      out[0].set(o, accumulate ? out[0].get(o) + v : v);
+    }
+  });
+}
+
 ReferenceFn reference_slice(InferFn infer) {
   return with_results(infer, [](Tensors in, const Attrs& attrs, std::vector<HostTensor>& out) {
     int64_t axis = attrs.i("axis"), start = attrs.i("start"), step = attrs.i("step");

@@ -69,6 +69,30 @@ InferFn infer_cumsum() {
   };
 }
 
+InferFn infer_scatter() {
+  return [](Types t, const Attrs& attrs) {
+    check_same_device("scatter", t);
+    const TensorType &self = t[0], &index = t[1], &src = t[2];
+    const int64_t axis = axis_attr("scatter", self, attrs);
+    check_index_dtype("scatter", index);
+    if (self.rank() == 0) user_error("scatter: self must have at least one dim, got " + self.str());
+    if (index.rank() != self.rank() || src.rank() != self.rank())
+      user_error("scatter: self " + self.str() + ", index " + index.str() + " and src " + src.str() +
+                 " must have the same number of dims");
+    if (src.dtype != self.dtype) user_error("scatter: src " + src.str() + " must have the dtype of self " + self.str());
+    if (attrs.i("accumulate") != 0 && self.dtype == DType::b8) user_error("scatter: no accumulate for bool tensors");
+    for (int d = 0; d < self.rank(); ++d) {
+      const auto i = static_cast<size_t>(d);
+      auto below_self = (self.shape[i] - index.shape[i]).as_constant();
+      auto below_src = (src.shape[i] - index.shape[i]).as_constant();
+      if ((d != axis && below_self && *below_self < 0) || (below_src && *below_src < 0))
+        user_error("scatter: index " + index.str() + " is larger than " + (below_src && *below_src < 0 ? "src " + src.str() : "self " + self.str()) +
+                   " in dim " + std::to_string(d));
+    }
+    return std::vector<TensorType>{self};
+  };
+}
+
 InferFn infer_slice() {
   return [](Types t, const Attrs& attrs) {
     int64_t axis = axis_attr("slice", t[0], attrs);

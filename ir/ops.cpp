@@ -148,6 +148,7 @@ std::vector<OpInfo> build_table() {
   arg_reduce(OpKind::ArgMax, "argmax", true);
   arg_reduce(OpKind::ArgMin, "argmin", false);
   primitive(OpKind::CumSum, infer_cumsum(), reference_cumsum);
+  primitive(OpKind::Scatter, infer_scatter(), reference_scatter);
   primitive(OpKind::Matmul, infer_matmul(), reference_matmul);
   primitive(OpKind::Reshape, infer_reshape(), reference_reshape);
   primitive(OpKind::Permute, infer_permute(), reference_permute);

@@ -16,8 +16,8 @@
 //     use, reached through same-shape elementwise ops (evaluated once per output element), and
 //     is not itself inside another reduction's operand; its operand's elementwise ops form its
 //     prologue (not for matmul/conv/pool, see above);
-//   - scans (cumsum) and sorts (topk, two results) are always materialised: they walk an axis
-//     in order, in a kernel of their own;
+//   - scans (cumsum, scatter) and sorts (topk, two results) are always materialised: they walk
+//     an axis in order, in a kernel of their own;
 //   - the input of a conv is materialised (a contiguous buffer, padded by pad_conv_inputs), so
 //     conv kernels read it without index maps or bounds checks; so are the operands and the
 //     input tiles of the Winograd transforms (the tiles are a GEMM operand), while the output
@@ -114,8 +114,9 @@ struct Fuser {
           if (!ir::is_elementwise(cat)) ctx.identity = false;
           if (g.type(v).shape != g.type(r).shape) ctx.identity = false;
           if (cat == ir::OpCategory::Reduce) ctx.in_reduction = true;
-          // Their operands are read many times per result (topk compares each element k
-          // times): computing a fused producer once is cheaper than at every read.
+          // Their operands are read many times per result (topk's values and indices kernels
+          // each walk the row, a heap rereads it): computing a fused producer once is cheaper
+          // than at every read.
           if (cat == ir::OpCategory::Matmul || cat == ir::OpCategory::Conv ||
               cat == ir::OpCategory::Pool || cat == ir::OpCategory::Sort || cat == ir::OpCategory::Transform || taps)
             ctx.reread = true;

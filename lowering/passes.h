@@ -41,6 +41,12 @@ bool is_depthwise_conv(const ir::Graph& g, const ir::Node& n);
 constexpr int64_t kPackedMR = 6;
 constexpr int64_t kPackedNR = 16;
 
+// The largest k whose topk kernels keep a row's k best in sorted stack arrays (emit_topk_rows;
+// 12 KiB at 1024, a CPU thread's stack or a GPU thread's local memory). A larger k (a sort) ranks
+// the row as a heap in the indices kernel's own output (emit_topk_heap), and decompose gathers
+// the values at those indices.
+constexpr int64_t kTopkRowsMaxK = 1024;
+
 // Dynamic dims (DESIGN §4): shapes may hold symbols declared in Graph::symbols. Kernels get the
 // symbols' values at run time (symbols[i]: the i-th entry of Graph::symbols, in its std::map
 // order); decisions taken at compile time (blocking, chunking, task splits, whether a GEMM pays)

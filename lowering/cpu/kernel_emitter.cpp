@@ -147,8 +147,8 @@ constexpr int64_t kUnrolledChunk = 4;
 //   - a Winograd transform (emit_winograd.cpp): one task per row of tiles of one channel;
 //   - a GEMM kernel (emit_gemm.cpp): one task per block of the output matrix;
 //   - the GPU's tiled GEMM (emit_tiled_gemm.cpp): one task per tile, run by a thread block;
-//   - a scan or a topk result: one task per row along its axis, which it walks in order
-//     (emit_scan_kernel, emit_topk_rows);
+//   - a scan, a scatter or a topk result: one task per row along its axis, which it walks in
+//     order (emit_scan_kernel, emit_scatter_rows, emit_topk_rows);
 //   - a reduction that keeps the innermost axis: one task per run of its outputs along it
 //     (emit_column_reduction);
 //   - a materialised pad: one task per row, its padding and interior as separate loops
@@ -183,8 +183,10 @@ ir::SymExpr KernelEmitter::emit_loop_body(llvm::Value* begin, llvm::Value* end) 
   int p = producer_[static_cast<size_t>(k_.root)];
   bool is_copy = read_arg_.count(k_.root) != 0;  // an output copy kernel reads its own root
   const ir::Shape& extents = k_.loop_extents;
-  if (p >= 0 && !is_copy && ir::op_info(g_.nodes[static_cast<size_t>(p)].op).category == ir::OpCategory::Scan)
-    return emit_scan_kernel(g_.nodes[static_cast<size_t>(p)], begin, end);
+  if (p >= 0 && !is_copy && ir::op_info(g_.nodes[static_cast<size_t>(p)].op).category == ir::OpCategory::Scan) {
+    const ir::Node& n = g_.nodes[static_cast<size_t>(p)];
+    return n.op == ir::OpKind::Scatter ? emit_scatter_rows(n, begin, end) : emit_scan_kernel(n, begin, end);
+  }
   for (const ir::SymExpr& e : extents)
     if (is_zero(e)) return 0;
   // The innermost dim is a loop of its own (every dim but it makes the tasks), except for a
@@ -550,7 +552,7 @@ llvm::Value* KernelEmitter::emit_node(const ir::Node& n, ir::ValueId result, con
     case ir::OpCategory::Matmul: return emit_matmul(n, idx);
     case ir::OpCategory::Conv: return emit_conv(n, idx);
     case ir::OpCategory::Pool: return emit_pool(n, idx);
-    case ir::OpCategory::Sort: return emit_topk(n, result, idx);
+    case ir::OpCategory::Sort: internal_error("topk inlined into a kernel: it is always a kernel root (emit_topk_rows)");
     default: internal_error("op " + std::string(ir::op_name(n.op)) + " reached CPU codegen");
   }
 }

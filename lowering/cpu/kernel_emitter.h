@@ -36,10 +36,6 @@ int64_t panels_per_call(const CpuTarget& target, int64_t nr);
 // Iterations of a warp or block lane's loop unrolled into one (KernelEmitter::lane_loop).
 constexpr int kLaneUnroll = 4;
 
-// The largest k whose topk kernel keeps a row's k best in stack arrays (emit_topk_rows; 12 KiB
-// at 1024); a larger k computes each output element by k rounds over the row.
-constexpr int64_t kTopkRowsMaxK = 1024;
-
 class KernelEmitter {
  public:
   KernelEmitter(llvm::Module& m, const ir::Graph& g, const ScheduledKernel& k, const CpuPlan& plan,
@@ -235,9 +231,11 @@ class KernelEmitter {
                         const std::function<Partials(const Partials&, const Partials&)>& combine);
   llvm::Value* emit_conv(const ir::Node& n, const Index& idx);
   llvm::Value* emit_pool(const ir::Node& n, const Index& idx);
-  llvm::Value* emit_topk(const ir::Node& n, ir::ValueId result, const Index& idx);
+  ir::SymExpr emit_topk_heap(const ir::Node& n, llvm::Value* begin, llvm::Value* end);  // the task count
   ir::SymExpr emit_scan_kernel(const ir::Node& n, llvm::Value* begin, llvm::Value* end);  // the task count
-  // A task per row along `axis` of the root (emit_scan_kernel, emit_topk_rows): the task count.
+  ir::SymExpr emit_scatter_rows(const ir::Node& n, llvm::Value* begin, llvm::Value* end);  // the task count
+  // A task per row along `axis` of the root (emit_scan_kernel, emit_scatter_rows, emit_topk_rows):
+  // the task count.
   using RowIndex = std::function<Index(llvm::Value*)>;  // the index of the row's position j
   ir::SymExpr row_tasks(size_t axis, llvm::Value* begin, llvm::Value* end, const std::function<void(const RowIndex&)>& row);
   // The operand index of a reduction over `axes` (normalised) for result index `idx`.

@@ -201,6 +201,105 @@ TEST(Ops, TopKRowsOfAVocabularyWithTiesAndNaN) {
   expect_outputs_match(g, in);
 }
 
+// A topk with k > kTopkRowsMaxK (a sort) ranks each row as a heap in its indices' output
+// (emit_topk_heap) and gathers the values: sorts of 3001 positions, largest and smallest, in 40
+// value levels (ties: the lower index first) with NaNs (largest: first; smallest: last) and
+// -0/+0 (equal: by index); k short of the row; a strided axis (a leading one); i32, u8 and f16
+// rows (slots packing a 32-bit key with the index); f64 and i64 rows (slots of indices alone);
+// a 0-d topk; values consumed by an op; the CPU and the emulated GPU against the reference.
+TEST(Ops, TopKSortsOfWideRowsAsAHeap) {
+  const int64_t n = 3001;
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({2, n}), "L['x']");
+  ir::ValueId y = g.add_input("y", f32({1500, 2}), "L['y']");
+  ir::ValueId i = g.add_input("i", typed(DType::i32, {1, 1300}), "L['i']");
+  ir::ValueId h = g.add_input("h", typed(DType::f16, {1, 2048}), "L['h']");
+  ir::ValueId s = g.add_input("s", f32({}), "L['s']");
+  ir::ValueId w = g.add_input("w", typed(DType::f64, {2, 1500}), "L['w']");
+  ir::ValueId l = g.add_input("l", typed(DType::i64, {1, 1200}), "L['l']");
+  ir::ValueId u = g.add_input("u", typed(DType::u8, {1, 1100}), "L['u']");
+  auto topk = [&](ir::ValueId v, int64_t k, int64_t axis, bool largest) {
+    return g.add_node(OpKind::TopK, {v}, attrs({{"k", k}, {"axis", axis}, {"largest", int64_t{largest}}, {"sorted", int64_t{1}}}));
+  };
+  std::vector<ir::ValueId> a = topk(x, n, 1, true), b = topk(x, n, 1, false), c = topk(x, 2000, 1, true);
+  std::vector<ir::ValueId> d = topk(y, 1100, 0, false), e = topk(i, 1300, 1, true), f = topk(h, 2048, 1, false);
+  std::vector<ir::ValueId> z = topk(s, 1, 0, true);
+  // f64 and i64: slots of indices alone, compares reading x.
+  std::vector<ir::ValueId> p = topk(w, 1500, 1, true), q = topk(w, 1200, 1, false), r = topk(l, 1200, 1, false);
+  std::vector<ir::ValueId> v = topk(u, 1100, 1, true);
+  set_outputs(g, {a[0], a[1], b[0], b[1], c[1], d[0], d[1], e[0], e[1], f[0], f[1], z[0], z[1],
+                  g.add(OpKind::Exp, {c[0]}), p[0], p[1], q[0], q[1], r[0], r[1], v[0], v[1]});
+  std::vector<ir::HostTensor> in = random_inputs(g, 7, -3, 3);
+  for (int64_t p = 0; p < 2 * n; ++p) in[0].set(p, static_cast<double>(p * 7919 % 40) / 8 - 2.5);
+  for (int64_t p : {int64_t{5}, int64_t{1777}, n + 3, n + 2999}) in[0].set(p, p % 2 ? -NAN : NAN);  // either sign
+  for (int64_t p : {11, 12, 13}) in[0].set(p, p == 12 ? -0.0 : 0.0);
+  for (int64_t p = 0; p < 3000; p += 2) in[1].set(p, static_cast<double>(p % 6));  // column 0: levels
+  in[1].set(2 * 700, NAN);
+  for (int64_t p = 0; p < 1300; ++p) in[2].set(p, static_cast<double>(p * 31 % 97));
+  for (int64_t p = 0; p < 3000; ++p) in[5].set(p, p % 500 == 7 ? NAN : static_cast<double>(p * 7 % 300) / 4 - 30);
+  in[5].set(100, -0.0), in[5].set(101, 0.0);
+  for (int64_t p = 0; p < 1200; ++p) in[6].set(p, static_cast<double>(p * 13 % 400) * 3e9 - 6e11);  // beyond 32 bits
+  for (int64_t p = 0; p < 1100; ++p) in[7].set(p, static_cast<double>(p * 37 % 256));
+  expect_outputs_match(g, in);
+}
+
+// Scatter kernels (emit_scatter_rows: a task per row copies self's row, then writes src where
+// the index points, in order): repeated positions (the last write wins; accumulate: sums in
+// order, f16 rounded after each add), an index smaller than self outside the axis (the rows past
+// it keep self) and than src, along a leading axis, i32 indices, bool and i64 rows, a
+// permutation over 5003 positions (top-p sampling's mask put back in vocabulary order),
+// operands computed in the kernel; the CPU and the emulated GPU against the reference.
+TEST(Ops, ScatterRowsKeepTheLastWriteAndSumInOrder) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({4, 7}), "L['x']");
+  ir::ValueId i = g.add_input("i", typed(DType::i64, {3, 5}), "L['i']");
+  ir::ValueId s = g.add_input("s", f32({3, 6}), "L['s']");
+  ir::ValueId j = g.add_input("j", typed(DType::i32, {9, 7}), "L['j']");
+  ir::ValueId h = g.add_input("h", typed(DType::f16, {4, 7}), "L['h']");
+  ir::ValueId m = g.add_input("m", typed(DType::b8, {1, 5003}), "L['m']");
+  ir::ValueId p = g.add_input("p", typed(DType::i64, {1, 5003}), "L['p']");
+  ir::ValueId n = g.add_input("n", typed(DType::i64, {4, 7}), "L['n']");
+  ir::ValueId big = g.add_input("b", f32({9, 7}), "L['b']");
+  auto scatter = [&](ir::ValueId self, ir::ValueId index, ir::ValueId src, int64_t axis, bool accumulate) {
+    return g.add(OpKind::Scatter, {self, index, src}, attrs({{"axis", axis}, {"accumulate", int64_t{accumulate}}}));
+  };
+  auto cast = [&](ir::ValueId v, DType to) {
+    ir::Attrs a;
+    a.set("dtype", to);
+    return g.add(OpKind::Cast, {v}, a);
+  };
+  set_outputs(g, {scatter(x, i, s, 1, false), scatter(x, i, s, 1, true),
+                  scatter(g.add(OpKind::Exp, {x}), j, g.add(OpKind::Neg, {big}), 0, true),
+                  scatter(x, j, big, 0, false),
+                  scatter(h, j, cast(big, DType::f16), 0, true),
+                  scatter(m, p, g.add(OpKind::Not, {m}), 1, false),
+                  scatter(n, j, cast(big, DType::i64), 0, true)});
+  std::vector<ir::HostTensor> in = random_inputs(g, 3, -3, 3);
+  for (int64_t q = 0; q < 15; ++q) in[1].set(q, static_cast<double>(q * 5 % 7 % 4));  // repeats
+  for (int64_t q = 0; q < 63; ++q) in[3].set(q, static_cast<double>((q * 3 + q / 7) % 4));
+  for (int64_t q = 0; q < 5003; ++q) in[5].set(q, static_cast<double>(q % 3 == 0));
+  for (int64_t q = 0; q < 5003; ++q) in[6].set(q, static_cast<double>(q * 2011 % 5003));  // a permutation
+  expect_outputs_match(g, in);
+}
+
+// A scatter index out of range (negative or past the dim) writes nothing, where torch raises:
+// no write lands outside the row (the reference raises, so the kernels are checked by hand).
+TEST(Ops, ScatterIndexOutOfRangeWritesNothing) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({2, 4}), "L['x']");
+  ir::ValueId i = g.add_input("i", typed(DType::i64, {2, 3}), "L['i']");
+  ir::ValueId s = g.add_input("s", f32({2, 3}), "L['s']");
+  set_outputs(g, {g.add(OpKind::Scatter, {x, i, s}, attrs({{"axis", int64_t{1}}, {"accumulate", int64_t{0}}}))});
+  std::vector<ir::HostTensor> in = random_inputs(g, 3, 1, 2);
+  const double index[] = {-1, 4, 2, 1000000, 0, -5};
+  for (int64_t q = 0; q < 6; ++q) in[1].set(q, index[q]);
+  for (const Options& o : {Options{}, cuda_emulation(Options{})}) {
+    std::vector<ir::HostTensor> out = compile_and_run(g, in, nullptr, o);
+    for (int64_t q = 0; q < 8; ++q)
+      EXPECT_EQ(out[0].get(q), q == 2 ? in[2].get(2) : q == 4 ? in[2].get(4) : in[0].get(q)) << q;
+  }
+}
+
 // topk whose values are unused, over a layer-normed matmul (GPT greedy decoding): the kernels
 // compile (the operand's chain is not inlined into topk's loops) and match the reference.
 TEST(Ops, TopKIndicesOnlyOverComputedOperand) {

@@ -318,12 +318,28 @@ struct Generator {
                                           {"count_include_pad", int64_t{chance(0.5)}}}), ex && is_max);
         break;
       }
-      case 20: {  // along a static dim: index_select by a constant index (repeats, negatives), or topk of exact values
+      case 20: {  // along a static dim: index_select by a constant index (repeats, negatives), topk of
+                  // exact values, or a scatter of -x into x at a constant index of x's shape (repeats)
         if (rank == 0) return false;
         const int64_t a = pick(0, rank - 1);
         const std::optional<int64_t> n = fixed(d[static_cast<size_t>(a)]);
         if (!n) return false;
-        if (chance(0.5)) {
+        const int64_t kind = pick(0, 2);
+        if (kind == 2) {
+          if (!all_fixed(d)) return false;
+          std::vector<int64_t> shape;
+          int64_t count = 1;
+          for (const ir::SymExpr& e : d) count *= shape.emplace_back(*fixed(e));
+          Ints ids(static_cast<size_t>(count));
+          for (int64_t& i : ids) i = pick(0, *n - 1);
+          ir::Bytes bytes(ids.size() * sizeof(int64_t));
+          std::memcpy(bytes.data(), ids.data(), bytes.size());
+          const ir::ValueId index = g.add_weight("ids" + std::to_string(g.weights.size()), ir::TensorType{DType::i64, ir::Device{}, ir::Shape(shape.begin(), shape.end())},
+                                                 "L['self'].ids", std::make_shared<const ir::Bytes>(std::move(bytes)));
+          // Sums of exact values are exact; the last write of any value is.
+          const bool accumulate = ex && chance(0.5);
+          y = add(OpKind::Scatter, {x, index, g.add(OpKind::Neg, {x})}, attrs({{"axis", a}, {"accumulate", int64_t{accumulate}}}), ex);
+        } else if (kind == 0) {
           Ints ids(static_cast<size_t>(pick(1, 12)));
           for (int64_t& i : ids) i = pick(-*n, *n - 1);
           ir::Bytes bytes(ids.size() * sizeof(int64_t));
