@@ -125,11 +125,23 @@ ValueId advanced_setitem(Translator& t, ValueId x, const std::vector<std::pair<i
   rows.insert(rows.end(), ix.rest.begin(), ix.rest.end());
   value = reshape_to(t, value, rows);
   // The values' rows written (accumulate: added) at their positions, in order.
-  ir::Shape index_shape(rows.size(), ir::SymExpr(1));
-  index_shape[0] = count;
-  ValueId index = reshape_to(t, ix.linear, index_shape);
-  if (index_shape != rows) index = node(t, OpKind::Expand, {index}, ir::Attrs().set("shape", rows));
-  ValueId merged = scatter_into(t, ix.flat, 0, index, value, accumulate, accumulate ? "index_put(accumulate=True)" : "index_put");
+  const char* what = accumulate ? "index_put(accumulate=True)" : "index_put";
+  auto positions_along = [&](int dim, const ir::Shape& shape) {  // the linear index, broadcast along dim
+    ir::Shape s(shape.size(), ir::SymExpr(1));
+    s[static_cast<size_t>(dim)] = count;
+    ValueId index = reshape_to(t, ix.linear, s);
+    return s == shape ? index : node(t, OpKind::Expand, {index}, ir::Attrs().set("shape", shape));
+  };
+  if (ix.dims.size() == 1) {  // x[.., idx, ..] = v: a scatter along that dim of x itself, no transposes
+    const int d = ix.dims.front();
+    std::vector<int64_t> perm;
+    for (int k = 1; k <= d; ++k) perm.push_back(k);
+    perm.push_back(0);
+    for (int k = d + 1; k < type.rank(); ++k) perm.push_back(k);
+    value = permute_to(t, value, perm);
+    return scatter_into(t, x, d, positions_along(d, type_of(t, value).shape), value, accumulate, what);
+  }
+  ValueId merged = scatter_into(t, ix.flat, 0, positions_along(0, rows), value, accumulate, what);
   // Back to x's layout: unflatten the indexed dims, then undo the permutation.
   ir::Shape unflat;
   for (int d : ix.dims) unflat.push_back(type.shape[static_cast<size_t>(d)]);

@@ -236,7 +236,8 @@ struct CpuPlan {
   // innermost dim is cut too, chunks of this many of its elements per task (0: whole rows).
   int64_t row_chunk = 0;
   // A reduction that keeps the innermost axis accumulates runs of up to this many outputs per
-  // task (emit_column_reduction: vectors along the row); 0: one output at a time, as any other
+  // task (emit_column_reduction: vectors along the row), and a scatter's task walks up to this
+  // many neighbouring rows (emit_scatter_rows); 0: one output (one row) at a time, as any other
   // reduction (the GPU's mapping: a thread per output).
   int64_t column_chunk = 64;
   // The GPU's warp matmuls and reductions (cuda_backend.h): this many threads share each task,

@@ -298,6 +298,25 @@ TEST(Dynamic, ConcatPadAndIndexAlongT) {
   expect_matches_at(g, t_sizes(2, 23, 50), -1, 2);
 }
 
+// Scatters with symbolic extents (emit_scatter_rows): an index of T positions into a static
+// row (a repetition penalty's token ids), along a symbolic axis with static rows after it (runs
+// of 8 per CPU task), along the innermost axis, and along a leading axis with T rows after it
+// (a symbolic count of rows: one per task); last writes and sums in order.
+TEST(Dynamic, ScattersOverSymbolicExtents) {
+  ir::Graph g;
+  g.symbols["T"] = {2, 50, 1};
+  auto scatter = [&](ir::ValueId self, ir::ValueId index, ir::ValueId src, int64_t axis, bool accumulate) {
+    return g.add(OpKind::Scatter, {self, index, src}, attrs({{"axis", axis}, {"accumulate", int64_t{accumulate}}}));
+  };
+  ir::ValueId row = input(g, "row", {2, 40}), ids = input(g, "ids", {2, T}, DType::i64), src = input(g, "src", {2, T});
+  ir::ValueId x = input(g, "x", {2, T, 8}), xi = input(g, "xi", {2, T, 8}, DType::i64), xs = input(g, "xs", {2, T, 3}, DType::i64);
+  ir::ValueId z = input(g, "z", {4, T}), zi = input(g, "zi", {3, T}, DType::i64);
+  set_outputs(g, {scatter(row, ids, src, 1, false), scatter(row, ids, src, 1, true), scatter(x, xi, x, 1, false),
+                  scatter(x, xi, x, 1, true), scatter(x, xs, x, 2, true), scatter(z, zi, z, 0, false), scatter(z, zi, z, 0, true)});
+  // indices in [0, 2): valid positions for every T.
+  expect_matches_at(g, t_sizes(2, 23, 50), -1, 2);
+}
+
 ir::Attrs conv_attrs(Ints stride, Ints pad) {
   ir::Attrs a;
   a.set("stride", stride).set("dilation", Ints{1, 1}).set("pad_low", pad).set("pad_high", pad).set("groups", int64_t{1});

@@ -243,10 +243,11 @@ TEST(Ops, TopKSortsOfWideRowsAsAHeap) {
   expect_outputs_match(g, in);
 }
 
-// Scatter kernels (emit_scatter_rows: a task per row copies self's row, then writes src where
-// the index points, in order): repeated positions (the last write wins; accumulate: sums in
-// order, f16 rounded after each add), an index smaller than self outside the axis (the rows past
-// it keep self) and than src, along a leading axis, i32 indices, bool and i64 rows, a
+// Scatter kernels (emit_scatter_rows: each row copies self's row, then writes src where the
+// index points, in order): repeated positions (the last write wins; accumulate: sums in order,
+// f16 rounded after each add), an index smaller than self outside the axis (the rows past it
+// keep self) and than src, along a leading axis (a CPU task walks a run of neighbouring rows:
+// runs of 64, 64 and 22), over two dims after the axis, i32 indices, bool and i64 rows, a
 // permutation over 5003 positions (top-p sampling's mask put back in vocabulary order),
 // operands computed in the kernel; the CPU and the emulated GPU against the reference.
 TEST(Ops, ScatterRowsKeepTheLastWriteAndSumInOrder) {
@@ -268,7 +269,15 @@ TEST(Ops, ScatterRowsKeepTheLastWriteAndSumInOrder) {
     a.set("dtype", to);
     return g.add(OpKind::Cast, {v}, a);
   };
-  set_outputs(g, {scatter(x, i, s, 1, false), scatter(x, i, s, 1, true),
+  // An index narrower than self after the axis: the rows past it are only copied.
+  ir::ValueId wide = g.add_input("c", f32({3, 150}), "L['c']");
+  ir::ValueId wi = g.add_input("ci", typed(DType::i64, {5, 130}), "L['ci']");
+  ir::ValueId ws = g.add_input("cs", f32({5, 130}), "L['cs']");
+  ir::ValueId cube = g.add_input("q", f32({2, 6, 3, 5}), "L['q']");
+  ir::ValueId qi = g.add_input("qi", typed(DType::i32, {2, 4, 3, 4}), "L['qi']");
+  set_outputs(g, {scatter(wide, wi, ws, 0, false), scatter(wide, wi, ws, 0, true), scatter(cube, qi, cube, 1, false),
+                  scatter(cube, qi, cube, 1, true), scatter(x, i, s, 0, false),
+                  scatter(x, i, s, 1, false), scatter(x, i, s, 1, true),
                   scatter(g.add(OpKind::Exp, {x}), j, g.add(OpKind::Neg, {big}), 0, true),
                   scatter(x, j, big, 0, false),
                   scatter(h, j, cast(big, DType::f16), 0, true),
@@ -279,6 +288,8 @@ TEST(Ops, ScatterRowsKeepTheLastWriteAndSumInOrder) {
   for (int64_t q = 0; q < 63; ++q) in[3].set(q, static_cast<double>((q * 3 + q / 7) % 4));
   for (int64_t q = 0; q < 5003; ++q) in[5].set(q, static_cast<double>(q % 3 == 0));
   for (int64_t q = 0; q < 5003; ++q) in[6].set(q, static_cast<double>(q * 2011 % 5003));  // a permutation
+  for (int64_t q = 0; q < 650; ++q) in[10].set(q, static_cast<double>(q * 7 % 3));
+  for (int64_t q = 0; q < 96; ++q) in[13].set(q, static_cast<double>(q * 5 % 6));
   expect_outputs_match(g, in);
 }
 
