@@ -1,8 +1,8 @@
 // decompose: rewrites every Composite op (linear, mean, softmax, log_softmax) into primitives
 // with the op's own decomposition (op_info(k).decompose, ir/ops.cpp), repeating until no
-// composite is left, so that fusion and codegen only see primitives (STYLE 6). And a topk with
-// k > kTopkRowsMaxK (a sort: top-p sampling's over a vocabulary, median) takes its values as a
-// gather at its indices: only the indices kernel ranks the row (emit_topk_heap), in place.
+// composite is left, so that fusion and codegen only see primitives (STYLE 6). And a topk that
+// ranks its rows as a heap (topk_as_heap: a sort, top-p sampling's over a vocabulary, a median,
+// a large k) takes its values as a gather at its indices: only the indices kernel ranks the row.
 // Test: lowering_tests GraphPasses.DecomposeSoftmax, GraphPasses.DecomposeLinear,
 // GraphPasses.WideTopkGathersItsValues.
 #include <algorithm>
@@ -11,9 +11,12 @@
 
 namespace aotrace::lowering {
 
-// A topk whose values a gather at its indices gives (their kernel would rank the row again).
-static bool gathers_values(const ir::Node& n) {
-  return n.op == ir::OpKind::TopK && n.attrs.i("k") > kTopkRowsMaxK;
+bool topk_as_heap(const ir::Graph& g, const ir::Node& n) {
+  if (n.op != ir::OpKind::TopK) return false;
+  const ir::Shape& x = g.type(n.operands[0]).shape;
+  if (x.empty()) return false;
+  const int64_t k = n.attrs.i("k");
+  return k > kTopkRowsMaxK || k * k > 2 * planned_size(x[static_cast<size_t>(n.attrs.i("axis"))], max_bindings(g));
 }
 
 static bool has_composite(const ir::Graph& g) {
@@ -32,7 +35,7 @@ static ir::Graph decompose_once(const ir::Graph& old) {
     if (info.category == ir::OpCategory::Composite) {
       AOT_CHECK(info.decompose, "composite op " + std::string(info.name) + " has no decomposition");
       results = info.decompose(c.graph, operands, n.attrs, n.loc);
-    } else if (gathers_values(n) && !c.graph.type(operands[0]).shape.empty()) {
+    } else if (topk_as_heap(old, n)) {  // the values gathered at the indices: one kernel ranks
       results = c.graph.add_node(n.op, operands, n.attrs, n.loc);
       results[0] = c.graph.add(ir::OpKind::Gather, {operands[0], results[1]},
                                attrs_of({{"axis", n.attrs.i("axis")}}), n.loc);
@@ -52,7 +55,7 @@ static ir::Graph decompose_once(const ir::Graph& old) {
 ir::Graph decompose(ir::Graph g) {
   // Decompositions may use other composites (log_softmax via softmax pieces): iterate. The first
   // round also gathers wide topks' values (they are no composite: once is enough).
-  bool wide_topk = std::any_of(g.nodes.begin(), g.nodes.end(), gathers_values);
+  bool wide_topk = std::any_of(g.nodes.begin(), g.nodes.end(), [&](const ir::Node& n) { return topk_as_heap(g, n); });
   for (int round = 0; (round == 0 && wide_topk) || has_composite(g); ++round) {
     AOT_CHECK(round < 16, "decompositions do not terminate");
     g = decompose_once(g);

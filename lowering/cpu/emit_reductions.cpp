@@ -14,9 +14,9 @@
 //                        once, inserting each element into the row's k best so far (sorted
 //                        stack arrays; most elements fail against the k-th and cost one
 //                        compare), then stores them; ties: lower index first; NaN largest.
-//                        Where k > kTopkRowsMaxK (a sort), the indices kernel ranks the row as
-//                        a heap in its own output (emit_topk_heap; decompose gathers the
-//                        values): O(n log k)
+//                        Where k > kTopkRowsMaxK or k² > 2n (topk_as_heap: a sort, a large
+//                        k), the indices kernel ranks the row as a heap in its own output
+//                        (emit_topk_heap; decompose gathers the values): O(n log k)
 //   cumsum               a kernel of its own, a task per row: the scanned axis is walked
 //                        sequentially with a running sum (emit_scan_kernel)
 // Test: lowering_tests EndToEnd.Reduce*, EndToEnd.Matmul*, Ops.ReduceMin*, Ops.Arg*, Ops.Conv*,
@@ -568,8 +568,8 @@ std::optional<ir::SymExpr> KernelEmitter::emit_topk_rows(llvm::Value* begin, llv
     return ir::SymExpr(1);
   }
   if (k < 1) return ir::SymExpr(0);
-  if (k > kTopkRowsMaxK) {
-    AOT_CHECK(indices, "a topk's values with k > kTopkRowsMaxK reached codegen (decompose gathers them)");
+  if (topk_as_heap(g_, n)) {
+    AOT_CHECK(indices, "the values of a topk ranked as a heap reached codegen (decompose gathers them)");
     return emit_topk_heap(n, begin, end);
   }
   const ir::DType xt = dtype(x);
@@ -637,7 +637,7 @@ std::optional<ir::SymExpr> KernelEmitter::emit_topk_rows(llvm::Value* begin, llv
   });
 }
 
-// The indices kernel of a topk with k > kTopkRowsMaxK (a sort: top-p sampling's over a
+// The indices kernel of a topk ranked as a heap (topk_as_heap: a sort, top-p sampling's over a
 // vocabulary, median, kthvalue): a task per row keeps the row's k best as a binary heap in its
 // own output row, the worst kept one at the root (the first k heapified; each later element
 // compared with the root, one compare for most, and where better put in its place and sifted

@@ -317,6 +317,20 @@ TEST(Dynamic, ScattersOverSymbolicExtents) {
   expect_matches_at(g, t_sizes(2, 23, 50), -1, 2);
 }
 
+// A topk of more than kTopkRowsMaxK over a symbolic axis (emit_topk_heap: the heap's k slots,
+// the rest of the row walked to its size at run time), largest and smallest, values gathered.
+TEST(Dynamic, WideTopkOverASymbolicAxis) {
+  ir::Graph g;
+  g.symbols["T"] = {kTopkRowsMaxK + 40, kTopkRowsMaxK + 300, 1};
+  ir::ValueId x = input(g, "x", {2, T});
+  auto topk = [&](bool largest) {
+    return g.add_node(OpKind::TopK, {x}, attrs({{"k", kTopkRowsMaxK + 30}, {"axis", int64_t{1}}, {"largest", int64_t{largest}}, {"sorted", int64_t{1}}}));
+  };
+  std::vector<ir::ValueId> a = topk(true), b = topk(false);
+  set_outputs(g, {a[0], a[1], b[0], b[1]});
+  expect_matches_at(g, t_sizes(kTopkRowsMaxK + 40, kTopkRowsMaxK + 177, kTopkRowsMaxK + 300));
+}
+
 ir::Attrs conv_attrs(Ints stride, Ints pad) {
   ir::Attrs a;
   a.set("stride", stride).set("dilation", Ints{1, 1}).set("pad_low", pad).set("pad_high", pad).set("groups", int64_t{1});

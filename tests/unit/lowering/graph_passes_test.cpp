@@ -37,26 +37,33 @@ TEST(GraphPasses, DecomposeLinearLeavesNoComposite) {
   EXPECT_EQ(op_names(decompose(g)), (Names{"permute", "matmul", "add", "reduce_sum", "full", "div"}));
 }
 
-// A topk with k > kTopkRowsMaxK (a sort) takes its values as a gather at its indices (only the
-// indices kernel ranks the row); a smaller k and a 0-d topk keep theirs.
+// A topk ranked as a heap (topk_as_heap: k > kTopkRowsMaxK, or k² > 2n) takes its values as a
+// gather at its indices (only the indices kernel ranks the row); the others and a 0-d topk keep
+// theirs.
 TEST(GraphPasses, WideTopkGathersItsValues) {
   ir::Graph g;
-  ir::ValueId x = g.add_input("x", f32({3, kTopkRowsMaxK + 1}), "L['x']");
+  ir::ValueId x = g.add_input("x", f32({3, 4 * kTopkRowsMaxK + 8}), "L['x']");
+  ir::ValueId y = g.add_input("y", f32({100, 2}), "L['y']");
   ir::ValueId s = g.add_input("s", f32({}), "L['s']");
   auto topk = [&](ir::ValueId v, int64_t k, int64_t axis) {
     return g.add_node(OpKind::TopK, {v}, attrs({{"k", k}, {"axis", axis}, {"largest", int64_t{1}}, {"sorted", int64_t{1}}}));
   };
-  std::vector<ir::ValueId> wide = topk(x, kTopkRowsMaxK + 1, 1), narrow = topk(x, kTopkRowsMaxK, 1), scalar = topk(s, 1, 0);
-  set_outputs(g, {wide[0], wide[1], narrow[0], scalar[0]});
+  // k² against 2n: 8100 ≤ 2 · 4104 and 196 ≤ 200 (arrays), 225 > 200 (a heap).
+  std::vector<ir::ValueId> wide = topk(x, kTopkRowsMaxK + 1, 1), narrow = topk(x, 90, 1);
+  std::vector<ir::ValueId> under = topk(y, 14, 0), over = topk(y, 15, 0), scalar = topk(s, 1, 0);
+  set_outputs(g, {wide[0], wide[1], narrow[0], under[0], over[0], scalar[0]});
   ir::Graph d = decompose(g);
-  EXPECT_EQ(op_names(d), (Names{"topk", "gather", "topk", "topk"}));
+  EXPECT_EQ(op_names(d), (Names{"topk", "gather", "topk", "topk", "topk", "gather", "topk"}));
   const ir::Node& gather = d.nodes[1];
   EXPECT_EQ(gather.attrs.i("axis"), 1);
   EXPECT_EQ(gather.operands[1], d.nodes[0].results[1]);
   EXPECT_EQ(d.outputs[0], gather.results[0]);
   EXPECT_EQ(d.outputs[1], d.nodes[0].results[1]);
   EXPECT_EQ(d.outputs[2], d.nodes[2].results[0]);
-  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(d.type(d.outputs[i]).str(), g.type(g.outputs[i]).str());
+  EXPECT_EQ(d.outputs[3], d.nodes[3].results[0]);
+  EXPECT_EQ(d.outputs[4], d.nodes[5].results[0]);
+  EXPECT_EQ(d.nodes[5].attrs.i("axis"), 0);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(d.type(d.outputs[i]).str(), g.type(g.outputs[i]).str());
 }
 
 TEST(GraphPasses, DceRemovesUnusedNode) {

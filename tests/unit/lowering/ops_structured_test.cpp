@@ -178,13 +178,13 @@ TEST(Ops, TopKLargestAndSmallestWithTiesAndNaN) {
 }
 
 // topk kernels take a task per row (emit_topk_rows: one pass keeping the row's k best). A
-// vocabulary of 5003 at k = 200, largest and smallest, whose values come in 50 levels (ties
-// everywhere: the lower index first) with NaNs (largest: first; smallest: last); strided rows
-// (over a leading axis) with k = 7 and with k the whole axis; k = 1; f16 rows; the CPU and the
-// emulated GPU against the reference.
+// vocabulary of 20011 at k = 200 (k² ≤ 2n: the sorted arrays), largest and smallest, whose
+// values come in 500 levels (ties everywhere: the lower index first) with NaNs (largest: first;
+// smallest: last); strided rows (over a leading axis) with k = 7, and with k the whole axis (a
+// heap); k = 1; f16 rows; the CPU and the emulated GPU against the reference.
 TEST(Ops, TopKRowsOfAVocabularyWithTiesAndNaN) {
   ir::Graph g;
-  ir::ValueId x = g.add_input("x", f32({2, 5003}), "L['x']");
+  ir::ValueId x = g.add_input("x", f32({2, 20011}), "L['x']");
   ir::ValueId y = g.add_input("y", f32({300, 3}), "L['y']");
   ir::ValueId h = g.add_input("h", typed(DType::f16, {4, 64}), "L['h']");
   auto topk = [&](ir::ValueId v, int64_t k, int64_t axis, bool largest) {
@@ -194,19 +194,20 @@ TEST(Ops, TopKRowsOfAVocabularyWithTiesAndNaN) {
   std::vector<ir::ValueId> d = topk(y, 300, 0, false), e = topk(x, 1, 1, true), f = topk(h, 10, 1, false);
   set_outputs(g, {a[0], a[1], b[0], b[1], c[0], c[1], d[0], d[1], e[1], f[0], f[1]});
   std::vector<ir::HostTensor> in = random_inputs(g, 5, -3, 3);
-  for (int64_t i = 0; i < 2 * 5003; ++i) in[0].set(i, static_cast<double>(i * 7919 % 50) / 10 - 2.5);
-  for (int64_t i : {17, 4000, 5003 + 2, 5003 + 4999}) in[0].set(i, NAN);
+  for (int64_t i = 0; i < 2 * 20011; ++i) in[0].set(i, static_cast<double>(i * 7919 % 500) / 100 - 2.5);
+  for (int64_t i : {17, 4000, 20011 + 2, 20011 + 19999}) in[0].set(i, NAN);
   for (int64_t i = 0; i < 900; i += 3) in[1].set(i, static_cast<double>(i % 4));  // column 0: four levels
   in[1].set(3 * 150 + 1, NAN);
   expect_outputs_match(g, in);
 }
 
-// A topk with k > kTopkRowsMaxK (a sort) ranks each row as a heap in its indices' output
-// (emit_topk_heap) and gathers the values: sorts of 3001 positions, largest and smallest, in 40
-// value levels (ties: the lower index first) with NaNs (largest: first; smallest: last) and
-// -0/+0 (equal: by index); k short of the row; a strided axis (a leading one); i32, u8 and f16
-// rows (slots packing a 32-bit key with the index); f64 and i64 rows (slots of indices alone);
-// a 0-d topk; values consumed by an op; the CPU and the emulated GPU against the reference.
+// A topk with k > kTopkRowsMaxK (a sort; topk_as_heap) ranks each row as a heap in its
+// indices' output (emit_topk_heap) and gathers the values: sorts of 3001 positions, largest and
+// smallest, in 40 value levels (ties: the lower index first) with NaNs of either sign (largest:
+// first; smallest: last) and -0/+0 (equal: by index); k short of the row; a strided axis (a
+// leading one); i32, u8 and f16 rows (slots packing a 32-bit key with the index); f64 and i64
+// rows (slots of indices alone); a 0-d topk; values consumed by an op; the CPU and the emulated
+// GPU against the reference.
 TEST(Ops, TopKSortsOfWideRowsAsAHeap) {
   const int64_t n = 3001;
   ir::Graph g;
