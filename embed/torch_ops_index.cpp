@@ -61,14 +61,23 @@ AdvancedIndex advanced_index(Translator& t, ValueId x, const std::vector<std::pa
     }
   ir::SymExpr n(1);
   ValueId linear = i64_constant(t, 0);
+  // Where an index is past its own dim (torch raises), several of them could still make a linear
+  // index in range, naming another element: it points past every position instead (a write
+  // there is dropped).
+  ValueId outside = -1;
   for (size_t k = 0; k < indices.size(); ++k) {
     const ir::SymExpr size = type.shape[static_cast<size_t>(r.dims[k])];
     if (!size.as_constant()) unsupported(t, "indexing a dynamic dim with a tensor", "declare the dim static");
     ValueId i = cast(t, indices[k].second, DType::i64);
     i = node(t, OpKind::Where, {node(t, OpKind::Lt, {i, i64_constant(t, 0)}), node(t, OpKind::Add, {i, i64_constant(t, size.constant())}), i});
+    if (indices.size() > 1) {
+      ValueId bad = node(t, OpKind::Or, {node(t, OpKind::Lt, {i, i64_constant(t, 0)}), node(t, OpKind::Ge, {i, i64_constant(t, size.constant())})});
+      outside = outside < 0 ? bad : node(t, OpKind::Or, {outside, bad});
+    }
     linear = node(t, OpKind::Add, {node(t, OpKind::Mul, {linear, i64_constant(t, size.constant())}), i});
     n = n * size;
   }
+  if (outside >= 0) linear = node(t, OpKind::Where, {outside, i64_constant(t, n.constant()), linear});
   if (type_of(t, linear).shape != r.batch)
     linear = node(t, OpKind::Expand, {linear}, ir::Attrs().set("shape", r.batch));
   ir::SymExpr count(1);

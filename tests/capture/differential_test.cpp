@@ -136,6 +136,29 @@ TEST_P(Differential, ReferenceAndKernelsMatchEager) {
 INSTANTIATE_TEST_SUITE_P(Cases, Differential, ::testing::ValuesIn(test::case_names(kCases)),
                          [](const auto& info) { return info.param; });
 
+// Writes through index tensors past their dim, where torch raises (setitem_out_of_range.py):
+// none lands on another element. y[i, j] = 5 at (1, 0), then (-5, 5) and (2, -9), whose linear
+// indices (1 and 3) would name (0, 1) and (0, 3); z[:, i] = -1 at columns 1, -5 and 2.
+TEST(IndexWrites, PastTheirDimWriteNothing) {
+  const fs::path script = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "capture" / "cases" / "setitem_out_of_range.py";
+  test::CaseHeader h = test::parse_case_header(script);
+  auto& interp = embed::Interpreter::instance();
+  interp.run_script(script);
+  embed::Capture c = interp.capture(h.call, h.inputs);
+  ASSERT_TRUE(c.breaks.empty());
+  ir::HostTensor x = ir::HostTensor::zeros(ir::DType::f32, {4, 4});
+  for (int64_t e = 0; e < 16; ++e) x.set(e, static_cast<double>(e));
+  ir::HostTensor i = ir::HostTensor::zeros(ir::DType::i64, {3}), j = i;
+  const double is[] = {1, -5, 2}, js[] = {0, 5, -9};
+  for (int64_t e = 0; e < 3; ++e) i.set(e, is[e]), j.set(e, js[e]);
+  std::vector<ir::HostTensor> out = lowering::testing::compile_and_run(c.graph, {x, i, j});
+  ASSERT_EQ(out.size(), 2u);
+  for (int64_t e = 0; e < 16; ++e) {
+    EXPECT_EQ(out[0].get(e), e == 4 ? 5.0 : x.get(e)) << "y at " << e;
+    EXPECT_EQ(out[1].get(e), e % 4 == 1 || e % 4 == 2 ? -1.0 : x.get(e)) << "z at " << e;
+  }
+}
+
 // After every case: most cases must be graphs, or this test would quietly compare nothing.
 class CoverageCheck : public ::testing::Environment {
  public:

@@ -154,6 +154,12 @@ if [ -d "$carry/reductions.aot" ]; then
   echo "== latency reductions topk (1 × 50257, k = 200)" | tee -a "$out/latency.txt"
   timeout 60 "$run" "$carry/reductions.aot" --entry topk --input "logits=$inputs/logits.npy" --device cuda --repeat 50 \
     --output-dir /tmp/gpu_topk 2>&1 | grep -v '^  /tmp' | tee -a "$out/latency.txt" || status=1
+  # Top-p sampling's sort of 4 × 50257 (a heap of packed slots, a thread per row): how slow a
+  # thread-per-row sort is on the GPU (a block-wide sort is the fix, once this number exists).
+  python3 -c "import numpy as np; np.save('$inputs/logits4.npy', np.random.default_rng(5).standard_normal((4, 50257)).astype(np.float32))"
+  echo "== latency reductions sort (4 × 50257, descending)" | tee -a "$out/latency.txt"
+  timeout 120 "$run" "$carry/reductions.aot" --entry sort --input "logits=$inputs/logits4.npy" --device cuda --repeat 10 \
+    --output-dir /tmp/gpu_sort 2>&1 | grep -v '^  /tmp' | tee -a "$out/latency.txt" || status=1
 fi
 # Why the f32 GEMM runs where it does: Nsight Compute on the BERT QKV matmul, one and two stages
 # (throughput against peak, occupancy, what the warps wait on).

@@ -12,7 +12,8 @@
 #               bert_layer_warp64.aot: the BERT layer with --cuda-warp-reduce-min 64 (its softmax
 #               rows of 128 a warp each, against gpu_carry1's thread each); reductions.aot (a
 #               whole-tensor sum and min of 32 × 1024: block reductions; a row max: warps;
-#               top-k sampling's torch.topk(logits, 200) over a vocabulary of 50257: a thread);
+#               top-k sampling's torch.topk(logits, 200) over a vocabulary of 50257: a thread;
+#               top-p sampling's sort of 4 × 50257: a heap, a thread per row);
 #               reduce_total.aot and reduce_total_unsplit.aot (x.sum(), x.abs().amax(), x.argmax() of
 #               8192 × 4096 f32: split across the grid, and a block each, --cuda-split-reduce-chunk 2^40);
 #               bandwidth.aot and bandwidth_scalar.aot (x·2 + y and gelu(x) on rows × 4096 f32: four
@@ -91,11 +92,16 @@ def row_max(x):
 
 def topk(logits):
     return torch.topk(logits, 200)
+
+
+def sort(logits):
+    return torch.sort(logits, descending=True)
 PY
-printf 'version: 1\nname: reductions\nscript: reductions.py\ntargets: [cuda]\nentries:\n%s\n%s\n%s\n' \
+printf 'version: 1\nname: reductions\nscript: reductions.py\ntargets: [cuda]\nentries:\n%s\n%s\n%s\n%s\n' \
   "  total: {call: total, inputs: {x: {dtype: float32, shape: [32, 1024]}}}" \
   "  row_max: {call: row_max, inputs: {x: {dtype: float32, shape: [256, 1024]}}}" \
-  "  topk: {call: topk, inputs: {logits: {dtype: float32, shape: [1, 50257]}}}" > "$specs/reductions.yaml"
+  "  topk: {call: topk, inputs: {logits: {dtype: float32, shape: [1, 50257]}}}" \
+  "  sort: {call: sort, inputs: {logits: {dtype: float32, shape: [4, 50257]}}}" > "$specs/reductions.yaml"
 build "$specs/reductions.yaml" gpu_carry4
 cat > "$specs/reduce_total.py" <<'PY'
 def total(x):
