@@ -75,8 +75,8 @@ class KernelEmitter {
   ir::SymExpr emit_loop_body(llvm::Value* begin, llvm::Value* end);
   // emit_reductions.cpp: a reduction over axes that keep the innermost one, or nothing.
   std::optional<ir::SymExpr> emit_column_reduction(llvm::Value* begin, llvm::Value* end);
-  // emit_reductions.cpp: a topk result as a task per row (one pass keeping the k best), or
-  // nothing.
+  // emit_reductions.cpp: a topk result as a task per row (one pass keeping the k best in sorted
+  // arrays, or its indices ranked as a heap: emit_topk_heap), or nothing.
   std::optional<ir::SymExpr> emit_topk_rows(llvm::Value* begin, llvm::Value* end);
   void emit_entry(const ir::SymExpr& tasks, double work);
   // Tags a load or store through argument `arg` with its alias scope (alias_md_, built once per
