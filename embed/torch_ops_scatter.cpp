@@ -1,8 +1,8 @@
 // Builders of the torch op table for scatters and the reductions that need more than one
 // reduce op: scatter/scatter_add (and their in-place forms) and index_add as scatter ops;
-// take_along_dim (gather); var_mean and
-// std_mean; median and kthvalue (through topk); cummax/cummin (a scan of value-index pairs); prod
-// and cumprod over a static dim (products of slices).
+// take_along_dim (gather); var_mean and std_mean; median and kthvalue (through topk);
+// cummax/cummin (a scan of value-index pairs); prod and cumprod over a static dim (products of
+// slices).
 #include <cmath>
 
 #include "embed/torch_ops_builders.h"

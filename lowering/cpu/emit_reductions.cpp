@@ -19,8 +19,10 @@
 //                        (emit_topk_heap; decompose gathers the values): O(n log k)
 //   cumsum               a kernel of its own, a task per row: the scanned axis is walked
 //                        sequentially with a running sum (emit_scan_kernel)
+//   scatter              a kernel of its own: self's rows copied, then src written (added) where
+//                        the index points, in order (emit_scatter_rows)
 // Test: lowering_tests EndToEnd.Reduce*, EndToEnd.Matmul*, Ops.ReduceMin*, Ops.Arg*, Ops.Conv*,
-// Ops.Pool*, Ops.TopK*, Ops.CumSum*.
+// Ops.Pool*, Ops.TopK*, Ops.CumSum*, Ops.Scatter*, Dynamic.Scatters*, Dynamic.WideTopk*.
 #include <limits>
 
 #include <llvm/IR/IntrinsicsNVPTX.h>

@@ -147,8 +147,9 @@ constexpr int64_t kUnrolledChunk = 4;
 //   - a Winograd transform (emit_winograd.cpp): one task per row of tiles of one channel;
 //   - a GEMM kernel (emit_gemm.cpp): one task per block of the output matrix;
 //   - the GPU's tiled GEMM (emit_tiled_gemm.cpp): one task per tile, run by a thread block;
-//   - a scan, a scatter or a topk result: one task per row along its axis, which it walks in
-//     order (emit_scan_kernel, emit_scatter_rows, emit_topk_rows);
+//   - a scan or a topk result: one task per row along its axis, which it walks in order
+//     (emit_scan_kernel, emit_topk_rows); a scatter: one per run of neighbouring rows
+//     (emit_scatter_rows);
 //   - a reduction that keeps the innermost axis: one task per run of its outputs along it
 //     (emit_column_reduction);
 //   - a materialised pad: one task per row, its padding and interior as separate loops

@@ -234,7 +234,7 @@ class KernelEmitter {
   ir::SymExpr emit_topk_heap(const ir::Node& n, llvm::Value* begin, llvm::Value* end);  // the task count
   ir::SymExpr emit_scan_kernel(const ir::Node& n, llvm::Value* begin, llvm::Value* end);  // the task count
   ir::SymExpr emit_scatter_rows(const ir::Node& n, llvm::Value* begin, llvm::Value* end);  // the task count
-  // A task per row along `axis` of the root (emit_scan_kernel, emit_scatter_rows, emit_topk_rows):
+  // A task per row along `axis` of the root (emit_scan_kernel, emit_topk_rows, emit_topk_heap):
   // the task count.
   using RowIndex = std::function<Index(llvm::Value*)>;  // the index of the row's position j
   ir::SymExpr row_tasks(size_t axis, llvm::Value* begin, llvm::Value* end, const std::function<void(const RowIndex&)>& row);

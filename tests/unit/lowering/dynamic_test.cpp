@@ -292,7 +292,7 @@ TEST(Dynamic, ConcatPadAndIndexAlongT) {
   ir::ValueId pick = g.add(OpKind::IndexSelect, {x, ids}, attrs({{"axis", int64_t{1}}}));     // reads x along T
   ir::ValueId where = input(g, "where", {2, T, 8}, DType::i64);
   ir::ValueId gathered = g.add(OpKind::Gather, {x, where}, attrs({{"axis", int64_t{1}}}));
-  ir::ValueId top = g.add_node(OpKind::TopK, {x}, attrs({{"k", int64_t{2}}, {"axis", int64_t{1}}, {"largest", int64_t{1}}, {"sorted", int64_t{1}}}))[0];
+  ir::ValueId top = topk_of(g, x, 2, 1, true)[0];
   set_outputs(g, {cat, pad, emb, pick, top, g.add(OpKind::Concat, {x, z}, attrs({{"axis", int64_t{2}}})), gathered});
   // ids in [0, 2): valid positions for every T.
   expect_matches_at(g, t_sizes(2, 23, 50), -1, 2);
@@ -323,9 +323,7 @@ TEST(Dynamic, WideTopkOverASymbolicAxis) {
   ir::Graph g;
   g.symbols["T"] = {kTopkRowsMaxK + 40, kTopkRowsMaxK + 300, 1};
   ir::ValueId x = input(g, "x", {2, T});
-  auto topk = [&](bool largest) {
-    return g.add_node(OpKind::TopK, {x}, attrs({{"k", kTopkRowsMaxK + 30}, {"axis", int64_t{1}}, {"largest", int64_t{largest}}, {"sorted", int64_t{1}}}));
-  };
+  auto topk = [&](bool largest) { return topk_of(g, x, kTopkRowsMaxK + 30, 1, largest); };
   std::vector<ir::ValueId> a = topk(true), b = topk(false);
   set_outputs(g, {a[0], a[1], b[0], b[1]});
   expect_matches_at(g, t_sizes(kTopkRowsMaxK + 40, kTopkRowsMaxK + 177, kTopkRowsMaxK + 300));

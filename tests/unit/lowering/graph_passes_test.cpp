@@ -45,9 +45,7 @@ TEST(GraphPasses, WideTopkGathersItsValues) {
   ir::ValueId x = g.add_input("x", f32({3, 4 * kTopkRowsMaxK + 8}), "L['x']");
   ir::ValueId y = g.add_input("y", f32({100, 2}), "L['y']");
   ir::ValueId s = g.add_input("s", f32({}), "L['s']");
-  auto topk = [&](ir::ValueId v, int64_t k, int64_t axis) {
-    return g.add_node(OpKind::TopK, {v}, attrs({{"k", k}, {"axis", axis}, {"largest", int64_t{1}}, {"sorted", int64_t{1}}}));
-  };
+  auto topk = [&](ir::ValueId v, int64_t k, int64_t axis) { return topk_of(g, v, k, axis, true); };
   // k² against 2n: 8100 ≤ 2 · 4104 and 196 ≤ 200 (arrays), 225 > 200 (a heap).
   std::vector<ir::ValueId> wide = topk(x, kTopkRowsMaxK + 1, 1), narrow = topk(x, 90, 1);
   std::vector<ir::ValueId> under = topk(y, 14, 0), over = topk(y, 15, 0), scalar = topk(s, 1, 0);
@@ -362,8 +360,7 @@ TEST(Fusion, TopKIndicesOnlyKeepsItsOperandsKernels) {
   ir::ValueId w = g.add_input("w", f32({8, 10}), "L['w']");
   ir::ValueId m = g.add(OpKind::Matmul, {x, w});
   ir::ValueId e = g.add(OpKind::Exp, {m});
-  std::vector<ir::ValueId> t = g.add_node(
-      OpKind::TopK, {e}, attrs({{"k", int64_t{2}}, {"axis", int64_t{1}}, {"largest", int64_t{1}}, {"sorted", int64_t{1}}}));
+  std::vector<ir::ValueId> t = topk_of(g, e, 2, 1, true);
   set_outputs(g, {t[1]});
   FusedGraph f = fused(g);
   ASSERT_EQ(f.kernels.size(), 2u);

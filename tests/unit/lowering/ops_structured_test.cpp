@@ -164,9 +164,7 @@ TEST(Ops, TopKLargestAndSmallestWithTiesAndNaN) {
   ir::Graph g;
   ir::ValueId x = g.add_input("x", f32({3, 8}), "L['x']");
   ir::ValueId i = g.add_input("i", typed(DType::i32, {10}), "L['i']");
-  auto topk = [&](ir::ValueId v, int64_t k, int64_t axis, bool largest) {
-    return g.add_node(OpKind::TopK, {v}, attrs({{"k", k}, {"axis", axis}, {"largest", int64_t{largest}}, {"sorted", int64_t{1}}}));
-  };
+  auto topk = [&](ir::ValueId v, int64_t k, int64_t axis, bool largest) { return topk_of(g, v, k, axis, largest); };
   std::vector<ir::ValueId> a = topk(x, 3, 1, true), b = topk(x, 2, 0, false), c = topk(i, 4, 0, true);
   std::vector<ir::ValueId> d = topk(x, 8, 1, false);
   set_outputs(g, {a[0], a[1], b[0], b[1], c[0], c[1], d[0], d[1], g.add(OpKind::Exp, {a[0]})});
@@ -187,9 +185,7 @@ TEST(Ops, TopKRowsOfAVocabularyWithTiesAndNaN) {
   ir::ValueId x = g.add_input("x", f32({2, 20011}), "L['x']");
   ir::ValueId y = g.add_input("y", f32({300, 3}), "L['y']");
   ir::ValueId h = g.add_input("h", typed(DType::f16, {4, 64}), "L['h']");
-  auto topk = [&](ir::ValueId v, int64_t k, int64_t axis, bool largest) {
-    return g.add_node(OpKind::TopK, {v}, attrs({{"k", k}, {"axis", axis}, {"largest", int64_t{largest}}, {"sorted", int64_t{1}}}));
-  };
+  auto topk = [&](ir::ValueId v, int64_t k, int64_t axis, bool largest) { return topk_of(g, v, k, axis, largest); };
   std::vector<ir::ValueId> a = topk(x, 200, 1, true), b = topk(x, 200, 1, false), c = topk(y, 7, 0, true);
   std::vector<ir::ValueId> d = topk(y, 300, 0, false), e = topk(x, 1, 1, true), f = topk(h, 10, 1, false);
   set_outputs(g, {a[0], a[1], b[0], b[1], c[0], c[1], d[0], d[1], e[1], f[0], f[1]});
@@ -219,9 +215,7 @@ TEST(Ops, TopKSortsOfWideRowsAsAHeap) {
   ir::ValueId w = g.add_input("w", typed(DType::f64, {2, 1500}), "L['w']");
   ir::ValueId l = g.add_input("l", typed(DType::i64, {1, 1200}), "L['l']");
   ir::ValueId u = g.add_input("u", typed(DType::u8, {1, 1100}), "L['u']");
-  auto topk = [&](ir::ValueId v, int64_t k, int64_t axis, bool largest) {
-    return g.add_node(OpKind::TopK, {v}, attrs({{"k", k}, {"axis", axis}, {"largest", int64_t{largest}}, {"sorted", int64_t{1}}}));
-  };
+  auto topk = [&](ir::ValueId v, int64_t k, int64_t axis, bool largest) { return topk_of(g, v, k, axis, largest); };
   std::vector<ir::ValueId> a = topk(x, n, 1, true), b = topk(x, n, 1, false), c = topk(x, 2000, 1, true);
   std::vector<ir::ValueId> d = topk(y, 1100, 0, false), e = topk(i, 1300, 1, true), f = topk(h, 2048, 1, false);
   std::vector<ir::ValueId> z = topk(s, 1, 0, true);
@@ -322,8 +316,7 @@ TEST(Ops, TopKIndicesOnlyOverComputedOperand) {
   ir::ValueId mean = g.add(OpKind::ReduceSum, {h}, reduce_attrs({1}, true));
   ir::ValueId c = g.add(OpKind::Sub, {h, mean});
   ir::ValueId y = g.add(OpKind::Matmul, {g.add(OpKind::Tanh, {c}), transpose(g, w)});
-  std::vector<ir::ValueId> t = g.add_node(
-      OpKind::TopK, {slice(g, y, 0, 2, 3)}, attrs({{"k", int64_t{1}}, {"axis", int64_t{1}}, {"largest", int64_t{1}}, {"sorted", int64_t{1}}}));
+  std::vector<ir::ValueId> t = topk_of(g, slice(g, y, 0, 2, 3), 1, 1, true);
   set_outputs(g, {t[1]});
   expect_outputs_match(g, random_inputs(g, 11, -2, 2));
 }

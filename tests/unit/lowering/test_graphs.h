@@ -49,6 +49,11 @@ inline ir::ValueId slice(ir::Graph& g, ir::ValueId x, int64_t axis, int64_t star
   return g.add(ir::OpKind::Slice, {x}, attrs({{"axis", axis}, {"start", start}, {"end", end}, {"step", step}}));
 }
 
+// topk(x, k, axis, largest), sorted: its values and indices.
+inline std::vector<ir::ValueId> topk_of(ir::Graph& g, ir::ValueId x, int64_t k, int64_t axis, bool largest) {
+  return g.add_node(ir::OpKind::TopK, {x}, attrs({{"k", k}, {"axis", axis}, {"largest", int64_t{largest}}, {"sorted", int64_t{1}}}));
+}
+
 // The transpose of a 2-D value.
 inline ir::ValueId transpose(ir::Graph& g, ir::ValueId x) {
   return g.add(ir::OpKind::Permute, {x}, perm_attrs({1, 0}));
