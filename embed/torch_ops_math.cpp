@@ -173,9 +173,11 @@ VarRef sort(Translator& t, const CallArgs& a, bool indices_only) {
   if (!n) unsupported(t, "sort over a dynamic dim", "declare the dim static");
   ir::Attrs attrs;
   attrs.set("k", *n).set("axis", int64_t{axis}).set("largest", int64_t{bool_arg(t, descending, false)}).set("sorted", int64_t{1});
-  auto r = t.graph().add_node(OpKind::TopK, {x}, attrs, t.loc());
+  // torch sorts bools (topk does not): as u8, false before true.
+  const bool bools = type_of(t, x).dtype == DType::b8;
+  auto r = t.graph().add_node(OpKind::TopK, {bools ? cast(t, x, DType::u8) : x}, attrs, t.loc());
   if (indices_only) return wrap_value(r[1]);
-  return named_tuple({wrap_value(r[0]), wrap_value(r[1])}, {"values", "indices"});
+  return named_tuple({wrap_value(bools ? cast(t, r[0], DType::b8) : r[0]), wrap_value(r[1])}, {"values", "indices"});
 }
 
 // torch.roll(input, shifts, dims): each dim a concat of its two slices (no dims: the flattened input).

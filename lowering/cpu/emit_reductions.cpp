@@ -10,19 +10,13 @@
 //                        output channel's group
 //   pool                 max (padding never wins, NaN propagates) or avg (torch's divisor,
 //                        count_include_pad, ceil_mode windows clipped to the padded input)
-//   topk                 a kernel of its own (emit_topk_rows): a task per row walks the axis
-//                        once, inserting each element into the row's k best so far (sorted
-//                        stack arrays; most elements fail against the k-th and cost one
-//                        compare), then stores them; ties: lower index first; NaN largest.
-//                        Where k > kTopkRowsMaxK or k² > 2n (topk_as_heap: a sort, a large
-//                        k), the indices kernel ranks the row as a heap in its own output
-//                        (emit_topk_heap; decompose gathers the values): O(n log k)
+//   topk                 kernels of their own: emit_topk.cpp
 //   cumsum               a kernel of its own, a task per row: the scanned axis is walked
 //                        sequentially with a running sum (emit_scan_kernel)
 //   scatter              a kernel of its own: self's rows copied, then src written (added) where
 //                        the index points, in order (emit_scatter_rows)
 // Test: lowering_tests EndToEnd.Reduce*, EndToEnd.Matmul*, Ops.ReduceMin*, Ops.Arg*, Ops.Conv*,
-// Ops.Pool*, Ops.TopK*, Ops.CumSum*, Ops.Scatter*, Dynamic.Scatters*, Dynamic.WideTopk*.
+// Ops.Pool*, Ops.CumSum*, Ops.Scatter*, Dynamic.Scatters*.
 #include <limits>
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -31,27 +25,6 @@
 
 namespace aotrace::lowering::cpu {
 namespace {
-
-llvm::Value* is_nan(llvm::IRBuilder<>& b, llvm::Value* x, ir::DType t) {
-  return ir::is_floating(t) ? b.CreateFCmpUNO(x, x) : b.getFalse();
-}
-
-// a strictly better than b for argmax/topk-largest (largest: NaN above everything) or for
-// argmin/topk-smallest (NaN still wins for argmin as torch; for topk smallest NaN is last).
-llvm::Value* strictly_greater(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, ir::DType t) {
-  if (!ir::is_floating(t))
-    return t == ir::DType::u8 || t == ir::DType::b8 ? b.CreateICmpUGT(x, y) : b.CreateICmpSGT(x, y);
-  return b.CreateOr(b.CreateFCmpOGT(x, y), b.CreateAnd(is_nan(b, x, t), b.CreateNot(is_nan(b, y, t))));
-}
-
-llvm::Value* strictly_less(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, ir::DType t,
-                           bool nan_wins) {
-  if (!ir::is_floating(t))
-    return t == ir::DType::u8 || t == ir::DType::b8 ? b.CreateICmpULT(x, y) : b.CreateICmpSLT(x, y);
-  llvm::Value* nan_order = nan_wins ? b.CreateAnd(is_nan(b, x, t), b.CreateNot(is_nan(b, y, t)))
-                                    : b.CreateAnd(is_nan(b, y, t), b.CreateNot(is_nan(b, x, t)));
-  return b.CreateOr(b.CreateFCmpOLT(x, y), nan_order);
-}
 
 // What a reduce_sum/max/min starts from, and how it takes in the next value `v` (max and min
 // propagate NaN).
@@ -79,16 +52,6 @@ ReducedAxes reduced_axes(const ir::Node& n, const ir::Shape& xs) {
   for (size_t d = 0; d < xs.size(); ++d)
     if (r.reduced[d]) r.extents.push_back(xs[d]);
   return r;
-}
-
-// (value, index) a comes before (value, index) b in topk's result order: the better value
-// (largest: NaN first; smallest: NaN last), ties and NaN with NaN by the lower index.
-llvm::Value* topk_before(llvm::IRBuilder<>& b, bool largest, ir::DType xt, llvm::Value* av, llvm::Value* ai,
-                         llvm::Value* bv, llvm::Value* bi) {
-  llvm::Value* strictly = largest ? strictly_greater(b, av, bv, xt) : strictly_less(b, av, bv, xt, false);
-  llvm::Value* reverse = largest ? strictly_greater(b, bv, av, xt) : strictly_less(b, bv, av, xt, false);
-  llvm::Value* tie = b.CreateAnd(b.CreateNot(reverse), b.CreateICmpSLT(ai, bi));
-  return b.CreateOr(strictly, tie);
 }
 
 }  // namespace
@@ -545,224 +508,6 @@ llvm::Value* KernelEmitter::emit_pool(const ir::Node& n, const Index& idx) {
     }
   }
   return b_.CreateFDiv(result, convert(b_, divisor, ir::DType::i64, rt));
-}
-
-// A topk result's kernel as a task per row along the axis: the row's k best so far sorted in
-// stack arrays (values in the compute type, i64 indices), filled by inserting the first k
-// elements, then each later element compared with the k-th (one compare for most) and, where its
-// value is strictly better, inserted: a binary search for its slot, the worse ones moved down one
-// (a memmove), the k-th dropped (an element comes after every kept one of equal value: its index
-// is larger). Then the k are stored. O(n + inserts · (log k + k moved)) per row, against
-// O(k² · n) for the k outputs element by element: top-k sampling's k = 200 over a vocabulary of
-// 50257, 12 s → 0.043 ms on a CPU thread (torch 0.087 ms). Values and indices are two kernels (a
-// kernel has one root), each walking the row. k at most kTopkRowsMaxK (the arrays live on a CPU
-// thread's stack or in a GPU thread's local memory).
-std::optional<ir::SymExpr> KernelEmitter::emit_topk_rows(llvm::Value* begin, llvm::Value* end) {
-  const int p = producer_[static_cast<size_t>(k_.root)];
-  if (p < 0 || read_arg_.count(k_.root) != 0) return std::nullopt;
-  const ir::Node& n = g_.nodes[static_cast<size_t>(p)];
-  if (n.op != ir::OpKind::TopK) return std::nullopt;
-  const ir::ValueId x = n.operands[0];
-  const int64_t k = n.attrs.i("k");
-  const bool indices = k_.root == n.results[1];
-  if (dims(x).empty()) {  // a 0-d x: itself at index 0, whatever k (as torch)
-    range_loop(begin, end, [&](llvm::Value*) { store(k_.root, 0, {}, indices ? i64(0) : emit(x, {})); });
-    return ir::SymExpr(1);
-  }
-  if (k < 1) return ir::SymExpr(0);
-  if (topk_as_heap(g_, n)) {
-    AOT_CHECK(indices, "the values of a topk ranked as a heap reached codegen (decompose gathers them)");
-    return emit_topk_heap(n, begin, end);
-  }
-  const ir::DType xt = dtype(x);
-  const auto axis = static_cast<size_t>(n.attrs.i("axis"));
-  const bool largest = n.attrs.has("largest") && n.attrs.i("largest") != 0;
-  llvm::Type* t = compute_type(ctx_, xt);
-  llvm::Type* i64t = b_.getInt64Ty();
-  llvm::Value* values = stack_array(t, k);
-  llvm::Value* positions = stack_array(i64t, k);
-  auto slot = [&](llvm::Value* array, llvm::Type* type, llvm::Value* s) { return b_.CreateGEP(type, array, s); };
-  // The row is walked in index order, so an element's index is larger than every kept one's:
-  // it comes before a kept pair exactly where its value is strictly better (topk_before without
-  // the tie, which it always loses).
-  auto better = [&](llvm::Value* v, llvm::Value* kept) {
-    return largest ? strictly_greater(b_, v, kept, xt) : strictly_less(b_, v, kept, xt, false);
-  };
-  // Inserts (v, i) into the kept slots [0, from) (sorted, their values non-increasing in
-  // `better`'s order) and slot `from`: a binary search for the first slot whose value v beats,
-  // then the slots from there to `from` move down one (a memmove) and v takes its place.
-  auto insert = [&](llvm::Value* v, llvm::Value* i, llvm::Value* from) {
-    llvm::BasicBlock* pre = b_.GetInsertBlock();
-    auto* header = llvm::BasicBlock::Create(ctx_, "topk.search", fn_);
-    auto* probe = llvm::BasicBlock::Create(ctx_, "topk.probe", fn_);
-    auto* found = llvm::BasicBlock::Create(ctx_, "topk.place", fn_);
-    b_.CreateBr(header);
-    b_.SetInsertPoint(header);
-    llvm::PHINode* lo = b_.CreatePHI(i64t, 2, "lo");
-    llvm::PHINode* hi = b_.CreatePHI(i64t, 2, "hi");
-    lo->addIncoming(i64(0), pre);
-    hi->addIncoming(from, pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(lo, hi), probe, found);
-    b_.SetInsertPoint(probe);
-    llvm::Value* mid = b_.CreateLShr(b_.CreateAdd(lo, hi), 1);
-    llvm::Value* beats = better(v, b_.CreateLoad(t, slot(values, t, mid)));
-    lo->addIncoming(b_.CreateSelect(beats, lo, b_.CreateAdd(mid, i64(1))), b_.GetInsertBlock());
-    hi->addIncoming(b_.CreateSelect(beats, mid, hi), b_.GetInsertBlock());
-    b_.CreateBr(header);
-    b_.SetInsertPoint(found);
-    llvm::Value* moved = b_.CreateSub(from, lo);
-    for (auto [array, type] : {std::pair{values, t}, std::pair{positions, i64t}}) {
-      const uint64_t bytes = module_.getDataLayout().getTypeAllocSize(type);
-      b_.CreateMemMove(slot(array, type, b_.CreateAdd(lo, i64(1))), llvm::MaybeAlign(bytes), slot(array, type, lo),
-                       llvm::MaybeAlign(bytes), b_.CreateMul(moved, i64(static_cast<int64_t>(bytes))));
-    }
-    b_.CreateStore(v, slot(values, t, lo));
-    b_.CreateStore(i, slot(positions, i64t, lo));
-  };
-  // The first k (fewer where a symbolic axis is shorter: the capture refuses a range allowing
-  // that, and the slots past the row are never read here), then the rest against the k-th.
-  llvm::Value* length = size(dims(x)[axis]);
-  llvm::Value* first = b_.CreateSelect(b_.CreateICmpSLT(length, i64(k)), length, i64(k));
-  return row_tasks(axis, begin, end, [&](const RowIndex& at) {
-    range_loop(i64(0), first, [&](llvm::Value* i) { insert(emit(x, at(i)), i, i); });
-    range_loop(first, length, [&](llvm::Value* i) {
-      llvm::Value* v = emit(x, at(i));
-      llvm::Value* kth = b_.CreateLoad(t, slot(values, t, i64(k - 1)));
-      // Most elements fail one compare: v > kth or unordered (largest), v < kth or unordered
-      // (smallest) holds for every one that beats the k-th; the NaN rules only after it.
-      llvm::Value* maybe = !t->isFloatingPointTy() ? b_.getTrue() : largest ? b_.CreateFCmpUGT(v, kth) : b_.CreateFCmpULT(v, kth);
-      if_else(maybe, [&] { if_else(better(v, kth), [&] { insert(v, i, i64(k - 1)); }, [] {}); }, [] {});
-    });
-    range_loop(i64(0), first, [&](llvm::Value* j) {
-      store(k_.root, 0, at(j), indices ? b_.CreateLoad(i64t, slot(positions, i64t, j)) : b_.CreateLoad(t, slot(values, t, j)));
-    });
-  });
-}
-
-// The indices kernel of a topk ranked as a heap (topk_as_heap: a sort, top-p sampling's over a
-// vocabulary, median, kthvalue): a task per row keeps the row's k best as a binary heap in its
-// own output row, the worst kept one at the root (the first k heapified; each later element
-// compared with the root, one compare for most, and where better put in its place and sifted
-// down), then sorts the heap in place (the root swapped to the end), best first: ties lower
-// index first, NaN largest (topk_before's total order). O(n + k log k + inserts · log k) per row
-// and no scratch memory; decompose gathers the values at the indices.
-// A slot holds, for values of at most 32 bits over rows shorter than 2^32, the value's key (its
-// order as 32 bits) above the index, so that the order is one unsigned compare of two slots and
-// the heap never reads x again; the slots become indices at the end. For f64 and i64 a slot
-// holds the index alone and compares read x (topk_before). Sorting 50257 floats on one CPU
-// thread: 10.5 ms with indices alone, 4.8 ms packed, 3.5 ms packed and bottom-up (torch 3.9 ms).
-ir::SymExpr KernelEmitter::emit_topk_heap(const ir::Node& n, llvm::Value* begin, llvm::Value* end) {
-  const ir::ValueId x = n.operands[0];
-  const ir::DType xt = dtype(x);
-  const auto axis = static_cast<size_t>(n.attrs.i("axis"));
-  const int64_t k = n.attrs.i("k");
-  const bool largest = n.attrs.has("largest") && n.attrs.i("largest") != 0;
-  const bool packed = xt != ir::DType::f64 && xt != ir::DType::i64 &&
-                      planned(dims(x)[axis]) <= int64_t{std::numeric_limits<uint32_t>::max()};
-  llvm::Type* t = compute_type(ctx_, xt);
-  llvm::Type* i64t = b_.getInt64Ty();
-  llvm::Type* i32t = b_.getInt32Ty();
-  llvm::Value* length = size(dims(x)[axis]);
-  // k slots (fewer where a symbolic axis is shorter: the capture refuses a range allowing that).
-  llvm::Value* heap_size = b_.CreateSelect(b_.CreateICmpSLT(length, i64(k)), length, i64(k));
-  // The 32 bits of v ascending in the output order: floats by their bits (negative ones
-  // inverted), -0 as +0, NaN above +inf; integers offset by 2^31; inverted for largest.
-  auto key_of = [&](llvm::Value* v) {
-    llvm::Value* key;
-    if (t->isFloatTy()) {
-      llvm::Value* zero = llvm::ConstantFP::get(t, 0.0);
-      llvm::Value* bits = b_.CreateBitCast(b_.CreateSelect(b_.CreateFCmpOEQ(v, zero), zero, v), i32t);
-      key = b_.CreateSelect(b_.CreateICmpSLT(bits, b_.getInt32(0)), b_.CreateNot(bits), b_.CreateOr(bits, b_.getInt32(0x80000000u)));
-      key = b_.CreateSelect(b_.CreateFCmpUNO(v, v), b_.getInt32(0xFFFFFFFFu), key);
-    } else {
-      key = xt == ir::DType::u8 ? b_.CreateZExt(v, i32t) : b_.CreateSExtOrBitCast(v, i32t);
-      key = b_.CreateXor(key, b_.getInt32(0x80000000u));
-    }
-    return b_.CreateZExt(largest ? b_.CreateNot(key) : key, i64t);
-  };
-  struct Elem {
-    llvm::Value* slot;   // what the heap's slot holds
-    llvm::Value* value;  // x at the index (slots of the index alone)
-  };
-  return row_tasks(axis, begin, end, [&](const RowIndex& at) {
-    auto value_of = [&](llvm::Value* i) { return emit(x, at(i)); };
-    auto element = [&](llvm::Value* v, llvm::Value* i) {
-      return packed ? Elem{b_.CreateOr(b_.CreateShl(key_of(v), 32), i), nullptr} : Elem{i, v};
-    };
-    auto element_at = [&](llvm::Value* s) {
-      llvm::Value* slot = load(k_.root, 0, at(s));
-      return Elem{slot, packed ? nullptr : value_of(slot)};
-    };
-    auto put = [&](llvm::Value* s, const Elem& e) { store(k_.root, 0, at(s), e.slot); };
-    auto worse = [&](const Elem& a, const Elem& b) {  // a after b in the output order
-      return packed ? b_.CreateICmpUGT(a.slot, b.slot) : topk_before(b_, largest, xt, b.value, b.slot, a.value, a.slot);
-    };
-    // Puts e into the heap of `size` slots at the hole `from`, bottom-up (Floyd): the hole goes
-    // down to a leaf, the worse of its children moving up at each level (a select: no branch
-    // to mispredict), then e climbs back while worse than its parent (a level or two: what
-    // sifts down are mostly the heap's worst elements).
-    auto sift_down = [&](llvm::Value* from, llvm::Value* size, const Elem& e) {
-      llvm::BasicBlock* pre = b_.GetInsertBlock();
-      auto* down = llvm::BasicBlock::Create(ctx_, "heap.down", fn_);
-      auto* down_step = llvm::BasicBlock::Create(ctx_, "heap.child", fn_);
-      auto* up = llvm::BasicBlock::Create(ctx_, "heap.up", fn_);
-      auto* up_test = llvm::BasicBlock::Create(ctx_, "heap.parent", fn_);
-      auto* up_move = llvm::BasicBlock::Create(ctx_, "heap.climb", fn_);
-      auto* place = llvm::BasicBlock::Create(ctx_, "heap.place", fn_);
-      b_.CreateBr(down);
-      b_.SetInsertPoint(down);
-      llvm::PHINode* hole = b_.CreatePHI(i64t, 2, "hole");
-      hole->addIncoming(from, pre);
-      llvm::Value* left = b_.CreateAdd(b_.CreateShl(hole, 1), i64(1));
-      b_.CreateCondBr(b_.CreateICmpSLT(left, size), down_step, up);
-      b_.SetInsertPoint(down_step);
-      memo_.emplace_back();
-      llvm::Value* right = b_.CreateAdd(left, i64(1));
-      llvm::Value* has_right = b_.CreateICmpSLT(right, size);
-      const Elem l = element_at(left);
-      const Elem r = element_at(b_.CreateSelect(has_right, right, left));  // never past the heap
-      llvm::Value* take_right = b_.CreateAnd(has_right, worse(r, l));
-      put(hole, Elem{b_.CreateSelect(take_right, r.slot, l.slot), nullptr});
-      memo_.pop_back();
-      hole->addIncoming(b_.CreateSelect(take_right, right, left), b_.GetInsertBlock());
-      b_.CreateBr(down);
-      b_.SetInsertPoint(up);
-      llvm::PHINode* at_hole = b_.CreatePHI(i64t, 2, "climb");
-      at_hole->addIncoming(hole, down);
-      b_.CreateCondBr(b_.CreateICmpSGT(at_hole, from), up_test, place);
-      b_.SetInsertPoint(up_test);
-      memo_.emplace_back();
-      llvm::Value* parent = b_.CreateLShr(b_.CreateSub(at_hole, i64(1)), 1);
-      const Elem pe = element_at(parent);
-      b_.CreateCondBr(worse(e, pe), up_move, place);
-      b_.SetInsertPoint(up_move);
-      put(at_hole, pe);
-      memo_.pop_back();
-      at_hole->addIncoming(parent, up_move);
-      b_.CreateBr(up);
-      b_.SetInsertPoint(place);
-      put(at_hole, e);
-    };
-    range_loop(i64(0), heap_size, [&](llvm::Value* i) { put(i, element(value_of(i), i)); });
-    llvm::Value* parents = b_.CreateLShr(heap_size, 1);
-    range_loop(i64(0), parents, [&](llvm::Value* q) {  // heapify: parents - 1 down to 0
-      llvm::Value* p = b_.CreateSub(b_.CreateSub(parents, q), i64(1));
-      sift_down(p, heap_size, element_at(p));
-    });
-    // Most elements fail one compare with the root.
-    range_loop(heap_size, length, [&](llvm::Value* i) {
-      const Elem e = element(value_of(i), i);
-      if_else(worse(element_at(i64(0)), e), [&] { sift_down(i64(0), heap_size, e); }, [] {});
-    });
-    range_loop(i64(1), heap_size, [&](llvm::Value* q) {  // the worst left moves to slot heap_size - q
-      llvm::Value* last = b_.CreateSub(heap_size, q);
-      const Elem worst = element_at(i64(0)), moved = element_at(last);
-      put(last, worst);
-      sift_down(i64(0), last, moved);
-    });
-    if (packed)
-      range_loop(i64(0), heap_size, [&](llvm::Value* j) { store(k_.root, 0, at(j), b_.CreateAnd(load(k_.root, 0, at(j)), i64(0xFFFFFFFF))); });
-  });
 }
 
 // A scan (cumsum) kernel: a task per row along its axis, walking it in order with a running sum

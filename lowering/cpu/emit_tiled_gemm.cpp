@@ -116,17 +116,7 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
                                  static_cast<uint64_t>(j));
     return v;
   };
-  // A phase: every thread of the block runs `body(tid)`, then (barrier) waits for the others.
-  auto phase = [&](bool barrier, const std::function<void(llvm::Value*)>& body) {
-    if (!target_.nvptx) {
-      range_loop(i64(0), i64(threads), body);
-      return;
-    }
-    memo_.emplace_back();
-    body(lane_);
-    memo_.pop_back();
-    if (barrier) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
-  };
+  auto phase = [&](bool barrier, const std::function<void(llvm::Value*)>& body) { block_phase(threads, barrier, body); };
   // The vector of `width` floats at `at` (aligned to it, up to 16 bytes).
   auto load_vector = [&](llvm::Value* at, int64_t width) {
     auto* type = llvm::FixedVectorType::get(f32, static_cast<unsigned>(width));

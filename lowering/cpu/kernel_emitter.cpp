@@ -24,6 +24,7 @@
 
 #include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/Function.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/MDBuilder.h>
 
 namespace aotrace::lowering::cpu {
@@ -313,6 +314,17 @@ void KernelEmitter::lane_loop(llvm::Value* first, llvm::Value* end, const std::f
   llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, {nullptr, count});
   loop_id->replaceOperandWith(0, loop_id);
   latch->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
+}
+
+void KernelEmitter::block_phase(int64_t threads, bool barrier, const std::function<void(llvm::Value*)>& body) {
+  if (!target_.nvptx) {
+    range_loop(i64(0), i64(threads), body);
+    return;
+  }
+  memo_.emplace_back();
+  body(lane_);
+  memo_.pop_back();
+  if (barrier) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
 }
 
 void KernelEmitter::if_else(llvm::Value* cond, const std::function<void()>& then_body,

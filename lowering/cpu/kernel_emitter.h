@@ -13,7 +13,8 @@
 //   emit_views.cpp       ops that map the index: movement (reshape, permute, expand, slice,
 //                        flip, pad, concat), index loads (gather, index_select), arange
 //   emit_reductions.cpp  ops with an inner loop per output element: reduce, arg-reduce,
-//                        matmul, conv, pool, topk; and the scan kernel (cumsum)
+//                        matmul, conv, pool; the scan (cumsum) and scatter kernels
+//   emit_topk.cpp        topk kernels: sorted arrays, a heap, the GPU's block sort
 #pragma once
 
 #include <functional>
@@ -75,8 +76,9 @@ class KernelEmitter {
   ir::SymExpr emit_loop_body(llvm::Value* begin, llvm::Value* end);
   // emit_reductions.cpp: a reduction over axes that keep the innermost one, or nothing.
   std::optional<ir::SymExpr> emit_column_reduction(llvm::Value* begin, llvm::Value* end);
-  // emit_reductions.cpp: a topk result as a task per row (one pass keeping the k best in sorted
-  // arrays, or its indices ranked as a heap: emit_topk_heap), or nothing.
+  // emit_topk.cpp: a topk result as a task per row (one pass keeping the k best in sorted
+  // arrays, or its indices ranked as a heap: emit_topk_heap), or the GPU's sort of a row by a
+  // thread block (emit_topk_block_sort), or nothing.
   std::optional<ir::SymExpr> emit_topk_rows(llvm::Value* begin, llvm::Value* end);
   void emit_entry(const ir::SymExpr& tasks, double work);
   // Tags a load or store through argument `arg` with its alias scope (alias_md_, built once per
@@ -95,6 +97,11 @@ class KernelEmitter {
   // kLaneUnroll: a GPU thread then has that many loads in flight before their sums (in order:
   // the same numbers), where the rolled loop waits for each load before the next.
   void lane_loop(llvm::Value* first, llvm::Value* end, const std::function<void(llvm::Value*)>& body, int64_t step);
+  // A phase of a thread block's task (a tiled GEMM, a block sort): every thread runs body(tid)
+  // (the GPU: this thread, tid = lane_), then, with `barrier`, waits for the others; grid
+  // emulation, which runs a task's lane 0 only, runs body for tid 0 .. threads - 1 in turn
+  // (Triton's interpreter and POCL's work-group loops run barriers alike).
+  void block_phase(int64_t threads, bool barrier, const std::function<void(llvm::Value*)>& body);
   // if (cond) then_body() else else_body(), each in its own block; continues after both.
   void if_else(llvm::Value* cond, const std::function<void()>& then_body, const std::function<void()>& else_body);
   // The index over `extents` of flat row-major position `flat` (size-1 dims: constant 0).
@@ -231,7 +238,9 @@ class KernelEmitter {
                         const std::function<Partials(const Partials&, const Partials&)>& combine);
   llvm::Value* emit_conv(const ir::Node& n, const Index& idx);
   llvm::Value* emit_pool(const ir::Node& n, const Index& idx);
-  ir::SymExpr emit_topk_heap(const ir::Node& n, llvm::Value* begin, llvm::Value* end);  // the task count
+  // emit_topk.cpp (the task count)
+  ir::SymExpr emit_topk_heap(const ir::Node& n, llvm::Value* begin, llvm::Value* end);
+  ir::SymExpr emit_topk_block_sort(const ir::Node& n, llvm::Value* begin, llvm::Value* end);
   ir::SymExpr emit_scan_kernel(const ir::Node& n, llvm::Value* begin, llvm::Value* end);  // the task count
   ir::SymExpr emit_scatter_rows(const ir::Node& n, llvm::Value* begin, llvm::Value* end);  // the task count
   // A task per row along `axis` of the root (emit_scan_kernel, emit_topk_rows, emit_topk_heap):

@@ -39,6 +39,12 @@ llvm::Value* emit_compare(llvm::IRBuilder<>& b, ir::OpKind op, llvm::Value* x, l
 // NaN-propagating max/min as torch computes them (also used by reduce_max).
 llvm::Value* emit_max(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, ir::DType t);
 llvm::Value* emit_min(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, ir::DType t);
+// x is NaN (false for integers).
+llvm::Value* is_nan(llvm::IRBuilder<>& b, llvm::Value* x, ir::DType t);
+// x strictly better than y for argmax/topk-largest (NaN above everything), or for
+// argmin/topk-smallest (nan_wins: NaN first, as torch's argmin; else NaN last, topk smallest).
+llvm::Value* strictly_greater(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, ir::DType t);
+llvm::Value* strictly_less(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, ir::DType t, bool nan_wins);
 // The identity of reduce_max: -inf, or the smallest integer; of reduce_min: +inf, the largest.
 llvm::Value* lowest_value(llvm::IRBuilder<>& b, ir::DType t);
 llvm::Value* highest_value(llvm::IRBuilder<>& b, ir::DType t);

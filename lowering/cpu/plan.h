@@ -248,8 +248,12 @@ struct CpuPlan {
   int64_t lanes = 1;
   // The GPU's block-tiled GEMM (lanes = its threads: a task per thread block).
   std::optional<TiledGemmPlan> tiled;
-  // Whether the lanes are a warp summing each reduction together (not a tiled GEMM's block).
-  bool warp() const { return lanes > 1 && !tiled; }
+  // The GPU's sort of a row by a thread block (lanes = its threads, emit_topk_block_sort): the
+  // positions it sorts in shared memory at a time (a power of two); 0: no block sort.
+  int64_t sort_tile = 0;
+  // Whether the lanes are a warp summing each reduction together (not a tiled GEMM's block nor
+  // a block sort).
+  bool warp() const { return lanes > 1 && !tiled && sort_tile == 0; }
 };
 
 // Below this many operations (CpuPlan::work), waking threads costs more than it gains: the

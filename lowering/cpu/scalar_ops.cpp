@@ -269,6 +269,25 @@ llvm::Value* emit_min(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, DTyp
   return emit_float_extremum(b, false, x, y);
 }
 
+llvm::Value* is_nan(llvm::IRBuilder<>& b, llvm::Value* x, DType t) {
+  return ir::is_floating(t) ? b.CreateFCmpUNO(x, x) : b.getFalse();
+}
+
+llvm::Value* strictly_greater(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, DType t) {
+  if (!ir::is_floating(t))
+    return t == DType::u8 || t == DType::b8 ? b.CreateICmpUGT(x, y) : b.CreateICmpSGT(x, y);
+  return b.CreateOr(b.CreateFCmpOGT(x, y), b.CreateAnd(is_nan(b, x, t), b.CreateNot(is_nan(b, y, t))));
+}
+
+llvm::Value* strictly_less(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, DType t,
+                           bool nan_wins) {
+  if (!ir::is_floating(t))
+    return t == DType::u8 || t == DType::b8 ? b.CreateICmpULT(x, y) : b.CreateICmpSLT(x, y);
+  llvm::Value* nan_order = nan_wins ? b.CreateAnd(is_nan(b, x, t), b.CreateNot(is_nan(b, y, t)))
+                                    : b.CreateAnd(is_nan(b, y, t), b.CreateNot(is_nan(b, x, t)));
+  return b.CreateOr(b.CreateFCmpOLT(x, y), nan_order);
+}
+
 llvm::Value* highest_value(llvm::IRBuilder<>& b, DType t) {
   if (ir::is_floating(t)) return constant(b, std::numeric_limits<double>::infinity(), t);
   if (t == DType::b8) return b.getTrue();

@@ -7,6 +7,7 @@
 // output element where it has an innermost dim, so that a launch has a thread per element and
 // neighbouring threads touch neighbouring addresses. Reductions keep one task per output (its
 // reduction loop inside), those that keep the innermost axis too (CpuPlan::column_chunk 0).
+// Sorts of long rows take a thread block per row (block_sort).
 // Test: lowering_tests Cuda.*.
 #include <algorithm>
 #include <limits>
@@ -83,6 +84,30 @@ int64_t kernel_lanes(const ir::Graph& g, const ScheduledKernel& k, const ir::Sym
   return !any ? 1 : block ? kBlock : kWarpLanes;
 }
 
+// A sort's indices kernel: a topk ranked as a heap (topk_as_heap) over a whole static axis of at
+// least kBlockSortMin positions, with nothing else in the kernel but elementwise, movement,
+// index and source ops (its x computed in place). A thread block per row sorts it
+// (emit_topk_block_sort), where a thread per row (emit_topk_heap) would walk the row alone:
+// top-p sampling's 4 rows of 50257 are 4 of the GPU's threads, each ~10^6 dependent steps.
+bool block_sort(const ir::Graph& g, const ScheduledKernel& k) {
+  bool sort = false;
+  for (int i : k.nodes) {
+    const ir::Node& n = g.nodes[static_cast<size_t>(i)];
+    const ir::OpCategory c = ir::op_info(n.op).category;
+    if (n.op == ir::OpKind::TopK) {
+      const ir::Shape& x = g.type(n.operands[0]).shape;
+      if (x.empty() || k.root != n.results[1] || !topk_as_heap(g, n)) return false;
+      const std::optional<int64_t> length = x[static_cast<size_t>(n.attrs.i("axis"))].as_constant();
+      if (!length || *length != n.attrs.i("k") || *length < kBlockSortMin) return false;
+      sort = true;
+    } else if (!ir::is_elementwise(c) && c != ir::OpCategory::Movement && c != ir::OpCategory::Index &&
+               c != ir::OpCategory::Source) {
+      return false;
+    }
+  }
+  return sort;
+}
+
 std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, const Options& options) {
   const Options::CudaMath math = options.cuda_math;
   std::optional<cpu::GemmPlan> gemm = cpu::gemm_operands(kg);
@@ -147,6 +172,11 @@ std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s, const Options& op
     plan.row_chunk = k.loop_extents.size() >= 2 ? 1 : 0;
     if (plan.lanes == 1 && vector_elements(s.fused.graph, k, options.cuda_vector_elements))
       plan.row_chunk = options.cuda_vector_elements;
+    if (block_sort(s.fused.graph, k)) {
+      plan.lanes = kBlock;
+      plan.sort_tile = kSortTile;
+      plan.row_chunk = 0;
+    }
     if (plan.lanes == 1) {
       plan.tiled = tiled_gemm(kg, options);
       if (plan.tiled) plan.lanes = plan.tiled->threads();

@@ -5,7 +5,8 @@ import torch
 def f(logits, x):
     # Sorts of more than 1024 positions (a heap in the indices kernel; the values gathered): a
     # vocabulary sorted for top-p sampling (as transformers' TopPLogitsWarper), rows with ties
-    # and NaNs in both directions, along a leading axis, and the median and kthvalue of wide rows.
+    # and NaNs in both directions, along a leading axis, the median and kthvalue of wide rows, and
+    # sorts of bools.
     # Ties (the f32 normals of 50257 logits have some too) only with stable=True: torch's default
     # sort of more than 16 elements leaves them in no defined order.
     sorted_logits, order = torch.sort(logits, descending=True, stable=True)
@@ -24,4 +25,6 @@ def f(logits, x):
         torch.kthvalue(x, 2000, dim=1),
         torch.kthvalue(levels, 1500, dim=1).values,
         torch.msort(x.t()),
+        torch.sort(x > 0, dim=1, descending=True, stable=True),  # bools: as u8, false before true
+        torch.argsort(levels.t() > 1, dim=0, stable=True),
     )

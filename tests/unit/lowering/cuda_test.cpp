@@ -499,6 +499,49 @@ TEST(Cuda, BlockReductionsMeetInSharedMemory) {
   expect_outputs_match(g, inputs);  // the CPU, then the emulated blocks
 }
 
+// Sorts of at least 512 positions (topk_as_heap over a whole static axis) take a thread block
+// per row: a bitonic network in the indices' output, tiles of 2048 in shared memory
+// (emit_topk_block_sort). Rows of 9001 (padded to 16384: passes in global memory at distances
+// 8192 down to 2048, mirror and plain), largest and smallest, in 50 value levels (ties: the
+// lower index first) with NaNs of either sign and -0/+0; a sort of a computed x; f64 rows
+// (slots of indices alone, compares reading x) over 2600 (a global pass); i32 rows of 700 (one
+// tile of 1024, partly past the row); f16 rows of exactly two tiles; u8 rows of 513. A topk
+// short of the row stays a thread per row. The CPU and the emulated blocks against the reference.
+TEST(Cuda, BlockSortsSortLongRowsThroughSharedMemoryTiles) {
+  const int64_t n = 9001;
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({3, n}), "L['x']");
+  ir::ValueId d = g.add_input("d", typed(DType::f64, {2, 2600}), "L['d']");
+  ir::ValueId i = g.add_input("i", typed(DType::i32, {1, 700}), "L['i']");
+  ir::ValueId h = g.add_input("h", typed(DType::f16, {1, 4096}), "L['h']");
+  ir::ValueId u = g.add_input("u", typed(DType::u8, {2, 513}), "L['u']");
+  ir::ValueId computed = g.add(OpKind::Add, {g.add(OpKind::Mul, {x, g.constant(-2, DType::f32)}), g.constant(1, DType::f32)});
+  auto sort = [&](ir::ValueId v, int64_t k, bool largest) { return topk_of(g, v, k, 1, largest); };
+  std::vector<ir::ValueId> a = sort(x, n, true), b = sort(x, n, false), c = sort(computed, n, false);
+  std::vector<ir::ValueId> e = sort(d, 2600, true), f = sort(i, 700, false), p = sort(h, 4096, true), q = sort(u, 513, true);
+  std::vector<ir::ValueId> short_of_row = sort(x, 8000, true);
+  set_outputs(g, {a[0], a[1], b[0], b[1], c[1], e[0], e[1], f[0], f[1], p[1], q[0], q[1], short_of_row[1]});
+  std::vector<ir::HostTensor> in = random_inputs(g, 11, -3, 3);
+  for (int64_t v = 0; v < 3 * n; ++v) in[0].set(v, static_cast<double>(v * 7919 % 50) / 8 - 3);
+  for (int64_t v : {int64_t{3}, int64_t{4096}, n + 8999, 2 * n + 2048}) in[0].set(v, v % 2 ? -NAN : NAN);
+  for (int64_t v : {20, 21, 22}) in[0].set(v, v == 21 ? -0.0 : 0.0);
+  for (int64_t v = 0; v < 5200; v += 3) in[1].set(v, static_cast<double>(v % 7));  // ties
+  in[1].set(1000, NAN);
+  for (int64_t v = 0; v < 700; ++v) in[2].set(v, static_cast<double>(v * 31 % 97) - 48);
+  for (int64_t v = 0; v < 4096; v += 5) in[3].set(v, static_cast<double>(v % 3));
+  for (int64_t v = 0; v < 1026; ++v) in[4].set(v, static_cast<double>(v * 37 % 256));
+  LoweredVariant gpu = lower_graph(g, "bsort_", for_gpu());
+  const std::multiset<std::string> launches = launches_of(gpu);
+  EXPECT_EQ(launches.count("768"), 3u) << "x's sorts: 3 rows × 256 threads";
+  EXPECT_EQ(launches.count("512"), 2u) << "d's and u's: 2 rows × 256 threads";
+  EXPECT_EQ(launches.count("256"), 2u) << "i's and h's: a row × 256 threads";
+  EXPECT_EQ(launches.count("3"), 1u) << "the top 8000 of 9001: a thread per row";
+  const CudaLibrary linked = link_cuda_kernels({gpu.object}, for_gpu());  // ptxas for sm_80 and sm_90
+  EXPECT_NE(linked.ptx.find("bar.sync"), std::string::npos);
+  EXPECT_NE(linked.ptx.find("st.shared.u64"), std::string::npos);
+  expect_outputs_match(g, in);  // the CPU, then the emulated blocks
+}
+
 // cuda-split-reductions: sums, maxima and minima of at least 32 × 2048 positions into few
 // outputs are two reductions, the first a warp per chunk of the positions (the whole grid), the
 // second over the partials. A whole-tensor sum of squares (its prologue fused into the first),
