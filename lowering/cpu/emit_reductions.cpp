@@ -12,9 +12,11 @@
 //                        count_include_pad, ceil_mode windows clipped to the padded input)
 //   topk                 kernels of their own: emit_topk.cpp
 //   cumsum               a kernel of its own, a task per row: the scanned axis is walked
-//                        sequentially with a running sum (emit_scan_kernel)
+//                        sequentially with a running sum (emit_scan_kernel); on the GPU a
+//                        thread block per long row (emit_scan_block)
 //   scatter              a kernel of its own: self's rows copied, then src written (added) where
-//                        the index points, in order (emit_scatter_rows)
+//                        the index points, in order (emit_scatter_rows); on the GPU a thread
+//                        block per long row (emit_scatter_block)
 // Test: lowering_tests EndToEnd.Reduce*, EndToEnd.Matmul*, Ops.ReduceMin*, Ops.Arg*, Ops.Conv*,
 // Ops.Pool*, Ops.CumSum*, Ops.Scatter*, Dynamic.Scatters*.
 #include <limits>
@@ -511,9 +513,10 @@ llvm::Value* KernelEmitter::emit_pool(const ir::Node& n, const Index& idx) {
 }
 
 // A scan (cumsum) kernel: a task per row along its axis, walking it in order with a running sum
-// (the rows split over the CPU's threads; a thread per row on the GPU: position ids from a
-// [batch, sequence] mask are batch threads, not one).
+// (the rows split over the CPU's threads; on the GPU a thread per row, or a thread block per long
+// row: emit_scan_block).
 ir::SymExpr KernelEmitter::emit_scan_kernel(const ir::Node& n, llvm::Value* begin, llvm::Value* end) {
+  if (plan_.row_tile > 0) return emit_scan_block(n, begin, end);
   ir::ValueId x = n.operands[0], root = n.results[0];
   ir::DType rt = dtype(root);
   auto axis = static_cast<size_t>(n.attrs.i("axis"));
@@ -532,6 +535,75 @@ ir::SymExpr KernelEmitter::emit_scan_kernel(const ir::Node& n, llvm::Value* begi
   });
 }
 
+// The GPU's scan of a row by a thread block (CpuPlan::row_tile: cuda-plan's block scans, a long
+// innermost axis): the row in tiles of row_tile positions, row_tile / lanes neighbouring ones a
+// thread. The block loads a tile into shared memory (neighbouring threads, neighbouring
+// positions); each thread sums its positions in order into running sums (in place) and its
+// total; after a barrier each thread starts from the row's total before it (the earlier tiles'
+// sum, then the earlier threads' totals, in order) and adds it to its running sums; the block
+// stores the tile, and every thread adds the tile's totals to the row's (the same number in
+// each). The sums run in another order than a thread's walk (as torch's GPU cumsum's do): float
+// results differ in rounding only. Top-p sampling's cumsum over 50257 is 25 tiles, where a
+// thread per row would take 50257 dependent steps alone. Grid emulation runs each phase as a
+// loop over the block's threads (block_phase), in the same order of sums.
+ir::SymExpr KernelEmitter::emit_scan_block(const ir::Node& n, llvm::Value* begin, llvm::Value* end) {
+  const ir::ValueId x = n.operands[0], root = n.results[0];
+  const ir::DType rt = dtype(root);
+  const auto axis = static_cast<size_t>(n.attrs.i("axis"));
+  const ir::SymExpr& extent = k_.loop_extents.at(axis);
+  const int64_t threads = plan_.lanes, tile = plan_.row_tile, per = tile / threads;
+  AOT_CHECK(threads > 1 && tile % threads == 0, "a block scan's tile is whole positions a thread");
+  if (is_zero(extent)) return 0;
+  llvm::Type* t = compute_type(ctx_, rt);
+  llvm::Value* zero = constant(b_, 0, rt);
+  llvm::Value* sums = block_array(t, tile, "scan_tile");
+  llvm::Value* totals = block_array(t, threads, "scan_totals");
+  auto at_sum = [&](llvm::Value* i) { return b_.CreateInBoundsGEP(t, sums, i); };
+  auto at_total = [&](llvm::Value* w) { return b_.CreateInBoundsGEP(t, totals, w); };
+  auto add = [&](llvm::Value* a, llvm::Value* b) { return emit_binary(b_, ir::OpKind::Add, a, b, rt); };
+  return row_tasks(axis, begin, end, [&](const RowIndex& at) {
+    llvm::Value* length = size(extent);
+    llvm::Value* carry = accumulator(t, zero);  // the row's sum before the tile (every thread's alike)
+    range_loop(i64(0), ceil_div(length, tile), [&](llvm::Value* tile_index) {
+      llvm::Value* base = b_.CreateMul(tile_index, i64(tile));
+      llvm::Value* count = smin(i64(tile), b_.CreateSub(length, base));
+      block_phase(threads, true, [&](llvm::Value* tid) {
+        range_loop(tid, count, [&](llvm::Value* i) {
+          b_.CreateStore(convert(b_, emit(x, at(b_.CreateAdd(base, i))), dtype(x), rt), at_sum(i));
+        }, threads);
+      });
+      // The thread's positions in order (those past the row add nothing), its total.
+      block_phase(threads, true, [&](llvm::Value* tid) {
+        llvm::Value* running = zero;
+        for (int64_t m = 0; m < per; ++m) {
+          llvm::Value* i = b_.CreateAdd(b_.CreateMul(tid, i64(per)), i64(m));
+          llvm::Value* v = b_.CreateSelect(b_.CreateICmpSLT(i, count), b_.CreateLoad(t, at_sum(i)), zero);
+          running = add(running, v);
+          b_.CreateStore(running, at_sum(i));
+        }
+        b_.CreateStore(running, at_total(tid));
+      });
+      block_phase(threads, true, [&](llvm::Value* tid) {
+        llvm::Value* start = accumulator(t, b_.CreateLoad(t, carry));
+        range_loop(i64(0), tid, [&](llvm::Value* w) {
+          b_.CreateStore(add(b_.CreateLoad(t, start), b_.CreateLoad(t, at_total(w))), start);
+        });
+        llvm::Value* before = b_.CreateLoad(t, start);
+        for (int64_t m = 0; m < per; ++m) {
+          llvm::Value* i = b_.CreateAdd(b_.CreateMul(tid, i64(per)), i64(m));
+          b_.CreateStore(add(before, b_.CreateLoad(t, at_sum(i))), at_sum(i));
+        }
+      });
+      block_phase(threads, true, [&](llvm::Value* tid) {
+        range_loop(tid, count, [&](llvm::Value* i) { store(root, 0, at(b_.CreateAdd(base, i)), b_.CreateLoad(t, at_sum(i))); }, threads);
+      });
+      range_loop(i64(0), i64(threads), [&](llvm::Value* w) {
+        b_.CreateStore(add(b_.CreateLoad(t, carry), b_.CreateLoad(t, at_total(w))), carry);
+      });
+    });
+  });
+}
+
 // A scatter kernel (torch.scatter / scatter_add, index_add, x[idx] = v): each row of the result
 // along its axis copies self's row, then walks the index's row in order, writing (accumulate:
 // adding) src at each position the index names, so that a repeated position keeps the last
@@ -543,8 +615,10 @@ ir::SymExpr KernelEmitter::emit_scan_kernel(const ir::Node& n, llvm::Value* begi
 // cache lines, which no other thread's task shares but at a run's ends (a row per task over
 // [50257, 4] along its first axis had two threads writing every line: 0.9 ms at 2 threads
 // against 0.13 ms at 1). The GPU's plan (column_chunk 0) keeps a thread per row: neighbouring
-// threads, neighbouring addresses. A symbolic count of such rows: a row per task.
+// threads, neighbouring addresses; or a thread block per long row (emit_scatter_block). A
+// symbolic count of such rows: a row per task.
 ir::SymExpr KernelEmitter::emit_scatter_rows(const ir::Node& n, llvm::Value* begin, llvm::Value* end) {
+  if (plan_.row_tile > 0) return emit_scatter_block(n, begin, end);
   const ir::ValueId self = n.operands[0], index = n.operands[1], src = n.operands[2], root = n.results[0];
   const ir::DType rt = dtype(root);
   const auto axis = static_cast<size_t>(n.attrs.i("axis"));
@@ -600,6 +674,101 @@ ir::SymExpr KernelEmitter::emit_scatter_rows(const ir::Node& n, llvm::Value* beg
             if_else(b_.CreateAnd(b_.CreateICmpSGE(q, i64(0)), b_.CreateICmpSLT(q, length)), [&] {
               store(root, 0, iq, accumulate ? emit_binary(b_, ir::OpKind::Add, load(root, 0, iq), v, rt) : v);
             }, [] {});
+          }, [] {});
+        });
+      });
+    }, [] {});
+  });
+  return tasks;
+}
+
+// The GPU's scatter along an innermost axis by a thread block per row (CpuPlan::row_tile:
+// cuda-plan's block rows): the block copies self's row (neighbouring threads, neighbouring
+// positions), then takes the index's row a chunk of `lanes` positions at a time, in order: each
+// thread puts its position's target (-1: past the index's row or out of range, which writes
+// nothing) and src value in shared memory; after a barrier the thread whose target no later
+// thread of the chunk shares writes its value (the last write wins, as in a thread's walk), or,
+// accumulating, the thread whose target no earlier one shares adds the chunk's values for it in
+// order. Chunks follow each other across barriers, so the row ends as a thread's walk leaves it:
+// the same numbers, sums in the same order. Top-p sampling's scatter back over 50257 is 197
+// chunks, where a thread per row walks 100514 dependent steps alone. Grid emulation runs each
+// phase as a loop over the block's threads (block_phase).
+ir::SymExpr KernelEmitter::emit_scatter_block(const ir::Node& n, llvm::Value* begin, llvm::Value* end) {
+  const ir::ValueId self = n.operands[0], index = n.operands[1], src = n.operands[2], root = n.results[0];
+  const ir::DType rt = dtype(root);
+  const auto axis = static_cast<size_t>(n.attrs.i("axis"));
+  const bool accumulate = n.attrs.i("accumulate") != 0;
+  const ir::Shape& extents = k_.loop_extents;
+  const ir::Shape& index_dims = dims(index);
+  const int64_t threads = plan_.lanes;
+  AOT_CHECK(threads > 1 && axis + 1 == extents.size(), "a block scatter runs along the innermost axis");
+  const ir::Shape outer(extents.begin(), extents.begin() + static_cast<std::ptrdiff_t>(axis));
+  ir::SymExpr tasks = 1;
+  for (const ir::SymExpr& e : outer) tasks = tasks * e;
+  if (is_zero(tasks)) return tasks;
+  llvm::Type* t = compute_type(ctx_, rt);
+  llvm::Type* i64t = b_.getInt64Ty();
+  llvm::Value* targets = block_array(i64t, threads, "scatter_targets");
+  llvm::Value* values = block_array(t, threads, "scatter_values");
+  auto target_at = [&](llvm::Value* w) { return b_.CreateInBoundsGEP(i64t, targets, w); };
+  auto value_at = [&](llvm::Value* w) { return b_.CreateInBoundsGEP(t, values, w); };
+  llvm::Value* length = size(extents[axis]);
+  range_loop(begin, end, [&](llvm::Value* task) {
+    const Index head = unflatten(task, outer);
+    auto at = [&](llvm::Value* j) {
+      Index idx = head;
+      idx.push_back(j);
+      return idx;
+    };
+    block_phase(threads, true, [&](llvm::Value* tid) {
+      range_loop(tid, length, [&](llvm::Value* i) {
+        store(root, 0, at(i), convert(b_, emit(self, at(i)), dtype(self), rt));
+      }, threads);
+    });
+    // Whether the index covers the row (its extents before the axis may be smaller than self's):
+    // the same in every thread of the block.
+    llvm::Value* covered = b_.getTrue();
+    for (size_t d = 0; d < axis; ++d)
+      if (!(index_dims[d] == extents[d])) covered = b_.CreateAnd(covered, b_.CreateICmpSLT(head[d], size(index_dims[d])));
+    if_else(covered, [&] {
+      llvm::Value* m = size(index_dims[axis]);
+      range_loop(i64(0), ceil_div(m, threads), [&](llvm::Value* chunk) {
+        llvm::Value* first = b_.CreateMul(chunk, i64(threads));
+        block_phase(threads, true, [&](llvm::Value* tid) {
+          llvm::Value* j = b_.CreateAdd(first, tid);
+          b_.CreateStore(i64(-1), target_at(tid));
+          if_else(b_.CreateICmpSLT(j, m), [&] {
+            llvm::Value* q = convert(b_, emit(index, at(j)), dtype(index), ir::DType::i64);
+            if_else(b_.CreateAnd(b_.CreateICmpSGE(q, i64(0)), b_.CreateICmpSLT(q, length)), [&] {
+              b_.CreateStore(q, target_at(tid));
+              b_.CreateStore(convert(b_, emit(src, at(j)), dtype(src), rt), value_at(tid));
+            }, [] {});
+          }, [] {});
+        });
+        block_phase(threads, true, [&](llvm::Value* tid) {
+          llvm::Value* q = b_.CreateLoad(i64t, target_at(tid));
+          if_else(b_.CreateICmpSGE(q, i64(0)), [&] {
+            // Another thread of the chunk with the same target: a later one (a write), an earlier one (a sum).
+            llvm::Value* shared = accumulator(b_.getInt1Ty(), b_.getFalse());
+            llvm::Value* from = accumulate ? i64(0) : b_.CreateAdd(tid, i64(1));
+            llvm::Value* to = accumulate ? tid : i64(threads);
+            range_loop(from, to, [&](llvm::Value* w) {
+              b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt1Ty(), shared), b_.CreateICmpEQ(b_.CreateLoad(i64t, target_at(w)), q)), shared);
+            });
+            if_else(b_.CreateLoad(b_.getInt1Ty(), shared), [] {}, [&] {
+              if (!accumulate) {
+                store(root, 0, at(q), b_.CreateLoad(t, value_at(tid)));
+                return;
+              }
+              llvm::Value* sum = accumulator(t, load(root, 0, at(q)));
+              range_loop(tid, i64(threads), [&](llvm::Value* w) {
+                if_else(b_.CreateICmpEQ(b_.CreateLoad(i64t, target_at(w)), q), [&] {
+                  llvm::Value* added = emit_binary(b_, ir::OpKind::Add, b_.CreateLoad(t, sum), b_.CreateLoad(t, value_at(w)), rt);
+                  b_.CreateStore(round_to_storage_precision(b_, added, rt), sum);  // as a walk's store and load
+                }, [] {});
+              });
+              store(root, 0, at(q), b_.CreateLoad(t, sum));
+            });
           }, [] {});
         });
       });

@@ -77,17 +77,7 @@ void KernelEmitter::emit_tiled_gemm(const TiledGemmPlan& plan, llvm::Value* begi
   // Shared memory: As [bk][lda] then Bs [bk][ldb] per stage (plan.stage_floats() apart) during
   // the K loop, the C tile [bm][ldc] after it; every row starts 16 bytes aligned (bm, bn and pad
   // are multiples of 4 floats).
-  llvm::Value* tiles = nullptr;
-  if (target_.nvptx) {
-    auto* type = llvm::ArrayType::get(f32, static_cast<uint64_t>(shared_floats));
-    auto* shared = new llvm::GlobalVariable(module_, type, false, llvm::GlobalValue::InternalLinkage,
-                                            llvm::UndefValue::get(type), k_.symbol + ".tiles", nullptr,
-                                            llvm::GlobalValue::NotThreadLocal, /*shared*/ 3);
-    shared->setAlignment(llvm::Align(16));
-    tiles = shared;
-  } else {
-    tiles = stack_array(f32, shared_floats);
-  }
+  llvm::Value* tiles = block_array(f32, shared_floats, "tiles");
   // (k, i) of A's or B's tile in stage `stage` (the stage's first float: its As, then its Bs).
   auto tile_at = [&](llvm::Value* stage, bool a, llvm::Value* k, llvm::Value* i) {
     llvm::Value* base = b_.CreateAdd(stage, i64(a ? 0 : plan.bk * lda));

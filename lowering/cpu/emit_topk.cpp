@@ -5,7 +5,7 @@
 //   emit_topk_heap        where k > kTopkRowsMaxK or k² > 2n (topk_as_heap: a sort, a large k):
 //                         the indices kernel ranks the row as a heap in its own output
 //                         (decompose gathers the values): O(n log k), a task per row
-//   emit_topk_block_sort  the GPU's sorts (CpuPlan::sort_tile): a thread block per row, a
+//   emit_topk_block_sort  the GPU's sorts (CpuPlan::row_tile): a thread block per row, a
 //                         bitonic network over the row in its output, tiles in shared memory
 // Test: lowering_tests Ops.TopK*, Dynamic.WideTopk*, Cuda.BlockSorts*.
 #include <limits>
@@ -79,7 +79,7 @@ std::optional<ir::SymExpr> KernelEmitter::emit_topk_rows(llvm::Value* begin, llv
   if (k < 1) return ir::SymExpr(0);
   if (topk_as_heap(g_, n)) {
     AOT_CHECK(indices, "the values of a topk ranked as a heap reached codegen (decompose gathers them)");
-    return plan_.sort_tile > 0 ? emit_topk_block_sort(n, begin, end) : emit_topk_heap(n, begin, end);
+    return plan_.row_tile > 0 ? emit_topk_block_sort(n, begin, end) : emit_topk_heap(n, begin, end);
   }
   const ir::DType xt = dtype(x);
   const auto axis = static_cast<size_t>(n.attrs.i("axis"));
@@ -255,14 +255,14 @@ ir::SymExpr KernelEmitter::emit_topk_heap(const ir::Node& n, llvm::Value* begin,
 }
 
 
-// The indices kernel of a sort on the GPU (CpuPlan::sort_tile: cuda-plan's block sorts, a whole
+// The indices kernel of a sort on the GPU (CpuPlan::row_tile: cuda-plan's block sorts, a whole
 // static axis): a thread block per row sorts the row's slots (emit_topk_heap's: key above index,
 // or the index alone) by a bitonic network over the row padded to P positions, the next power of
 // two. Every compare-exchange puts the better slot at the lower position: the first pass of
 // stage s (sorted runs of s/2 merged into runs of s) pairs each position with its mirror in its
 // block of s, the later ones i with i + j (j = s/4 .. 1). So the padding, after every element,
 // never moves, and an exchange that reaches past the row is skipped (the network sorts any n).
-// The stages up to the tile (sort_tile positions: 16 KiB of shared memory) run in shared memory
+// The stages up to the tile (row_tile positions: 16 KiB of shared memory) run in shared memory
 // a tile at a time; each later stage's passes of distance at least the tile run in the output in
 // global memory, its shorter ones in shared memory again. log2 P · (log2 P + 1) / 2 passes of P/2
 // exchanges, a barrier after each, every thread of the block taking every 256th exchange: top-p
@@ -276,27 +276,17 @@ ir::SymExpr KernelEmitter::emit_topk_block_sort(const ir::Node& n, llvm::Value* 
   const bool largest = n.attrs.has("largest") && n.attrs.i("largest") != 0;
   const std::optional<int64_t> length = dims(x)[axis].as_constant();
   const int64_t threads = plan_.lanes;
-  AOT_CHECK(length && *length == n.attrs.i("k") && *length >= 2 && threads > 1 && plan_.sort_tile >= 2 &&
-                (plan_.sort_tile & (plan_.sort_tile - 1)) == 0,
+  AOT_CHECK(length && *length == n.attrs.i("k") && *length >= 2 && threads > 1 && plan_.row_tile >= 2 &&
+                (plan_.row_tile & (plan_.row_tile - 1)) == 0,
             "a block sort sorts a whole static axis of at least 2 positions by a thread block, in tiles of a power of two");
   int64_t log_p = 0;
   while ((int64_t{1} << log_p) < *length) ++log_p;
   int64_t log_t = 0;
-  while ((int64_t{1} << log_t) < plan_.sort_tile && log_t < log_p) ++log_t;
+  while ((int64_t{1} << log_t) < plan_.row_tile && log_t < log_p) ++log_t;
   const int64_t tile = int64_t{1} << log_t, tiles = (*length + tile - 1) / tile;
   const bool packed = topk_packed(xt, *length);
   llvm::Type* i64t = b_.getInt64Ty();
-  llvm::Value* shared = nullptr;
-  if (target_.nvptx) {
-    auto* type = llvm::ArrayType::get(i64t, static_cast<uint64_t>(tile));
-    auto* global = new llvm::GlobalVariable(module_, type, false, llvm::GlobalValue::InternalLinkage,
-                                            llvm::UndefValue::get(type), k_.symbol + ".sort_tile", nullptr,
-                                            llvm::GlobalValue::NotThreadLocal, /*shared*/ 3);
-    global->setAlignment(llvm::Align(8));
-    shared = global;
-  } else {
-    shared = stack_array(i64t, tile);
-  }
+  llvm::Value* shared = block_array(i64t, tile, "sort_tile");
   // Slots of the tile or of the row in the output, by position (within the tile, the row).
   struct Slots {
     std::function<llvm::Value*(llvm::Value*)> get;

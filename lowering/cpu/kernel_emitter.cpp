@@ -316,6 +316,16 @@ void KernelEmitter::lane_loop(llvm::Value* first, llvm::Value* end, const std::f
   latch->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
 }
 
+llvm::Value* KernelEmitter::block_array(llvm::Type* t, int64_t count, const std::string& name) {
+  if (!target_.nvptx) return stack_array(t, count);
+  auto* type = llvm::ArrayType::get(t, static_cast<uint64_t>(count));
+  auto* shared = new llvm::GlobalVariable(module_, type, false, llvm::GlobalValue::InternalLinkage,
+                                          llvm::UndefValue::get(type), k_.symbol + "." + name, nullptr,
+                                          llvm::GlobalValue::NotThreadLocal, /*shared*/ 3);
+  shared->setAlignment(llvm::Align(16));
+  return shared;
+}
+
 void KernelEmitter::block_phase(int64_t threads, bool barrier, const std::function<void(llvm::Value*)>& body) {
   if (!target_.nvptx) {
     range_loop(i64(0), i64(threads), body);

@@ -102,6 +102,9 @@ class KernelEmitter {
   // emulation, which runs a task's lane 0 only, runs body for tid 0 .. threads - 1 in turn
   // (Triton's interpreter and POCL's work-group loops run barriers alike).
   void block_phase(int64_t threads, bool barrier, const std::function<void(llvm::Value*)>& body);
+  // An array of `count` values of type `t` that a thread block shares: static shared memory on the
+  // GPU (16-byte aligned), a stack array in grid emulation.
+  llvm::Value* block_array(llvm::Type* t, int64_t count, const std::string& name);
   // if (cond) then_body() else else_body(), each in its own block; continues after both.
   void if_else(llvm::Value* cond, const std::function<void()>& then_body, const std::function<void()>& else_body);
   // The index over `extents` of flat row-major position `flat` (size-1 dims: constant 0).
@@ -242,7 +245,9 @@ class KernelEmitter {
   ir::SymExpr emit_topk_heap(const ir::Node& n, llvm::Value* begin, llvm::Value* end);
   ir::SymExpr emit_topk_block_sort(const ir::Node& n, llvm::Value* begin, llvm::Value* end);
   ir::SymExpr emit_scan_kernel(const ir::Node& n, llvm::Value* begin, llvm::Value* end);  // the task count
+  ir::SymExpr emit_scan_block(const ir::Node& n, llvm::Value* begin, llvm::Value* end);  // the task count
   ir::SymExpr emit_scatter_rows(const ir::Node& n, llvm::Value* begin, llvm::Value* end);  // the task count
+  ir::SymExpr emit_scatter_block(const ir::Node& n, llvm::Value* begin, llvm::Value* end);  // the task count
   // A task per row along `axis` of the root (emit_scan_kernel, emit_topk_rows, emit_topk_heap):
   // the task count.
   using RowIndex = std::function<Index(llvm::Value*)>;  // the index of the row's position j

@@ -565,9 +565,9 @@ std::string describe(const std::vector<CpuPlan>& plans) {
              (t->stages > 1 ? " " + std::to_string(t->stages) + " stages" : "") +
              (t->a_m_fastest ? " a m-fastest" : "") + (t->b_k_fastest ? " b k-fastest" : "") +
              " | blocks " + t->tasks().str();
-    } else if (plan.sort_tile > 0) {
-      out += " | block of " + std::to_string(plan.lanes) + " threads per row (bitonic sort, tiles of " +
-             std::to_string(plan.sort_tile) + " in shared memory)";
+    } else if (plan.row_tile > 0) {
+      out += " | block of " + std::to_string(plan.lanes) + " threads per row (sort, scan or scatter; tiles of " +
+             std::to_string(plan.row_tile) + " in shared memory)";
     } else if (plan.lanes > 1) {
       out += plan.lanes == 32 ? std::string(" | warp of 32 lanes per output")
                               : " | block of " + std::to_string(plan.lanes) + " threads per output (shared-memory reduction)";

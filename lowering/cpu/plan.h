@@ -248,12 +248,13 @@ struct CpuPlan {
   int64_t lanes = 1;
   // The GPU's block-tiled GEMM (lanes = its threads: a task per thread block).
   std::optional<TiledGemmPlan> tiled;
-  // The GPU's sort of a row by a thread block (lanes = its threads, emit_topk_block_sort): the
-  // positions it sorts in shared memory at a time (a power of two); 0: no block sort.
-  int64_t sort_tile = 0;
+  // The GPU's sort or scan of a row by a thread block (lanes = its threads; emit_topk_block_sort,
+  // emit_scan_block): the row's positions in shared memory at a time (a power of two, a multiple
+  // of the lanes); 0: neither.
+  int64_t row_tile = 0;
   // Whether the lanes are a warp summing each reduction together (not a tiled GEMM's block nor
-  // a block sort).
-  bool warp() const { return lanes > 1 && !tiled && sort_tile == 0; }
+  // a block sort or scan).
+  bool warp() const { return lanes > 1 && !tiled && row_tile == 0; }
 };
 
 // Below this many operations (CpuPlan::work), waking threads costs more than it gains: the

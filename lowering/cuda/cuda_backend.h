@@ -50,11 +50,13 @@ constexpr int64_t kBlockReduceMaxOutputs = 64;
 // 2112; twice that hides the stragglers), at least kSplitMinParts partials per output.
 constexpr int64_t kSplitTargetWarps = 4096;
 constexpr int64_t kSplitMinParts = 32;
-// A sort (topk_as_heap over a whole static axis) of at least kBlockSortMin positions takes a
-// thread block per row (plan.cpp block_sort; emit_topk_block_sort), kSortTile positions at a
-// time in shared memory (16 KiB of slots).
+// Sorts (topk_as_heap over a whole static axis) of at least kBlockSortMin positions, and cumsums
+// and scatters along an innermost axis of at least kBlockRowMin, take a thread block per row
+// (plan.cpp block_rows), kRowTile positions at a time in shared memory (sorts: 16 KiB of slots;
+// cumsums: 8 sums a thread).
 constexpr int64_t kBlockSortMin = 512;
-constexpr int64_t kSortTile = 2048;
+constexpr int64_t kBlockRowMin = 256;
+constexpr int64_t kRowTile = 2048;
 // Rows and columns (at the sizes' maxima) from which a matmul or conv is a tiled GEMM.
 constexpr int64_t kTiledMinSize = 16;
 bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max);

@@ -14,7 +14,8 @@
 #   4. the GEMM kernels alone (gemm.aot, and gemm_tf32/f16/bf16.aot on tensor cores; the
 #      *_stages2.aot with double-buffered tiles): the BERT layer's matmul shapes, ms and TFLOP/s
 #      against the ceilings; Nsight Compute on the f32 QKV matmul and on the split sum's warp
-#      reduction; compute-sanitizer racecheck and synccheck on them.
+#      reduction; compute-sanitizer racecheck and synccheck on them, on a block reduction and on
+#      top-p sampling's block sort, cumsum and scatter.
 # Usage: tools/gpu/device_check.sh [CARRY_DIR] [OUT_DIR]
 set -u
 carry=${1:-gpu_carry1}
@@ -154,12 +155,14 @@ if [ -d "$carry/reductions.aot" ]; then
   echo "== latency reductions topk (1 × 50257, k = 200)" | tee -a "$out/latency.txt"
   timeout 60 "$run" "$carry/reductions.aot" --entry topk --input "logits=$inputs/logits.npy" --device cuda --repeat 50 \
     --output-dir /tmp/gpu_topk 2>&1 | grep -v '^  /tmp' | tee -a "$out/latency.txt" || status=1
-  # Top-p sampling's sort of 4 × 50257 (a heap of packed slots, a thread per row): how slow a
-  # thread-per-row sort is on the GPU (a block-wide sort is the fix, once this number exists).
+  # Top-p sampling's sort of 4 × 50257 (a thread block per row: a bitonic network, tiles in
+  # shared memory), and its whole filter (sort, softmax, cumsum and scatter: blocks per row).
   python3 -c "import numpy as np; np.save('$inputs/logits4.npy', np.random.default_rng(5).standard_normal((4, 50257)).astype(np.float32))"
-  echo "== latency reductions sort (4 × 50257, descending)" | tee -a "$out/latency.txt"
-  timeout 120 "$run" "$carry/reductions.aot" --entry sort --input "logits=$inputs/logits4.npy" --device cuda --repeat 10 \
-    --output-dir /tmp/gpu_sort 2>&1 | grep -v '^  /tmp' | tee -a "$out/latency.txt" || status=1
+  for entry in sort top_p; do
+    echo "== latency reductions $entry (4 × 50257)" | tee -a "$out/latency.txt"
+    timeout 120 "$run" "$carry/reductions.aot" --entry $entry --input "logits=$inputs/logits4.npy" --device cuda --repeat 20 \
+      --output-dir /tmp/gpu_sort 2>&1 | grep -v '^  /tmp' | tee -a "$out/latency.txt" || status=1
+  done
 fi
 # Why the f32 GEMM runs where it does: Nsight Compute on the BERT QKV matmul, one and two stages
 # (throughput against peak, occupancy, what the warps wait on).
@@ -202,6 +205,9 @@ if command -v compute-sanitizer >/dev/null; then
   if [ -d "$carry/reductions.aot" ]; then  # block reductions: warps' totals through shared memory
     python3 -c "import numpy as np; np.save('$inputs/red_x.npy', np.random.default_rng(2).standard_normal((32, 1024)).astype(np.float32))"
     sanitize "$carry/reductions.aot" total --input "x=$inputs/red_x.npy"
+    # block sorts, scans and scatters: shared tiles and chunks between barriers
+    python3 -c "import numpy as np; np.save('$inputs/top_p_small.npy', np.random.default_rng(6).standard_normal((2, 5000)).astype(np.float32))"
+    sanitize "$carry/reductions.aot" top_p_small --input "logits=$inputs/top_p_small.npy"
   fi
 fi
 exit $status

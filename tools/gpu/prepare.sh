@@ -13,7 +13,8 @@
 #               rows of 128 a warp each, against gpu_carry1's thread each); reductions.aot (a
 #               whole-tensor sum and min of 32 × 1024: block reductions; a row max: warps;
 #               top-k sampling's torch.topk(logits, 200) over a vocabulary of 50257: a thread;
-#               top-p sampling's sort of 4 × 50257: a heap, a thread per row);
+#               top-p sampling's sort of 4 × 50257, and its whole filter at 4 × 50257 and
+#               2 × 5000: a thread block per row sorts, scans and scatters);
 #               reduce_total.aot and reduce_total_unsplit.aot (x.sum(), x.abs().amax(), x.argmax() of
 #               8192 × 4096 f32: split across the grid, and a block each, --cuda-split-reduce-chunk 2^40);
 #               bandwidth.aot and bandwidth_scalar.aot (x·2 + y and gelu(x) on rows × 4096 f32: four
@@ -94,14 +95,24 @@ def topk(logits):
     return torch.topk(logits, 200)
 
 
+# stable=True: ties (f32 normals over 50257 have some) in index order, as ours, for the selftest.
 def sort(logits):
-    return torch.sort(logits, descending=True)
+    return torch.sort(logits, descending=True, stable=True)
+
+
+def top_p(logits):  # bench/models.py's top_p_sampling: a block sort, a block cumsum, a block scatter
+    sorted_logits, order = torch.sort(logits, descending=False, stable=True)
+    remove = sorted_logits.softmax(dim=-1).cumsum(dim=-1) <= 1 - 0.9
+    remove = remove.scatter(1, order, remove)
+    return torch.softmax(logits.masked_fill(remove, float("-inf")), dim=-1)
 PY
-printf 'version: 1\nname: reductions\nscript: reductions.py\ntargets: [cuda]\nentries:\n%s\n%s\n%s\n%s\n' \
+printf 'version: 1\nname: reductions\nscript: reductions.py\ntargets: [cuda]\nentries:\n%s\n%s\n%s\n%s\n%s\n%s\n' \
   "  total: {call: total, inputs: {x: {dtype: float32, shape: [32, 1024]}}}" \
   "  row_max: {call: row_max, inputs: {x: {dtype: float32, shape: [256, 1024]}}}" \
   "  topk: {call: topk, inputs: {logits: {dtype: float32, shape: [1, 50257]}}}" \
-  "  sort: {call: sort, inputs: {logits: {dtype: float32, shape: [4, 50257]}}}" > "$specs/reductions.yaml"
+  "  sort: {call: sort, inputs: {logits: {dtype: float32, shape: [4, 50257]}}}" \
+  "  top_p: {call: top_p, inputs: {logits: {dtype: float32, shape: [4, 50257]}}}" \
+  "  top_p_small: {call: top_p, inputs: {logits: {dtype: float32, shape: [2, 5000]}}}" > "$specs/reductions.yaml"
 build "$specs/reductions.yaml" gpu_carry4
 cat > "$specs/reduce_total.py" <<'PY'
 def total(x):

@@ -542,6 +542,96 @@ TEST(Cuda, BlockSortsSortLongRowsThroughSharedMemoryTiles) {
   expect_outputs_match(g, in);  // the CPU, then the emulated blocks
 }
 
+// cumsums along an innermost axis of at least 256 take a thread block per row, 2048 positions a
+// tile, 8 a thread (emit_scan_block): rows of 5000 (three tiles, the last partial) of eighths
+// (exact sums in any order: any misplaced term shows) and of an exp computed in the kernel
+// (rounding in the block's order of sums); i32 rows of 300 into i64 (one partial tile, threads
+// past the row); f16 rows of 2100. A cumsum along a leading axis or of short rows stays a
+// thread per row. The CPU and the emulated blocks against the reference.
+TEST(Cuda, BlockScansSumLongRowsTileByTile) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({3, 5000}), "L['x']");
+  ir::ValueId i = g.add_input("i", typed(DType::i32, {2, 300}), "L['i']");
+  ir::ValueId h = g.add_input("h", typed(DType::f16, {1, 2100}), "L['h']");
+  ir::ValueId y = g.add_input("y", f32({300, 4}), "L['y']");
+  ir::ValueId z = g.add_input("z", f32({5, 100}), "L['z']");
+  auto cumsum = [&](ir::ValueId v, int64_t axis) { return g.add(OpKind::CumSum, {v}, attrs({{"axis", axis}})); };
+  ir::ValueId probabilities = g.add(OpKind::Exp, {g.add(OpKind::Mul, {x, g.constant(-1, DType::f32)})});
+  set_outputs(g, {cumsum(x, 1), cumsum(probabilities, 1), cumsum(i, 1), cumsum(h, 1), cumsum(y, 0), cumsum(z, 1)});
+  std::vector<ir::HostTensor> in = random_inputs(g, 5, 0, 3);
+  for (int64_t v = 0; v < 15000; ++v) in[0].set(v, static_cast<double>(v * 7919 % 49 - 24) / 8);
+  for (int64_t v = 0; v < 2100; ++v) in[2].set(v, static_cast<double>(v % 5) / 64);  // sums exact in f32
+  LoweredVariant gpu = lower_graph(g, "bscan_", for_gpu());
+  const std::multiset<std::string> launches = launches_of(gpu);
+  EXPECT_EQ(launches.count("768"), 2u) << "x's cumsums: 3 rows × 256 threads";
+  EXPECT_EQ(launches.count("512"), 1u) << "i's: 2 rows × 256 threads";
+  EXPECT_EQ(launches.count("256"), 1u) << "h's: a row × 256 threads";
+  EXPECT_EQ(launches.count("4"), 1u) << "y's columns: a thread each";
+  EXPECT_EQ(launches.count("5"), 1u) << "z's rows of 100: a thread each";
+  const CudaLibrary linked = link_cuda_kernels({gpu.object}, for_gpu());  // ptxas for sm_80 and sm_90
+  EXPECT_NE(linked.ptx.find("bar.sync"), std::string::npos);
+  expect_outputs_match(g, in);  // the CPU, then the emulated blocks
+}
+
+// Scatters along an innermost axis of at least 256 take a thread block per row, the index's row
+// a chunk of 256 at a time (emit_scatter_block): rows of 700 written from 600 positions in 40
+// targets (repeats within a chunk and across chunks: the last write wins; accumulating, sums in
+// order); f16 sums from more index positions than the row has (rounded after each add); an index
+// with fewer rows than self (the rows past it keep self); i32 indices into i64 sums; a bool
+// permutation over 5003 (top-p sampling's mask put back). A scatter along a leading axis stays a
+// thread per row. The CPU and the emulated blocks against the reference; then out-of-range
+// targets (negative, past the row), which write nothing, by hand.
+TEST(Cuda, BlockScattersKeepTheLastWriteAndSumInOrder) {
+  ir::Graph g;
+  auto scatter = [&](ir::ValueId self, ir::ValueId index, ir::ValueId src, int64_t axis, bool accumulate) {
+    return g.add(OpKind::Scatter, {self, index, src}, attrs({{"axis", axis}, {"accumulate", int64_t{accumulate}}}));
+  };
+  ir::ValueId x = g.add_input("x", f32({3, 700}), "L['x']");
+  ir::ValueId xi = g.add_input("xi", typed(DType::i64, {3, 600}), "L['xi']");
+  ir::ValueId xs = g.add_input("xs", f32({3, 600}), "L['xs']");
+  ir::ValueId h = g.add_input("h", typed(DType::f16, {2, 300}), "L['h']");
+  ir::ValueId hi = g.add_input("hi", typed(DType::i64, {2, 500}), "L['hi']");
+  ir::ValueId hs = g.add_input("hs", typed(DType::f16, {2, 500}), "L['hs']");
+  ir::ValueId l = g.add_input("l", typed(DType::i64, {4, 300}), "L['l']");
+  ir::ValueId li = g.add_input("li", typed(DType::i32, {2, 280}), "L['li']");
+  ir::ValueId m = g.add_input("m", typed(DType::b8, {1, 5003}), "L['m']");
+  ir::ValueId p = g.add_input("p", typed(DType::i64, {1, 5003}), "L['p']");
+  ir::ValueId y = g.add_input("y", f32({300, 4}), "L['y']");
+  ir::ValueId yi = g.add_input("yi", typed(DType::i64, {200, 4}), "L['yi']");
+  set_outputs(g, {scatter(x, xi, xs, 1, false), scatter(x, xi, g.add(OpKind::Neg, {xs}), 1, true), scatter(h, hi, hs, 1, true),
+                  scatter(l, li, l, 1, true), scatter(l, li, l, 1, false), scatter(m, p, g.add(OpKind::Not, {m}), 1, false),
+                  scatter(y, yi, y, 0, false)});
+  std::vector<ir::HostTensor> in = random_inputs(g, 9, -3, 3);
+  for (int64_t v = 0; v < 1800; ++v) in[1].set(v, static_cast<double>((v * 7 + v / 300) % 40 * 17));  // 40 targets
+  for (int64_t v = 0; v < 1000; ++v) in[4].set(v, static_cast<double>(v * 13 % 300));
+  for (int64_t v = 0; v < 560; ++v) in[7].set(v, static_cast<double>(v * 11 % 31 * 9));
+  for (int64_t v = 0; v < 5003; ++v) in[8].set(v, static_cast<double>(v % 3 == 0));
+  for (int64_t v = 0; v < 5003; ++v) in[9].set(v, static_cast<double>(v * 2011 % 5003));  // a permutation
+  for (int64_t v = 0; v < 800; ++v) in[11].set(v, static_cast<double>(v * 7 % 300));
+  LoweredVariant gpu = lower_graph(g, "bscatter_", for_gpu());
+  const std::multiset<std::string> launches = launches_of(gpu);
+  EXPECT_EQ(launches.count("768"), 2u) << "x's scatters: 3 rows × 256 threads";
+  EXPECT_EQ(launches.count("512"), 1u) << "h's: 2 rows × 256 threads";
+  EXPECT_EQ(launches.count("1024"), 2u) << "l's: 4 rows × 256 threads";
+  EXPECT_EQ(launches.count("256"), 1u) << "m's: a row × 256 threads";
+  EXPECT_EQ(launches.count("4"), 1u) << "y's along its leading axis: a thread per column";
+  const CudaLibrary linked = link_cuda_kernels({gpu.object}, for_gpu());  // ptxas for sm_80 and sm_90
+  EXPECT_NE(linked.ptx.find("bar.sync"), std::string::npos);
+  expect_outputs_match(g, in);  // the CPU, then the emulated blocks
+
+  // Out of range: nothing written (torch raises; the reference too, so by hand).
+  ir::Graph r;
+  ir::ValueId rx = r.add_input("x", f32({1, 300}), "L['x']");
+  ir::ValueId ri = r.add_input("i", typed(DType::i64, {1, 260}), "L['i']");
+  ir::ValueId rs = r.add_input("s", f32({1, 260}), "L['s']");
+  set_outputs(r, {r.add(OpKind::Scatter, {rx, ri, rs}, attrs({{"axis", int64_t{1}}, {"accumulate", int64_t{0}}}))});
+  std::vector<ir::HostTensor> rin = random_inputs(r, 3, 1, 2);
+  for (int64_t v = 0; v < 260; ++v) rin[1].set(v, v % 3 == 0 ? static_cast<double>(v) : v % 3 == 1 ? -1.0 - v : 300.0 + v);
+  std::vector<ir::HostTensor> out = compile_and_run(r, rin, nullptr, cuda_emulation(Options{}));
+  for (int64_t q = 0; q < 300; ++q)
+    EXPECT_EQ(out[0].get(q), q < 260 && q % 3 == 0 ? rin[2].get(q) : rin[0].get(q)) << q;
+}
+
 // cuda-split-reductions: sums, maxima and minima of at least 32 × 2048 positions into few
 // outputs are two reductions, the first a warp per chunk of the positions (the whole grid), the
 // second over the partials. A whole-tensor sum of squares (its prologue fused into the first),

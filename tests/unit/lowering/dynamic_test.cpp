@@ -317,6 +317,21 @@ TEST(Dynamic, ScattersOverSymbolicExtents) {
   expect_matches_at(g, t_sizes(2, 23, 50), -1, 2);
 }
 
+// A cumsum and scatters along a symbolic innermost axis of up to 3000 (a thread block per row on
+// the GPU, emit_scan_block, emit_scatter_block): the rows' tiles and the index's chunks counted at
+// run time, at 2 (most threads past the row), 2049 (a tile and one), 3000; the scatters' targets
+// in [0, 2) (valid at every size: repeats in every chunk).
+TEST(Dynamic, BlockScansAndScattersOverASymbolicAxis) {
+  ir::Graph g;
+  g.symbols["T"] = {2, 3000, 1};
+  ir::ValueId x = input(g, "x", {3, T}), ids = input(g, "ids", {3, T}, DType::i64);
+  auto scatter = [&](bool accumulate) {
+    return g.add(OpKind::Scatter, {x, ids, x}, attrs({{"axis", int64_t{1}}, {"accumulate", int64_t{accumulate}}}));
+  };
+  set_outputs(g, {g.add(OpKind::CumSum, {x}, attrs({{"axis", int64_t{1}}})), scatter(false), scatter(true)});
+  expect_matches_at(g, t_sizes(2, 2049, 3000), 0, 2);
+}
+
 // A topk of more than kTopkRowsMaxK over a symbolic axis (emit_topk_heap: the heap's k slots,
 // the rest of the row walked to its size at run time), largest and smallest, values gathered.
 TEST(Dynamic, WideTopkOverASymbolicAxis) {
