@@ -66,6 +66,11 @@ int main(int argc, char** argv) {
                 "the first over chunks of at least N positions (default 2048; 2^40 never splits)")
       ->check(naming("--cuda-split-reduce-chunk", CLI::Range(int64_t{1}, int64_t{1} << 40)))
       ->group("");  // hidden (driver/compile.h)
+  c->add_option("--cuda-block-row-min", compile.cuda_block_row_min,
+                "measuring on a GPU: sorts, topks over a static axis, and cumsums and scatters along the innermost axis "
+                "take a thread block per row from N positions, else a thread (default 256; 2^40: a thread always)")
+      ->check(naming("--cuda-block-row-min", CLI::Range(int64_t{2}, int64_t{1} << 40)))
+      ->group("");  // hidden (driver/compile.h)
   c->add_option("--depfile", compile.depfile,
                 "also write a Make/Ninja depfile: OUT/bundle.fb and every file the compile read "
                 "(the spec, the script, its own imported modules, the files it opened)");

@@ -191,7 +191,8 @@ std::string cache_base_key(const std::filesystem::path& yaml, const CompileOptio
     m += "cuda " + join(cuda->cuda_archs, ",") + " math " + std::to_string(static_cast<int>(cuda->cuda_math)) +
          " warp-reduce-min " + std::to_string(cuda->cuda_warp_reduce_min) + " vector-elements " +
          std::to_string(cuda->cuda_vector_elements) +  " gemm-stages " + std::to_string(cuda->cuda_gemm_stages) +
-         " split-reduce-chunk " + std::to_string(cuda->cuda_split_reduce_chunk) + "\n" +
+         " split-reduce-chunk " + std::to_string(cuda->cuda_split_reduce_chunk) + " block-row-min " +
+         std::to_string(cuda->cuda_block_row_min) + "\n" +
          stat_identity(home + "/bin/ptxas") +
          stat_identity(home + "/nvvm/libdevice/libdevice.10.bc");
   }
@@ -384,6 +385,7 @@ lowering::Options cuda_options(const shape_profiles::ProfileSet& spec, const Com
   if (options.cuda_vector_elements > 0) lo.cuda_vector_elements = options.cuda_vector_elements;
   if (options.cuda_gemm_stages > 0) lo.cuda_gemm_stages = options.cuda_gemm_stages;
   if (options.cuda_split_reduce_chunk > 0) lo.cuda_split_reduce_chunk = options.cuda_split_reduce_chunk;
+  if (options.cuda_block_row_min > 0) lo.cuda_block_row_min = options.cuda_block_row_min;
   lo.cuda_math = lowering::cuda_math_named(spec.cuda_math).value_or(lowering::Options::CudaMath::f32);
   // The first CUDA flag given, if any: each needs the cuda target.
   std::string flag;
@@ -391,7 +393,8 @@ lowering::Options cuda_options(const shape_profiles::ProfileSet& spec, const Com
                                     {options.cuda_warp_reduce_min > 0, "--cuda-warp-reduce-min"},
                                     {options.cuda_vector_elements > 0, "--cuda-vector-elements"},
                                     {options.cuda_gemm_stages > 0, "--cuda-gemm-stages"},
-                                    {options.cuda_split_reduce_chunk > 0, "--cuda-split-reduce-chunk"}})
+                                    {options.cuda_split_reduce_chunk > 0, "--cuda-split-reduce-chunk"},
+                                    {options.cuda_block_row_min > 0, "--cuda-block-row-min"}})
     if (given && flag.empty()) flag = name;
   if (has_target(spec, "cuda")) check_cuda_toolkit_for(spec, lo);
   else if (!flag.empty()) {

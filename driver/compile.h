@@ -100,6 +100,9 @@ struct CompileOptions {
   // Measuring on a GPU (hidden --cuda-split-reduce-chunk N): lowering::Options::cuda_split_reduce_chunk
   // (0: its default). Needs the cuda target.
   int64_t cuda_split_reduce_chunk = 0;
+  // Measuring on a GPU (hidden --cuda-block-row-min N): lowering::Options::cuda_block_row_min (0:
+  // its default). Needs the cuda target.
+  int64_t cuda_block_row_min = 0;
 };
 // Compiles `yaml` into a bundle (options.output, default ./<name>.aot); prints progress and the
 // summary on stderr. `options.dump` holds pass names of lowering::pass_names() (or "all"),

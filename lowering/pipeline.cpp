@@ -72,12 +72,14 @@ auto run_pass(const Options& options, std::vector<PassTiming>& timings, const st
 }
 
 // The CUDA pipeline after channels-last: the passes that follow there serve the CPU's caches
-// and vectors (Winograd, materialised conv padding, packed weight panels); the GPU splits
+// and vectors (Winograd, materialised conv padding, packed weight panels); the GPU sorts the
+// rows of topks over long axes whole (a thread block per row, not a thread), splits
 // reductions of many positions into few outputs in two (to fill its grid), its own layout pass
 // stores matmuls' weights [K, N], then fusion; cuda-plan maps each kernel's tasks to
 // threads (lowering/cuda/).
 LoweredVariant lower_for_cuda(ir::Graph g, const std::string& symbol_prefix, const Options& options, LoweredVariant out) {
   auto& t = out.timings;
+  g = run_pass(options, t, "cuda-sort-wide-topks", [&] { return cuda::cuda_sort_wide_topks(std::move(g), options.cuda_block_row_min); });
   g = run_pass(options, t, "cuda-split-reductions", [&] { return cuda::cuda_split_reductions(std::move(g), options.cuda_split_reduce_chunk); });
   g = run_pass(options, t, "cuda-weight-layout", [&] { return cuda::cuda_weight_layout(std::move(g)); });
   out.graph = g;
@@ -117,7 +119,7 @@ std::optional<Options::CudaMath> cuda_math_named(std::string_view name) {
 
 const std::vector<std::string>& pass_names() {
   static const std::vector<std::string> names = {"decompose", "fold-constants", "cse", "dce", "channels-last", "winograd",
-                                                 "pad-conv-inputs", "pack-weights", "cuda-split-reductions", "cuda-weight-layout", "fuse", "schedule", "cpu-plan", "cuda-plan",
+                                                 "pad-conv-inputs", "pack-weights", "cuda-sort-wide-topks", "cuda-split-reductions", "cuda-weight-layout", "fuse", "schedule", "cpu-plan", "cuda-plan",
                                                  "codegen", "memory-plan"};
   return names;
 }

@@ -1,5 +1,6 @@
 // Private to lowering/: the CUDA backend (DESIGN §4). The kernels are the CPU backend's bodies
 // (cpu::emit_kernel_body: one emitter) under a GPU mapping of their tasks:
+//   sort_wide_topks.cpp, split_reductions.cpp, weight_layout.cpp: the GPU's graph passes
 //   plan.cpp     cuda-plan: matmuls and convs as tiled GEMMs (a thread block per tile), warp
 //                matmuls and reductions (a warp per output; a block for few long reductions),
 //                every other kernel as independent
@@ -50,13 +51,13 @@ constexpr int64_t kBlockReduceMaxOutputs = 64;
 // 2112; twice that hides the stragglers), at least kSplitMinParts partials per output.
 constexpr int64_t kSplitTargetWarps = 4096;
 constexpr int64_t kSplitMinParts = 32;
-// Sorts (topk_as_heap over a whole static axis) of at least kBlockSortMin positions, and cumsums
-// and scatters along an innermost axis of at least kBlockRowMin, take a thread block per row
-// (plan.cpp block_rows), kRowTile positions at a time in shared memory (sorts: 16 KiB of slots;
-// cumsums: 8 sums a thread).
-constexpr int64_t kBlockSortMin = 512;
-constexpr int64_t kBlockRowMin = 256;
+// A thread block per row (Options::cuda_block_row_min; plan.cpp block_rows) takes kRowTile
+// positions of its row at a time in shared memory (sorts: 16 KiB of slots; cumsums: 8 sums a
+// thread).
 constexpr int64_t kRowTile = 2048;
+// The most slots (rows × n) of the sorted indices that a topk sorting its rows whole may take
+// (cuda_sort_wide_topks): 32 MiB.
+constexpr int64_t kSortedTopkMaxSlots = int64_t{1} << 22;
 // Rows and columns (at the sizes' maxima) from which a matmul or conv is a tiled GEMM.
 constexpr int64_t kTiledMinSize = 16;
 bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max);
@@ -69,6 +70,10 @@ std::optional<int64_t> reduced_positions(const ir::Graph& g, const ir::Node& n, 
 // the sizes' maxima); its arithmetic f32 FMAs or tensor-core mma on TF32, f16 or bf16 operands
 // (Options::cuda_math), its shared tiles in Options::cuda_gemm_stages stages.
 std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, const Options& options);
+
+// Topks over static axes of at least `min_positions` (Options::cuda_block_row_min) as their rows
+// sorted whole, sliced and gathered (sort_wide_topks.cpp).
+ir::Graph cuda_sort_wide_topks(ir::Graph g, int64_t min_positions);
 
 // Matmuls read views of weights (permute(W), slices of it) as new [K, N] weights (weight_layout.cpp),
 // except warp matmuls.

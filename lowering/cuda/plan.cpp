@@ -86,13 +86,13 @@ int64_t kernel_lanes(const ir::Graph& g, const ScheduledKernel& k, const ir::Sym
 
 // A kernel that a thread block per row takes (emit_topk_block_sort, emit_scan_block,
 // emit_scatter_block), where a thread per row would walk the row alone: a sort's indices kernel
-// (a topk ranked as a heap, topk_as_heap, over a whole static axis of at least kBlockSortMin
-// positions), a cumsum or a scatter along the innermost axis of at least kBlockRowMin positions
-// (at its maximum; a scatter's index row counts too), with nothing else in the kernel but
+// (a topk ranked as a heap, topk_as_heap, over a whole static axis), a cumsum or a scatter along
+// the innermost axis, of at least `min_positions` (Options::cuda_block_row_min; at the maximum;
+// a scatter's index row counts too), with nothing else in the kernel but
 // elementwise, movement, index and source ops (operands computed in place). Top-p sampling's
 // sort, cumsum and scatter of 4 rows of 50257 are otherwise 4 of the GPU's threads each, ~10^6,
 // 50257 and 100514 dependent steps.
-bool block_rows(const ir::Graph& g, const ScheduledKernel& k, const ir::SymBindings& max) {
+bool block_rows(const ir::Graph& g, const ScheduledKernel& k, const ir::SymBindings& max, int64_t min_positions) {
   bool rows = false;
   for (int i : k.nodes) {
     const ir::Node& n = g.nodes[static_cast<size_t>(i)];
@@ -101,14 +101,14 @@ bool block_rows(const ir::Graph& g, const ScheduledKernel& k, const ir::SymBindi
       const ir::Shape& x = g.type(n.operands[0]).shape;
       if (x.empty() || k.root != n.results[1] || !topk_as_heap(g, n)) return false;
       const std::optional<int64_t> length = x[static_cast<size_t>(n.attrs.i("axis"))].as_constant();
-      if (!length || *length != n.attrs.i("k") || *length < kBlockSortMin) return false;
+      if (!length || *length != n.attrs.i("k") || *length < min_positions) return false;
       rows = true;
     } else if (n.op == ir::OpKind::CumSum || n.op == ir::OpKind::Scatter) {
       const auto axis = static_cast<size_t>(n.attrs.i("axis"));
       int64_t positions = planned_size(k.loop_extents.at(axis), max);
       if (n.op == ir::OpKind::Scatter)  // the index's row too
         positions = std::max(positions, planned_size(g.type(n.operands[1]).shape[axis], max));
-      if (k.root != n.results[0] || axis + 1 != k.loop_extents.size() || positions < kBlockRowMin) return false;
+      if (k.root != n.results[0] || axis + 1 != k.loop_extents.size() || positions < min_positions) return false;
       rows = true;
     } else if (!ir::is_elementwise(c) && c != ir::OpCategory::Movement && c != ir::OpCategory::Index &&
                c != ir::OpCategory::Source) {
@@ -182,7 +182,7 @@ std::vector<cpu::CpuPlan> plan_cuda_kernels(const Schedule& s, const Options& op
     plan.row_chunk = k.loop_extents.size() >= 2 ? 1 : 0;
     if (plan.lanes == 1 && vector_elements(s.fused.graph, k, options.cuda_vector_elements))
       plan.row_chunk = options.cuda_vector_elements;
-    if (block_rows(s.fused.graph, k, max)) {
+    if (block_rows(s.fused.graph, k, max, options.cuda_block_row_min)) {
       plan.lanes = kBlock;
       plan.row_tile = kRowTile;
       plan.row_chunk = 0;

@@ -210,6 +210,12 @@ TEST(TargetErrors, CudaArchMustBeAGpuTheToolkitBuildsFor) {
   r = aotrace_cli("compile " + quote((kCases / "raises.yaml").string()) + " --cuda-split-reduce-chunk 64");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   expect_contains(r.output, "aotrace: error: --cuda-split-reduce-chunk is given, but the spec's targets have no cuda");
+  r = aotrace_cli("compile " + quote((kCases / "cuda_target.yaml").string()) + " --cuda-block-row-min 1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  expect_contains(r.output, "--cuda-block-row-min: Value 1 not in range 2 to 1099511627776");
+  r = aotrace_cli("compile " + quote((kCases / "raises.yaml").string()) + " --cuda-block-row-min 512");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_contains(r.output, "aotrace: error: --cuda-block-row-min is given, but the spec's targets have no cuda");
 }
 
 // `device: cuda` on an input: needs the cuda target, names a device aotrace knows, and only on a

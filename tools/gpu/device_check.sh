@@ -148,22 +148,24 @@ sys.exit(0 if ok else 1)
 PY
   done
 done
-# Top-k sampling's torch.topk(logits, 200) over a vocabulary of 50257 (reductions.aot; a thread
-# walks the row keeping its 200 best): its latency (its selftest above checked the numbers).
-if [ -d "$carry/reductions.aot" ]; then
+# Top-k sampling's torch.topk(logits, 200) over a vocabulary of 50257 (the row sorted whole by a
+# thread block, cuda-sort-wide-topks, its first 200 sliced and gathered), top-p sampling's sort of
+# 4 × 50257 (a thread block per row: a bitonic network, tiles in shared memory) and its whole
+# filter (sort, softmax, cumsum and scatter: blocks per row): their latency (the selftests above
+# checked the numbers), in reductions.aot (gpu_carry4) and, a thread per row,
+# reductions_threads.aot (gpu_carry3).
+for bundle in "$carry/reductions.aot" "$carry/reductions_threads.aot"; do
+  [ -d "$bundle" ] || continue
   python3 -c "import numpy as np; np.save('$inputs/logits.npy', np.random.default_rng(4).standard_normal((1, 50257)).astype(np.float32))"
-  echo "== latency reductions topk (1 × 50257, k = 200)" | tee -a "$out/latency.txt"
-  timeout 60 "$run" "$carry/reductions.aot" --entry topk --input "logits=$inputs/logits.npy" --device cuda --repeat 50 \
-    --output-dir /tmp/gpu_topk 2>&1 | grep -v '^  /tmp' | tee -a "$out/latency.txt" || status=1
-  # Top-p sampling's sort of 4 × 50257 (a thread block per row: a bitonic network, tiles in
-  # shared memory), and its whole filter (sort, softmax, cumsum and scatter: blocks per row).
   python3 -c "import numpy as np; np.save('$inputs/logits4.npy', np.random.default_rng(5).standard_normal((4, 50257)).astype(np.float32))"
-  for entry in sort top_p; do
-    echo "== latency reductions $entry (4 × 50257)" | tee -a "$out/latency.txt"
-    timeout 120 "$run" "$carry/reductions.aot" --entry $entry --input "logits=$inputs/logits4.npy" --device cuda --repeat 20 \
-      --output-dir /tmp/gpu_sort 2>&1 | grep -v '^  /tmp' | tee -a "$out/latency.txt" || status=1
+  for entry in topk sort top_p; do
+    logits=$inputs/logits4.npy
+    [ $entry = topk ] && logits=$inputs/logits.npy
+    echo "== latency $(basename "$bundle" .aot) $entry" | tee -a "$out/latency.txt"
+    timeout 120 "$run" "$bundle" --entry $entry --input "logits=$logits" --device cuda --repeat 20 \
+      --output-dir /tmp/gpu_rows 2>&1 | grep -v '^  /tmp' | tee -a "$out/latency.txt" || status=1
   done
-fi
+done
 # Why the f32 GEMM runs where it does: Nsight Compute on the BERT QKV matmul, one and two stages
 # (throughput against peak, occupancy, what the warps wait on).
 if command -v ncu >/dev/null; then

@@ -6,13 +6,16 @@
 #   gpu_carry2  resnet18.aot (224², batch 1..32), gemm.aot (the BERT layer's matmul shapes as
 #               `a @ b`, no weights: TFLOP/s) and gemm_stages2.aot (the same, double-buffered
 #               tiles: --cuda-gemm-stages 2), mlp.aot (examples/mlp: compute-sanitizer's subject)
-#   gpu_carry3  bert_layer_tf32.aot, gpt2_block_tf32.aot: gpu_carry1's models with cuda_math tf32
+#   gpu_carry3  bert_layer_tf32.aot, gpt2_block_tf32.aot: gpu_carry1's models with cuda_math tf32;
+#               reductions_threads.aot: gpu_carry4's reductions.aot with a thread per row where
+#               it takes a thread block (--cuda-block-row-min 2^40: the block kernels' baseline)
 #   gpu_carry4  gemm_tf32.aot, gemm_f16.aot, gemm_bf16.aot: gemm.aot on tensor cores
 #               (gemm_tf32_stages2.aot: TF32 with two stages);
 #               bert_layer_warp64.aot: the BERT layer with --cuda-warp-reduce-min 64 (its softmax
 #               rows of 128 a warp each, against gpu_carry1's thread each); reductions.aot (a
 #               whole-tensor sum and min of 32 × 1024: block reductions; a row max: warps;
-#               top-k sampling's torch.topk(logits, 200) over a vocabulary of 50257: a thread;
+#               top-k sampling's torch.topk(logits, 200) over a vocabulary of 50257: the row sorted
+#               by a thread block;
 #               top-p sampling's sort of 4 × 50257, and its whole filter at 4 × 50257 and
 #               2 × 5000: a thread block per row sorts, scans and scatters);
 #               reduce_total.aot and reduce_total_unsplit.aot (x.sum(), x.abs().amax(), x.argmax() of
@@ -114,6 +117,7 @@ printf 'version: 1\nname: reductions\nscript: reductions.py\ntargets: [cuda]\nen
   "  top_p: {call: top_p, inputs: {logits: {dtype: float32, shape: [4, 50257]}}}" \
   "  top_p_small: {call: top_p, inputs: {logits: {dtype: float32, shape: [2, 5000]}}}" > "$specs/reductions.yaml"
 build "$specs/reductions.yaml" gpu_carry4
+build "$specs/reductions.yaml" gpu_carry3 reductions_threads --cuda-block-row-min $((1 << 40))
 cat > "$specs/reduce_total.py" <<'PY'
 def total(x):
     return x.sum()

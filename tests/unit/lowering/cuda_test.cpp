@@ -499,14 +499,15 @@ TEST(Cuda, BlockReductionsMeetInSharedMemory) {
   expect_outputs_match(g, inputs);  // the CPU, then the emulated blocks
 }
 
-// Sorts of at least 512 positions (topk_as_heap over a whole static axis) take a thread block
+// Sorts of at least 256 positions (topk_as_heap over a whole static axis) take a thread block
 // per row: a bitonic network in the indices' output, tiles of 2048 in shared memory
 // (emit_topk_block_sort). Rows of 9001 (padded to 16384: passes in global memory at distances
 // 8192 down to 2048, mirror and plain), largest and smallest, in 50 value levels (ties: the
 // lower index first) with NaNs of either sign and -0/+0; a sort of a computed x; f64 rows
 // (slots of indices alone, compares reading x) over 2600 (a global pass); i32 rows of 700 (one
-// tile of 1024, partly past the row); f16 rows of exactly two tiles; u8 rows of 513. A topk
-// short of the row stays a thread per row. The CPU and the emulated blocks against the reference.
+// tile of 1024, partly past the row); f16 rows of exactly two tiles; u8 rows of 513; the top
+// 8000 of x's rows (cuda-sort-wide-topks: the rows sorted whole, sliced). The CPU and the
+// emulated blocks against the reference.
 TEST(Cuda, BlockSortsSortLongRowsThroughSharedMemoryTiles) {
   const int64_t n = 9001;
   ir::Graph g;
@@ -532,10 +533,9 @@ TEST(Cuda, BlockSortsSortLongRowsThroughSharedMemoryTiles) {
   for (int64_t v = 0; v < 1026; ++v) in[4].set(v, static_cast<double>(v * 37 % 256));
   LoweredVariant gpu = lower_graph(g, "bsort_", for_gpu());
   const std::multiset<std::string> launches = launches_of(gpu);
-  EXPECT_EQ(launches.count("768"), 3u) << "x's sorts: 3 rows × 256 threads";
+  EXPECT_EQ(launches.count("768"), 4u) << "x's sorts and its top 8000 (its rows sorted whole): 3 rows × 256 threads";
   EXPECT_EQ(launches.count("512"), 2u) << "d's and u's: 2 rows × 256 threads";
   EXPECT_EQ(launches.count("256"), 2u) << "i's and h's: a row × 256 threads";
-  EXPECT_EQ(launches.count("3"), 1u) << "the top 8000 of 9001: a thread per row";
   const CudaLibrary linked = link_cuda_kernels({gpu.object}, for_gpu());  // ptxas for sm_80 and sm_90
   EXPECT_NE(linked.ptx.find("bar.sync"), std::string::npos);
   EXPECT_NE(linked.ptx.find("st.shared.u64"), std::string::npos);
@@ -630,6 +630,43 @@ TEST(Cuda, BlockScattersKeepTheLastWriteAndSumInOrder) {
   std::vector<ir::HostTensor> out = compile_and_run(r, rin, nullptr, cuda_emulation(Options{}));
   for (int64_t q = 0; q < 300; ++q)
     EXPECT_EQ(out[0].get(q), q < 260 && q % 3 == 0 ? rin[2].get(q) : rin[0].get(q)) << q;
+}
+
+// cuda-sort-wide-topks: a topk of k < n over a static axis of at least 256 sorts its rows whole
+// (a thread block per row), slices the first k indices and gathers the values: top-200 and
+// bottom-5 of 6000 with ties and NaNs of either sign, f16 rows of 700, a leading axis of 3000. A
+// symbolic axis, a short one and one whose sorted indices would pass 2^22 slots stay topks.
+TEST(Cuda, WideTopksSortTheirRows) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({2, 6000}), "L['x']");
+  ir::ValueId h = g.add_input("h", typed(DType::f16, {1, 700}), "L['h']");
+  ir::ValueId y = g.add_input("y", f32({3000, 2}), "L['y']");
+  std::vector<ir::ValueId> a = topk_of(g, x, 200, 1, true), b = topk_of(g, x, 5, 1, false);
+  std::vector<ir::ValueId> c = topk_of(g, h, 10, 1, true), d = topk_of(g, y, 7, 0, false);
+  set_outputs(g, {a[0], a[1], b[0], b[1], c[0], c[1], d[0], d[1]});
+  std::vector<ir::HostTensor> in = random_inputs(g, 13, -3, 3);
+  for (int64_t v = 0; v < 12000; ++v) in[0].set(v, static_cast<double>(v * 7919 % 300) / 50 - 3);
+  for (int64_t v : {int64_t{7}, int64_t{5999}, int64_t{6100}}) in[0].set(v, v % 2 ? -NAN : NAN);
+  for (int64_t v = 0; v < 6000; v += 4) in[2].set(v, static_cast<double>(v % 5));
+  LoweredVariant gpu = lower_graph(g, "wtopk_", for_gpu());
+  const std::multiset<std::string> launches = launches_of(gpu);
+  EXPECT_EQ(launches.count("512"), 3u) << "x's two sorts and y's: 2 rows × 256 threads";
+  EXPECT_EQ(launches.count("256"), 1u) << "h's sort: a row × 256 threads";
+  expect_outputs_match(g, in);  // the CPU, then the emulated blocks
+
+  ir::Graph stays;
+  stays.symbols["T"] = {600, 5000, 1};
+  ir::ValueId s = stays.add_input("s", ir::TensorType{DType::f32, ir::Device{}, ir::Shape{SymExpr(2), SymExpr::symbol("T")}}, "L['s']");
+  ir::ValueId shorter = stays.add_input("short", f32({8, 255}), "L['short']");
+  ir::ValueId many = stays.add_input("many", f32({4097, 1024}), "L['many']");
+  ir::ValueId fits = stays.add_input("fits", f32({4096, 1024}), "L['fits']");
+  set_outputs(stays, {topk_of(stays, s, 10, 1, true)[1], topk_of(stays, shorter, 10, 1, true)[1],
+                      topk_of(stays, many, 10, 1, true)[1], topk_of(stays, fits, 10, 1, true)[1]});
+  std::vector<int64_t> ks;
+  const ir::Graph rewritten = cuda::cuda_sort_wide_topks(stays, Options{}.cuda_block_row_min);
+  for (const ir::Node& n : rewritten.nodes)
+    if (n.op == OpKind::TopK) ks.push_back(n.attrs.i("k"));
+  EXPECT_EQ(ks, (std::vector<int64_t>{10, 10, 10, 1024})) << "only fits' rows sorted whole";
 }
 
 // cuda-split-reductions: sums, maxima and minima of at least 32 × 2048 positions into few
