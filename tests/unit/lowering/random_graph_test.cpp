@@ -472,13 +472,14 @@ Options gpu_options(std::mt19937& rng) {
   o.cuda_gemm_stages = one_of({1, 2});
   o.cuda_warp_reduce_min = one_of({8, 64, 256});
   o.cuda_split_reduce_chunk = one_of({1, 4, 64, 2048});
+  o.cuda_block_row_min = one_of({2, 16, 256});  // 2: every sort, topk, cumsum and scatter a block per row
   return o;
 }
 
 std::string options_str(const Options& o) {
   return "vector " + std::to_string(o.cuda_vector_elements) + ", stages " + std::to_string(o.cuda_gemm_stages) +
          ", warp-reduce-min " + std::to_string(o.cuda_warp_reduce_min) + ", split chunk " +
-         std::to_string(o.cuda_split_reduce_chunk);
+         std::to_string(o.cuda_split_reduce_chunk) + ", block-row-min " + std::to_string(o.cuda_block_row_min);
 }
 
 // "" when every element is within tol·|e| + tol·max(1, max|e|) (NaNs matching); integers exact.
