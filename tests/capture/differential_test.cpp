@@ -1,8 +1,9 @@
 // Differential test: every capture case (tests/capture/cases) that captures as one graph runs
-// three ways on the same random inputs: torch eager (through the embedded interpreter), the IR's
+// four ways on the same random inputs: torch eager (through the embedded interpreter), the IR's
 // reference implementations, and the CPU kernels lowering emits for it, run as the runtime runs
-// a bundle's plan. All three must agree in the number, shape, dtype and values of the outputs:
-// a capture that models Python or torch wrongly shows up here as a wrong number.
+// a bundle's plan, and its GPU kernels under grid emulation (lowering/cuda/). All must agree in
+// the number, shape, dtype and values of the outputs: a capture that models Python or torch
+// wrongly, or a GPU kernel that computes another number than the CPU's, shows up here.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "embed/embed.h"
 #include "tests/capture/case_header.h"
 #include "tests/unit/lowering/plan_runner.h"
+#include "tests/unit/lowering/reference_check.h"
 
 namespace fs = std::filesystem;
 using namespace aotrace;
@@ -115,21 +117,27 @@ TEST_P(Differential, ReferenceAndKernelsMatchEager) {
     inputs.insert(inputs.begin() + c.graph.rng_input, state);
     std::vector<ir::HostTensor> reference = ir::evaluate(c.graph, inputs);
     std::vector<ir::HostTensor> kernels = lowering::testing::compile_and_run(c.graph, inputs);
+    std::vector<ir::HostTensor> gpu = lowering::testing::compile_and_run(c.graph, inputs, nullptr, lowering::testing::cuda_emulation());
     ASSERT_EQ(reference.size(), want.size());
     ASSERT_EQ(kernels.size(), want.size());
+    ASSERT_EQ(gpu.size(), want.size());
     for (size_t o = 0; o < want.size(); ++o) {
       EXPECT_EQ(type_str(reference[o]), type_str(want[o])) << "output " << o;
       EXPECT_EQ(differs(kernels[o], reference[o]), "") << "output " << o << " of the CPU kernels vs the reference";
+      EXPECT_EQ(differs(gpu[o], reference[o]), "") << "output " << o << " of the GPU kernels (grid emulation) vs the reference";
     }
     return;
   }
   std::vector<ir::HostTensor> reference = ir::evaluate(c.graph, inputs);
   std::vector<ir::HostTensor> kernels = lowering::testing::compile_and_run(c.graph, inputs);
+  std::vector<ir::HostTensor> gpu = lowering::testing::compile_and_run(c.graph, inputs, nullptr, lowering::testing::cuda_emulation());
   ASSERT_EQ(reference.size(), want.size()) << "outputs of the graph vs eager";
   ASSERT_EQ(kernels.size(), want.size()) << "outputs of the kernels vs eager";
+  ASSERT_EQ(gpu.size(), want.size()) << "outputs of the emulated GPU kernels vs eager";
   for (size_t o = 0; o < want.size(); ++o) {
     EXPECT_EQ(differs(reference[o], want[o]), "") << "output " << o << " of the reference implementations";
     EXPECT_EQ(differs(kernels[o], want[o]), "") << "output " << o << " of the CPU kernels";
+    EXPECT_EQ(differs(gpu[o], want[o]), "") << "output " << o << " of the GPU kernels (grid emulation)";
   }
 }
 
