@@ -71,8 +71,8 @@ std::optional<int64_t> reduced_positions(const ir::Graph& g, const ir::Node& n, 
 // (Options::cuda_math), its shared tiles in Options::cuda_gemm_stages stages.
 std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, const Options& options);
 
-// Topks over static axes of at least `min_positions` (Options::cuda_block_row_min) as their rows
-// sorted whole, sliced and gathered (sort_wide_topks.cpp).
+// Topks over static axes of at least `min_positions` (Options::cuda_block_row_min) by chunks of
+// their rows, or as their rows sorted whole, sliced and gathered (sort_wide_topks.cpp).
 ir::Graph cuda_sort_wide_topks(ir::Graph g, int64_t min_positions);
 
 // Matmuls read views of weights (permute(W), slices of it) as new [K, N] weights (weight_layout.cpp),

@@ -148,8 +148,8 @@ sys.exit(0 if ok else 1)
 PY
   done
 done
-# Top-k sampling's torch.topk(logits, 200) over a vocabulary of 50257 (the row sorted whole by a
-# thread block, cuda-sort-wide-topks, its first 200 sliced and gathered), top-p sampling's sort of
+# Top-k sampling's torch.topk(logits, 200) over a vocabulary of 50257 (cuda-sort-wide-topks: the
+# 200 best of each chunk of 2048, a thread block each, then of those), top-p sampling's sort of
 # 4 × 50257 (a thread block per row: a bitonic network, tiles in shared memory) and its whole
 # filter (sort, softmax, cumsum and scatter: blocks per row): their latency (the selftests above
 # checked the numbers), in reductions.aot (gpu_carry4) and, a thread per row,

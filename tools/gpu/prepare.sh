@@ -14,8 +14,8 @@
 #               bert_layer_warp64.aot: the BERT layer with --cuda-warp-reduce-min 64 (its softmax
 #               rows of 128 a warp each, against gpu_carry1's thread each); reductions.aot (a
 #               whole-tensor sum and min of 32 × 1024: block reductions; a row max: warps;
-#               top-k sampling's torch.topk(logits, 200) over a vocabulary of 50257: the row sorted
-#               by a thread block;
+#               top-k sampling's torch.topk(logits, 200) over a vocabulary of 50257: chunks of
+#               2048 sorted by thread blocks;
 #               top-p sampling's sort of 4 × 50257, and its whole filter at 4 × 50257 and
 #               2 × 5000: a thread block per row sorts, scans and scatters);
 #               reduce_total.aot and reduce_total_unsplit.aot (x.sum(), x.abs().amax(), x.argmax() of

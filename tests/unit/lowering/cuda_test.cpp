@@ -632,21 +632,22 @@ TEST(Cuda, BlockScattersKeepTheLastWriteAndSumInOrder) {
     EXPECT_EQ(out[0].get(q), q < 260 && q % 3 == 0 ? rin[2].get(q) : rin[0].get(q)) << q;
 }
 
-// cuda-sort-wide-topks: a topk of k < n over a static axis of at least 256 sorts its rows whole
-// (a thread block per row), slices the first k indices and gathers the values: top-200 and
-// bottom-5 of 6000 with ties and NaNs of either sign, f16 rows of 700, a leading axis of 3000. A
-// symbolic axis, a short one and one whose sorted indices would pass 2^22 slots stay topks.
+// cuda-sort-wide-topks: a topk of k < n over a static axis of at least 256 (and shorter than
+// 4096, or k past 1024, or integer: not by chunks) sorts its rows whole (a thread block per row),
+// slices the first k indices and gathers the values: top-200 and bottom-5 of 3000 with ties and
+// NaNs of either sign, f16 rows of 700, a leading axis of 3000. A symbolic axis, a short one
+// and one whose sorted indices would pass 2^22 slots stay topks.
 TEST(Cuda, WideTopksSortTheirRows) {
   ir::Graph g;
-  ir::ValueId x = g.add_input("x", f32({2, 6000}), "L['x']");
+  ir::ValueId x = g.add_input("x", f32({2, 3000}), "L['x']");
   ir::ValueId h = g.add_input("h", typed(DType::f16, {1, 700}), "L['h']");
   ir::ValueId y = g.add_input("y", f32({3000, 2}), "L['y']");
   std::vector<ir::ValueId> a = topk_of(g, x, 200, 1, true), b = topk_of(g, x, 5, 1, false);
   std::vector<ir::ValueId> c = topk_of(g, h, 10, 1, true), d = topk_of(g, y, 7, 0, false);
   set_outputs(g, {a[0], a[1], b[0], b[1], c[0], c[1], d[0], d[1]});
   std::vector<ir::HostTensor> in = random_inputs(g, 13, -3, 3);
-  for (int64_t v = 0; v < 12000; ++v) in[0].set(v, static_cast<double>(v * 7919 % 300) / 50 - 3);
-  for (int64_t v : {int64_t{7}, int64_t{5999}, int64_t{6100}}) in[0].set(v, v % 2 ? -NAN : NAN);
+  for (int64_t v = 0; v < 6000; ++v) in[0].set(v, static_cast<double>(v * 7919 % 300) / 50 - 3);
+  for (int64_t v : {int64_t{7}, int64_t{2999}, int64_t{3100}}) in[0].set(v, v % 2 ? -NAN : NAN);
   for (int64_t v = 0; v < 6000; v += 4) in[2].set(v, static_cast<double>(v % 5));
   LoweredVariant gpu = lower_graph(g, "wtopk_", for_gpu());
   const std::multiset<std::string> launches = launches_of(gpu);
@@ -667,6 +668,43 @@ TEST(Cuda, WideTopksSortTheirRows) {
   for (const ir::Node& n : rewritten.nodes)
     if (n.op == OpKind::TopK) ks.push_back(n.attrs.i("k"));
   EXPECT_EQ(ks, (std::vector<int64_t>{10, 10, 10, 1024})) << "only fits' rows sorted whole";
+}
+
+// A floating topk of k <= 1024 over 4096 or more positions goes by chunks of 2048 (padded with
+// what loses to every element), a block sorting each, the chunks' k best the candidates of a
+// topk of k again: top-k sampling's top-200 of 50257 (25 chunks, then 3, then a sort of 600);
+// the bottom 100 of 9001 with NaNs of either sign (last) and ties across chunks (the lower index
+// first); f16 rows of 5000; f64 with k = 1024 (the largest by chunks); rows mostly NaN (smallest:
+// the NaNs come before the padding) and mostly -inf (largest: ties with the padding by index).
+// k = 1025 and i32 rows sort whole instead.
+TEST(Cuda, NarrowTopksOfLongRowsGoByChunks) {
+  ir::Graph g;
+  ir::ValueId v = g.add_input("v", f32({1, 50257}), "L['v']");
+  ir::ValueId x = g.add_input("x", f32({3, 9001}), "L['x']");
+  ir::ValueId h = g.add_input("h", typed(DType::f16, {2, 5000}), "L['h']");
+  ir::ValueId d = g.add_input("d", typed(DType::f64, {1, 4500}), "L['d']");
+  ir::ValueId i = g.add_input("i", typed(DType::i32, {1, 5000}), "L['i']");
+  ir::ValueId w = g.add_input("w", f32({2, 4500}), "L['w']");
+  std::vector<ir::ValueId> a = topk_of(g, v, 200, 1, true), b = topk_of(g, x, 100, 1, false), c = topk_of(g, h, 10, 1, true);
+  std::vector<ir::ValueId> e = topk_of(g, d, 1024, 1, true), f = topk_of(g, x, 1025, 1, true), j = topk_of(g, i, 10, 1, false);
+  // w's rows mostly NaN (row 0) and -inf (row 1): the k reach them, never the padding.
+  std::vector<ir::ValueId> m = topk_of(g, w, 1000, 1, false), l = topk_of(g, w, 1000, 1, true);
+  set_outputs(g, {a[0], a[1], b[0], b[1], c[0], c[1], e[0], e[1], f[0], f[1], j[0], j[1], m[0], m[1], l[0], l[1]});
+  std::vector<ir::HostTensor> in = random_inputs(g, 17, -3, 3);
+  for (int64_t p = 0; p < 3 * 9001; ++p) in[1].set(p, static_cast<double>(p * 7919 % 200) / 40 - 2.5);  // ties everywhere
+  for (int64_t p : {int64_t{5}, int64_t{4000}, int64_t{9000}, int64_t{9001 + 2047}, int64_t{2 * 9001 + 8999}}) in[1].set(p, p % 2 ? -NAN : NAN);
+  for (int64_t p = 0; p < 10000; p += 3) in[2].set(p, 2.5);  // f16 ties across chunks
+  for (int64_t p = 0; p < 9000; ++p)
+    if (p % 9 != 0) in[5].set(p, p < 4500 ? NAN : -INFINITY);
+  std::vector<int64_t> ks;
+  for (const ir::Node& n : cuda::cuda_sort_wide_topks(g, Options{}.cuda_block_row_min).nodes)
+    if (n.op == OpKind::TopK) ks.push_back(n.attrs.i("k"));
+  std::sort(ks.begin(), ks.end());
+  // Chunks sorted whole (2048 each) for v (twice), x, h, d and w's two; the last stages: v 600,
+  // x 500, w's 3000 sorted whole, h a topk of 10 of 30, d 3072 sorted whole; x's 1025 and i's
+  // sorted whole.
+  EXPECT_EQ(ks, (std::vector<int64_t>{10, 500, 600, 2048, 2048, 2048, 2048, 2048, 2048, 2048, 3000, 3000, 3072, 5000, 9001}));
+  expect_outputs_match(g, in);  // the CPU, then the emulated blocks
 }
 
 // cuda-split-reductions: sums, maxima and minima of at least 32 × 2048 positions into few
