@@ -191,6 +191,7 @@ VarRef random_factory(Translator&, const CallArgs&, bool normal);
 VarRef random_like(Translator&, const CallArgs&, bool normal);
 VarRef randint(Translator&, const CallArgs&);
 VarRef bernoulli(Translator&, const CallArgs&);
+VarRef multinomial(Translator&, const CallArgs&);
 VarRef bitwise_xor(Translator&, const CallArgs&);
 VarRef add_matmul(Translator&, const CallArgs&, bool batched);  // addmm, baddbmm
 VarRef glu(Translator&, const CallArgs&);
@@ -237,6 +238,7 @@ VarRef scatter(Translator&, const CallArgs&, bool add);  // scatter, scatter_add
 ValueId scatter_into(Translator& t, ValueId self, int dim, ValueId index, ValueId src, bool accumulate, const char* what);
 VarRef index_add(Translator&, const CallArgs&);
 VarRef take_along_dim(Translator&, const CallArgs&);
+VarRef searchsorted(Translator&, const CallArgs&, bool bucketize);  // searchsorted, bucketize
 VarRef var_mean(Translator&, const CallArgs&, bool take_sqrt);  // var_mean, std_mean
 VarRef median(Translator&, const CallArgs&);
 VarRef kthvalue(Translator&, const CallArgs&);

@@ -99,4 +99,32 @@ VarRef dropout(Translator& t, const CallArgs& a) {
   return r;
 }
 
+// torch.multinomial(probs, 1) / probs.multinomial(1): per row of probs ([n] or [rows, n]), the
+// first category whose running sum of probs passes a uniform draw times the row's total
+// (searchsorted right of the cumsum): category i with probability p_i / total, never one of
+// probability 0. One sample per row; more, with or without replacement, are refused.
+VarRef multinomial(Translator& t, const CallArgs& call) {
+  CallArgs a = bind_schema(t, "aten::multinomial", call);
+  refuse_generator(t, a, "torch.multinomial");
+  ValueId p = tensor(t, a.kw("self"), "multinomial");
+  const ir::TensorType type = type_of(t, p);
+  if (type.rank() != 1 && type.rank() != 2)
+    user_error("multinomial: probabilities must be 1-D or 2-D, got " + type.str() + " (torch raises here too)", t.loc());
+  const int64_t samples = int_arg(t, a.kw("num_samples"), "multinomial num_samples");
+  if (samples != 1)
+    unsupported(t, "multinomial with num_samples = " + std::to_string(samples),
+                "draw one sample per call (num_samples=1), or sample with torch.topk(probs.log() - "
+                "torch.log(-torch.log(torch.rand_like(probs))), k) for k samples without replacement");
+  const int axis = type.rank() - 1;
+  const int64_t n = static_dim(t, p, axis, "multinomial");
+  if (n == 0) user_error("multinomial: no categories to draw from (torch raises here too)", t.loc());
+  if (!ir::is_floating(type.dtype)) user_error("multinomial: probabilities must be floating (torch raises here too)", t.loc());
+  ValueId cdf = node(t, OpKind::CumSum, {p}, ir::Attrs().set("axis", int64_t{axis}));
+  ValueId total = node(t, OpKind::Slice, {cdf},
+                       ir::Attrs().set("axis", int64_t{axis}).set("start", n - 1).set("end", n).set("step", int64_t{1}));
+  ValueId u = random_of(t, type_of(t, total).shape, type.dtype, "uniform");
+  ValueId chosen = node(t, OpKind::SearchSorted, {cdf, node(t, OpKind::Mul, {u, total})}, ir::Attrs().set("right", int64_t{1}));
+  return wrap_value(node(t, OpKind::Minimum, {chosen, constant(t, static_cast<double>(n - 1), DType::i64)}));
+}
+
 }  // namespace aotrace::embed::ops

@@ -295,4 +295,38 @@ VarRef cumprod(Translator& t, const CallArgs& call) {
   return add(t, OpKind::Concat, parts, ir::Attrs().set("axis", int64_t{axis}));
 }
 
+// torch.searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
+// sorter=None) and torch.bucketize(input, boundaries, *, out_int32=False, right=False): a
+// searchsorted op (torch's binary search: NaN goes past every element) over both in the dtype
+// they promote to; a Python number as the input gives a 0-d result (a 1-D sequence only).
+VarRef searchsorted(Translator& t, const CallArgs& call, bool bucketize) {
+  const char* what = bucketize ? "bucketize" : "searchsorted";
+  CallArgs a = bind_schema(t, bucketize ? "aten::bucketize" : "aten::searchsorted", call);
+  ValueId sorted = tensor(t, a.kw(bucketize ? "boundaries" : "sorted_sequence"), what);
+  const int rank = type_of(t, sorted).rank();
+  if (rank == 0 || (bucketize && rank != 1))
+    user_error(std::string(what) + ": the boundaries must be " + (bucketize ? "1-D" : "at least 1-D") +
+                   ", got " + type_of(t, sorted).str() + " (torch raises here too)", t.loc());
+  bool right = bool_arg(t, a.kw("right"), false);
+  if (VarRef sorter = a.kw("sorter"); sorter && !is_none(sorter))
+    unsupported(t, "searchsorted(sorter=...)", "pass the sequence sorted: torch.gather(seq, -1, sorter)");
+  if (VarRef side = a.kw("side"); side && !is_none(side)) {
+    const std::string s = str_arg(t, side, "searchsorted side", "left");
+    if (s != "left" && s != "right")
+      user_error("searchsorted: side must be 'left' or 'right', got '" + s + "' (torch raises here too)", t.loc());
+    if (right && s == "left")
+      user_error("searchsorted: side and right can't be set to opposites (torch raises here too)", t.loc());
+    right = s == "right";
+  }
+  const VarRef input = a.kw("self");
+  ValueId values = tensor_or_scalar(t, input, type_of(t, sorted).dtype, what);
+  if (type_of(t, values).rank() == 0 && rank != 1)
+    user_error("searchsorted: a scalar input needs a 1-D sorted sequence, got " + type_of(t, sorted).str() +
+                   " (torch raises here too)", t.loc());
+  const DType dt = ir::promote(type_of(t, sorted).dtype, type_of(t, values).dtype);
+  ValueId r = node(t, OpKind::SearchSorted, {cast(t, sorted, dt), cast(t, values, dt)},
+                   ir::Attrs().set("right", int64_t{right}));
+  return wrap_value(bool_arg(t, a.kw("out_int32"), false) ? cast(t, r, DType::i32) : r);
+}
+
 }  // namespace aotrace::embed::ops

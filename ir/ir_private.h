@@ -63,6 +63,7 @@ InferFn infer_pad();
 InferFn infer_concat();
 InferFn infer_gather();
 InferFn infer_index_select();
+InferFn infer_search_sorted();
 InferFn infer_topk();
 InferFn infer_tri(std::string_view op);
 // op_rules_nn.cpp: convolution, pooling, normalisation, resizing.
@@ -111,6 +112,7 @@ ReferenceFn reference_pad(InferFn infer);
 ReferenceFn reference_concat(InferFn infer);
 ReferenceFn reference_gather(InferFn infer);
 ReferenceFn reference_index_select(InferFn infer);
+ReferenceFn reference_search_sorted(InferFn infer);
 ReferenceFn reference_topk(InferFn infer);
 // op_reference_nn.cpp
 ReferenceFn reference_conv(InferFn infer);

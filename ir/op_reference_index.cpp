@@ -191,6 +191,27 @@ ReferenceFn reference_gather(InferFn infer) {
   });
 }
 
+ReferenceFn reference_search_sorted(InferFn infer) {
+  return with_results(infer, [](Tensors in, const Attrs& attrs, std::vector<HostTensor>& out) {
+    const HostTensor &sorted = in[0], &values = in[1];
+    const bool right = attrs.i("right") != 0;
+    const int64_t n = sorted.shape.back(), rows = sorted.numel() / std::max<int64_t>(n, 1);
+    const int64_t per_row = sorted.shape.size() == 1 ? values.numel() : values.numel() / std::max<int64_t>(rows, 1);
+    for (int64_t i = 0; i < values.numel(); ++i) {
+      const int64_t row = sorted.shape.size() == 1 ? 0 : i / std::max<int64_t>(per_row, 1);
+      const double v = values.get(i);
+      int64_t lo = 0, hi = n;
+      while (lo < hi) {
+        const int64_t mid = (lo + hi) / 2;
+        const double s = sorted.get(row * n + mid);
+        if (right ? !(s > v) : !(s >= v)) lo = mid + 1;
+        else hi = mid;
+      }
+      out[0].set(i, static_cast<double>(lo));
+    }
+  });
+}
+
 ReferenceFn reference_index_select(InferFn infer) {
   return with_results(infer, [](Tensors in, const Attrs& attrs, std::vector<HostTensor>& out) {
     int64_t axis = attrs.i("axis");

@@ -177,6 +177,27 @@ InferFn infer_gather() {
   };
 }
 
+InferFn infer_search_sorted() {
+  return [](Types t, const Attrs&) {
+    check_same_device("searchsorted", t);
+    const TensorType &sorted = t[0], &values = t[1];
+    if (sorted.rank() == 0) user_error("searchsorted: the sorted sequence " + sorted.str() + " must have at least one dim");
+    if (sorted.dtype != values.dtype)
+      user_error("searchsorted: the sorted sequence " + sorted.str() + " and the values " + values.str() + " must have one dtype");
+    if (sorted.rank() > 1) {
+      bool same = values.rank() == sorted.rank();
+      for (int d = 0; same && d + 1 < sorted.rank(); ++d) {
+        auto diff = (sorted.shape[static_cast<size_t>(d)] - values.shape[static_cast<size_t>(d)]).as_constant();
+        same = !diff || *diff == 0;
+      }
+      if (!same)
+        user_error("searchsorted: the values " + values.str() + " must have the leading dims of the sorted sequence " +
+                   sorted.str() + " (or the sequence be 1-D; torch raises here too)");
+    }
+    return std::vector<TensorType>{{DType::i64, values.device, values.shape}};
+  };
+}
+
 InferFn infer_index_select() {
   return [](Types t, const Attrs& attrs) {
     check_same_device("index_select", t);

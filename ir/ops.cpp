@@ -159,6 +159,7 @@ std::vector<OpInfo> build_table() {
   primitive(OpKind::Concat, infer_concat(), reference_concat);
   primitive(OpKind::Gather, infer_gather(), reference_gather);
   primitive(OpKind::IndexSelect, infer_index_select(), reference_index_select);
+  primitive(OpKind::SearchSorted, infer_search_sorted(), reference_search_sorted);
   primitive(OpKind::Conv, infer_conv(), reference_conv);
   primitive(OpKind::Pool, infer_pool(), reference_pool);
   primitive(OpKind::TopK, infer_topk(), reference_topk);

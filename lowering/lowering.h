@@ -86,7 +86,7 @@ struct Options {
   // never splits).
   int64_t cuda_split_reduce_chunk = 2048;
   // Rows of at least this many positions take a thread block each on the GPU, not a thread: sorts
-  // (and topks over a static axis, sorted whole: lowering/cuda/sort_wide_topks.cpp), and cumsums
+  // (and topks over a static axis, by chunks or sorted whole: lowering/cuda/sort_wide_topks.cpp), and cumsums
   // and scatters along an innermost axis (lowering/cuda/plan.cpp block_rows; hidden `compile
   // --cuda-block-row-min N` for measuring on a GPU: a huge N keeps a thread per row).
   int64_t cuda_block_row_min = 256;

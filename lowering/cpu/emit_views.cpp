@@ -10,10 +10,12 @@
 //                                           cannot raise inside a kernel: it is clamped to the
 //                                           nearest valid position (documented behaviour; torch
 //                                           raises "index out of range");
+//   searchsorted                            torch's binary search over the value's row: a
+//                                           loop of log n loads (the one op here with a loop);
 //   arange                                  start + i * step computed in double, then converted.
 // Symbolic dims: reshape_groups pairs dims by equal SymExpr products, strides are SymExprs.
 // Test: lowering_tests Ops.Slice*, Ops.Flip*, Ops.Pad*, Ops.Concat*, Ops.Gather*, Dynamic.*,
-// Ops.IndexSelect*, Ops.Arange*.
+// Ops.IndexSelect*, Ops.SearchSorted*, Ops.Arange*.
 #include "lowering/cpu/kernel_emitter.h"
 
 #include <algorithm>
@@ -184,6 +186,7 @@ llvm::Value* KernelEmitter::emit_concat(const ir::Node& n, const Index& idx) {
 }
 
 llvm::Value* KernelEmitter::emit_index(const ir::Node& n, const Index& idx) {
+  if (n.op == ir::OpKind::SearchSorted) return emit_search_sorted(n, idx);
   ir::ValueId x = n.operands[0], index = n.operands[1];
   auto axis = static_cast<size_t>(n.attrs.i("axis"));
   ir::DType rt = dtype(n.results[0]);
@@ -202,6 +205,46 @@ llvm::Value* KernelEmitter::emit_index(const ir::Node& n, const Index& idx) {
   Index src = idx;
   src[axis] = clamp(i, length);
   return convert(b_, emit(x, src), dtype(x), rt);
+}
+
+// searchsorted: torch's binary search (ops.def) for the value at `idx` over its row of the sorted
+// sequence (the row of idx's leading dims; a 1-D sequence: the one row), O(log n) loads of it.
+llvm::Value* KernelEmitter::emit_search_sorted(const ir::Node& n, const Index& idx) {
+  const ir::ValueId sorted = n.operands[0], values = n.operands[1];
+  const bool right = n.attrs.i("right") != 0;
+  const ir::DType t = dtype(values);
+  const ir::Shape& sd = dims(sorted);
+  llvm::Value* v = emit(values, idx);
+  const Index row = sd.size() == 1 ? Index{} : Index(idx.begin(), idx.end() - 1);
+  llvm::Value* length = size(sd.back());
+  llvm::Type* i64t = b_.getInt64Ty();
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, "search", fn_);
+  auto* probe = llvm::BasicBlock::Create(ctx_, "search.probe", fn_);
+  auto* done = llvm::BasicBlock::Create(ctx_, "search.end", fn_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* lo = b_.CreatePHI(i64t, 2, "lo");
+  llvm::PHINode* hi = b_.CreatePHI(i64t, 2, "hi");
+  lo->addIncoming(i64(0), pre);
+  hi->addIncoming(length, pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(lo, hi), probe, done);
+  b_.SetInsertPoint(probe);
+  memo_.emplace_back();
+  llvm::Value* mid = b_.CreateLShr(b_.CreateAdd(lo, hi), 1);
+  Index at = row;
+  at.push_back(mid);
+  llvm::Value* s = emit(sorted, at);
+  llvm::Value* go;  // !(row[mid] >= value) (right: !(row[mid] > value)): true where either is NaN
+  if (ir::is_floating(t)) go = right ? b_.CreateFCmpULE(s, v) : b_.CreateFCmpULT(s, v);
+  else if (t == ir::DType::u8 || t == ir::DType::b8) go = right ? b_.CreateICmpULE(s, v) : b_.CreateICmpULT(s, v);
+  else go = right ? b_.CreateICmpSLE(s, v) : b_.CreateICmpSLT(s, v);
+  memo_.pop_back();
+  lo->addIncoming(b_.CreateSelect(go, b_.CreateAdd(mid, i64(1)), lo), b_.GetInsertBlock());
+  hi->addIncoming(b_.CreateSelect(go, hi, mid), b_.GetInsertBlock());
+  b_.CreateBr(header);
+  b_.SetInsertPoint(done);
+  return convert(b_, lo, ir::DType::i64, dtype(n.results[0]));
 }
 
 llvm::Value* KernelEmitter::emit_arange(const ir::Node& n, const Index& idx) {

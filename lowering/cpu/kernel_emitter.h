@@ -151,6 +151,7 @@ class KernelEmitter {
   bool emit_pad_rows(const ir::Node& n, llvm::Value* begin, llvm::Value* end);
   llvm::Value* emit_concat(const ir::Node& n, const Index& idx);
   llvm::Value* emit_index(const ir::Node& n, const Index& idx);
+  llvm::Value* emit_search_sorted(const ir::Node& n, const Index& idx);
   llvm::Value* emit_arange(const ir::Node& n, const Index& idx);
   llvm::Value* emit_random(const ir::Node& n, const Index& idx);
   // Pointer to element `idx` of a strided view (batch-broadcast dims may be given as 0).

@@ -238,6 +238,31 @@ TEST(Ops, TopKSortsOfWideRowsAsAHeap) {
   expect_outputs_match(g, in);
 }
 
+// searchsorted (emit_search_sorted: torch's binary search per value): sorted rows of 50 with
+// ties (left and right differ), values on them, between, below, above and NaN (past every
+// element), NaN at a row's end (as torch.sort leaves it); one 1-D sequence for values of rank 3;
+// i32; a searchsorted fused into a consumer; the CPU and the emulated GPU against the reference.
+TEST(Ops, SearchSortedFindsTorchsInsertionPoints) {
+  ir::Graph g;
+  ir::ValueId rows = g.add_input("rows", f32({3, 50}), "L['rows']");
+  ir::ValueId v = g.add_input("v", f32({3, 9}), "L['v']");
+  ir::ValueId edges = g.add_input("edges", typed(DType::i32, {17}), "L['edges']");
+  ir::ValueId w = g.add_input("w", typed(DType::i32, {2, 3, 5}), "L['w']");
+  auto search = [&](ir::ValueId s, ir::ValueId x, bool right) {
+    return g.add(OpKind::SearchSorted, {s, x}, attrs({{"right", int64_t{right}}}));
+  };
+  set_outputs(g, {search(rows, v, false), search(rows, v, true), search(edges, w, false), search(edges, w, true),
+                  g.add(OpKind::Mul, {search(rows, v, true), g.constant(2, DType::i64)})});
+  std::vector<ir::HostTensor> in = random_inputs(g, 5, 0, 20);
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t j = 0; j < 50; ++j) in[0].set(r * 50 + j, static_cast<double>(j / 3) + r);  // ties of 3
+  in[0].set(2 * 50 + 49, NAN);
+  const double values[] = {5, 5.5, -1, 100, NAN, 0, 16, 16.5, 2};
+  for (int64_t e = 0; e < 27; ++e) in[1].set(e, values[e % 9] + static_cast<double>(e / 9));
+  for (int64_t j = 0; j < 17; ++j) in[2].set(j, static_cast<double>(j / 2 * 3));
+  expect_outputs_match(g, in);
+}
+
 // Scatter kernels (emit_scatter_rows: each row copies self's row, then writes src where the
 // index points, in order): repeated positions (the last write wins; accumulate: sums in order,
 // f16 rounded after each add), an index smaller than self outside the axis (the rows past it
