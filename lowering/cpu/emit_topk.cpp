@@ -99,24 +99,9 @@ std::optional<ir::SymExpr> KernelEmitter::emit_topk_rows(llvm::Value* begin, llv
   // `better`'s order) and slot `from`: a binary search for the first slot whose value v beats,
   // then the slots from there to `from` move down one (a memmove) and v takes its place.
   auto insert = [&](llvm::Value* v, llvm::Value* i, llvm::Value* from) {
-    llvm::BasicBlock* pre = b_.GetInsertBlock();
-    auto* header = llvm::BasicBlock::Create(ctx_, "topk.search", fn_);
-    auto* probe = llvm::BasicBlock::Create(ctx_, "topk.probe", fn_);
-    auto* found = llvm::BasicBlock::Create(ctx_, "topk.place", fn_);
-    b_.CreateBr(header);
-    b_.SetInsertPoint(header);
-    llvm::PHINode* lo = b_.CreatePHI(i64t, 2, "lo");
-    llvm::PHINode* hi = b_.CreatePHI(i64t, 2, "hi");
-    lo->addIncoming(i64(0), pre);
-    hi->addIncoming(from, pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(lo, hi), probe, found);
-    b_.SetInsertPoint(probe);
-    llvm::Value* mid = b_.CreateLShr(b_.CreateAdd(lo, hi), 1);
-    llvm::Value* beats = better(v, b_.CreateLoad(t, slot(values, t, mid)));
-    lo->addIncoming(b_.CreateSelect(beats, lo, b_.CreateAdd(mid, i64(1))), b_.GetInsertBlock());
-    hi->addIncoming(b_.CreateSelect(beats, mid, hi), b_.GetInsertBlock());
-    b_.CreateBr(header);
-    b_.SetInsertPoint(found);
+    llvm::Value* lo = binary_search(from, [&](llvm::Value* mid) {
+      return b_.CreateNot(better(v, b_.CreateLoad(t, slot(values, t, mid))));
+    });
     llvm::Value* moved = b_.CreateSub(from, lo);
     for (auto [array, type] : {std::pair{values, t}, std::pair{positions, i64t}}) {
       const uint64_t bytes = module_.getDataLayout().getTypeAllocSize(type);

@@ -216,34 +216,15 @@ llvm::Value* KernelEmitter::emit_search_sorted(const ir::Node& n, const Index& i
   const ir::Shape& sd = dims(sorted);
   llvm::Value* v = emit(values, idx);
   const Index row = sd.size() == 1 ? Index{} : Index(idx.begin(), idx.end() - 1);
-  llvm::Value* length = size(sd.back());
-  llvm::Type* i64t = b_.getInt64Ty();
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  auto* header = llvm::BasicBlock::Create(ctx_, "search", fn_);
-  auto* probe = llvm::BasicBlock::Create(ctx_, "search.probe", fn_);
-  auto* done = llvm::BasicBlock::Create(ctx_, "search.end", fn_);
-  b_.CreateBr(header);
-  b_.SetInsertPoint(header);
-  llvm::PHINode* lo = b_.CreatePHI(i64t, 2, "lo");
-  llvm::PHINode* hi = b_.CreatePHI(i64t, 2, "hi");
-  lo->addIncoming(i64(0), pre);
-  hi->addIncoming(length, pre);
-  b_.CreateCondBr(b_.CreateICmpSLT(lo, hi), probe, done);
-  b_.SetInsertPoint(probe);
-  memo_.emplace_back();
-  llvm::Value* mid = b_.CreateLShr(b_.CreateAdd(lo, hi), 1);
-  Index at = row;
-  at.push_back(mid);
-  llvm::Value* s = emit(sorted, at);
-  llvm::Value* go;  // !(row[mid] >= value) (right: !(row[mid] > value)): true where either is NaN
-  if (ir::is_floating(t)) go = right ? b_.CreateFCmpULE(s, v) : b_.CreateFCmpULT(s, v);
-  else if (t == ir::DType::u8 || t == ir::DType::b8) go = right ? b_.CreateICmpULE(s, v) : b_.CreateICmpULT(s, v);
-  else go = right ? b_.CreateICmpSLE(s, v) : b_.CreateICmpSLT(s, v);
-  memo_.pop_back();
-  lo->addIncoming(b_.CreateSelect(go, b_.CreateAdd(mid, i64(1)), lo), b_.GetInsertBlock());
-  hi->addIncoming(b_.CreateSelect(go, hi, mid), b_.GetInsertBlock());
-  b_.CreateBr(header);
-  b_.SetInsertPoint(done);
+  llvm::Value* lo = binary_search(size(sd.back()), [&](llvm::Value* mid) {
+    Index at = row;
+    at.push_back(mid);
+    llvm::Value* s = emit(sorted, at);
+    // !(row[mid] >= value) (right: !(row[mid] > value)): true where either is NaN
+    if (ir::is_floating(t)) return right ? b_.CreateFCmpULE(s, v) : b_.CreateFCmpULT(s, v);
+    if (t == ir::DType::u8 || t == ir::DType::b8) return right ? b_.CreateICmpULE(s, v) : b_.CreateICmpULT(s, v);
+    return right ? b_.CreateICmpSLE(s, v) : b_.CreateICmpSLT(s, v);
+  });
   return convert(b_, lo, ir::DType::i64, dtype(n.results[0]));
 }
 

@@ -316,6 +316,31 @@ void KernelEmitter::lane_loop(llvm::Value* first, llvm::Value* end, const std::f
   latch->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
 }
 
+llvm::Value* KernelEmitter::binary_search(llvm::Value* end, const std::function<llvm::Value*(llvm::Value*)>& past) {
+  llvm::Type* i64t = b_.getInt64Ty();
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, "search", fn_);
+  auto* probe = llvm::BasicBlock::Create(ctx_, "search.probe", fn_);
+  auto* done = llvm::BasicBlock::Create(ctx_, "search.end", fn_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* lo = b_.CreatePHI(i64t, 2, "lo");
+  llvm::PHINode* hi = b_.CreatePHI(i64t, 2, "hi");
+  lo->addIncoming(i64(0), pre);
+  hi->addIncoming(end, pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(lo, hi), probe, done);
+  b_.SetInsertPoint(probe);
+  memo_.emplace_back();
+  llvm::Value* mid = b_.CreateLShr(b_.CreateAdd(lo, hi), 1);
+  llvm::Value* go = past(mid);
+  memo_.pop_back();
+  lo->addIncoming(b_.CreateSelect(go, b_.CreateAdd(mid, i64(1)), lo), b_.GetInsertBlock());
+  hi->addIncoming(b_.CreateSelect(go, hi, mid), b_.GetInsertBlock());
+  b_.CreateBr(header);
+  b_.SetInsertPoint(done);
+  return lo;
+}
+
 llvm::Value* KernelEmitter::block_array(llvm::Type* t, int64_t count, const std::string& name) {
   if (!target_.nvptx) return stack_array(t, count);
   auto* type = llvm::ArrayType::get(t, static_cast<uint64_t>(count));

@@ -102,6 +102,10 @@ class KernelEmitter {
   // emulation, which runs a task's lane 0 only, runs body for tid 0 .. threads - 1 in turn
   // (Triton's interpreter and POCL's work-group loops run barriers alike).
   void block_phase(int64_t threads, bool barrier, const std::function<void(llvm::Value*)>& body);
+  // The binary search lo = 0, hi = end; while lo < hi: mid = (lo + hi) / 2, lo = mid + 1 where
+  // past(mid) (the target lies past mid), else hi = mid: the first position not past, at b_
+  // after the loop (past's values in a memo scope of their own).
+  llvm::Value* binary_search(llvm::Value* end, const std::function<llvm::Value*(llvm::Value*)>& past);
   // An array of `count` values of type `t` that a thread block shares: static shared memory on the
   // GPU (16-byte aligned), a stack array in grid emulation.
   llvm::Value* block_array(llvm::Type* t, int64_t count, const std::string& name);
