@@ -248,12 +248,13 @@ struct CpuPlan {
   int64_t lanes = 1;
   // The GPU's block-tiled GEMM (lanes = its threads: a task per thread block).
   std::optional<TiledGemmPlan> tiled;
-  // The GPU's sort or scan of a row by a thread block (lanes = its threads; emit_topk_block_sort,
-  // emit_scan_block): the row's positions in shared memory at a time (a power of two, a multiple
-  // of the lanes); 0: neither.
+  // The GPU's sort, scan or scatter of a row by a thread block (lanes = its threads;
+  // emit_topk_block_sort, emit_scan_block, emit_scatter_block): the row's positions a sort or a
+  // scan holds in shared memory at a time (a power of two, a multiple of the lanes; a scatter
+  // takes the index's row a position per lane at a time); 0: none of them.
   int64_t row_tile = 0;
   // Whether the lanes are a warp summing each reduction together (not a tiled GEMM's block nor
-  // a block sort or scan).
+  // a block's row).
   bool warp() const { return lanes > 1 && !tiled && row_tile == 0; }
 };
 

@@ -7,7 +7,7 @@
 // output element where it has an innermost dim, so that a launch has a thread per element and
 // neighbouring threads touch neighbouring addresses. Reductions keep one task per output (its
 // reduction loop inside), those that keep the innermost axis too (CpuPlan::column_chunk 0).
-// Sorts and scans of long rows take a thread block per row (block_rows).
+// Sorts, cumsums and scatters of long rows take a thread block per row (block_rows).
 // Test: lowering_tests Cuda.*.
 #include <algorithm>
 #include <limits>

@@ -2,7 +2,7 @@
 // static axis of at least Options::cuda_block_row_min positions runs on thread blocks, where as a
 // topk a thread walks each row alone (emit_topk_rows, emit_topk_heap: top-k sampling's
 // torch.topk(logits, 200) over 50257 would be one of the GPU's threads for 50257 dependent steps):
-//   chunked  (floating x, k <= kRowTile / 2, n >= 2 · kRowTile): the row padded with values
+//   chunked  (floating x, k <= kRowTile / 2, n >= 2 · kRowTile >= 2 · the threshold): the row padded with values
 //            that lose to every element (largest: -inf; smallest: NaN, which sorts last; ties
 //            with real ones lose by index) to chunks of kRowTile, the topk of each chunk (its
 //            rows sorted whole: a block per chunk, one shared tile), the chunks' k best (their
@@ -36,22 +36,17 @@ class TopkRewriter {
 
   // Whether topk `n` of graph `old` runs on thread blocks (chunked or sorted whole).
   bool rewrites(const ir::Graph& old, const ir::Node& n) const {
-    if (n.op != ir::OpKind::TopK) return false;
-    const ir::TensorType& x = old.type(n.operands[0]);
-    if (x.shape.empty()) return false;
-    const std::optional<int64_t> length = x.shape[static_cast<size_t>(n.attrs.i("axis"))].as_constant();
-    return length && *length >= min_ && n.attrs.i("k") < *length && planned_size(x.numel(), max_) <= kSortedTopkMaxSlots;
+    return n.op == ir::OpKind::TopK && on_blocks(old.type(n.operands[0]), n.attrs);
   }
 
   // topk(x) with `attrs` appended to the graph: chunked, sorted whole, or a topk as it is.
   Topk add(ir::ValueId x, const ir::Attrs& attrs, const SourceLoc& loc) {
     const ir::TensorType xt = g_.type(x);
     const int64_t axis = attrs.i("axis"), k = attrs.i("k");
-    const auto a = static_cast<size_t>(axis);
-    const std::optional<int64_t> n = xt.shape.empty() ? std::nullopt : xt.shape[a].as_constant();
-    const bool fits = planned_size(xt.numel(), max_) <= kSortedTopkMaxSlots;
-    if (n && fits && ir::is_floating(xt.dtype) && k <= kRowTile / 2 && *n >= 2 * kRowTile) return chunked(x, attrs, loc, *n);
-    if (n && fits && *n >= min_ && k < *n) {
+    if (const std::optional<int64_t> n = on_blocks(xt, attrs)) {
+      // Chunks of kRowTile sorted by blocks: where the threshold lets a block take such a row.
+      if (ir::is_floating(xt.dtype) && k <= kRowTile / 2 && *n >= 2 * kRowTile && kRowTile >= min_)
+        return chunked(x, attrs, loc, *n);
       ir::Attrs whole = attrs;
       whole.set("k", *n);
       const ir::ValueId sorted = g_.add_node(ir::OpKind::TopK, {x}, whole, loc)[1];
@@ -96,6 +91,15 @@ class TopkRewriter {
     const ir::ValueId positions = candidates(g_.add(ir::OpKind::Add, {first.indices, starts}, {}, loc));
     const Topk second = add(candidates(first.values), attrs, loc);
     return {second.values, g_.add(ir::OpKind::Gather, {positions, second.indices}, attrs_of({{"axis", axis}}), loc)};
+  }
+
+  // The topk's static row length where thread blocks take it: at least min_ positions, k short of
+  // them, the sorted indices within kSortedTopkMaxSlots.
+  std::optional<int64_t> on_blocks(const ir::TensorType& x, const ir::Attrs& attrs) const {
+    if (x.shape.empty()) return std::nullopt;
+    const std::optional<int64_t> n = x.shape[static_cast<size_t>(attrs.i("axis"))].as_constant();
+    if (!n || *n < min_ || attrs.i("k") >= *n || planned_size(x.numel(), max_) > kSortedTopkMaxSlots) return std::nullopt;
+    return n;
   }
 
   ir::Graph& g_;

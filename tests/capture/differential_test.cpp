@@ -144,15 +144,20 @@ TEST_P(Differential, ReferenceAndKernelsMatchEager) {
 INSTANTIATE_TEST_SUITE_P(Cases, Differential, ::testing::ValuesIn(test::case_names(kCases)),
                          [](const auto& info) { return info.param; });
 
+// The capture of tests/capture/cases/NAME.py at its header's call and inputs.
+embed::Capture capture_case(const std::string& name) {
+  const fs::path script = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "capture" / "cases" / (name + ".py");
+  const test::CaseHeader h = test::parse_case_header(script);
+  auto& interp = embed::Interpreter::instance();
+  interp.run_script(script);
+  return interp.capture(h.call, h.inputs);
+}
+
 // Writes through index tensors past their dim, where torch raises (setitem_out_of_range.py):
 // none lands on another element. y[i, j] = 5 at (1, 0), then (-5, 5) and (2, -9), whose linear
 // indices (1 and 3) would name (0, 1) and (0, 3); z[:, i] = -1 at columns 1, -5 and 2.
 TEST(IndexWrites, PastTheirDimWriteNothing) {
-  const fs::path script = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "capture" / "cases" / "setitem_out_of_range.py";
-  test::CaseHeader h = test::parse_case_header(script);
-  auto& interp = embed::Interpreter::instance();
-  interp.run_script(script);
-  embed::Capture c = interp.capture(h.call, h.inputs);
+  const embed::Capture c = capture_case("setitem_out_of_range");
   ASSERT_TRUE(c.breaks.empty());
   ir::HostTensor x = ir::HostTensor::zeros(ir::DType::f32, {4, 4});
   for (int64_t e = 0; e < 16; ++e) x.set(e, static_cast<double>(e));
@@ -172,11 +177,7 @@ TEST(IndexWrites, PastTheirDimWriteNothing) {
 // category's frequency within 0.015 of its probability (4.5 standard deviations at 0.5), category
 // 1 never.
 TEST(Multinomial, DrawsEachCategoryWithItsProbability) {
-  const fs::path script = fs::path(AOTRACE_SOURCE_DIR) / "tests" / "capture" / "cases" / "multinomial_rows.py";
-  test::CaseHeader h = test::parse_case_header(script);
-  auto& interp = embed::Interpreter::instance();
-  interp.run_script(script);
-  embed::Capture c = interp.capture(h.call, h.inputs);
+  const embed::Capture c = capture_case("multinomial_rows");
   ASSERT_TRUE(c.breaks.empty());
   ASSERT_GE(c.graph.rng_input, 0);
   const double probs[] = {0.1, 0, 0.6, 0.3};
