@@ -18,9 +18,11 @@ struct DescrName {
   DType dtype;
   const char* descr;
 };
+// bfloat16, which NumPy lacks, is stored as its bits in 2-byte void elements, as NumPy saves an
+// ml_dtypes.bfloat16 array (np.load gives void; `.view(ml_dtypes.bfloat16)` gets the values).
 const DescrName kDescrs[] = {{DType::f32, "<f4"}, {DType::f64, "<f8"}, {DType::f16, "<f2"},
                              {DType::i64, "<i8"}, {DType::i32, "<i4"}, {DType::i8, "|i1"},
-                             {DType::u8, "|u1"},  {DType::b8, "|b1"}};
+                             {DType::u8, "|u1"},  {DType::b8, "|b1"},  {DType::bf16, "<V2"}};
 
 Status bad(const std::string& what, const std::string& why) {
   return Status(StatusCode::invalid_argument, what + " is not a supported .npy file: " + why);
@@ -39,7 +41,7 @@ std::optional<DType> parse_descr(const std::string& d) {
   if (d.size() != 3) return std::nullopt;
   char order = d[0];
   std::string kind = d.substr(1);
-  bool one_byte = kind == "i1" || kind == "u1" || kind == "b1";
+  bool one_byte = kind == "i1" || kind == "u1" || kind == "b1" || kind == "V2";  // void: no order
   if (!(order == '<' || order == '=' || (one_byte && order == '|'))) return std::nullopt;
   for (const DescrName& n : kDescrs)
     if (kind == std::string(n.descr + 1)) return n.dtype;
@@ -87,7 +89,7 @@ Result<Tensor> npy_parse(const void* bytes, size_t size, const std::string& what
     return bad(what, "no descr");
   std::string descr = header.substr(d + 1, d_end - d - 1);
   std::optional<DType> dtype = parse_descr(descr);
-  if (!dtype) return bad(what, "dtype '" + descr + "' (supported: <f4 <f8 <f2 <i8 <i4 |i1 |u1 |b1)");
+  if (!dtype) return bad(what, "dtype '" + descr + "' (supported: <f4 <f8 <f2 <i8 <i4 |i1 |u1 |b1, and <V2 for bfloat16)");
   size_t f = value_pos(header, "fortran_order");
   if (f == std::string::npos || header.compare(f, 5, "False") != 0)
     return bad(what, "Fortran order (save a C-contiguous array)");

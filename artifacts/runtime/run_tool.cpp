@@ -85,7 +85,8 @@ const std::vector<OptionSpec>& option_specs() {
        [](RunToolOptions& o, const std::string& v) { o.entry = v; return ToolStatus{}; }},
       {"--input", "NAME=FILE.npy",
        "an input, once per input; a Python scalar input also as NAME=VALUE (3, 0.5, true), and "
-       "defaults to the value the bundle was compiled for",
+       "defaults to the value the bundle was compiled for; a float32 file for a bfloat16 input is "
+       "rounded to bfloat16 (bfloat16 outputs are written as float32)",
        [](RunToolOptions& o, const std::string& v) { o.inputs.push_back(v); return ToolStatus{}; }},
       {"--output-dir", "DIR", "where the outputs are written (default: .; created when missing)",
        [](RunToolOptions& o, const std::string& v) { o.output_dir = v; return ToolStatus{}; }},
@@ -149,6 +150,36 @@ ToolStatus input_files(const std::vector<std::string>& inputs, std::map<std::str
   return {};
 }
 
+// bfloat16, which NumPy lacks, crosses `run`'s files as float32: a float32 file for a bfloat16
+// input is rounded to it (to nearest even, as torch's .to(torch.bfloat16)), and a bfloat16
+// output is written widened to float32, exactly. (A file of bfloat16 bits, .npy descr '<V2' as
+// NumPy saves an ml_dtypes.bfloat16 array, is read as it is.)
+Tensor bfloat16_from_float32(const Tensor& t) {
+  Tensor out(DType::bf16, t.shape());
+  const float* x = t.data_as<float>();
+  auto* y = out.data_as<uint16_t>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &x[i], 4);
+    if ((bits & 0x7fffffffu) > 0x7f800000u)
+      y[i] = static_cast<uint16_t>((bits >> 16) | 0x40u);  // NaN stays NaN (quiet)
+    else
+      y[i] = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  }
+  return out;
+}
+
+Tensor float32_from_bfloat16(const TensorRef& t) {
+  Tensor out(DType::f32, t.shape);
+  const auto* x = static_cast<const uint16_t*>(t.data);
+  float* y = out.data_as<float>();
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    const uint32_t bits = static_cast<uint32_t>(x[i]) << 16;
+    std::memcpy(&y[i], &bits, 4);
+  }
+  return out;
+}
+
 // The entry's inputs from the files (and Python scalars from their values or the bundle).
 ToolStatus read_inputs(const Entry& entry, std::map<std::string, std::string> files, std::vector<Tensor>& tensors) {
   std::string expected;
@@ -166,7 +197,10 @@ ToolStatus read_inputs(const Entry& entry, std::map<std::string, std::string> fi
       if (!t.ok())
         return user_failure("input " + info.name + ": " + t.status().message(),
                             "pass --input " + info.name + "=FILE.npy with a file written by numpy.save");
-      tensors.push_back(std::move(t).value());
+      if (info.dtype == DType::bf16 && t->dtype() == DType::f32)
+        tensors.push_back(bfloat16_from_float32(*t));
+      else
+        tensors.push_back(std::move(t).value());
       files.erase(it);
       continue;
     }
@@ -337,6 +371,7 @@ std::string json_report(const Entry& entry, size_t variant, const std::string& o
     if (w.position >= 0) o += "\"position\":" + std::to_string(w.position) + ",";
     o += "\"name\":" + (w.name.empty() ? std::string("null") : json_string(w.name)) + ",\"place\":" +
          json_string(w.place) + ",\"dtype\":" + json_string(dtype_name(w.tensor.dtype)) +
+         (w.tensor.dtype == DType::bf16 ? ",\"file_dtype\":\"float32\"" : "") +
          ",\"shape\":" + json_shape(w.tensor.shape) + ",\"files\":" + json_strings(w.files) + "}";
     std::string& list = w.position >= 0 ? outputs : updated;
     list += (list.empty() ? "" : ",") + o;
@@ -357,7 +392,7 @@ std::string variant_line(const Entry& entry, size_t variant) {
 }
 
 ToolStatus write_file(const std::string& path, const TensorRef& t) {
-  Status s = npy_write(path, t);
+  Status s = t.dtype == DType::bf16 ? npy_write(path, float32_from_bfloat16(t).ref()) : npy_write(path, t);
   if (!s.ok()) return user_failure("writing " + path + ": " + s.message(), "choose another --output-dir");
   return {};
 }
@@ -583,7 +618,7 @@ ToolStatus run_tool(const RunToolOptions& options, const std::string& command, s
   for (const WrittenTensor& w : written)
     for (const std::string& file : w.files)
       out << "  " << join_path(options.output_dir, file) << "  " << w.place << "  " << dtype_name(w.tensor.dtype) << " "
-          << shape_str(w.tensor.shape) << "\n";
+          << shape_str(w.tensor.shape) << (w.tensor.dtype == DType::bf16 ? " (as float32)" : "") << "\n";
   return {};
 }
 
