@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include <xxhash.h>
@@ -127,7 +128,9 @@ artifacts::VariantSpec variant_spec(const ProfileCapture& pc, const std::string&
 
 // The variant's golden pair from torch eager (Interpreter::golden_call: the capture's real call
 // of the entry); from ir::evaluate only when eager's outputs do not fit the graph, with a warning.
-std::vector<artifacts::GoldenPair> golden_of(const ProfileCapture& pc, const std::string& variant) {
+// `noted`: the notes said so far in this compile (each once).
+std::vector<artifacts::GoldenPair> golden_of(const ProfileCapture& pc, const std::string& variant,
+                                             std::set<std::string>& noted) {
   const ir::Graph& g = pc.capture.graph;
   embed::EagerCall call = embed::Interpreter::instance().golden_call(pc.entry->call, pc.capture);
   std::optional<artifacts::GoldenPair> eager;
@@ -137,6 +140,13 @@ std::vector<artifacts::GoldenPair> golden_of(const ProfileCapture& pc, const std
       for (size_t k = 0; k < pc.inputs.size() && k < call.inputs.size(); ++k)
         if (pc.inputs[k].name == in.name) eager->inputs.push_back(call.inputs[k]);
     eager->outputs = std::move(call.outputs);
+  }
+  if (!call.widened.empty()) {
+    std::string ops;
+    for (const std::string& op : call.widened) ops += (ops.empty() ? "" : ", ") + op;
+    if (noted.insert(pc.entry->name + ": " + ops).second)
+      std::cerr << "aotrace: note: entry '" << pc.entry->name << "': torch's CPU build has no float16/bfloat16 kernels for "
+                << ops << "; its golden vectors compute them in float32 and round the results, as a GPU does\n";
   }
   std::string why;
   std::vector<artifacts::GoldenPair> golden = artifacts::make_golden(g, eager, &why);
@@ -495,6 +505,7 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
   const int per_variant = static_cast<int>(std::max<size_t>(1, cpus.size()));
   ParallelLowering lowerings(std::move(tasks), options.jobs > 0 ? options.jobs : std::max(1, hardware / per_variant));
   size_t task = 0;
+  std::set<std::string> noted;
   for (size_t e = 0; e < spec.entries.size(); ++e) {
     const shape_profiles::EntrySpec& entry = spec.entries[e];
     artifacts::EntrySpec es;
@@ -504,7 +515,7 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
       const std::string vname = "v" + std::to_string(es.variants.size());
       artifacts::VariantSpec vs = variant_spec(pc, vname);
       const auto golden_start = std::chrono::steady_clock::now();
-      vs.golden = golden_of(pc, vname);
+      vs.golden = golden_of(pc, vname, noted);
       const double golden_seconds = seconds_since(golden_start);
       double lowering_seconds = 0;
       lowering::LoweredVariant lv;  // the CPU's; `plan` stays empty without the cpu target

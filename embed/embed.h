@@ -71,6 +71,9 @@ struct EagerCall {
   std::vector<ir::HostTensor> inputs;
   std::vector<ir::HostTensor> outputs;
   bool has_outputs = false;  // false: the outputs could not be matched to the graph's
+  // The float16/bfloat16 ops torch's CPU build lacks, which the call ran widened to float32 and
+  // rounded back (as a GPU computes them): "layer_norm", "linear", …
+  std::vector<std::string> widened;
 };
 
 struct Capture {

@@ -4,6 +4,7 @@
 #include <functional>
 #include <fstream>
 #include <map>
+#include <utility>
 #include <sstream>
 
 #include "embed/embed.h"
@@ -238,14 +239,100 @@ class OneTorchThread {
   long previous_ = 1;
 };
 
-// Calls `callable(*args)` with autograd off (as for an eval-mode model).
-PyRef call_no_grad(PyObject* callable, PyObject* args) {
+// Eager float16 and bfloat16 on torch's CPU build, which lacks many float16 kernels (1.13:
+// layer_norm, linear, softmax, gelu, conv, …). A call that raises "not implemented for 'Half'"
+// (or 'BFloat16') runs again under this torch function mode: an op that raises so runs on its
+// low-precision tensors widened to float32, and its floating results are rounded back, as a
+// GPU's float16 kernels compute in float32 and round their outputs. Only ops that raise are
+// touched, and not in-place or out= ones (a widened copy would take the write), nor ops mixing
+// in wider floats (their results are wider anyway). Only calls that raised run under it: a
+// mode makes has_torch_function true, which turns torch fast paths off (nn.TransformerEncoder's
+// nested tensors). `ops` lists the ops it widened, for the compile's note.
+const char kLowPrecisionEager[] = R"PY(
+import torch
+from torch.overrides import TorchFunctionMode
+
+_LOW = ((torch.float16, "'Half'"), (torch.bfloat16, "'BFloat16'"))
+
+def lacks_kernel(e):
+    return isinstance(e, RuntimeError) and any('not implemented for ' + n in str(e) for _, n in _LOW)
+
+def _floats(v, out):
+    if isinstance(v, torch.Tensor):
+        if v.is_floating_point() and v.dim() > 0:
+            out.add(v.dtype)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            _floats(x, out)
+    elif isinstance(v, dict):
+        for x in v.values():
+            _floats(x, out)
+
+def _cast(v, src, dst):
+    if isinstance(v, torch.Tensor):
+        return v.to(dst) if v.dtype == src else v
+    if isinstance(v, tuple) and hasattr(v, '_fields'):
+        return type(v)(*[_cast(x, src, dst) for x in v])
+    if isinstance(v, (list, tuple)):
+        return type(v)(_cast(x, src, dst) for x in v)
+    if isinstance(v, dict):
+        return {k: _cast(x, src, dst) for k, x in v.items()}
+    return v
+
+class WidenLowPrecision(TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        try:
+            return func(*args, **kwargs)
+        except RuntimeError as e:
+            error = e
+        name = getattr(func, '__name__', '') or str(func)
+        low = [d for d, n in _LOW if 'not implemented for ' + n in str(error)]
+        floats = set()
+        _floats((args, kwargs), floats)
+        if len(low) != 1 or floats != {low[0]} or name.endswith('_') or 'out' in kwargs:
+            raise error
+        low = low[0]
+        result = func(*_cast(args, low, torch.float32), **_cast(kwargs, low, torch.float32))
+        if name not in self.ops:
+            self.ops.append(name)
+        return _cast(result, torch.float32, low)
+)PY";
+
+// Calls `callable(*make_args())` with autograd off (as for an eval-mode model). When it raises
+// for a float16/bfloat16 kernel torch's CPU build lacks, it calls again on new arguments (the
+// first call may have changed its own in place) with those ops widened (kLowPrecisionEager),
+// and their names go to `widened`.
+PyRef call_no_grad(PyObject* callable, const std::function<PyRef()>& make_args,
+                   std::vector<std::string>* widened = nullptr) {
   PyRef torch = torch_module();
   PyRef prev = check(PyObject_CallMethod(torch.get(), "is_grad_enabled", nullptr), "is_grad_enabled");
   check(PyObject_CallMethod(torch.get(), "set_grad_enabled", "O", Py_False), "set_grad_enabled");
-  PyObject* r = PyObject_Call(callable, args, nullptr);
+  PyObject* r = PyObject_Call(callable, make_args().get(), nullptr);
   PyObject *et, *ev, *etb;
   PyErr_Fetch(&et, &ev, &etb);
+  if (et) PyErr_NormalizeException(&et, &ev, &etb);  // torch sets a message, not an exception object
+  PyObject* helpers = helper_module("aotrace_low_precision_eager", kLowPrecisionEager);
+  PyRef lacks = !r && ev ? check(PyObject_CallFunctionObjArgs(PyDict_GetItemString(helpers, "lacks_kernel"), ev, nullptr),
+                                 "lacks_kernel")
+                         : PyRef();
+  if (lacks && PyObject_IsTrue(lacks.get())) {
+    Py_XDECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(etb);
+    PyRef mode = check(PyObject_CallNoArgs(PyDict_GetItemString(helpers, "WidenLowPrecision")), "WidenLowPrecision");
+    check(PyObject_CallMethod(mode.get(), "__enter__", nullptr), "WidenLowPrecision.__enter__");
+    r = PyObject_Call(callable, make_args().get(), nullptr);
+    PyErr_Fetch(&et, &ev, &etb);
+    check(PyObject_CallMethod(mode.get(), "__exit__", "OOO", Py_None, Py_None, Py_None), "WidenLowPrecision.__exit__");
+    PyRef ops = check(PyObject_GetAttrString(mode.get(), "ops"), "WidenLowPrecision.ops");
+    for (Py_ssize_t i = 0; widened && i < PyList_Size(ops.get()); ++i)
+      widened->push_back(py_str(PyList_GetItem(ops.get(), i)));
+  }
   check(PyObject_CallMethod(torch.get(), "set_grad_enabled", "O", prev.get()), "set_grad_enabled");
   PyErr_Restore(et, ev, etb);
   if (!r)
@@ -517,7 +604,18 @@ Capture Interpreter::capture(const std::string& call_expr, const std::vector<Cap
   try {
     OneTorchThread one_thread;
     ScopedFrameHook hook(request);
-    result = call_no_grad(callable.get(), args.get());
+    bool first = true;
+    auto make_args = [&] {  // a second call (widened) gets new inputs: the first may have changed its own
+      if (!std::exchange(first, false)) {
+        for (size_t i = 0; i < inputs.size(); ++i)
+          leaves[i] = inputs[i].scalar ? python_scalar(inputs[i].value, inputs[i].dtype)
+                                       : tensor_from_host(out.example.inputs[i]);
+        leaf_tuple = tuple_of(leaves);
+        args = build_arguments(arguments, leaves);
+      }
+      return args;
+    };
+    result = call_no_grad(callable.get(), make_args, &out.example.widened);
   } catch (const UserError&) {
     // The Translator's diagnosis (e.g. a shape mismatch at the user's line) comes first.
     if (request.error) std::rethrow_exception(request.error);
@@ -537,19 +635,21 @@ namespace {
 // arguments by `arguments` (empty: one tensor per input); `leaves` gets the inputs passed, as
 // the call left them.
 PyRef call_entry(const std::string& call_expr, const std::vector<ir::HostTensor>& inputs,
-                 std::vector<CaptureArg> arguments, PyRef& leaves) {
+                 std::vector<CaptureArg> arguments, PyRef& leaves, std::vector<std::string>* widened = nullptr) {
   PyRef callable = evaluate_call(call_expr);
   if (is_module(callable.get())) check(PyObject_CallMethod(callable.get(), "eval", nullptr), "eval()");
   if (arguments.empty())
     for (size_t i = 0; i < inputs.size(); ++i) arguments.push_back({CaptureArg::Kind::Tensor, "", static_cast<int>(i), {}});
   std::vector<bool> scalar(inputs.size(), false);
   for (const CaptureArg& a : arguments) mark_scalars(a, scalar);
-  std::vector<PyRef> values;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    values.push_back(scalar[i] ? python_scalar(inputs[i].get(0), inputs[i].dtype) : tensor_from_host(inputs[i]));
-  leaves = tuple_of(values);
-  PyRef args = build_arguments(arguments, values);
-  return call_no_grad(callable.get(), args.get());
+  auto make_args = [&] {  // each call new tensors: a failed one may have changed its own
+    std::vector<PyRef> values;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      values.push_back(scalar[i] ? python_scalar(inputs[i].get(0), inputs[i].dtype) : tensor_from_host(inputs[i]));
+    leaves = tuple_of(values);
+    return build_arguments(arguments, values);
+  };
+  return call_no_grad(callable.get(), make_args, widened);
 }
 
 // Small integers in [0, 4) (booleans: 0 or 1) from a fixed seed, in place of zeros.
@@ -603,7 +703,7 @@ EagerCall Interpreter::golden_call(const std::string& call_expr, const Capture& 
   try {
     OneTorchThread one_thread;
     PyRef leaves;
-    PyRef out = call_entry(call_expr, call.inputs, capture.arguments, leaves);
+    PyRef out = call_entry(call_expr, call.inputs, capture.arguments, leaves, &call.widened);
     record_outputs(out.get(), leaves.get(), capture.graph, call);
   } catch (const UserError&) {
     return example;  // e.g. an index out of range: the zeros are valid
