@@ -24,6 +24,8 @@
 //     transform is inlined as its consumers' reduction. But a Winograd conv of few input
 //     channels is one kernel: its GEMMs (U pre-packed) and input tiles are inlined into the
 //     output transform's kernel, which keeps that as its reduction (fused_winograd_gemm);
+//   - pack_weights' cast of an f16/bf16 weight's f32 panels back to its type is inlined into the
+//     GEMM that reads the panels (packed_weight_cast);
 //   - graph outputs and everything else are materialised: each is the root of a kernel.
 // Test: lowering_tests Fusion.* (an elementwise chain is one kernel, softmax's kernels, the
 // linear epilogue, conv + batch-norm + relu, the heads' merge copied for the GEMM), Winograd.*
@@ -176,9 +178,22 @@ struct Fuser {
            !is_output[static_cast<size_t>(n->operands[1])];
   }
 
+  // pack_weights' cast of an f16/bf16 weight's f32 panels back to its type, the packed operand
+  // of a matmul or conv: the GEMM reads the panels in place (the cast is exact), so it is
+  // inlined as the view under it is.
+  bool packed_weight_cast(ir::ValueId v) const {
+    const ir::Node* n = producer_of(v);
+    const ir::Node* user = single_user(v);
+    if (n == nullptr || n->op != ir::OpKind::Cast || user == nullptr) return false;
+    const bool conv = user->op == ir::OpKind::Conv;
+    if (!conv && user->op != ir::OpKind::Matmul) return false;
+    return (user->attrs.has("packed_a") && user->operands[conv ? 1 : 0] == v) ||
+           (!conv && user->attrs.has("packed_b") && user->operands[1] == v);
+  }
+
   bool can_inline(ir::ValueId v, ir::OpCategory cat, const std::set<Context>& ctxs) const {
     if (is_output[static_cast<size_t>(v)] || ctxs.empty() || always_materialised(cat)) return false;
-    if (fused_winograd_gemm(v)) return true;
+    if (fused_winograd_gemm(v) || packed_weight_cast(v)) return true;
     if (const ir::Node* user = single_user(v); user != nullptr && user->op == ir::OpKind::Matmul &&
                                                fused_winograd_gemm(user->results[0]))
       return true;  // the input tiles of such GEMMs

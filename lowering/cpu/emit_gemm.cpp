@@ -27,7 +27,10 @@
 // place: only the activation side is packed per call.
 //
 // Taken: f32 matmul with both operands of rank >= 2, and f32 conv with groups == 1, when the
-// product is big enough to pay for packing (M >= 4, N >= 8, K >= 8). Everything else keeps the
+// product is big enough to pay for packing (M >= 4, N >= 8, K >= 8); f16 and bf16 too, their
+// operands widened to f32 as they are packed (A never read in place; weights pre-packed as f32
+// panels) and their sums rounded to the type before the epilogue, as the per-element loop
+// rounds its sum. Everything else keeps the
 // per-element loops of emit_reductions.cpp, but depthwise convs (emit_depthwise.cpp). That
 // choice and the blocking (GemmPlan) are made before codegen, by cpu/plan.cpp (the "cpu-plan"
 // pass, `--dump cpu-plan`); this file carries them out.
@@ -177,13 +180,17 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
       vi.push_back(pack_a ? k : base);
       llvm::Value* from = strided_address(*view, vi);
       const ir::SymExpr& step = view->strides[vs.size() - (pack_a ? 2 : 1)];
+      // f16/bf16 elements are loaded as their bits and widened (a vector at a time).
+      const ir::DType t = dtype(view->buffer);
+      llvm::Type* stored = storage_type(ctx_, t);
+      const llvm::Align align(t == ir::DType::f32 ? 4 : 2);
       if (is_one(step)) {
-        auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(r));
-        b_.CreateAlignedStore(b_.CreateAlignedLoad(vec, from, llvm::Align(4)), at, llvm::Align(4));
+        auto* vec = llvm::FixedVectorType::get(stored, static_cast<unsigned>(r));
+        b_.CreateAlignedStore(from_storage(b_, b_.CreateAlignedLoad(vec, from, align), t), at, llvm::Align(4));
         return;
       }
       for (int64_t i = 0; i < r; ++i)
-        b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, b_.CreateGEP(f32, from, size(step * i)), llvm::Align(4)),
+        b_.CreateAlignedStore(from_storage(b_, b_.CreateAlignedLoad(stored, b_.CreateGEP(stored, from, size(step * i)), align), t),
                               b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(i)), llvm::Align(4));
     }, [&] { each(true); });
   };
@@ -486,7 +493,7 @@ void KernelEmitter::store_gemm_root(const GemmPlan& plan, Index idx, llvm::Value
   for (size_t d = 0; d < out.size(); ++d)
     if (is_one(out[d])) idx[d] = b_.getInt64(0);  // what broadcast() gives every size-1 dim
   if (plan.is_conv && n.operands.size() > 2) sum = b_.CreateFAdd(sum, emit(n.operands[2], Index{idx[1]}));
-  memo_.back()[{k_.reduction, idx}] = sum;
+  memo_.back()[{k_.reduction, idx}] = round_to_storage_precision(b_, sum, dtype(k_.reduction));  // f16, bf16
   store(k_.root, 0, idx, emit(k_.root, idx));
 }
 
@@ -550,7 +557,7 @@ llvm::Value* KernelEmitter::packed_weight(ir::ValueId view, int64_t width) {
   ir::ValueId v = view;
   while (read_arg_.count(v) == 0) v = producer(v).operands[0];
   std::vector<int64_t> d = static_dims(g_, v);
-  AOT_CHECK(d.size() >= 3 && d.back() == width, "a packed GEMM operand is not a panel weight");
+  AOT_CHECK(d.size() >= 3 && d.back() == width && dtype(v) == ir::DType::f32, "a packed GEMM operand is not a panel weight");
   return buffers_[static_cast<size_t>(read_arg_.at(v))];
 }
 

@@ -113,7 +113,7 @@ llvm::Value* KernelEmitter::emit_reduce(const ir::Node& n, const Index& idx) {
     };
     Partials best;
     if (plan_.warp()) {
-      // The GPU's warp reductions (f32 only): the lanes' keys meet by max (min) and their NaN
+      // The GPU's warp reductions (f32; f16 and bf16 computed in f32): the lanes' keys meet by max (min) and their NaN
       // flags (as i32) by or.
       best = warp_combine(
           [&](llvm::Value* first, int64_t step) {

@@ -19,7 +19,8 @@
 namespace aotrace::lowering::cpu {
 
 // How a dtype is computed with (bool: i1; f16, bf16: f32) and stored (bool: one byte; f16,
-// bf16: their 16 bits), and the conversions at loads and stores (storage.cpp).
+// bf16: their 16 bits), and the conversions at loads and stores (storage.cpp; from_storage also
+// widens vectors).
 llvm::Type* compute_type(llvm::LLVMContext& ctx, ir::DType t);
 llvm::Type* storage_type(llvm::LLVMContext& ctx, ir::DType t);
 llvm::Value* from_storage(llvm::IRBuilder<>& b, llvm::Value* stored, ir::DType t);

@@ -12,8 +12,10 @@
 // its meaning for the verifier and the reference interpreter), and the node is marked
 // `packed_b` / `packed_a` = the panel width, which codegen trusts. The original weight stays
 // in the signature; compile stores only the weights a plan reads. Only nodes that take the GEMM
-// path are packed (f32, M >= 4, N >= 8, K >= 8; symbolic activation dims at their maximum),
-// with the panels of passes.h.
+// path are packed (f32, f16 or bf16, M >= 4, N >= 8, K >= 8; symbolic activation dims at their
+// maximum), with the panels of passes.h. Panels are f32, what the microkernel reads: an f16 or
+// bf16 weight's are widened (exactly; twice its bytes), and its view is cast back to its type,
+// which gives the same values.
 // Test: lowering_tests GraphPasses.PackWeights*, Gemm.*, and every model test.
 #include <cstring>
 
@@ -43,6 +45,9 @@ std::shared_ptr<const ir::Bytes> panels(int64_t rows, int64_t cols, int64_t widt
   return panels(1, rows, cols, width, [&](int64_t, int64_t r, int64_t c) { return at(r, c); });
 }
 
+// The weight types the GEMM takes (gemm_operands): f32, and f16/bf16 multiplied in f32.
+bool packable(ir::DType t) { return t == ir::DType::f32 || t == ir::DType::f16 || t == ir::DType::bf16; }
+
 struct Packer {
   const ir::Graph& old;
   GraphCopy& c;
@@ -50,22 +55,44 @@ struct Packer {
   std::vector<int> weight_index;  // value → index in old.weights, or -1
   ir::SymBindings max;            // symbols at their maxima (max_bindings)
 
-  const float* data(int w) const {
-    return reinterpret_cast<const float*>(old.weights[static_cast<size_t>(w)].data->data());
+  // Weight w's elements (f32, f16 or bf16) as floats: the half types widen exactly.
+  struct Elements {
+    const uint8_t* p;
+    ir::DType t;
+    float operator()(int64_t i) const {
+      float f;
+      if (t == ir::DType::f32) {
+        std::memcpy(&f, p + i * 4, 4);
+        return f;
+      }
+      uint16_t bits;
+      std::memcpy(&bits, p + i * 2, 2);
+      return t == ir::DType::f16 ? ir::f16_to_f32(bits) : ir::bf16_to_f32(bits);
+    }
+  };
+  Elements data(int w) const {
+    const auto& weight = old.weights[static_cast<size_t>(w)];
+    return {weight.data->data(), old.type(weight.value).dtype};
+  }
+  int64_t elements(int w) const {
+    const auto& weight = old.weights[static_cast<size_t>(w)];
+    return static_cast<int64_t>(weight.data->size() / ir::dtype_size(old.type(weight.value).dtype));
   }
 
+  // A weight's panels: f32 whatever the weight's type (the view reading it back is cast).
   ir::ValueId add_packed(int w, const std::string& how, std::vector<int64_t> dims,
                          std::shared_ptr<const ir::Bytes> bytes) {
     const auto& src = old.weights[static_cast<size_t>(w)];
     ir::TensorType t = old.type(src.value);
     t.shape = shape_of(dims);
+    t.dtype = ir::DType::f32;
     // The source names the tensor across variants (the bundle stores each source once): a
     // weight without one (reached through a closure) must not get the shared "how()".
     const std::string source = src.source.empty() ? "" : how + "(" + src.source + ")";
     return c.graph.add_weight(src.name + "." + how, t, source, std::move(bytes));
   }
 
-  // A 2-D f32 weight seen through slices of step 1: rows [r0, r0 + rows) and columns
+  // A 2-D f32, f16 or bf16 weight seen through slices of step 1: rows [r0, r0 + rows) and columns
   // [c0, c0 + cols) of weight `w`, whose rows are `stride` floats apart.
   struct WeightWindow { int w = -1; int64_t r0 = 0, c0 = 0, rows = 0, cols = 0, stride = 0; };
   WeightWindow window(ir::ValueId v) const {
@@ -74,7 +101,7 @@ struct Packer {
       int w = weight_index[static_cast<size_t>(v)];
       if (w < 0) return {};  // an input (its dims may be symbolic): nothing to pack
       std::vector<int64_t> d = static_dims(old, v);
-      if (d.size() != 2 || old.type(v).dtype != ir::DType::f32) return {};
+      if (d.size() != 2 || !packable(old.type(v).dtype)) return {};
       return {w, 0, 0, d[0], d[1], d[1]};
     }
     const ir::Node& n = old.nodes[static_cast<size_t>(p)];
@@ -95,6 +122,12 @@ struct Packer {
     return ww;
   }
 
+  // The f32 view `v` of weight w's panels as the weight's type (exact: the panels hold its values).
+  ir::ValueId cast_back(ir::ValueId v, int w, const SourceLoc& loc) {
+    const ir::DType t = old.type(old.weights[static_cast<size_t>(w)].value).dtype;
+    return t == ir::DType::f32 ? v : c.graph.add(ir::OpKind::Cast, {v}, attrs_of({{"dtype", t}}), loc);
+  }
+
   // Matmul B [K, N] read from a weight: permute(W [N, K], [1, 0]) (a linear layer) or W [K, N]
   // itself, either possibly a slice of a bigger weight (attention's in_proj): B panels; returns
   // the view of B, or -1.
@@ -109,21 +142,23 @@ struct Packer {
     const ir::Shape& as = old.type(mm.operands[0]).shape;
     int64_t n = transposed ? ww.rows : ww.cols, k = transposed ? ww.cols : ww.rows;
     if (as.size() < 2 || planned_size(as[as.size() - 2], max) < 4 || n < 8 || k < 8) return -1;
-    const float* src = data(ww.w) + ww.r0 * ww.stride + ww.c0;
+    const Elements src = data(ww.w);
+    const int64_t origin = ww.r0 * ww.stride + ww.c0;
     auto at = [&](int64_t col, int64_t kk) {
-      return transposed ? src[col * ww.stride + kk] : src[kk * ww.stride + col];
+      return src(origin + (transposed ? col * ww.stride + kk : kk * ww.stride + col));
     };
     int64_t count = (n + kPackedNR - 1) / kPackedNR;
     std::string how = "packed_b" + std::to_string(kPackedNR);
-    if (ww.rows * ww.cols != static_cast<int64_t>(old.weights[static_cast<size_t>(ww.w)].data->size() / sizeof(float)))
+    if (ww.rows * ww.cols != elements(ww.w))
       how += "_r" + std::to_string(ww.r0) + "_c" + std::to_string(ww.c0) + "_" + std::to_string(ww.rows) + "x" +
              std::to_string(ww.cols);
     if (!transposed) how += "_kn";
     ir::ValueId packed = add_packed(ww.w, how, {count, k, kPackedNR}, panels(n, k, kPackedNR, at));
     ir::ValueId v = c.graph.add(ir::OpKind::Permute, {packed}, attrs_of({{"perm", std::vector<int64_t>{1, 0, 2}}}), loc);
     v = c.graph.add(ir::OpKind::Reshape, {v}, attrs_of({{"shape", shape_of({k, count * kPackedNR})}}), loc);
-    return c.graph.add(ir::OpKind::Slice, {v},
-                       attrs_of({{"axis", int64_t{1}}, {"start", int64_t{0}}, {"end", n}, {"step", int64_t{1}}}), loc);
+    v = c.graph.add(ir::OpKind::Slice, {v},
+                    attrs_of({{"axis", int64_t{1}}, {"start", int64_t{0}}, {"end", n}, {"step", int64_t{1}}}), loc);
+    return cast_back(v, ww.w, loc);
   }
 
   // The view of M × K matrices (after the batch dims `batch`) read back out of their A panels
@@ -147,7 +182,7 @@ struct Packer {
   ir::ValueId pack_matmul_a(const ir::Node& mm, const SourceLoc& loc) {
     ir::ValueId a = mm.operands[0];
     int w = weight_index[static_cast<size_t>(a)];
-    if (w < 0 || old.type(a).dtype != ir::DType::f32 || old.type(mm.operands[1]).dtype != ir::DType::f32) return -1;
+    if (w < 0 || !packable(old.type(a).dtype) || old.type(mm.operands[1]).dtype != old.type(a).dtype) return -1;
     std::vector<int64_t> as = static_dims(old, a);
     const ir::Shape& out = old.type(mm.results[0]).shape;
     if (as.size() < 2 || as.size() != out.size()) return -1;
@@ -156,34 +191,35 @@ struct Packer {
     int64_t m = as[as.size() - 2], k = as.back(), n = planned_size(out.back(), max), batch = 1;
     for (size_t d = 0; d + 2 < as.size(); ++d) batch *= as[d];
     if (m < 4 || n < 8 || k < 8) return -1;
-    const float* src = data(w);
+    const Elements src = data(w);
     std::vector<int64_t> batch_dims(as.begin(), as.end() - 2), dims = batch_dims;
     dims.insert(dims.end(), {(m + kPackedMR - 1) / kPackedMR, k, kPackedMR});
     ir::ValueId packed = add_packed(w, "packed_a" + std::to_string(kPackedMR) + "_mk", dims,
                                     panels(batch, m, k, kPackedMR, [&](int64_t b, int64_t r, int64_t col) {
-                                      return src[(b * m + r) * k + col];
+                                      return src((b * m + r) * k + col);
                                     }));
-    return a_panels_view(packed, batch_dims, m, k, loc);
+    return cast_back(a_panels_view(packed, batch_dims, m, k, loc), w, loc);
   }
 
   // Conv W [Cout, Cin, kh, kw] (groups 1): A panels; returns the view of W, or -1.
   ir::ValueId pack_a(const ir::Node& conv, const SourceLoc& loc) {
     if (conv.attrs.has("groups") && conv.attrs.i("groups") != 1) return -1;
     int w = weight_index[static_cast<size_t>(conv.operands[1])];
-    if (w < 0 || old.type(conv.operands[1]).dtype != ir::DType::f32) return -1;
-    if (old.type(conv.operands[0]).dtype != ir::DType::f32) return -1;
+    if (w < 0 || !packable(old.type(conv.operands[1]).dtype)) return -1;
+    if (old.type(conv.operands[0]).dtype != old.type(conv.operands[1]).dtype) return -1;
     std::vector<int64_t> ws = static_dims(old, conv.operands[1]);
     const ir::Shape& out = old.type(conv.results[0]).shape;  // batch and spatial may be symbolic
     int64_t m = ws[0], k = 1, n = 1;
     for (size_t d = 1; d < ws.size(); ++d) k *= ws[d];
     for (size_t d = 2; d < out.size(); ++d) n *= planned_size(out[d], max);
     if (m < 4 || n < 8 || k < 8 || out[0] == ir::SymExpr(0)) return -1;
-    const float* src = data(w);
+    const Elements src = data(w);
     int64_t count = (m + kPackedMR - 1) / kPackedMR;
     ir::ValueId packed = add_packed(w, "packed_a" + std::to_string(kPackedMR), {count, k, kPackedMR},
-                                    panels(m, k, kPackedMR, [&](int64_t r, int64_t col) { return src[r * k + col]; }));
-    return c.graph.add(ir::OpKind::Reshape, {a_panels_view(packed, {}, m, k, loc)},
-                       attrs_of({{"shape", shape_of(ws)}}), loc);
+                                    panels(m, k, kPackedMR, [&](int64_t r, int64_t col) { return src(r * k + col); }));
+    return cast_back(c.graph.add(ir::OpKind::Reshape, {a_panels_view(packed, {}, m, k, loc)},
+                                 attrs_of({{"shape", shape_of(ws)}}), loc),
+                     w, loc);
   }
 };
 
@@ -198,8 +234,8 @@ ir::Graph pack_weights(ir::Graph old) {
     std::vector<ir::ValueId> operands;
     for (ir::ValueId o : n.operands) operands.push_back(c.map.at(static_cast<size_t>(o)));
     ir::Attrs attrs = n.attrs;
-    bool f32 = old.type(n.results[0]).dtype == ir::DType::f32;
-    if (n.op == ir::OpKind::Matmul && f32) {
+    const bool gemm = packable(old.type(n.results[0]).dtype);
+    if (n.op == ir::OpKind::Matmul && gemm) {
       if (ir::ValueId v = packer.pack_b(n, n.loc); v >= 0) {
         operands[1] = v;
         attrs.set("packed_b", kPackedNR);
@@ -207,7 +243,7 @@ ir::Graph pack_weights(ir::Graph old) {
         operands[0] = a;
         attrs.set("packed_a", kPackedMR);
       }
-    } else if (n.op == ir::OpKind::Conv && f32) {
+    } else if (n.op == ir::OpKind::Conv && gemm) {
       if (ir::ValueId v = packer.pack_a(n, n.loc); v >= 0) {
         operands[1] = v;
         attrs.set("packed_a", kPackedMR);

@@ -191,7 +191,10 @@ std::optional<GemmPlan> gemm_operands(const KernelGraph& kg) {
   const ScheduledKernel& k_ = kg.k;
   auto dims = [&](ir::ValueId v) -> const ir::Shape& { return kg.dims(v); };
   auto dtype = [&](ir::ValueId v) { return kg.dtype(v); };
-  if (k_.reduction < 0 || dtype(k_.reduction) != ir::DType::f32) return std::nullopt;
+  // f32, or f16/bf16 (stored so, multiplied in f32): their operands are widened as they are
+  // packed, and the sums are rounded to the type at the epilogue.
+  auto gemm_dtype = [](ir::DType t) { return t == ir::DType::f32 || t == ir::DType::f16 || t == ir::DType::bf16; };
+  if (k_.reduction < 0 || !gemm_dtype(dtype(k_.reduction))) return std::nullopt;
   if (dims(k_.root) != dims(k_.reduction)) return std::nullopt;
   const ir::Node& n = kg.producer(k_.reduction);
   if (n.op != ir::OpKind::Matmul && n.op != ir::OpKind::Conv) return std::nullopt;
@@ -201,7 +204,7 @@ std::optional<GemmPlan> gemm_operands(const KernelGraph& kg) {
   p.b = n.operands[p.is_conv ? 0 : 1];
   const ir::Shape& out = dims(k_.reduction);
   for (ir::ValueId o : n.operands)
-    if (dtype(o) != ir::DType::f32) return std::nullopt;
+    if (dtype(o) != dtype(k_.reduction)) return std::nullopt;
   if (n.op == ir::OpKind::Matmul) {
     const ir::Shape &as = dims(p.a), &bs = dims(p.b);
     if (as.size() < 2 || bs.size() < 2) return std::nullopt;
@@ -211,7 +214,8 @@ std::optional<GemmPlan> gemm_operands(const KernelGraph& kg) {
     for (size_t d = 0; d + 2 < out.size(); ++d) p.batches = p.batches * out[d];
     if (!n.attrs.has("packed_a")) p.a_view = strided_view(kg, p.a);
     if (!n.attrs.has("packed_b")) p.b_view = strided_view(kg, p.b);
-    p.direct_a = p.a_view && is_one(p.a_view->strides.back());
+    // The microkernel reads an A in place as f32: f16/bf16 rows are packed (widened) instead.
+    p.direct_a = p.a_view && is_one(p.a_view->strides.back()) && dtype(p.a) == ir::DType::f32;
     return p;
   }
   if (n.attrs.has("groups") && n.attrs.i("groups") != 1) return std::nullopt;
@@ -237,14 +241,14 @@ std::optional<GemmPlan> plan_gemm(const KernelGraph& kg) {
     const ir::Node& n = kg.g.nodes[static_cast<size_t>(p.node)];
     const ir::Shape& out = kg.dims(kg.k.reduction);
     const ir::Shape& xs = kg.dims(p.b);
-    p.wide = read_arg_.count(p.b) != 0;
+    p.wide = read_arg_.count(p.b) != 0 && kg.dtype(p.b) == ir::DType::f32;  // wide and gathered load f32
     for (int64_t v : int_list(n.attrs, "stride")) p.wide = p.wide && v == 1;
     for (int64_t v : int_list(n.attrs, "pad_low")) p.wide = p.wide && v == 0;
     if (p.wide && out.size() == 4) {
       p.row = xs.back();
       p.n = out[2] * p.row;
     }
-    p.gathered = !p.wide && read_arg_.count(p.b) != 0;
+    p.gathered = !p.wide && read_arg_.count(p.b) != 0 && kg.dtype(p.b) == ir::DType::f32;
     for (const char* side : {"pad_low", "pad_high"})
       for (int64_t v : int_list(n.attrs, side)) p.gathered = p.gathered && v == 0;
     // Small images at a static batch over 1: one GEMM over every image's columns (with the

@@ -22,22 +22,30 @@ static bool on_gpu(llvm::IRBuilder<>& b) {
   return llvm::Triple(b.GetInsertBlock()->getModule()->getTargetTriple()).isNVPTX();
 }
 
+// `elem` (a scalar type) shaped as `like`: a vector of as many lanes where `like` is a vector,
+// so that the widening conversions below take vectors too (the GEMM packs rows of f16 so).
+static llvm::Type* shaped(llvm::Type* elem, llvm::Value* like) {
+  if (auto* v = llvm::dyn_cast<llvm::VectorType>(like->getType())) return llvm::VectorType::get(elem, v->getElementCount());
+  return elem;
+}
+
 static llvm::Value* f16_bits_to_f32(llvm::IRBuilder<>& b, llvm::Value* h16) {
-  llvm::Value* h = b.CreateZExt(h16, b.getInt32Ty());
-  auto* i32 = b.getInt32Ty();
+  llvm::Type* i32 = shaped(b.getInt32Ty(), h16);
+  llvm::Type* f32 = shaped(b.getFloatTy(), h16);
+  llvm::Value* h = b.CreateZExt(h16, i32);
   auto c = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
   llvm::Value* o = b.CreateShl(b.CreateAnd(h, c(0x7fff)), c(13));  // exponent and mantissa
   llvm::Value* exp = b.CreateAnd(o, c(0x7c00u << 13));
   o = b.CreateAdd(o, c((127u - 15u) << 23));                       // rebias the exponent
   llvm::Value* inf_nan = b.CreateAdd(o, c((128u - 16u) << 23));    // exponent all ones
   // Zero or subnormal: one more exponent step, then renormalise with a float subtraction.
-  llvm::Value* sub = b.CreateFSub(b.CreateBitCast(b.CreateAdd(o, c(1u << 23)), b.getFloatTy()),
-                                  llvm::ConstantFP::get(b.getFloatTy(), 6.103515625e-05));  // 2^-14
+  llvm::Value* sub = b.CreateFSub(b.CreateBitCast(b.CreateAdd(o, c(1u << 23)), f32),
+                                  llvm::ConstantFP::get(f32, 6.103515625e-05));  // 2^-14
   llvm::Value* sub_bits = b.CreateBitCast(sub, i32);
   o = b.CreateSelect(b.CreateICmpEQ(exp, c(0x7c00u << 13)), inf_nan, o);
   o = b.CreateSelect(b.CreateICmpEQ(exp, c(0)), sub_bits, o);
   o = b.CreateOr(o, b.CreateShl(b.CreateAnd(h, c(0x8000)), c(16)));  // sign
-  return b.CreateBitCast(o, b.getFloatTy());
+  return b.CreateBitCast(o, f32);
 }
 
 static llvm::Value* f32_to_f16_bits(llvm::IRBuilder<>& b, llvm::Value* x) {
@@ -64,8 +72,9 @@ static llvm::Value* f32_to_f16_bits(llvm::IRBuilder<>& b, llvm::Value* x) {
 }
 
 static llvm::Value* bf16_bits_to_f32(llvm::IRBuilder<>& b, llvm::Value* h16) {
-  llvm::Value* bits = b.CreateShl(b.CreateZExt(h16, b.getInt32Ty()), b.getInt32(16));
-  return b.CreateBitCast(bits, b.getFloatTy());
+  llvm::Type* i32 = shaped(b.getInt32Ty(), h16);
+  llvm::Value* bits = b.CreateShl(b.CreateZExt(h16, i32), llvm::ConstantInt::get(i32, 16));
+  return b.CreateBitCast(bits, shaped(b.getFloatTy(), h16));
 }
 
 static llvm::Value* f32_to_bf16_bits(llvm::IRBuilder<>& b, llvm::Value* x) {
@@ -86,9 +95,10 @@ llvm::Type* storage_type(llvm::LLVMContext& ctx, DType t) {
 }
 
 llvm::Value* from_storage(llvm::IRBuilder<>& b, llvm::Value* stored, DType t) {
-  if (t == DType::b8) return b.CreateICmpNE(stored, b.getInt8(0));
+  if (t == DType::b8) return b.CreateICmpNE(stored, llvm::ConstantInt::get(stored->getType(), 0));
   if (t == DType::f16)
-    return on_gpu(b) ? b.CreateFPExt(b.CreateBitCast(stored, b.getHalfTy()), b.getFloatTy()) : f16_bits_to_f32(b, stored);
+    return on_gpu(b) ? b.CreateFPExt(b.CreateBitCast(stored, shaped(b.getHalfTy(), stored)), shaped(b.getFloatTy(), stored))
+                     : f16_bits_to_f32(b, stored);
   if (t == DType::bf16) return bf16_bits_to_f32(b, stored);
   return stored;
 }

@@ -54,6 +54,22 @@ TEST(CpuPlan, LinearLayerReadsItsActivationsInPlace) {
       << cpu::describe(p.plans);
 }
 
+// A bf16 linear layer is the same GEMM, but its activations are packed (widened) rather than
+// read in place, and its weight's panels are f32, read through an inlined cast: one kernel.
+TEST(CpuPlan, HalfLinearLayersPackTheirActivations) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", typed(ir::DType::bf16, {128, 768}), "L['x']");
+  ir::ValueId w = typed_weight(g, ir::DType::bf16, "w", {3072, 768}, 1), b = typed_weight(g, ir::DType::bf16, "b", {3072}, 2);
+  set_outputs(g, {g.add(OpKind::Relu, {g.add(OpKind::Add, {g.add(OpKind::Matmul, {x, transpose(g, w)}), b})})});
+  Planned p = plan(g);
+  ASSERT_EQ(p.plans.size(), 1u);
+  ASSERT_TRUE(p.plans[0].gemm.has_value());
+  EXPECT_FALSE(p.plans[0].gemm->direct_a);
+  EXPECT_TRUE(p.plans[0].gemm->a_view.has_value());  // packed with vector loads of its bits
+  EXPECT_NE(cpu::describe(p.plans).find("t_k0: work 3.02e+08 | gemm matmul batches 1 m 128 n 3072 k 768"), std::string::npos)
+      << cpu::describe(p.plans);
+}
+
 // Convs: stride 1 unpadded (a 1×1) on the input's rows ("wide": whole rows per block), a
 // strided padded 3×3 through a materialised pad ("gathered"), and at batch 4 with 7×7 outputs
 // the images folded into the columns ("merged"). An elementwise kernel has no plan.

@@ -145,6 +145,55 @@ TEST(Gemm, ConvStridePaddingDilationBiasScaleShiftReluAndResidual) {
   EXPECT_EQ(expect_on_every_cpu(g).num_kernels(), 2);
 }
 
+// f16 and bf16 GEMMs take the packed path too, multiplying in f32: operands widened as they
+// are packed (a row-major B a vector of bits at a time, a transposed one element by element,
+// A never read in place), weights pre-packed as f32 panels (their cast back inlined: one
+// kernel), sums rounded to the type before the epilogue. Edge blocks in every dim, a K of two
+// panels, a linear layer with bias and ReLU, a conv with bias (its weight's A panels).
+TEST(Gemm, HalfOperandsAreWidenedAsTheyArePacked) {
+  for (ir::DType t : {ir::DType::f16, ir::DType::bf16}) {
+    SCOPED_TRACE(ir::dtype_name(t));
+    ir::Graph g;
+    ir::ValueId a = g.add_input("a", typed(t, {150, 301}), "L['a']");
+    ir::ValueId b = g.add_input("b", typed(t, {301, 290}), "L['b']");
+    ir::ValueId bt = g.add_input("bt", typed(t, {40, 301}), "L['bt']");
+    ir::ValueId x = g.add_input("x", typed(t, {2, 9, 64}), "L['x']");
+    ir::ValueId w = typed_weight(g, t, "w", {50, 64}, 3), bias = typed_weight(g, t, "bias", {50}, 4);
+    ir::ValueId img = g.add_input("img", typed(t, {2, 5, 17, 19}), "L['img']");
+    ir::ValueId cw = typed_weight(g, t, "cw", {13, 5, 3, 3}, 5), cb = typed_weight(g, t, "cb", {13}, 6);
+    set_outputs(g, {g.add(OpKind::Matmul, {a, b}), g.add(OpKind::Matmul, {a, transpose(g, bt)}),
+                    g.add(OpKind::Relu, {g.add(OpKind::Add, {g.add(OpKind::Matmul, {x, transpose(g, w)}), bias})}),
+                    g.add(OpKind::Conv, {img, cw, cb}, conv_attrs({2, 1}, {1, 2}, {1, 1}, {1, 1}))});
+    LoweredVariant lowered = expect_on_every_cpu(g);
+    EXPECT_EQ(lowered.num_kernels(), 5);  // three matmuls, the conv's padded input, the conv
+    int panels = 0;
+    for (const auto& weight : lowered.graph.weights)
+      if (weight.name.find(".packed_") != std::string::npos) {
+        EXPECT_EQ(lowered.graph.type(weight.value).dtype, ir::DType::f32) << weight.name;
+        ++panels;
+      }
+    EXPECT_EQ(panels, 2);  // w's B panels, cw's A panels
+  }
+}
+
+// A bf16 matmul's sums are rounded before its epilogue reads them, as the graph rounds the
+// matmul's bf16 result: 256 + 0.5 is 256 in bf16 (to even), so minus 256 is 0, not 0.5.
+TEST(Gemm, HalfSumsAreRoundedBeforeTheEpilogue) {
+  ir::Graph g;
+  ir::ValueId a = g.add_input("a", typed(ir::DType::bf16, {16, 16}), "L['a']");
+  ir::ValueId b = g.add_input("b", typed(ir::DType::bf16, {16, 16}), "L['b']");
+  set_outputs(g, {g.add(OpKind::Sub, {g.add(OpKind::Matmul, {a, b}), g.constant(256, ir::DType::bf16)})});
+  ir::HostTensor x = ir::HostTensor::zeros(ir::DType::bf16, {16, 16}), ones = ir::HostTensor::zeros(ir::DType::bf16, {16, 16});
+  for (int64_t i = 0; i < 16; ++i) {
+    x.set(i * 16, 256);
+    x.set(i * 16 + 1, 0.5);
+  }
+  for (int64_t i = 0; i < 256; ++i) ones.set(i, 1);
+  const std::vector<ir::HostTensor> inputs{x, ones};
+  EXPECT_EQ(ir::evaluate(g, inputs)[0].get(0), 0.0);
+  expect_outputs_match(g, inputs, Tolerance{0, 0});
+}
+
 // Small images at batch > 1 fold the batch into the GEMM's columns (GemmPlan::merged): a 1×1
 // conv with bias, scale, shift, residual and ReLU at 7×7 (49 columns per image: blocks span
 // images); an unpadded 3×3 at stride 2 (gathered columns) and at stride 1 (vector-loaded panels

@@ -1,6 +1,8 @@
 // Small graph-building helpers shared by the lowering tests.
 #pragma once
 
+#include <cstring>
+
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -30,6 +32,21 @@ inline ir::Attrs attrs(std::initializer_list<std::pair<std::string, ir::AttrValu
 // An f32 weight `name` of shape `dims` with random contents from `seed`, sourced as L['self'].name.
 inline ir::ValueId weight(ir::Graph& g, const std::string& name, std::vector<int64_t> dims, uint32_t seed) {
   return g.add_weight(name, f32(dims), "L['self']." + name, random_weight_bytes(dims, seed));
+}
+
+// The same as `t` (f32, f16 or bf16): the f32 weight's values rounded to nearest even.
+inline ir::ValueId typed_weight(ir::Graph& g, ir::DType t, const std::string& name, std::vector<int64_t> dims,
+                                uint32_t seed) {
+  std::shared_ptr<const ir::Bytes> f = random_weight_bytes(dims, seed);
+  if (t == ir::DType::f32) return g.add_weight(name, f32(dims), "L['self']." + name, f);
+  auto bytes = std::make_shared<ir::Bytes>(f->size() / 2);
+  for (size_t i = 0; i < f->size() / 4; ++i) {
+    float v;
+    std::memcpy(&v, f->data() + 4 * i, 4);
+    const uint16_t h = t == ir::DType::f16 ? ir::f32_to_f16(v) : ir::f32_to_bf16(v);
+    std::memcpy(bytes->data() + 2 * i, &h, 2);
+  }
+  return g.add_weight(name, typed(t, dims), "L['self']." + name, bytes);
 }
 
 inline ir::Attrs reduce_attrs(std::vector<int64_t> axes, bool keepdim) {
