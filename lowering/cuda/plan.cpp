@@ -10,6 +10,7 @@
 // Sorts, cumsums and scatters of long rows take a thread block per row (block_rows).
 // Test: lowering_tests Cuda.*.
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 
@@ -29,16 +30,18 @@ bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& m
          planned_size(a[a.size() - 2], max) < kTiledMinSize || planned_size(out.back(), max) < kTiledMinSize;
 }
 
-// The positions each output of an f32 reduce_sum, reduce_max or reduce_min, or an argmax or
-// argmin of f32 (fewer than 2^31 positions: its lanes' indices are i32), reduces (the product of
-// the reduced extents, symbolic ones at their maxima: a softmax over a dynamic sequence), or none
-// (another op or dtype).
+// The positions each output of a float reduce_sum, reduce_max or reduce_min (f32, f16 or bf16:
+// computed in f32 either way), or an argmax or argmin of f32 (fewer than 2^31 positions: its
+// lanes' indices are i32), reduces (the product of the reduced extents, symbolic ones at their
+// maxima: a softmax over a dynamic sequence), or none (another op or dtype).
 std::optional<int64_t> reduced_positions(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max) {
   const bool arg = n.op == ir::OpKind::ArgMax || n.op == ir::OpKind::ArgMin;
+  auto computed_in_f32 = [](ir::DType t) { return t == ir::DType::f32 || t == ir::DType::f16 || t == ir::DType::bf16; };
   if ((n.op != ir::OpKind::ReduceSum && n.op != ir::OpKind::ReduceMax && n.op != ir::OpKind::ReduceMin && !arg) ||
-      n.results.size() != 1 || (!arg && g.type(n.results[0]).dtype != ir::DType::f32) ||
-      g.type(n.operands[0]).dtype != ir::DType::f32)
+      n.results.size() != 1 || (!arg && !computed_in_f32(g.type(n.results[0]).dtype)))
     return std::nullopt;
+  const ir::DType x = g.type(n.operands[0]).dtype;
+  if (arg ? x != ir::DType::f32 : !computed_in_f32(x)) return std::nullopt;
   const ir::Shape& in = g.type(n.operands[0]).shape;
   int64_t positions = 1;
   for (int64_t a : n.attrs.ints("axes")) positions *= planned_size(in[static_cast<size_t>(a)], max);
@@ -118,10 +121,24 @@ bool block_rows(const ir::Graph& g, const ScheduledKernel& k, const ir::SymBindi
   return rows;
 }
 
+// Whether every GPU of Options::cuda_archs has the tensor cores' mma.sync for f16 and bf16
+// (sm_80 or newer).
+bool archs_have_half_mma(const Options& options) {
+  return std::all_of(options.cuda_archs.begin(), options.cuda_archs.end(), [](const std::string& a) {
+    return a.rfind("sm_", 0) == 0 && a.size() > 3 && std::atoi(a.c_str() + 3) >= 80;
+  });
+}
+
 std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, const Options& options) {
-  const Options::CudaMath math = options.cuda_math;
+  Options::CudaMath math = options.cuda_math;  // f32 models' GEMMs
   std::optional<cpu::GemmPlan> gemm = cpu::gemm_operands(kg);
   if (!gemm || gemm->node < 0) return std::nullopt;
+  // f16 and bf16 GEMMs take their own type's tensor cores where every arch has them: their
+  // operands are exact in it and the sums stay f32, so the numbers are the FMA path's but for
+  // the sums' order (cuda_math is about rounding f32 operands, which these do not have).
+  const ir::DType t = kg.dtype(kg.k.reduction);
+  if ((t == ir::DType::f16 || t == ir::DType::bf16) && archs_have_half_mma(options))
+    math = t == ir::DType::f16 ? Options::CudaMath::f16 : Options::CudaMath::bf16;
   if (kg.planned(gemm->batches) == 0 || kg.planned(gemm->m) < kTiledMinSize ||
       kg.planned(gemm->n) < kTiledMinSize || kg.planned(gemm->k) < 8)
     return std::nullopt;

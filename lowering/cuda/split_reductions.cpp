@@ -1,4 +1,4 @@
-// cuda_split_reductions (pipeline pass "cuda-split-reductions"): an f32 sum, maximum, minimum,
+// cuda_split_reductions (pipeline pass "cuda-split-reductions"): an f32 (f16, bf16) sum, maximum, minimum,
 // argmax or argmin of many positions into few outputs (x.sum(), x.abs().amax() over a whole
 // tensor, a mean over a long axis of a few rows) is two reductions: the first over chunks of the
 // positions into `parts` partials per output, the second over the partials. As one reduction it
@@ -6,7 +6,7 @@
 // for x.sum(); split, the first has outputs × parts warps streaming their chunks (the grid), the
 // second a warp per output over the partials. Maxima and minima are the same numbers (NaN
 // propagates through the partials); a sum adds in another order (a tree of partial sums, no less
-// accurate). An argmax or argmin (one axis: x.argmax() of a whole tensor) splits too
+// accurate; f16 and bf16 partial sums are f32, the total rounded once). An argmax or argmin (one axis: x.argmax() of a whole tensor) splits too
 // (split_arg_reduction): the first stage's indices within the chunks, a gather of those extremes,
 // the first chunk holding the overall extreme, its start plus its index: the same first position
 // torch finds.
@@ -136,8 +136,12 @@ ir::Graph cuda_split_reductions(ir::Graph old, int64_t chunk) {
       c.map[static_cast<size_t>(n.results[0])] = split_arg_reduction(g, n, split, *s, old.type(n.results[0]).shape);
       continue;
     }
+    // An f16 or bf16 sum adds in f32 and rounds once, as one reduction does: its partials are f32.
+    const ir::DType type = old.type(n.results[0]).dtype;
+    const bool half_sum = n.op == ir::OpKind::ReduceSum && type != ir::DType::f32;
     const ir::ValueId partials =
-        g.add(n.op, {split}, attrs_of({{"axes", s->first_axes}, {"keepdim", int64_t{0}}}), n.loc);
+        g.add(n.op, {half_sum ? g.add(ir::OpKind::Cast, {split}, attrs_of({{"dtype", ir::DType::f32}}), n.loc) : split},
+              attrs_of({{"axes", s->first_axes}, {"keepdim", int64_t{0}}}), n.loc);
     ir::ValueId parts = partials;
     int64_t axis = s->second_axis;
     // With keepdim, the output's ones in the view the second reduction reads.
@@ -147,8 +151,9 @@ ir::Graph cuda_split_reductions(ir::Graph old, int64_t chunk) {
       parts = g.add(ir::OpKind::Reshape, {partials}, attrs_of({{"shape", shape}}), n.loc);
       axis = s->keepdim_axis;
     }
-    c.map[static_cast<size_t>(n.results[0])] =
-        g.add(n.op, {parts}, attrs_of({{"axes", Ints{axis}}, {"keepdim", int64_t{0}}}), n.loc);
+    ir::ValueId total = g.add(n.op, {parts}, attrs_of({{"axes", Ints{axis}}, {"keepdim", int64_t{0}}}), n.loc);
+    if (half_sum) total = g.add(ir::OpKind::Cast, {total}, attrs_of({{"dtype", type}}), n.loc);
+    c.map[static_cast<size_t>(n.results[0])] = total;
   }
   return any ? finish_copy(std::move(c), old) : old;
 }

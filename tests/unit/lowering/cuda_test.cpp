@@ -499,6 +499,65 @@ TEST(Cuda, BlockReductionsMeetInSharedMemory) {
   expect_outputs_match(g, inputs);  // the CPU, then the emulated blocks
 }
 
+// f16 and bf16 reductions (a half model's softmax and layer norm, a total) take warps and blocks
+// as f32 ones do, computed in f32 and rounded once; f16 and bf16 GEMMs take the tiled GEMM on
+// their own type's tensor cores (mma m16n8k16 with f32 sums: their operands are exact in it),
+// unless an arch lacks them (sm_75: the f32 FMA tile). Rows of 300 with a NaN, a softmax and a
+// layer norm over 768, a total of 20000 positions, a linear layer of 64 × 96 × 80; sums of 2^17
+// positions split across the grid with f32 partials.
+TEST(Cuda, HalfReductionsTakeWarpsAndHalfGemmsTensorCores) {
+  for (ir::DType t : {ir::DType::f16, ir::DType::bf16}) {
+    SCOPED_TRACE(ir::dtype_name(t));
+    ir::Graph g;
+    ir::ValueId x = g.add_input("x", typed(t, {40, 300}), "L['x']");
+    ir::ValueId h = g.add_input("h", typed(t, {8, 768}), "L['h']");
+    ir::ValueId y = g.add_input("y", typed(t, {1, 20000}), "L['y']");
+    ir::ValueId a = g.add_input("a", typed(t, {64, 80}), "L['a']");
+    ir::ValueId w = typed_weight(g, t, "w", {96, 80}, 3);
+    ir::ValueId ln = g.add(OpKind::LayerNorm, {h, typed_weight(g, t, "lw", {768}, 4), typed_weight(g, t, "lb", {768}, 5)},
+                           attrs({{"eps", 1e-5}, {"normalized_ndim", int64_t{1}}}));
+    set_outputs(g, {g.add(OpKind::ReduceMax, {x}, reduce_attrs({1}, false)), g.add(OpKind::ReduceSum, {x}, reduce_attrs({1}, true)),
+                    g.add(OpKind::Softmax, {h}, attrs({{"axis", int64_t{1}}})), ln,
+                    g.add(OpKind::ReduceSum, {y}, reduce_attrs({0, 1}, false)),
+                    g.add(OpKind::Matmul, {a, transpose(g, w)})});
+    std::vector<ir::HostTensor> inputs = random_inputs(g, 1, -1, 1);
+    inputs[0].set(3 * 300 + 77, std::numeric_limits<double>::quiet_NaN());
+    const LoweredVariant gpu = lower_graph(g, "half_", for_gpu());
+    const std::multiset<std::string> launches = launches_of(gpu);
+    EXPECT_EQ(launches.count("1280"), 2u) << "x's rows: 40 × 32 lanes";
+    EXPECT_EQ(launches.count("256"), 5u) << "the total (a block), the softmax's and the layer norm's rows (8 × 32), "
+                                         << "the GEMM's block of 4 tiles: " << ::testing::PrintToString(launches);
+    auto cuda_plans = [&](const std::vector<std::string>& archs) {
+      Options o = for_gpu();
+      o.cuda_archs = archs;
+      o.dump = {"cuda-plan"};
+      ::testing::internal::CaptureStderr();
+      lower_graph(g, "half_plan_", o);
+      return ::testing::internal::GetCapturedStderr();
+    };
+    const std::string plans = cuda_plans({"sm_80", "sm_90"}), old = cuda_plans({"sm_75", "sm_90"});
+    EXPECT_NE(plans.find(std::string("tile 64x64x32 ") + (t == ir::DType::f16 ? "f16" : "bf16") + " mma m16n8k16"),
+              std::string::npos) << plans;
+    EXPECT_NE(old.find("tile 64x64x"), std::string::npos) << old;
+    EXPECT_EQ(old.find("mma"), std::string::npos) << old;
+    link_cuda_kernels({gpu.object}, for_gpu());  // ptxas for sm_80 and sm_90
+    expect_outputs_match(g, inputs);  // the CPU, then the emulated warps, blocks and mma
+
+    // A total of 2^18 positions splits across the grid (cuda-split-reductions) with f32
+    // partials, rounded to the type once, at the end.
+    ir::Graph big;
+    ir::ValueId v = big.add_input("v", typed(t, {2, 131072}), "L['v']");
+    set_outputs(big, {big.add(OpKind::ReduceSum, {v}, reduce_attrs({1}, false))});
+    const LoweredVariant split = lower_graph(big, "half_split_", for_gpu());
+    std::vector<ir::DType> sums;
+    for (const ir::Node& n : split.graph.nodes)
+      if (n.op == OpKind::ReduceSum) sums.push_back(split.graph.type(n.results[0]).dtype);
+    EXPECT_EQ(sums, (std::vector<ir::DType>{ir::DType::f32, ir::DType::f32}));
+    EXPECT_EQ(split.graph.type(split.graph.outputs[0]).dtype, t);
+    expect_outputs_match(big, random_inputs(big, 2, -1, 1));
+  }
+}
+
 // Sorts of at least 256 positions (topk_as_heap over a whole static axis) take a thread block
 // per row: a bitonic network in the indices' output, tiles of 2048 in shared memory
 // (emit_topk_block_sort). Rows of 9001 (padded to 16384: passes in global memory at distances
