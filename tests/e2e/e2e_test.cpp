@@ -471,17 +471,23 @@ TEST(Models, GoldenIntegerInputsTheEntryRejectsStayZero) {
 // rounded to nearest even) writes outputs that match eager in the model's dtype (bfloat16
 // widened to float32). Torch 1.13's CPU build lacks float16 layer_norm, linear, gelu and softmax:
 // eager runs them widened to float32 and rounded, and compile says so.
-void check_low_precision_model(const std::string& dtype) {
-  const bool bf16 = dtype == "bfloat16";
-  const ir::DType low = bf16 ? ir::DType::bf16 : ir::DType::f16;
-  const fs::path dir = temp_dir() / dtype;
+// The model of check_low_precision_model in temp_dir()/DTYPE_TARGETS: net.py and net.yaml.
+fs::path write_low_precision_model(const std::string& dtype, const std::string& targets) {
+  const fs::path dir = temp_dir() / (dtype + "_" + std::to_string(std::hash<std::string>{}(targets)));
   fs::create_directories(dir);
   std::ofstream(dir / "net.py") << "import torch\ntorch.manual_seed(0)\n"
                                    "net = torch.nn.Sequential(torch.nn.LayerNorm(64), torch.nn.Linear(64, 48),\n"
                                    "                          torch.nn.GELU(), torch.nn.Softmax(-1)).to(torch."
                                 << dtype << ").eval()\n";
   std::ofstream(dir / "net.yaml") << "version: 1\nname: net\nscript: net.py\nentries:\n  forward:\n    call: net\n"
-                                     "    inputs:\n      x: {dtype: " << dtype << ", shape: [5, 64]}\n";
+                                     "    inputs:\n      x: {dtype: " << dtype << ", shape: [20, 64]}\ntargets: " << targets << "\n";
+  return dir;
+}
+
+void check_low_precision_model(const std::string& dtype) {
+  const bool bf16 = dtype == "bfloat16";
+  const ir::DType low = bf16 ? ir::DType::bf16 : ir::DType::f16;
+  const fs::path dir = write_low_precision_model(dtype, "[cpu]");
   const fs::path bundle_dir = dir / "net.aot";
   auto compiled = run_command(quote(AOTRACE_CLI) + " compile -q --no-cache " + quote((dir / "net.yaml").string()) +
                               " -o " + quote(bundle_dir.string()));
@@ -502,8 +508,8 @@ void check_low_precision_model(const std::string& dtype) {
 
   std::mt19937 rng(5);
   std::normal_distribution<float> normal;
-  ir::HostTensor rounded = ir::HostTensor::zeros(low, {5, 64});  // HostTensor::set rounds to even
-  rt::Tensor x(bf16 ? rt::DType::f32 : rt::DType::f16, {5, 64});
+  ir::HostTensor rounded = ir::HostTensor::zeros(low, {20, 64});  // HostTensor::set rounds to even
+  rt::Tensor x(bf16 ? rt::DType::f32 : rt::DType::f16, {20, 64});
   for (int64_t i = 0; i < x.numel(); ++i) {
     const float v = i == 1 ? 1.00390625f : 3 * normal(rng);  // [1]: halfway between bfloat16 1 and 1.0078125
     rounded.set(i, v);
@@ -515,7 +521,7 @@ void check_low_precision_model(const std::string& dtype) {
   auto r = run_command(quote(AOTRACE_CLI) + " run " + quote(bundle_dir.string()) + " --input x=" +
                        quote((dir / "x.npy").string()) + " --output-dir " + quote((dir / "out").string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  expect_contains(r.output, bf16 ? "result  bfloat16 [5, 48] (as float32)" : "result  float16 [5, 48]\n");
+  expect_contains(r.output, bf16 ? "result  bfloat16 [20, 48] (as float32)" : "result  float16 [20, 48]\n");
   auto got = rt::npy_read((dir / "out" / "out0.npy").string());
   ASSERT_TRUE(got.ok()) << got.status().message();
   ASSERT_EQ(got->dtype(), bf16 ? rt::DType::f32 : rt::DType::f16);
@@ -1035,6 +1041,23 @@ TEST(Cuda, EveryModelsKernelsAssembleForSm80AndSm90) {
                              quote(out.string()));
   EXPECT_EQ(nowhere.exit_code, 1) << nowhere.output;
   expect_contains(nowhere.output, "the bundle has CUDA kernels only and cannot run here");
+}
+
+// check_low_precision_model's float16 and bfloat16 models on the (fake) GPU: their kernels
+// (warp reductions computed in f32, the linear layer a tiled GEMM on the type's mma, emulated)
+// pass the golden vectors from eager.
+TEST(Cuda, Float16AndBFloat16ModelsPassTheirGoldenVectorsOnTheGpu) {
+  for (const char* dtype : {"float16", "bfloat16"}) {
+    SCOPED_TRACE(dtype);
+    const fs::path dir = write_low_precision_model(dtype, "[cuda]");
+    const fs::path out = dir / "net_cuda.aot", emulation = dir / "net_emulation.so";
+    auto r = compile_with_emulation(dir / "net.yaml", out, emulation);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    auto selftest = run_command(FakeCuda::cli_env(emulation) + quote(AOTRACE_CLI) + " run " + quote(out.string()) +
+                                " --selftest --device cuda");
+    EXPECT_EQ(selftest.exit_code, 0) << selftest.output;
+    expect_contains(selftest.output, "1 golden pair(s) match (kernels cuda/sm_90.cubin on a sm_90 GPU)");
+  }
 }
 
 // The dynamic-dim models (tests/e2e/dynamic) compiled for the GPU: their symbolic launch sizes,

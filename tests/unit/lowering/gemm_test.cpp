@@ -147,14 +147,14 @@ TEST(Gemm, ConvStridePaddingDilationBiasScaleShiftReluAndResidual) {
 
 // f16 and bf16 GEMMs take the packed path too, multiplying in f32: operands widened as they
 // are packed (a row-major B a vector of bits at a time, a transposed one element by element,
-// A never read in place), weights pre-packed as f32 panels (their cast back inlined: one
+// A never read in place: its panels 16 steps of K at a time, transposed in registers), weights pre-packed as f32 panels (their cast back inlined: one
 // kernel), sums rounded to the type before the epilogue. Edge blocks in every dim, a K of two
 // panels, a linear layer with bias and ReLU, a conv with bias (its weight's A panels).
 TEST(Gemm, HalfOperandsAreWidenedAsTheyArePacked) {
   for (ir::DType t : {ir::DType::f16, ir::DType::bf16}) {
     SCOPED_TRACE(ir::dtype_name(t));
     ir::Graph g;
-    ir::ValueId a = g.add_input("a", typed(t, {150, 301}), "L['a']");
+    ir::ValueId a = g.add_input("a", typed(t, {149, 301}), "L['a']");  // a partial panel; K: 16s and 13 more
     ir::ValueId b = g.add_input("b", typed(t, {301, 290}), "L['b']");
     ir::ValueId bt = g.add_input("bt", typed(t, {40, 301}), "L['bt']");
     ir::ValueId x = g.add_input("x", typed(t, {2, 9, 64}), "L['x']");
