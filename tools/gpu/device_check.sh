@@ -77,13 +77,17 @@ for n, (a, b) in {"qkv_b32": ((4096, 768), (768, 2304)), "ff1_b32": ((4096, 768)
                   "ff1_b1": ((128, 768), (768, 3072)), "scores_b32": ((384, 128, 64), (384, 64, 128))}.items():
     np.save(f"{d}/{n}_a.npy", r.standard_normal(a).astype(np.float32))
     np.save(f"{d}/{n}_b.npy", r.standard_normal(b).astype(np.float32))
+    np.save(f"{d}/{n}_a_f16.npy", np.load(f"{d}/{n}_a.npy").astype(np.float16))  # gemm_tensors_f16
+    np.save(f"{d}/{n}_b_f16.npy", np.load(f"{d}/{n}_b.npy").astype(np.float16))
 PY
 fi
 for gemm in "$carry"/gemm.aot "$carry"/gemm_stages2.aot "$carry"/gemm_tf32.aot "$carry"/gemm_tf32_stages2.aot \
-  "$carry"/gemm_f16.aot "$carry"/gemm_bf16.aot; do
+  "$carry"/gemm_f16.aot "$carry"/gemm_bf16.aot "$carry"/gemm_tensors_f16.aot "$carry"/gemm_tensors_bf16.aot; do
   [ -d "$gemm" ] || continue
+  sfx=""  # f16 tensors read f16 files; bf16 ones take the f32 files (run rounds them)
+  case $gemm in *tensors_f16*) sfx=_f16 ;; esac
   for e in qkv_b32 ff1_b32 ff2_b32 proj_b1 ff1_b1 scores_b32; do
-    line=$(timeout 60 "$run" "$gemm" --entry $e --input "a=$inputs/${e}_a.npy" --input "b=$inputs/${e}_b.npy" \
+    line=$(timeout 60 "$run" "$gemm" --entry $e --input "a=$inputs/${e}_a$sfx.npy" --input "b=$inputs/${e}_b$sfx.npy" \
       --device cuda --repeat 30 --output-dir /tmp/gpu_gemm 2>&1 | grep median) || status=1
     python3 - "$e" "$line" "$inputs" "$(basename "$gemm" .aot)" $ceilings <<'PY' | tee -a "$out/gemm.txt"
 import json, os, re, sys, numpy as np
@@ -153,7 +157,7 @@ done
 # 4 × 50257 (a thread block per row: a bitonic network, tiles in shared memory) and its whole
 # filter (sort, softmax, cumsum and scatter: blocks per row): their latency (the selftests above
 # checked the numbers), in reductions.aot (gpu_carry4) and, a thread per row,
-# reductions_threads.aot (gpu_carry3).
+# reductions_threads.aot (gpu_carry5).
 for bundle in "$carry/reductions.aot" "$carry/reductions_threads.aot"; do
   [ -d "$bundle" ] || continue
   python3 -c "import numpy as np; np.save('$inputs/logits.npy', np.random.default_rng(4).standard_normal((1, 50257)).astype(np.float32))"

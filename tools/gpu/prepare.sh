@@ -6,11 +6,13 @@
 #   gpu_carry2  resnet18.aot (224², batch 1..32), gemm.aot (the BERT layer's matmul shapes as
 #               `a @ b`, no weights: TFLOP/s) and gemm_stages2.aot (the same, double-buffered
 #               tiles: --cuda-gemm-stages 2), mlp.aot (examples/mlp: compute-sanitizer's subject)
-#   gpu_carry3  bert_layer_tf32.aot, gpt2_block_tf32.aot: gpu_carry1's models with cuda_math tf32;
-#               reductions_threads.aot: gpu_carry4's reductions.aot with a thread per row where
-#               it takes a thread block (--cuda-block-row-min 2^40: the block kernels' baseline)
+#   gpu_carry3  bert_layer_tf32.aot, gpt2_block_tf32.aot: gpu_carry1's models with cuda_math tf32
+#   gpu_carry5  reductions_threads.aot: gpu_carry4's reductions.aot with a thread per row where
+#               it takes a thread block (--cuda-block-row-min 2^40: the block kernels' baseline;
+#               7 MB, which gpu_carry3 had no room for)
 #   gpu_carry4  gemm_tf32.aot, gemm_f16.aot, gemm_bf16.aot: gemm.aot on tensor cores
-#               (gemm_tf32_stages2.aot: TF32 with two stages);
+#               (gemm_tf32_stages2.aot: TF32 with two stages); gemm_tensors_f16.aot and
+#               gemm_tensors_bf16.aot: gemm.aot's shapes as f16 and bf16 tensors (their own mma);
 #               bert_layer_warp64.aot: the BERT layer with --cuda-warp-reduce-min 64 (its softmax
 #               rows of 128 a warp each, against gpu_carry1's thread each); reductions.aot (a
 #               whole-tensor sum and min of 32 × 1024: block reductions; a row max: warps;
@@ -24,8 +26,8 @@
 #               elements a thread as 16-byte vectors, and one a thread, --cuda-vector-elements 1):
 #               42 MiB
 # Then, with the device tool:  run  bash tools/gpu/device_check.sh gpu_carry1 $OUT
-#   (carry: ["gpu_carry1"]), and the same for gpu_carry2, 3 and 4 within 30 s of each other (the
-#   machine stays warm).
+#   (carry: ["gpu_carry1"]), and the same for gpu_carry2, 3, 4 and 5 within 30 s of each other
+#   (the machine stays warm). The script fails when a carry and the tracked tree exceed 64 MiB.
 # Usage: tools/gpu/prepare.sh [ARCHS]   (default sm_90: the device tool's H100 and H200)
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -62,7 +64,8 @@ for mm in gemm:tf32 gemm:f16 gemm:bf16 bert_layer:tf32 gpt2_block:tf32; do  # on
   sed -e "s/^name: $m/name: ${m}_$math/" "$specs/$m.yaml" > "$specs/${m}_$math.yaml"
   printf '\noptions: {cuda_math: %s}\n' "$math" >> "$specs/${m}_$math.yaml"
 done
-for carry in gpu_carry1 gpu_carry2 gpu_carry3 gpu_carry4; do
+carries="gpu_carry1 gpu_carry2 gpu_carry3 gpu_carry4 gpu_carry5"
+for carry in $carries; do
   rm -rf "$root/$carry"
   mkdir -p "$root/$carry"
   cp "$root/build/artifacts/runtime/aotrace_run" "$root/$carry/"
@@ -77,9 +80,15 @@ build "$specs/bert_layer.yaml" gpu_carry1
 build "$specs/gpt2_block.yaml" gpu_carry1
 build "$specs/gemm.yaml" gpu_carry2
 build "$specs/gemm.yaml" gpu_carry2 gemm_stages2 --cuda-gemm-stages 2
+for t in f16:float16 bf16:bfloat16; do  # gemm.aot on f16 and bf16 tensors: their own mma, no option
+  sed -e "s/^name: gemm/name: gemm_tensors_${t%%:*}/" -e "s/dtype: float32/dtype: ${t#*:}/g" "$specs/gemm.yaml" \
+    > "$specs/gemm_tensors_${t%%:*}.yaml"
+done
 build "$specs/gemm_tf32.yaml" gpu_carry4
 build "$specs/gemm_f16.yaml" gpu_carry4
 build "$specs/gemm_bf16.yaml" gpu_carry4
+build "$specs/gemm_tensors_f16.yaml" gpu_carry4
+build "$specs/gemm_tensors_bf16.yaml" gpu_carry4
 build "$specs/gemm_tf32.yaml" gpu_carry4 gemm_tf32_stages2 --cuda-gemm-stages 2
 build "$specs/bert_layer.yaml" gpu_carry4 bert_layer_warp64 --cuda-warp-reduce-min 64
 cat > "$specs/reductions.py" <<'PY'
@@ -117,7 +126,7 @@ printf 'version: 1\nname: reductions\nscript: reductions.py\ntargets: [cuda]\nen
   "  top_p: {call: top_p, inputs: {logits: {dtype: float32, shape: [4, 50257]}}}" \
   "  top_p_small: {call: top_p, inputs: {logits: {dtype: float32, shape: [2, 5000]}}}" > "$specs/reductions.yaml"
 build "$specs/reductions.yaml" gpu_carry4
-build "$specs/reductions.yaml" gpu_carry3 reductions_threads --cuda-block-row-min $((1 << 40))
+build "$specs/reductions.yaml" gpu_carry5 reductions_threads --cuda-block-row-min $((1 << 40))
 cat > "$specs/reduce_total.py" <<'PY'
 def total(x):
     return x.sum()
@@ -159,4 +168,13 @@ sed -i "s#^script: #script: $root/examples/mlp/#" "$specs/mlp.yaml"
 echo "targets: [cuda]" >> "$specs/mlp.yaml"
 build "$specs/mlp.yaml" gpu_carry2
 build "$specs/resnet18.yaml" gpu_carry2
-du -sh "$root"/gpu_carry1 "$root"/gpu_carry2 "$root"/gpu_carry3 "$root"/gpu_carry4
+# The device tool carries at most 64 MiB: a carry with the tracked tree.
+tree=$(cd "$root" && git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+for carry in $carries; do
+  bytes=$(du -sb "$root/$carry" | cut -f1)
+  echo "$carry: $((bytes / 1048576)) MiB (+ $((tree / 1048576)) MiB of tree)"
+  if [ $((bytes + tree)) -gt $((64 * 1048576)) ]; then
+    echo "error: $carry and the tree exceed the device tool's 64 MiB: move a bundle to another carry" >&2
+    exit 1
+  fi
+done
