@@ -19,7 +19,9 @@
 namespace aotrace::lowering::cuda {
 
 bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max) {
-  if (n.op != ir::OpKind::Matmul || n.results.size() != 1 || g.type(n.results[0]).dtype != ir::DType::f32) return false;
+  const ir::DType t = n.results.size() == 1 ? g.type(n.results[0]).dtype : ir::DType::i64;
+  // f32, or f16/bf16 computed in f32 (batch-1 decoding's matrix-vector products of a half model)
+  if (n.op != ir::OpKind::Matmul || (t != ir::DType::f32 && t != ir::DType::f16 && t != ir::DType::bf16)) return false;
   const ir::Shape& a = g.type(n.operands[0]).shape;
   std::optional<int64_t> k = a.empty() ? std::nullopt : a.back().as_constant();
   if (!k || *k < 256 || planned_size(g.type(n.results[0]).numel(), max) > (int64_t{1} << 17)) return false;

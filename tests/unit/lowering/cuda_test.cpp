@@ -502,8 +502,9 @@ TEST(Cuda, BlockReductionsMeetInSharedMemory) {
 // f16 and bf16 reductions (a half model's softmax and layer norm, a total) take warps and blocks
 // as f32 ones do, computed in f32 and rounded once; f16 and bf16 GEMMs take the tiled GEMM on
 // their own type's tensor cores (mma m16n8k16 with f32 sums: their operands are exact in it),
-// unless an arch lacks them (sm_75: the f32 FMA tile). Rows of 300 with a NaN, a softmax and a
-// layer norm over 768, a total of 20000 positions, a linear layer of 64 × 96 × 80; sums of 2^17
+// unless an arch lacks them (sm_75: the f32 FMA tile); a matrix-vector product over a long K
+// takes a warp per output. Rows of 300 with a NaN, a softmax and a layer norm over 768, a total
+// of 20000 positions, a linear layer of 64 × 96 × 80, one token's 768 by 768 × 50; sums of 2^17
 // positions split across the grid with f32 partials.
 TEST(Cuda, HalfReductionsTakeWarpsAndHalfGemmsTensorCores) {
   for (ir::DType t : {ir::DType::f16, ir::DType::bf16}) {
@@ -516,15 +517,18 @@ TEST(Cuda, HalfReductionsTakeWarpsAndHalfGemmsTensorCores) {
     ir::ValueId w = typed_weight(g, t, "w", {96, 80}, 3);
     ir::ValueId ln = g.add(OpKind::LayerNorm, {h, typed_weight(g, t, "lw", {768}, 4), typed_weight(g, t, "lb", {768}, 5)},
                            attrs({{"eps", 1e-5}, {"normalized_ndim", int64_t{1}}}));
+    ir::ValueId token = g.add(OpKind::Reshape, {slice(g, h, 0, 0, 1)}, shape_attrs({1, 768}));  // decoding: one row
     set_outputs(g, {g.add(OpKind::ReduceMax, {x}, reduce_attrs({1}, false)), g.add(OpKind::ReduceSum, {x}, reduce_attrs({1}, true)),
                     g.add(OpKind::Softmax, {h}, attrs({{"axis", int64_t{1}}})), ln,
                     g.add(OpKind::ReduceSum, {y}, reduce_attrs({0, 1}, false)),
-                    g.add(OpKind::Matmul, {a, transpose(g, w)})});
+                    g.add(OpKind::Matmul, {a, transpose(g, w)}),
+                    g.add(OpKind::Matmul, {token, transpose(g, typed_weight(g, t, "wv", {50, 768}, 6))})});
     std::vector<ir::HostTensor> inputs = random_inputs(g, 1, -1, 1);
     inputs[0].set(3 * 300 + 77, std::numeric_limits<double>::quiet_NaN());
     const LoweredVariant gpu = lower_graph(g, "half_", for_gpu());
     const std::multiset<std::string> launches = launches_of(gpu);
     EXPECT_EQ(launches.count("1280"), 2u) << "x's rows: 40 × 32 lanes";
+    EXPECT_EQ(launches.count("1600"), 1u) << "the matrix-vector product: a warp per output, 50 × 32 lanes";
     EXPECT_EQ(launches.count("256"), 5u) << "the total (a block), the softmax's and the layer norm's rows (8 × 32), "
                                          << "the GEMM's block of 4 tiles: " << ::testing::PrintToString(launches);
     auto cuda_plans = [&](const std::vector<std::string>& archs) {
