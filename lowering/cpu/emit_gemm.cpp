@@ -195,13 +195,13 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
                               b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(i)), llvm::Align(4));
     }, [&] { each(true); });
   };
-  // An f16/bf16 A read along K (its rows contiguous: a linear layer's activations) packs a
+  // An f16/bf16 A read along K (GemmPlan::a_rows: a linear layer's activations) packs a
   // panel 16 steps of K at a time: its r rows' next 16 elements loaded as vectors of bits,
   // widened, and transposed in registers into the panel's 16·r contiguous floats (p-major). One
   // element at a time, LLVM vectorised along K with scatter stores: a bf16 linear layer of
   // 128 × 768 by 768 × 3072 spent a third of its time there.
   const ir::DType a_type = dtype(plan.a);
-  if (pack_a && view && !plan.is_conv && a_type != ir::DType::f32 && is_one(view->strides[vs.size() - 1])) {
+  if (pack_a && plan.a_rows) {
     constexpr int64_t kChunk = 16;
     llvm::Type* bits = llvm::FixedVectorType::get(storage_type(ctx_, a_type), kChunk);
     std::vector<int> transpose;  // element i·16 + j (row i, step j) to j·r + i
@@ -237,6 +237,15 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
     range_loop(i64(0), kc, [&](llvm::Value* p) { range_loop(i64(0), panels, [&](llvm::Value* q) { pack_one(q, p); }); });
 }
 
+// `count` consecutive elements of the conv input (f32, or f16/bf16 widened) at `at` + `index`:
+// a float, or a vector of `count` floats.
+llvm::Value* KernelEmitter::conv_input_load(const GemmPlan& plan, llvm::Value* at, llvm::Value* index, int64_t count) {
+  const ir::DType t = dtype(plan.b);
+  llvm::Type* stored = storage_type(ctx_, t);
+  llvm::Type* type = count == 1 ? stored : llvm::FixedVectorType::get(stored, static_cast<unsigned>(count));
+  return from_storage(b_, b_.CreateAlignedLoad(type, b_.CreateInBoundsGEP(stored, at, index), llvm::Align(t == ir::DType::f32 ? 4 : 2)), t);
+}
+
 // B of a wide conv (see GemmPlan): for each k = (ci, kh, kw), the columns [jc, jc + nc) are
 // x_flat[batch, ci, kh·dilation, kw·dilation] + n: NR of them are one vector load. Only the last
 // panels, near the end of N or of the buffer, take the per-element clamped path.
@@ -245,7 +254,6 @@ void KernelEmitter::gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, l
                                      llvm::Value* dst) {
   const ir::SymExpr total = g_.type(plan.b).numel();
   llvm::Type* f32 = b_.getFloatTy();
-  auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(plan.nr));
   llvm::Value* src = buffers_[static_cast<size_t>(read_arg_.at(plan.b))];
   llvm::Value* panels = b_.CreateUDiv(b_.CreateAdd(nc, i64(plan.nr - 1)), i64(plan.nr));
   range_loop(i64(0), kc, [&](llvm::Value* p) {
@@ -256,12 +264,11 @@ void KernelEmitter::gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, l
       // Columns past N are computed and dropped: only the end of the buffer needs the edge path,
       // where the elements past it read 0.
       if_else(b_.CreateICmpSLE(b_.CreateAdd(flat, i64(plan.nr)), size(total)), [&] {
-        b_.CreateAlignedStore(b_.CreateAlignedLoad(vec, b_.CreateInBoundsGEP(f32, src, flat), llvm::Align(4)), at,
-                              llvm::Align(4));
+        b_.CreateAlignedStore(conv_input_load(plan, src, flat, plan.nr), at, llvm::Align(4));
       }, [&] {
         for (int64_t j = 0; j < plan.nr; ++j) {
           llvm::Value* f = b_.CreateAdd(flat, i64(j));
-          llvm::Value* v = b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, src, clamp(f, total)), llvm::Align(4));
+          llvm::Value* v = conv_input_load(plan, src, clamp(f, total), 1);
           v = b_.CreateSelect(in_range(f, total), v, llvm::ConstantFP::get(f32, 0.0));
           b_.CreateAlignedStore(v, b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(j)), llvm::Align(4));
         }
@@ -338,7 +345,7 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
   const ir::SymExpr total = g_.type(plan.b).numel();
   range_loop(i64(0), kc, [&](llvm::Value* p) {
     llvm::Value* base = conv_input_base(plan, batch, b_.CreateAdd(pc, p));
-    llvm::Value* from = b_.CreateInBoundsGEP(f32, src, base);
+    llvm::Value* from = b_.CreateInBoundsGEP(storage_type(ctx_, dtype(plan.b)), src, base);
     range_loop(i64(0), panels, [&](llvm::Value* q) {
       llvm::Value* offsets = b_.CreateInBoundsGEP(b_.getInt64Ty(), table, b_.CreateMul(q, i64(plan.nr)));
       llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, panel_offset(b_, q, p, local_b_stride(b_, kc, plan.nr), plan.nr));
@@ -353,14 +360,12 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
       llvm::Value* adjacent = b_.CreateICmpEQ(span, i64(plan.nr - 1));
       auto per_element = [&] {
         for (int64_t j = 0; j < plan.nr; ++j) {
-          llvm::Value* v = b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, from, offset(j)), llvm::Align(4));
+          llvm::Value* v = conv_input_load(plan, from, offset(j), 1);
           b_.CreateAlignedStore(v, b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(j)), llvm::Align(4));
         }
       };
       if_else(adjacent, [&] {
-        auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(plan.nr));
-        b_.CreateAlignedStore(b_.CreateAlignedLoad(vec, b_.CreateInBoundsGEP(f32, from, first), llvm::Align(4)), at,
-                              llvm::Align(4));
+        b_.CreateAlignedStore(conv_input_load(plan, from, first, plan.nr), at, llvm::Align(4));
       }, [&] {
         if (s == 1) return per_element();
         // Columns s apart in one row, whose NR·s elements stay in the buffer.
@@ -368,10 +373,9 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
             b_.CreateICmpEQ(span, i64((plan.nr - 1) * s)),
             b_.CreateICmpSLE(b_.CreateAdd(b_.CreateAdd(base, first), i64(plan.nr * s)), size(total)));
         if_else(strided, [&] {
-          auto* wide = llvm::FixedVectorType::get(f32, static_cast<unsigned>(plan.nr * s));
           std::vector<int> every;
           for (int64_t j = 0; j < plan.nr; ++j) every.push_back(static_cast<int>(j * s));
-          llvm::Value* v = b_.CreateAlignedLoad(wide, b_.CreateInBoundsGEP(f32, from, first), llvm::Align(4));
+          llvm::Value* v = conv_input_load(plan, from, first, plan.nr * s);
           b_.CreateAlignedStore(b_.CreateShuffleVector(v, every), at, llvm::Align(4));
         }, per_element);
       });

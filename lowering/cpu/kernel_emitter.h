@@ -185,6 +185,7 @@ class KernelEmitter {
   void gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, llvm::Value* jc, llvm::Value* nc,
                         llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
   llvm::Value* conv_input_base(const GemmPlan& plan, const Index& batch, llvm::Value* k);
+  llvm::Value* conv_input_load(const GemmPlan& plan, llvm::Value* at, llvm::Value* index, int64_t count);
   void gemm_conv_offsets(const GemmPlan& plan, llvm::Value* jc, int64_t count, llvm::Value* table);
   void gemm_pack_gathered_b(const GemmPlan& plan, const Index& batch, llvm::Value* nc, llvm::Value* pc,
                             llvm::Value* kc, llvm::Value* table, llvm::Value* dst);

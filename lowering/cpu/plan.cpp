@@ -215,7 +215,9 @@ std::optional<GemmPlan> gemm_operands(const KernelGraph& kg) {
     if (!n.attrs.has("packed_a")) p.a_view = strided_view(kg, p.a);
     if (!n.attrs.has("packed_b")) p.b_view = strided_view(kg, p.b);
     // The microkernel reads an A in place as f32: f16/bf16 rows are packed (widened) instead.
-    p.direct_a = p.a_view && is_one(p.a_view->strides.back()) && dtype(p.a) == ir::DType::f32;
+    const bool rows = p.a_view && is_one(p.a_view->strides.back());
+    p.direct_a = rows && dtype(p.a) == ir::DType::f32;
+    p.a_rows = rows && !p.direct_a;
     return p;
   }
   if (n.attrs.has("groups") && n.attrs.i("groups") != 1) return std::nullopt;
@@ -241,14 +243,14 @@ std::optional<GemmPlan> plan_gemm(const KernelGraph& kg) {
     const ir::Node& n = kg.g.nodes[static_cast<size_t>(p.node)];
     const ir::Shape& out = kg.dims(kg.k.reduction);
     const ir::Shape& xs = kg.dims(p.b);
-    p.wide = read_arg_.count(p.b) != 0 && kg.dtype(p.b) == ir::DType::f32;  // wide and gathered load f32
+    p.wide = read_arg_.count(p.b) != 0;
     for (int64_t v : int_list(n.attrs, "stride")) p.wide = p.wide && v == 1;
     for (int64_t v : int_list(n.attrs, "pad_low")) p.wide = p.wide && v == 0;
     if (p.wide && out.size() == 4) {
       p.row = xs.back();
       p.n = out[2] * p.row;
     }
-    p.gathered = !p.wide && read_arg_.count(p.b) != 0 && kg.dtype(p.b) == ir::DType::f32;
+    p.gathered = !p.wide && read_arg_.count(p.b) != 0;
     for (const char* side : {"pad_low", "pad_high"})
       for (int64_t v : int_list(n.attrs, side)) p.gathered = p.gathered && v == 0;
     // Small images at a static batch over 1: one GEMM over every image's columns (with the
@@ -586,6 +588,7 @@ std::string describe(const std::vector<CpuPlan>& plans) {
            " nr " + std::to_string(p->nr) + " mc " + std::to_string(p->mc) + " kc " + std::to_string(p->kc) +
            " mt " + std::to_string(p->mt) + " nc " + p->nc.str() + " | tasks " + p->tasks().str();
     if (p->direct_a) out += " direct_a";
+    if (p->a_rows) out += " a_rows";
     if (p->wide) out += " wide";
     if (p->gathered) out += " gathered";
     if (p->merged) out += " merged";

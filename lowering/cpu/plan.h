@@ -90,6 +90,10 @@ struct GemmPlan {
   // microkernel reads A in place (row pointers) and A is never packed.
   std::optional<StridedView> a_view, b_view;
   bool direct_a = false;
+  // `a_rows`: an f16/bf16 A whose rows are contiguous along K (never read in place: the
+  // microkernel reads f32) is packed 16 steps of K at a time, each panel's rows loaded as
+  // vectors, widened and transposed in registers.
+  bool a_rows = false;
   ir::SymExpr m_tasks() const { return floordiv(m + (mt - 1), mt); }
   ir::SymExpr n_blocks() const { return floordiv(n + nc - 1, nc); }
   ir::SymExpr tasks() const { return batches * m_tasks() * n_blocks(); }

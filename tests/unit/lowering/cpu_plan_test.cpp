@@ -65,9 +65,10 @@ TEST(CpuPlan, HalfLinearLayersPackTheirActivations) {
   ASSERT_EQ(p.plans.size(), 1u);
   ASSERT_TRUE(p.plans[0].gemm.has_value());
   EXPECT_FALSE(p.plans[0].gemm->direct_a);
-  EXPECT_TRUE(p.plans[0].gemm->a_view.has_value());  // packed with vector loads of its bits
+  EXPECT_TRUE(p.plans[0].gemm->a_rows);  // packed by rows of 16 K-steps, widened and transposed
   EXPECT_NE(cpu::describe(p.plans).find("t_k0: work 3.02e+08 | gemm matmul batches 1 m 128 n 3072 k 768"), std::string::npos)
       << cpu::describe(p.plans);
+  EXPECT_NE(cpu::describe(p.plans).find(" a_rows"), std::string::npos) << cpu::describe(p.plans);
 }
 
 // Convs: stride 1 unpadded (a 1×1) on the input's rows ("wide": whole rows per block), a

@@ -176,6 +176,31 @@ TEST(Gemm, HalfOperandsAreWidenedAsTheyArePacked) {
   }
 }
 
+// f16 and bf16 convs read their input as f32 ones do, widening what they load: a 1×1 at stride
+// 1 on whole rows (wide), an unpadded 3×3 at stride 2 (gathered: every other element of a
+// vector) and at stride 1 (adjacent columns, per element across rows), small images at batch 3
+// folded into the columns (merged), with bias, scale, shift, residual and ReLU.
+TEST(Gemm, HalfConvsWidenTheirInputAsTheyLoadIt) {
+  for (ir::DType t : {ir::DType::f16, ir::DType::bf16}) {
+    SCOPED_TRACE(ir::dtype_name(t));
+    ir::Graph g;
+    ir::ValueId x = g.add_input("x", typed(t, {3, 24, 7, 7}), "L['x']");
+    ir::ValueId res = g.add_input("res", typed(t, {3, 40, 7, 7}), "L['res']");
+    ir::ValueId conv = g.add(OpKind::Conv, {x, typed_weight(g, t, "w", {40, 24, 1, 1}, 1), typed_weight(g, t, "b", {40}, 2)},
+                             conv_attrs({1, 1}, {1, 1}, {0, 0}, {0, 0}));
+    ir::ValueId bn = g.add(OpKind::Add, {g.add(OpKind::Mul, {conv, typed_weight(g, t, "scale", {40, 1, 1}, 3)}),
+                                         typed_weight(g, t, "shift", {40, 1, 1}, 4)});
+    ir::ValueId y = g.add_input("y", typed(t, {3, 16, 11, 9}), "L['y']");
+    ir::ValueId z = g.add_input("z", typed(t, {2, 8, 6, 10}), "L['z']");
+    ir::ValueId wide = g.add_input("wide", typed(t, {1, 8, 20, 21}), "L['wide']");
+    set_outputs(g, {g.add(OpKind::Relu, {g.add(OpKind::Add, {bn, res})}),
+                    g.add(OpKind::Conv, {y, typed_weight(g, t, "w2", {12, 16, 3, 3}, 5)}, conv_attrs({2, 2}, {1, 1}, {0, 0}, {0, 0})),
+                    g.add(OpKind::Conv, {z, typed_weight(g, t, "w3", {9, 8, 3, 3}, 6)}, conv_attrs({1, 1}, {1, 1}, {0, 0}, {0, 0})),
+                    g.add(OpKind::Conv, {wide, typed_weight(g, t, "w4", {10, 8, 1, 1}, 7)}, conv_attrs({1, 1}, {1, 1}, {0, 0}, {0, 0}))});
+    expect_on_every_cpu(g);
+  }
+}
+
 // A bf16 matmul's sums are rounded before its epilogue reads them, as the graph rounds the
 // matmul's bf16 result: 256 + 0.5 is 256 in bf16 (to even), so minus 256 is 0, not 0.5.
 TEST(Gemm, HalfSumsAreRoundedBeforeTheEpilogue) {
