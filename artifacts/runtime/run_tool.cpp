@@ -180,6 +180,20 @@ Tensor float32_from_bfloat16(const TensorRef& t) {
   return out;
 }
 
+// For a call the guards refused: how to save the first tensor input whose file holds another
+// dtype than the entry's (the same in every variant), or "".
+std::string dtype_hint(const Entry& entry, const std::vector<TensorRef>& inputs) {
+  for (size_t i = 0; i < inputs.size() && i < entry.inputs(0).size(); ++i) {
+    const TensorInfo& info = entry.inputs(0)[i];
+    double value = 0;
+    if (entry.scalar_input(0, i, &value) || inputs[i].dtype == info.dtype) continue;
+    const bool bf16 = info.dtype == DType::bf16;  // NumPy has none: a float32 file, rounded here
+    return "save input " + info.name + " as " + (bf16 ? "float32 (rounded to bfloat16 here)" : dtype_name(info.dtype)) +
+           ": numpy.save(FILE, array.astype(numpy." + (bf16 ? "float32" : dtype_name(info.dtype)) + "))";
+  }
+  return "";
+}
+
 // The entry's inputs from the files (and Python scalars from their values or the bundle).
 ToolStatus read_inputs(const Entry& entry, std::map<std::string, std::string> files, std::vector<Tensor>& tensors) {
   std::string expected;
@@ -593,7 +607,7 @@ ToolStatus run_tool(const RunToolOptions& options, const std::string& command, s
   for (size_t i = 0; outputs.ok() && i < call_refs.size(); ++i)  // inputs changed in place come back
     if (call_refs[i].device == DeviceKind::cuda)
       if (Status s = bundle->copy(refs[i], call_refs[i]); !s.ok()) return user_failure(s.message());
-  if (!outputs.ok()) return user_failure(outputs.status().message());
+  if (!outputs.ok()) return user_failure(outputs.status().message(), dtype_hint(*entry, refs));
   err << program << ": " << variant_line(*entry, variant) << "\n";
   if (options.repeat > 0)
     if (ToolStatus s = time_calls(*bundle, *entry, refs, *outputs, options.repeat, options.profile, program, err); !s.ok()) return s;

@@ -522,6 +522,17 @@ void check_low_precision_model(const std::string& dtype) {
                        quote((dir / "x.npy").string()) + " --output-dir " + quote((dir / "out").string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_contains(r.output, bf16 ? "result  bfloat16 [20, 48] (as float32)" : "result  float16 [20, 48]\n");
+  // A file of another dtype is a guard miss, whose hint says what to save instead.
+  rt::Tensor wrong(bf16 ? rt::DType::f64 : rt::DType::f32, {20, 64});
+  ASSERT_TRUE(rt::npy_write((dir / "wrong.npy").string(), wrong.ref()).ok());
+  auto refused = run_command(quote(AOTRACE_CLI) + " run " + quote(bundle_dir.string()) + " --input x=" +
+                             quote((dir / "wrong.npy").string()));
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  expect_contains(refused.output, bf16 ? "guard L['input'].dtype == torch.bfloat16 failed (got float64)"
+                                       : "guard L['input'].dtype == torch.float16 failed (got float32)");
+  expect_contains(refused.output, bf16 ? "hint: save input x as float32 (rounded to bfloat16 here): "
+                                         "numpy.save(FILE, array.astype(numpy.float32))"
+                                       : "hint: save input x as float16: numpy.save(FILE, array.astype(numpy.float16))");
   auto got = rt::npy_read((dir / "out" / "out0.npy").string());
   ASSERT_TRUE(got.ok()) << got.status().message();
   ASSERT_EQ(got->dtype(), bf16 ? rt::DType::f32 : rt::DType::f16);
@@ -628,6 +639,7 @@ TEST_F(GuardMiss, WrongDtype) {
   EXPECT_NE(r.output.find("input 'x'"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("float64"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("L['x'].dtype == torch.float32"), std::string::npos) << r.output;
+  expect_contains(r.output, "hint: save input x as float32: numpy.save(FILE, array.astype(numpy.float32))");
 }
 
 TEST_F(GuardMiss, WrongRank) {
