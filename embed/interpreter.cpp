@@ -254,8 +254,8 @@ from torch.overrides import TorchFunctionMode
 
 _LOW = ((torch.float16, "'Half'"), (torch.bfloat16, "'BFloat16'"))
 
-def lacks_kernel(e):
-    return isinstance(e, RuntimeError) and any('not implemented for ' + n in str(e) for _, n in _LOW)
+def lacking(e):  # the low-precision dtypes error e says torch has no kernel for
+    return [d for d, n in _LOW if isinstance(e, RuntimeError) and 'not implemented for ' + n in str(e)]
 
 def _floats(v, out):
     if isinstance(v, torch.Tensor):
@@ -291,7 +291,7 @@ class WidenLowPrecision(TorchFunctionMode):
         except RuntimeError as e:
             error = e
         name = getattr(func, '__name__', '') or str(func)
-        low = [d for d, n in _LOW if 'not implemented for ' + n in str(error)]
+        low = lacking(error)
         floats = set()
         _floats((args, kwargs), floats)
         if len(low) != 1 or floats != {low[0]} or name.endswith('_') or 'out' in kwargs:
@@ -316,10 +316,10 @@ PyRef call_no_grad(PyObject* callable, const std::function<PyRef()>& make_args,
   PyObject *et, *ev, *etb;
   PyErr_Fetch(&et, &ev, &etb);
   if (et) PyErr_NormalizeException(&et, &ev, &etb);  // torch sets a message, not an exception object
-  PyObject* helpers = helper_module("aotrace_low_precision_eager", kLowPrecisionEager);
-  PyRef lacks = !r && ev ? check(PyObject_CallFunctionObjArgs(PyDict_GetItemString(helpers, "lacks_kernel"), ev, nullptr),
-                                 "lacks_kernel")
-                         : PyRef();
+  PyObject* helpers = r ? nullptr : helper_module("aotrace_low_precision_eager", kLowPrecisionEager);
+  PyRef lacks = helpers && ev ? check(PyObject_CallFunctionObjArgs(PyDict_GetItemString(helpers, "lacking"), ev, nullptr),
+                                      "lacking")
+                              : PyRef();
   if (lacks && PyObject_IsTrue(lacks.get())) {
     Py_XDECREF(et);
     Py_XDECREF(ev);

@@ -54,6 +54,11 @@ constexpr int64_t kTopkRowsMaxK = 1024;
 // (0.043 ms a kernel, the heap 0.089). Defined in decompose.cpp.
 bool topk_as_heap(const ir::Graph& g, const ir::Node& n);
 
+// f32, f16 and bf16: the floats kernels compute in f32 (f16 and bf16 stored in 16 bits, widened
+// where they are loaded), which the GEMMs, their packed weights and the GPU's warp reductions
+// take alike.
+inline bool computed_in_f32(ir::DType t) { return t == ir::DType::f32 || t == ir::DType::f16 || t == ir::DType::bf16; }
+
 // Dynamic dims (DESIGN §4): shapes may hold symbols declared in Graph::symbols. Kernels get the
 // symbols' values at run time (symbols[i]: the i-th entry of Graph::symbols, in its std::map
 // order); decisions taken at compile time (blocking, chunking, task splits, whether a GEMM pays)

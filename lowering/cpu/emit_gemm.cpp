@@ -183,15 +183,12 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
       const ir::SymExpr& step = view->strides[vs.size() - (pack_a ? 2 : 1)];
       // f16/bf16 elements are loaded as their bits and widened (a vector at a time).
       const ir::DType t = dtype(view->buffer);
-      llvm::Type* stored = storage_type(ctx_, t);
-      const llvm::Align align(t == ir::DType::f32 ? 4 : 2);
       if (is_one(step)) {
-        auto* vec = llvm::FixedVectorType::get(stored, static_cast<unsigned>(r));
-        b_.CreateAlignedStore(from_storage(b_, b_.CreateAlignedLoad(vec, from, align), t), at, llvm::Align(4));
+        b_.CreateAlignedStore(load_widened(t, from, i64(0), r), at, llvm::Align(4));
         return;
       }
       for (int64_t i = 0; i < r; ++i)
-        b_.CreateAlignedStore(from_storage(b_, b_.CreateAlignedLoad(stored, b_.CreateGEP(stored, from, size(step * i)), align), t),
+        b_.CreateAlignedStore(load_widened(t, from, size(step * i), 1),
                               b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(i)), llvm::Align(4));
     }, [&] { each(true); });
   };
@@ -200,10 +197,8 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
   // widened, and transposed in registers into the panel's 16·r contiguous floats (p-major). One
   // element at a time, LLVM vectorised along K with scatter stores: a bf16 linear layer of
   // 128 × 768 by 768 × 3072 spent a third of its time there.
-  const ir::DType a_type = dtype(plan.a);
   if (pack_a && plan.a_rows) {
     constexpr int64_t kChunk = 16;
-    llvm::Type* bits = llvm::FixedVectorType::get(storage_type(ctx_, a_type), kChunk);
     std::vector<int> transpose;  // element i·16 + j (row i, step j) to j·r + i
     for (int64_t j = 0; j < kChunk; ++j)
       for (int64_t i = 0; i < r; ++i) transpose.push_back(static_cast<int>(i * kChunk + j));
@@ -220,7 +215,7 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
             Index vi = broadcast(ir::Shape(vs.begin(), vs.end() - 2), batch.size(), batch);
             vi.push_back(b_.CreateAdd(base, i64(i)));
             vi.push_back(k);
-            rows.push_back(from_storage(b_, b_.CreateAlignedLoad(bits, strided_address(*view, vi), llvm::Align(2)), a_type));
+            rows.push_back(load_widened(dtype(view->buffer), strided_address(*view, vi), i64(0), kChunk));
           }
           llvm::Value* panel = b_.CreateShuffleVector(llvm::concatenateVectors(b_, rows), transpose);
           llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, panel_offset(b_, q, p, b_.CreateMul(kc, i64(r)), r));
@@ -235,15 +230,6 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
     range_loop(i64(0), panels, [&](llvm::Value* q) { range_loop(i64(0), kc, [&](llvm::Value* p) { pack_one(q, p); }); });
   else
     range_loop(i64(0), kc, [&](llvm::Value* p) { range_loop(i64(0), panels, [&](llvm::Value* q) { pack_one(q, p); }); });
-}
-
-// `count` consecutive elements of the conv input (f32, or f16/bf16 widened) at `at` + `index`:
-// a float, or a vector of `count` floats.
-llvm::Value* KernelEmitter::conv_input_load(const GemmPlan& plan, llvm::Value* at, llvm::Value* index, int64_t count) {
-  const ir::DType t = dtype(plan.b);
-  llvm::Type* stored = storage_type(ctx_, t);
-  llvm::Type* type = count == 1 ? stored : llvm::FixedVectorType::get(stored, static_cast<unsigned>(count));
-  return from_storage(b_, b_.CreateAlignedLoad(type, b_.CreateInBoundsGEP(stored, at, index), llvm::Align(t == ir::DType::f32 ? 4 : 2)), t);
 }
 
 // B of a wide conv (see GemmPlan): for each k = (ci, kh, kw), the columns [jc, jc + nc) are
@@ -264,11 +250,11 @@ void KernelEmitter::gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, l
       // Columns past N are computed and dropped: only the end of the buffer needs the edge path,
       // where the elements past it read 0.
       if_else(b_.CreateICmpSLE(b_.CreateAdd(flat, i64(plan.nr)), size(total)), [&] {
-        b_.CreateAlignedStore(conv_input_load(plan, src, flat, plan.nr), at, llvm::Align(4));
+        b_.CreateAlignedStore(load_widened(dtype(plan.b), src, flat, plan.nr), at, llvm::Align(4));
       }, [&] {
         for (int64_t j = 0; j < plan.nr; ++j) {
           llvm::Value* f = b_.CreateAdd(flat, i64(j));
-          llvm::Value* v = conv_input_load(plan, src, clamp(f, total), 1);
+          llvm::Value* v = load_widened(dtype(plan.b), src, clamp(f, total), 1);
           v = b_.CreateSelect(in_range(f, total), v, llvm::ConstantFP::get(f32, 0.0));
           b_.CreateAlignedStore(v, b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(j)), llvm::Align(4));
         }
@@ -345,7 +331,7 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
   const ir::SymExpr total = g_.type(plan.b).numel();
   range_loop(i64(0), kc, [&](llvm::Value* p) {
     llvm::Value* base = conv_input_base(plan, batch, b_.CreateAdd(pc, p));
-    llvm::Value* from = b_.CreateInBoundsGEP(storage_type(ctx_, dtype(plan.b)), src, base);
+    llvm::Value* from = b_.CreateInBoundsGEP(storage_type(ctx_, dtype(plan.b)), src, base);  // loaded widened
     range_loop(i64(0), panels, [&](llvm::Value* q) {
       llvm::Value* offsets = b_.CreateInBoundsGEP(b_.getInt64Ty(), table, b_.CreateMul(q, i64(plan.nr)));
       llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, panel_offset(b_, q, p, local_b_stride(b_, kc, plan.nr), plan.nr));
@@ -360,12 +346,12 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
       llvm::Value* adjacent = b_.CreateICmpEQ(span, i64(plan.nr - 1));
       auto per_element = [&] {
         for (int64_t j = 0; j < plan.nr; ++j) {
-          llvm::Value* v = conv_input_load(plan, from, offset(j), 1);
+          llvm::Value* v = load_widened(dtype(plan.b), from, offset(j), 1);
           b_.CreateAlignedStore(v, b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(j)), llvm::Align(4));
         }
       };
       if_else(adjacent, [&] {
-        b_.CreateAlignedStore(conv_input_load(plan, from, first, plan.nr), at, llvm::Align(4));
+        b_.CreateAlignedStore(load_widened(dtype(plan.b), from, first, plan.nr), at, llvm::Align(4));
       }, [&] {
         if (s == 1) return per_element();
         // Columns s apart in one row, whose NR·s elements stay in the buffer.
@@ -375,7 +361,7 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
         if_else(strided, [&] {
           std::vector<int> every;
           for (int64_t j = 0; j < plan.nr; ++j) every.push_back(static_cast<int>(j * s));
-          llvm::Value* v = conv_input_load(plan, from, first, plan.nr * s);
+          llvm::Value* v = load_widened(dtype(plan.b), from, first, plan.nr * s);
           b_.CreateAlignedStore(b_.CreateShuffleVector(v, every), at, llvm::Align(4));
         }, per_element);
       });

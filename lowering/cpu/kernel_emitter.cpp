@@ -538,6 +538,12 @@ llvm::Value* KernelEmitter::load(ir::ValueId v, int arg, const Index& idx) {
   return from_storage(b_, x, dtype(v));
 }
 
+llvm::Value* KernelEmitter::load_widened(ir::DType t, llvm::Value* at, llvm::Value* index, int64_t count) {
+  llvm::Type* stored = storage_type(ctx_, t);
+  llvm::Type* type = count == 1 ? stored : llvm::FixedVectorType::get(stored, static_cast<unsigned>(count));
+  return from_storage(b_, b_.CreateAlignedLoad(type, b_.CreateInBoundsGEP(stored, at, index), llvm::Align(ir::dtype_size(t))), t);
+}
+
 void KernelEmitter::store(ir::ValueId v, int arg, const Index& idx, llvm::Value* x) {
   x = to_storage(b_, x, dtype(v));
   mark_alias(b_.CreateAlignedStore(x, address(v, arg, idx), llvm::Align(ir::dtype_size(dtype(v)))), arg);

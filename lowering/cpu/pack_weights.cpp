@@ -45,9 +45,6 @@ std::shared_ptr<const ir::Bytes> panels(int64_t rows, int64_t cols, int64_t widt
   return panels(1, rows, cols, width, [&](int64_t, int64_t r, int64_t c) { return at(r, c); });
 }
 
-// The weight types the GEMM takes (gemm_operands): f32, and f16/bf16 multiplied in f32.
-bool packable(ir::DType t) { return t == ir::DType::f32 || t == ir::DType::f16 || t == ir::DType::bf16; }
-
 struct Packer {
   const ir::Graph& old;
   GraphCopy& c;
@@ -101,7 +98,7 @@ struct Packer {
       int w = weight_index[static_cast<size_t>(v)];
       if (w < 0) return {};  // an input (its dims may be symbolic): nothing to pack
       std::vector<int64_t> d = static_dims(old, v);
-      if (d.size() != 2 || !packable(old.type(v).dtype)) return {};
+      if (d.size() != 2 || !computed_in_f32(old.type(v).dtype)) return {};
       return {w, 0, 0, d[0], d[1], d[1]};
     }
     const ir::Node& n = old.nodes[static_cast<size_t>(p)];
@@ -182,7 +179,7 @@ struct Packer {
   ir::ValueId pack_matmul_a(const ir::Node& mm, const SourceLoc& loc) {
     ir::ValueId a = mm.operands[0];
     int w = weight_index[static_cast<size_t>(a)];
-    if (w < 0 || !packable(old.type(a).dtype) || old.type(mm.operands[1]).dtype != old.type(a).dtype) return -1;
+    if (w < 0 || !computed_in_f32(old.type(a).dtype) || old.type(mm.operands[1]).dtype != old.type(a).dtype) return -1;
     std::vector<int64_t> as = static_dims(old, a);
     const ir::Shape& out = old.type(mm.results[0]).shape;
     if (as.size() < 2 || as.size() != out.size()) return -1;
@@ -205,7 +202,7 @@ struct Packer {
   ir::ValueId pack_a(const ir::Node& conv, const SourceLoc& loc) {
     if (conv.attrs.has("groups") && conv.attrs.i("groups") != 1) return -1;
     int w = weight_index[static_cast<size_t>(conv.operands[1])];
-    if (w < 0 || !packable(old.type(conv.operands[1]).dtype)) return -1;
+    if (w < 0 || !computed_in_f32(old.type(conv.operands[1]).dtype)) return -1;
     if (old.type(conv.operands[0]).dtype != old.type(conv.operands[1]).dtype) return -1;
     std::vector<int64_t> ws = static_dims(old, conv.operands[1]);
     const ir::Shape& out = old.type(conv.results[0]).shape;  // batch and spatial may be symbolic
@@ -234,7 +231,7 @@ ir::Graph pack_weights(ir::Graph old) {
     std::vector<ir::ValueId> operands;
     for (ir::ValueId o : n.operands) operands.push_back(c.map.at(static_cast<size_t>(o)));
     ir::Attrs attrs = n.attrs;
-    const bool gemm = packable(old.type(n.results[0]).dtype);
+    const bool gemm = computed_in_f32(old.type(n.results[0]).dtype);  // what gemm_operands takes
     if (n.op == ir::OpKind::Matmul && gemm) {
       if (ir::ValueId v = packer.pack_b(n, n.loc); v >= 0) {
         operands[1] = v;

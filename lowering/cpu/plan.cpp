@@ -193,8 +193,7 @@ std::optional<GemmPlan> gemm_operands(const KernelGraph& kg) {
   auto dtype = [&](ir::ValueId v) { return kg.dtype(v); };
   // f32, or f16/bf16 (stored so, multiplied in f32): their operands are widened as they are
   // packed, and the sums are rounded to the type at the epilogue.
-  auto gemm_dtype = [](ir::DType t) { return t == ir::DType::f32 || t == ir::DType::f16 || t == ir::DType::bf16; };
-  if (k_.reduction < 0 || !gemm_dtype(dtype(k_.reduction))) return std::nullopt;
+  if (k_.reduction < 0 || !computed_in_f32(dtype(k_.reduction))) return std::nullopt;
   if (dims(k_.root) != dims(k_.reduction)) return std::nullopt;
   const ir::Node& n = kg.producer(k_.reduction);
   if (n.op != ir::OpKind::Matmul && n.op != ir::OpKind::Conv) return std::nullopt;

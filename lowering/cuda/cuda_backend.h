@@ -28,6 +28,9 @@ namespace aotrace::lowering::cuda {
 constexpr int32_t kBlock = 256;
 // Static shared memory a kernel may declare (every arch: more needs the dynamic opt-in).
 constexpr int64_t kStaticSharedBytes = 48 * 1024;
+// The oldest arch whose tensor cores take mma.sync on TF32, f16 and bf16 (cuda_math, and f16 and
+// bf16 GEMMs).
+constexpr int kMmaMinArch = 80;
 
 constexpr const char* kNvptxTriple = "nvptx64-nvidia-cuda";
 // LLVM's data layout of nvptx64 (what the NVPTX target machine gives), so that codegen writes

@@ -127,7 +127,7 @@ std::string check_cuda_toolkit(const Options& options) {
     if (std::stoi(m[1]) < kMinArch)
       user_error("CUDA architecture " + a + " is older than this toolkit builds for (sm_" + std::to_string(kMinArch) + ")",
                  {}, "choose sm_75 or newer: sm_80 (A100), sm_89 (L4), sm_90 (H100/H200)");
-    if (options.cuda_math != Options::CudaMath::f32 && std::stoi(m[1]) < 80)
+    if (options.cuda_math != Options::CudaMath::f32 && std::stoi(m[1]) < cuda::kMmaMinArch)
       user_error(std::string("cuda_math ") + cuda_math_name(options.cuda_math) +
                      " needs the tensor-core mma of sm_80 or newer, and " + a + " is older",
                  {}, "drop " + a + " from --cuda-arch, or build it with `cuda_math: f32`");

@@ -19,9 +19,8 @@
 namespace aotrace::lowering::cuda {
 
 bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max) {
-  const ir::DType t = n.results.size() == 1 ? g.type(n.results[0]).dtype : ir::DType::i64;
   // f32, or f16/bf16 computed in f32 (batch-1 decoding's matrix-vector products of a half model)
-  if (n.op != ir::OpKind::Matmul || (t != ir::DType::f32 && t != ir::DType::f16 && t != ir::DType::bf16)) return false;
+  if (n.op != ir::OpKind::Matmul || n.results.size() != 1 || !computed_in_f32(g.type(n.results[0]).dtype)) return false;
   const ir::Shape& a = g.type(n.operands[0]).shape;
   std::optional<int64_t> k = a.empty() ? std::nullopt : a.back().as_constant();
   if (!k || *k < 256 || planned_size(g.type(n.results[0]).numel(), max) > (int64_t{1} << 17)) return false;
@@ -38,7 +37,6 @@ bool warp_matmul(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& m
 // maxima: a softmax over a dynamic sequence), or none (another op or dtype).
 std::optional<int64_t> reduced_positions(const ir::Graph& g, const ir::Node& n, const ir::SymBindings& max) {
   const bool arg = n.op == ir::OpKind::ArgMax || n.op == ir::OpKind::ArgMin;
-  auto computed_in_f32 = [](ir::DType t) { return t == ir::DType::f32 || t == ir::DType::f16 || t == ir::DType::bf16; };
   if ((n.op != ir::OpKind::ReduceSum && n.op != ir::OpKind::ReduceMax && n.op != ir::OpKind::ReduceMin && !arg) ||
       n.results.size() != 1 || (!arg && !computed_in_f32(g.type(n.results[0]).dtype)))
     return std::nullopt;
@@ -127,7 +125,7 @@ bool block_rows(const ir::Graph& g, const ScheduledKernel& k, const ir::SymBindi
 // (sm_80 or newer).
 bool archs_have_half_mma(const Options& options) {
   return std::all_of(options.cuda_archs.begin(), options.cuda_archs.end(), [](const std::string& a) {
-    return a.rfind("sm_", 0) == 0 && a.size() > 3 && std::atoi(a.c_str() + 3) >= 80;
+    return a.rfind("sm_", 0) == 0 && a.size() > 3 && std::atoi(a.c_str() + 3) >= kMmaMinArch;
   });
 }
 
