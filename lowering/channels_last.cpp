@@ -20,8 +20,10 @@
 // at each. A converted value read by anything else (a 3×3 conv, a graph output, the
 // classifier's flatten) is converted back there, once.
 //
-// Taken for f32 with static shapes and a weight (not a computed value) as the conv's filter.
-// The numbers are the NCHW convs' up to the order of the sums (the taps are added pairwise).
+// Taken for f32, f16 and bf16 with static shapes and a weight (not a computed value) as the
+// conv's filter. The numbers are the NCHW convs' up to the order of the sums (the taps are added
+// pairwise); a half depthwise conv is computed in f32 (its input cast, f32 taps) and rounded
+// once, as the conv is, not after each tap.
 // Runs after DCE, before winograd / pad-conv-inputs / pack-weights (the new matmuls' weights are
 // packed there); ends with DCE, which drops the NCHW nodes it replaced.
 // Test: lowering_tests ChannelsLast.* (conversions, boundaries, what stays NCHW), and the
@@ -62,18 +64,18 @@ struct Converter {
   std::optional<std::vector<int64_t>> static4(ir::ValueId v) const {
     const ir::TensorType& t = old.type(v);
     auto s = t.static_shape();
-    if (t.dtype != ir::DType::f32 || !s || s->size() != 4) return std::nullopt;
+    if (!computed_in_f32(t.dtype) || !s || s->size() != 4) return std::nullopt;
     return s;
   }
 
   // A conv this pass can run channels-last: 1×1 (stride 1, no padding, groups 1) or depthwise
-  // (one input channel per group, as many outputs, at least kMinDepthwiseChannels), f32, static
-  // shapes, a weight as filter.
+  // (one input channel per group, as many outputs, at least kMinDepthwiseChannels), f32, f16 or
+  // bf16, static shapes, a weight of the input's type as filter.
   Kind kind(const ir::Node& n) const {
     if (n.op != ir::OpKind::Conv || !static4(n.operands[0]) || !static4(n.results[0])) return Kind::none;
     if (weight_index[static_cast<size_t>(n.operands[1])] < 0) return Kind::none;
     auto w = old.type(n.operands[1]).static_shape();
-    if (!w || w->size() != 4 || old.type(n.operands[1]).dtype != ir::DType::f32) return Kind::none;
+    if (!w || w->size() != 4 || old.type(n.operands[1]).dtype != old.type(n.operands[0]).dtype) return Kind::none;
     int64_t groups = n.attrs.has("groups") ? n.attrs.i("groups") : 1;
     const int64_t cin = (*static4(n.operands[0]))[1], cout = (*w)[0];
     if (groups > 1 && groups == cin && cout == cin && (*w)[1] == 1)
@@ -138,17 +140,19 @@ struct Converter {
   const ir::Graph::Weight& weight_of(ir::ValueId v) const {
     return old.weights[static_cast<size_t>(weight_index[static_cast<size_t>(v)])];
   }
-  // A new weight derived from weight `v`: `bytes` of shape `dims`, named after it.
-  ir::ValueId weight(ir::ValueId v, const std::string& suffix, std::vector<int64_t> dims,
+  // A new weight derived from weight `v`: `bytes` of type `dtype` and shape `dims`, named after it.
+  ir::ValueId weight(ir::ValueId v, const std::string& suffix, ir::DType dtype, std::vector<int64_t> dims,
                      std::shared_ptr<const ir::Bytes> bytes) {
     ir::TensorType t = old.type(v);
+    t.dtype = dtype;
     t.shape = ir::Shape(dims.begin(), dims.end());
     return c.graph.add_weight(weight_of(v).name + suffix, t, weight_of(v).source, std::move(bytes));
   }
 
   ir::ValueId pointwise(const ir::Node& n) {
     const std::vector<int64_t> ws = *old.type(n.operands[1]).static_shape();
-    ir::ValueId w2 = weight(n.operands[1], ".2d", {ws[0], ws[1]}, weight_of(n.operands[1]).data);  // same bytes
+    ir::ValueId w2 = weight(n.operands[1], ".2d", old.type(n.operands[1]).dtype, {ws[0], ws[1]},
+                            weight_of(n.operands[1]).data);  // same bytes
     ir::ValueId wt = c.graph.add(ir::OpKind::Permute, {w2}, attrs_of({{"perm", std::vector<int64_t>{1, 0}}}), n.loc);
     ir::ValueId y = c.graph.add(ir::OpKind::Matmul, {channels_last(n.operands[0], n), wt}, {}, n.loc);
     if (n.operands.size() > 2) y = c.graph.add(ir::OpKind::Add, {y, nchw(n.operands[2])}, {}, n.loc);
@@ -161,13 +165,18 @@ struct Converter {
     const int64_t C = xs[1], kh = ws[2], kw = ws[3];
     std::vector<int64_t> stride = n.attrs.ints("stride"), dilation = n.attrs.ints("dilation"),
                          low = n.attrs.ints("pad_low"), high = n.attrs.ints("pad_high");
-    ir::ValueId x = c.graph.add(ir::OpKind::Reshape, {channels_last(n.operands[0], n)},
+    const ir::DType type = old.type(n.results[0]).dtype;
+    auto cast = [&](ir::ValueId v, ir::DType to) {
+      return type == ir::DType::f32 ? v : c.graph.add(ir::OpKind::Cast, {v}, attrs_of({{"dtype", to}}), n.loc);
+    };
+    ir::ValueId x = c.graph.add(ir::OpKind::Reshape, {cast(channels_last(n.operands[0], n), ir::DType::f32)},
                                 attrs_of({{"shape", ir::Shape{xs[0], xs[2], xs[3], C}}}), n.loc);
     if (low[0] || low[1] || high[0] || high[1])
       x = c.graph.add(ir::OpKind::Pad, {x}, attrs_of({{"low", std::vector<int64_t>{0, low[0], low[1], 0}},
                                                      {"high", std::vector<int64_t>{0, high[0], high[1], 0}},
                                                      {"value", 0.0}}), n.loc);
-    const auto* filter = reinterpret_cast<const float*>(weight_of(n.operands[1]).data->data());
+    const uint8_t* filter = weight_of(n.operands[1]).data->data();
+    const ir::DType filter_type = old.type(n.operands[1]).dtype;
     std::vector<ir::ValueId> terms;
     for (int64_t i = 0; i < kh; ++i) {
       for (int64_t j = 0; j < kw; ++j) {
@@ -179,8 +188,8 @@ struct Converter {
         ir::ValueId tap = slice(slice(x, 1, i * dilation[0], stride[0], os[2]), 2, j * dilation[1], stride[1], os[3]);
         auto bytes = std::make_shared<ir::Bytes>(static_cast<size_t>(C) * sizeof(float));
         auto* t = reinterpret_cast<float*>(bytes->data());
-        for (int64_t ch = 0; ch < C; ++ch) t[ch] = filter[(ch * kh + i) * kw + j];
-        ir::ValueId w = weight(n.operands[1], ".tap" + std::to_string(i * kw + j), {C}, std::move(bytes));
+        for (int64_t ch = 0; ch < C; ++ch) t[ch] = float_element(filter, filter_type, (ch * kh + i) * kw + j);
+        ir::ValueId w = weight(n.operands[1], ".tap" + std::to_string(i * kw + j), ir::DType::f32, {C}, std::move(bytes));
         terms.push_back(c.graph.add(ir::OpKind::Mul, {tap, w}, {}, n.loc));
       }
     }
@@ -194,9 +203,10 @@ struct Converter {
       terms = std::move(next);
     }
     ir::ValueId acc = terms[0];
-    if (n.operands.size() > 2) acc = c.graph.add(ir::OpKind::Add, {acc, nchw(n.operands[2])}, {}, n.loc);
+    if (n.operands.size() > 2)
+      acc = c.graph.add(ir::OpKind::Add, {acc, as_f32(c, old, weight_index, n.operands[2], nchw(n.operands[2]), n.loc)}, {}, n.loc);
     const ir::Shape flat{os[0], os[2] * os[3], os[1]};
-    return c.graph.add(ir::OpKind::Reshape, {acc}, attrs_of({{"shape", flat}}), n.loc);
+    return c.graph.add(ir::OpKind::Reshape, {cast(acc, type)}, attrs_of({{"shape", flat}}), n.loc);
   }
 
   // Whether every operand of elementwise `n` broadcasts over H·W as a whole: its H and W are

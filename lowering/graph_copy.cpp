@@ -1,7 +1,9 @@
-// Helpers shared by the graph passes: rebuilding a graph with the same signature, and the
-// checks and planning sizes of dynamic dims (tests: lowering_tests GraphPasses.*, Dynamic.*).
+// Helpers shared by the graph passes: rebuilding a graph with the same signature, weights' float
+// elements, and the checks and planning sizes of dynamic dims (tests: lowering_tests
+// GraphPasses.*, Dynamic.*).
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <iterator>
 #include <string>
 
@@ -34,6 +36,38 @@ std::vector<int> weight_indices(const ir::Graph& g) {
   std::vector<int> index(g.num_values(), -1);
   for (size_t i = 0; i < g.weights.size(); ++i) index[static_cast<size_t>(g.weights[i].value)] = static_cast<int>(i);
   return index;
+}
+
+float float_element(const uint8_t* p, ir::DType t, int64_t i) {
+  if (t == ir::DType::f32) {
+    float f;
+    std::memcpy(&f, p + i * 4, 4);
+    return f;
+  }
+  AOT_CHECK(t == ir::DType::f16 || t == ir::DType::bf16, "float_element: not a float weight");
+  uint16_t bits;
+  std::memcpy(&bits, p + i * 2, 2);
+  return t == ir::DType::f16 ? ir::f16_to_f32(bits) : ir::bf16_to_f32(bits);
+}
+
+ir::ValueId as_f32(GraphCopy& c, const ir::Graph& old, const std::vector<int>& weight_index, ir::ValueId v,
+                   ir::ValueId mapped, const SourceLoc& loc) {
+  const ir::DType t = old.type(v).dtype;
+  if (t == ir::DType::f32) return mapped;
+  const int w = weight_index[static_cast<size_t>(v)];
+  if (w < 0) return c.graph.add(ir::OpKind::Cast, {mapped}, attrs_of({{"dtype", ir::DType::f32}}), loc);
+  const ir::Graph::Weight& src = old.weights[static_cast<size_t>(w)];
+  ir::TensorType type = old.type(v);
+  type.dtype = ir::DType::f32;
+  const int64_t n = static_cast<int64_t>(src.data->size()) / ir::dtype_size(t);
+  auto bytes = std::make_shared<ir::Bytes>(static_cast<size_t>(n) * sizeof(float));
+  for (int64_t i = 0; i < n; ++i) {
+    const float f = float_element(src.data->data(), t, i);
+    std::memcpy(bytes->data() + i * 4, &f, 4);
+  }
+  // The source names the tensor across variants (the bundle stores it once); a weight without
+  // one (reached through a closure) keeps none.
+  return c.graph.add_weight(src.name + ".f32", type, src.source.empty() ? "" : "f32(" + src.source + ")", std::move(bytes));
 }
 
 ir::Attrs attrs_of(std::initializer_list<std::pair<std::string, ir::AttrValue>> items) {

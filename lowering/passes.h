@@ -153,6 +153,14 @@ void copy_node(GraphCopy& c, const ir::Node& n, std::vector<ir::ValueId> operand
 ir::Graph finish_copy(GraphCopy copy, const ir::Graph& old);
 // Value → its index in g.weights, or -1.
 std::vector<int> weight_indices(const ir::Graph& g);
+// Element i of a weight's bytes `p` of type t (f32, f16 or bf16) as a float: the half types
+// widen exactly.
+float float_element(const uint8_t* p, ir::DType t, int64_t i);
+// Old value `v` (f32, f16 or bf16; `mapped` in the copy) as f32 in the copy, for passes that
+// compute half convs in f32: itself if f32, a new f32 weight holding a half weight's values
+// (widened here, not by a kernel), else a cast.
+ir::ValueId as_f32(GraphCopy& c, const ir::Graph& old, const std::vector<int>& weight_index, ir::ValueId v,
+                   ir::ValueId mapped, const SourceLoc& loc);
 // The attributes of a node a pass adds, from {key, value} pairs.
 ir::Attrs attrs_of(std::initializer_list<std::pair<std::string, ir::AttrValue>> items);
 

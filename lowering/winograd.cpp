@@ -9,9 +9,11 @@
 // output transform with the conv's epilogue (bias, batch norm, activation, residual) fused.
 // U is computed here, in double, from the weight: the bundle stores it in place of W.
 //
-// Taken for f32 convs with a static weight and static shapes, groups 1, stride and dilation 1,
-// any zero padding, when the conv is compute-bound enough (worth_it below; Options::winograd
-// can ask for every such conv, or none). Runs before
+// Taken for f32, f16 and bf16 convs with a static weight and static shapes, groups 1, stride and
+// dilation 1, any zero padding, when the conv is compute-bound enough (worth_it below;
+// Options::winograd can ask for every such conv, or none). A half conv is computed in f32 (its
+// input and bias cast to f32, U in f32) and cast back once: the conv rounds once, as eager's and
+// the direct conv's do. Runs before
 // pad_conv_inputs: winograd_input reads the unpadded input and zero-fills the border itself.
 // Test: lowering_tests Winograd.* (sizes odd and even, padding 0/1/2, batch > 1, every fused
 // epilogue, against the direct conv), and the resnet model tests.
@@ -42,7 +44,7 @@ struct Rewriter {
     if (n.op != ir::OpKind::Conv) return -1;
     const ir::TensorType &xt = old.type(n.operands[0]), &wt = old.type(n.operands[1]);
     auto xs = xt.static_shape(), ws = wt.static_shape(), os = old.type(n.results[0]).static_shape();
-    if (!xs || !ws || !os || xs->size() != 4 || xt.dtype != ir::DType::f32) return -1;
+    if (!xs || !ws || !os || xs->size() != 4 || !computed_in_f32(xt.dtype) || wt.dtype != xt.dtype) return -1;
     int w = weight_index[static_cast<size_t>(n.operands[1])];
     if (w < 0 || (*ws)[2] != 3 || (*ws)[3] != 3) return -1;
     if (n.attrs.has("groups") && n.attrs.i("groups") != 1) return -1;
@@ -54,14 +56,15 @@ struct Rewriter {
 
     // U[4a + b, o, c] = (G · W[o, c] · GT)[a][b].
     const auto& src = old.weights[static_cast<size_t>(w)];
-    const auto* g = reinterpret_cast<const float*>(src.data->data());
+    const uint8_t* g = src.data->data();
     auto bytes = std::make_shared<ir::Bytes>(static_cast<size_t>(16 * O * C) * sizeof(float));
     auto* u = reinterpret_cast<float*>(bytes->data());
     // Separably, G · W first, then · GT (84 multiply-adds per filter instead of 144), in double:
     // G's entries are 0, ±1/2 and 1, so every product is exact and U rounds once.
     for (int64_t o = 0; o < O; ++o)
       for (int64_t ci = 0; ci < C; ++ci) {
-        const float* f = g + (o * C + ci) * 9;
+        float f[9];
+        for (int64_t i = 0; i < 9; ++i) f[i] = float_element(g, wt.dtype, (o * C + ci) * 9 + i);
         double gw[4][3] = {};
         for (int a = 0; a < 4; ++a)
           for (int i = 0; i < 3; ++i)
@@ -74,6 +77,7 @@ struct Rewriter {
           }
       }
     ir::TensorType ut = wt;
+    ut.dtype = ir::DType::f32;
     ut.shape = {16, O, C};
     const std::string source = src.source.empty() ? "" : "winograd(" + src.source + ")";
     ir::ValueId U = c.graph.add_weight(src.name + ".winograd", ut, source, std::move(bytes));
@@ -81,16 +85,18 @@ struct Rewriter {
     const ir::Attrs out = attrs_of({{"out", std::vector<int64_t>{OH, OW}}});
     ir::Attrs in_attrs = out;
     in_attrs.set("pad_low", n.attrs.ints("pad_low"));
-    ir::ValueId V = c.graph.add(ir::OpKind::WinogradInput, {operands[0]}, in_attrs, n.loc);
+    ir::ValueId V = c.graph.add(ir::OpKind::WinogradInput, {as_f32(c, old, weight_index, n.operands[0], operands[0], n.loc)},
+                                in_attrs, n.loc);
     ir::ValueId M = c.graph.add(ir::OpKind::Matmul, {U, V}, {}, n.loc);
     ir::ValueId Y = c.graph.add(ir::OpKind::WinogradOutput, {M}, out, n.loc);
     if (operands.size() > 2) {
       ir::Attrs shape;
       shape.set("shape", ir::Shape{1, O, 1, 1});
-      ir::ValueId bias = c.graph.add(ir::OpKind::Reshape, {operands[2]}, shape, n.loc);
+      ir::ValueId bias = c.graph.add(ir::OpKind::Reshape, {as_f32(c, old, weight_index, n.operands[2], operands[2], n.loc)},
+                                     shape, n.loc);
       Y = c.graph.add(ir::OpKind::Add, {Y, bias}, {}, n.loc);
     }
-    return Y;
+    return xt.dtype == ir::DType::f32 ? Y : c.graph.add(ir::OpKind::Cast, {Y}, attrs_of({{"dtype", xt.dtype}}), n.loc);
   }
 };
 

@@ -23,6 +23,7 @@ ir::Bytes codegen_cpu(const Schedule& s, const std::vector<cpu::CpuPlan>& plans,
   module.setSourceFileName("aotrace_kernels");
   std::unique_ptr<llvm::TargetMachine> tm = cpu::make_target_machine(options);
   cpu::CpuTarget target = cpu::cpu_target(*tm);
+  if (target.half_conversions) cpu::set_half_conversions(module);
   // Kernels with the same code share a symbol (schedule): emitted once.
   std::set<std::string> emitted;
   for (size_t i = 0; i < s.kernels.size(); ++i)

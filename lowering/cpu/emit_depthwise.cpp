@@ -23,8 +23,8 @@
 // phase at stride 2) at a time, narrowed for narrow rows, the last one overlapping the one before.
 // Lanes past the output width are computed into the tile's slack and never stored.
 //
-// Taken: every conv is_depthwise_conv accepts (f32, 2-D, width stride 1 or 2, at most 64 taps)
-// and every f32 2-D max pool with such a window, that is its kernel's reduction, evaluated at
+// Taken: every conv is_depthwise_conv accepts (f32, f16 or bf16, 2-D, width stride 1 or 2, at
+// most 64 taps) and every such 2-D max pool with such a window, that is its kernel's reduction, evaluated at
 // the root's index, where the scratch fits kDepthwiseMaxScratch (else the per-element conv
 // loops of emit_reductions.cpp, which handle padding too). That choice and the blocking
 // (DepthwisePlan) are made before codegen, by plan.cpp. Dynamic dims: batch, H and W
@@ -45,24 +45,23 @@ namespace aotrace::lowering::cpu {
 
 void KernelEmitter::depthwise_copy_row(const DepthwisePlan& p, llvm::Value* src, llvm::Value* dst, llvm::Value* count) {
   llvm::Type* f32 = b_.getFloatTy();
+  const ir::DType t = dtype(p.x);  // f16/bf16 rows are widened as they are copied
   // Chunks of `wide` columns, `wide / stride_w` per phase: the vector, narrowed for narrow rows
   // (14 columns at stride 2: chunks of 8), so that few columns are copied one by one.
   int64_t wide = p.lanes * p.stride_w;
   while (wide > 2 * p.stride_w && wide > planned(dims(p.x)[3])) wide /= 2;
-  auto* wide_vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(wide));
   // Column c of the input lands at padded position s = c + pad_w: phase s % stride_w, index
   // s / stride_w.
   auto copy_one = [&](llvm::Value* c) {
     llvm::Value* s = b_.CreateAdd(c, i64(p.pad_w));
     llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateURem(s, i64(p.stride_w)), i64(p.phase_w)),
                                    b_.CreateUDiv(s, i64(p.stride_w)));
-    b_.CreateAlignedStore(b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, src, c), llvm::Align(4)),
-                          b_.CreateInBoundsGEP(f32, dst, at), llvm::Align(4));
+    b_.CreateAlignedStore(load_widened(t, src, c, 1), b_.CreateInBoundsGEP(f32, dst, at), llvm::Align(4));
   };
   // A chunk starts where the padded position starts phase 0; each phase's columns are one
   // shuffle of the load (none for stride 1).
   auto copy_chunk = [&](llvm::Value* c) {
-    llvm::Value* v = b_.CreateAlignedLoad(wide_vec, b_.CreateInBoundsGEP(f32, src, c), llvm::Align(4));
+    llvm::Value* v = load_widened(t, src, c, wide);
     llvm::Value* index = b_.CreateUDiv(b_.CreateAdd(c, i64(p.pad_w)), i64(p.stride_w));
     for (int64_t phase = 0; phase < p.stride_w; ++phase) {
       llvm::Value* part = v;
@@ -155,7 +154,8 @@ void KernelEmitter::emit_depthwise_tasks(const DepthwisePlan& p, llvm::Value* be
       llvm::Value* ci = p.multiplier == 1 ? co : b_.CreateUDiv(co, i64(p.multiplier));
       llvm::Value* plane = b_.CreateMul(b_.CreateAdd(b_.CreateMul(batch, size(xs[1])), ci), size(xs[2] * xs[3]));
       range_loop(r_lo, r_hi, [&](llvm::Value* r) {
-        llvm::Value* src = b_.CreateInBoundsGEP(f32, x, b_.CreateAdd(plane, b_.CreateMul(b_.CreateAdd(ih0, r), size(xs[3]))));
+        llvm::Value* src = b_.CreateInBoundsGEP(storage_type(ctx_, dtype(p.x)), x,
+                                                b_.CreateAdd(plane, b_.CreateMul(b_.CreateAdd(ih0, r), size(xs[3]))));
         depthwise_copy_row(p, src, b_.CreateInBoundsGEP(f32, scratch, b_.CreateMul(r, i64(pitch))), columns);
       });
       std::vector<llvm::Value*> weights;
@@ -191,7 +191,8 @@ void KernelEmitter::emit_depthwise_tasks(const DepthwisePlan& p, llvm::Value* be
               if (is_one(out[d])) idx[d] = i64(0);  // what broadcast() gives every size-1 dim
             llvm::Value* v = b_.CreateAlignedLoad(f32, b_.CreateInBoundsGEP(f32, row_tile, w), llvm::Align(4));
             if (!p.max_pool && n.operands.size() > 2) v = b_.CreateFAdd(v, emit(n.operands[2], Index{idx[1]}));
-            memo_.back()[{k_.reduction, idx}] = v;
+            // An f16/bf16 conv's sum rounded to its type (a pool's maximum is one of its inputs).
+            memo_.back()[{k_.reduction, idx}] = p.max_pool ? v : round_to_type(v, dtype(k_.reduction));
             store(k_.root, 0, idx, emit(k_.root, idx));
           });
         });

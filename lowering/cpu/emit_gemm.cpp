@@ -520,7 +520,7 @@ void KernelEmitter::store_gemm_root(const GemmPlan& plan, Index idx, llvm::Value
   for (size_t d = 0; d < out.size(); ++d)
     if (is_one(out[d])) idx[d] = b_.getInt64(0);  // what broadcast() gives every size-1 dim
   if (plan.is_conv && n.operands.size() > 2) sum = b_.CreateFAdd(sum, emit(n.operands[2], Index{idx[1]}));
-  memo_.back()[{k_.reduction, idx}] = round_to_storage_precision(b_, sum, dtype(k_.reduction));  // f16, bf16
+  memo_.back()[{k_.reduction, idx}] = round_to_type(sum, dtype(k_.reduction));  // f16, bf16
   store(k_.root, 0, idx, emit(k_.root, idx));
 }
 

@@ -535,18 +535,52 @@ llvm::Value* KernelEmitter::load(ir::ValueId v, int arg, const Index& idx) {
   llvm::Type* t = storage_type(ctx_, dtype(v));
   llvm::LoadInst* x = b_.CreateAlignedLoad(t, address(v, arg, idx), llvm::Align(ir::dtype_size(dtype(v))));
   mark_alias(x, arg);
-  return from_storage(b_, x, dtype(v));
+  llvm::Value* widened = from_storage(b_, x, dtype(v));
+  if (widened != x) half_bits_[{widened, dtype(v)}] = x;
+  return widened;
+}
+
+llvm::Value* KernelEmitter::round_to_type(llvm::Value* x, ir::DType t) {
+  if (t != ir::DType::f16 && t != ir::DType::bf16) return x;
+  llvm::Value* bits = to_storage(b_, x, t);
+  llvm::Value* widened = from_storage(b_, bits, t);
+  half_bits_[{widened, t}] = bits;
+  return widened;
 }
 
 llvm::Value* KernelEmitter::load_widened(ir::DType t, llvm::Value* at, llvm::Value* index, int64_t count) {
   llvm::Type* stored = storage_type(ctx_, t);
   llvm::Type* type = count == 1 ? stored : llvm::FixedVectorType::get(stored, static_cast<unsigned>(count));
-  return from_storage(b_, b_.CreateAlignedLoad(type, b_.CreateInBoundsGEP(stored, at, index), llvm::Align(ir::dtype_size(t))), t);
+  return widen_operand(b_, b_.CreateAlignedLoad(type, b_.CreateInBoundsGEP(stored, at, index), llvm::Align(ir::dtype_size(t))), t);
 }
 
 void KernelEmitter::store(ir::ValueId v, int arg, const Index& idx, llvm::Value* x) {
-  x = to_storage(b_, x, dtype(v));
+  auto known = half_bits_.find({x, dtype(v)});
+  x = known != half_bits_.end() ? known->second : to_storage(b_, x, dtype(v));
   mark_alias(b_.CreateAlignedStore(x, address(v, arg, idx), llvm::Align(ir::dtype_size(dtype(v)))), arg);
+}
+
+// Whether emit_node gives `n`'s result of type `t` rounded to `t` already: a cast (convert()
+// rounds), or an op exact in `t` when its operands are of `t` (their values moved, selected,
+// negated, their magnitude, floor or ceiling; a constant: constant() rounds), where the operands
+// it reads values of are (where's condition and the indices of gathers excepted).
+bool KernelEmitter::rounded_to_its_type(const ir::Node& n, ir::DType t) const {
+  using ir::OpKind;
+  const ir::OpCategory cat = ir::op_info(n.op).category;
+  size_t first = 0, end = n.operands.size();
+  switch (n.op) {
+    case OpKind::Cast: return true;
+    case OpKind::Full: case OpKind::Neg: case OpKind::Relu: case OpKind::Abs: case OpKind::Floor:
+    case OpKind::Ceil: case OpKind::Maximum: case OpKind::Minimum:
+      break;
+    case OpKind::Where: first = 1; break;
+    case OpKind::Gather: case OpKind::IndexSelect: end = 1; break;
+    default:
+      if (cat != ir::OpCategory::Movement) return false;
+  }
+  for (size_t i = first; i < end; ++i)
+    if (dtype(n.operands[i]) != t) return false;
+  return true;
 }
 
 llvm::Value* KernelEmitter::emit(ir::ValueId v, const Index& idx) {
@@ -558,8 +592,11 @@ llvm::Value* KernelEmitter::emit(ir::ValueId v, const Index& idx) {
     x = load(v, it->second, idx);
   } else {
     // An f16/bf16 result is computed in f32 and rounded to its type after every op, as eager
-    // rounds it: a fused chain (x * 3 + 1) gives eager's numbers, not more precise ones.
-    x = round_to_storage_precision(b_, emit_node(producer(v), v, idx), dtype(v));
+    // rounds it: a fused chain (x * 3 + 1) gives eager's numbers, not more precise ones. Not
+    // where it is exact already (LLVM cannot see that: the widening is integer code).
+    const ir::Node& n = producer(v);
+    x = emit_node(n, v, idx);
+    if (!rounded_to_its_type(n, dtype(v))) x = round_to_type(x, dtype(v));
   }
   memo_.back()[key] = x;
   return x;

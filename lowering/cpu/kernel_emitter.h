@@ -65,6 +65,9 @@ class KernelEmitter {
   llvm::BasicBlock* entry_ = nullptr;    // the body's allocas, buffer pointers and sizes
   std::vector<llvm::Value*> buffers_;
   std::vector<std::map<std::pair<ir::ValueId, Index>, llvm::Value*>> memo_;
+  // An f16/bf16 value (computed in f32) → its bits, where it was loaded or rounded here
+  // (round_to_type): store() stores those instead of rounding it again.
+  std::map<std::pair<llvm::Value*, ir::DType>, llvm::Value*> half_bits_;
   llvm::Value* symbols_ = nullptr;             // the body's symbols pointer, once loaded
   std::map<std::string, llvm::Value*> sizes_;  // size(e) by e.str(), in entry_
   // Per buffer argument: its alias scope and the scopes it does not alias (or null), for
@@ -116,6 +119,9 @@ class KernelEmitter {
   const ir::Shape& dims(ir::ValueId v) const { return g_.type(v).shape; }
   ir::DType dtype(ir::ValueId v) const { return g_.type(v).dtype; }
   const ir::Node& producer(ir::ValueId v) const;
+  bool rounded_to_its_type(const ir::Node& n, ir::DType t) const;
+  // round_to_storage_precision, remembering the bits for store().
+  llvm::Value* round_to_type(llvm::Value* x, ir::DType t);
   void loop_nest(const ir::Shape& extents, const std::function<void(const Index&)>& body);
   // for (w = 0; w < extent; ++w) body(w): an output row of an epilogue. Where the target has
   // masked vector loads and stores (AVX2, AVX-512), the vectoriser is asked to fold the row's
@@ -185,9 +191,9 @@ class KernelEmitter {
   void gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, llvm::Value* jc, llvm::Value* nc,
                         llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
   llvm::Value* conv_input_base(const GemmPlan& plan, const Index& batch, llvm::Value* k);
-  // `count` consecutive elements of dtype `t` at `at` + `index` (in elements), widened as load()
-  // widens (f16/bf16 to f32): a value, or a vector of `count`. For GEMM packing, which reads
-  // through addresses rather than values.
+  // `count` consecutive elements of dtype `t` at `at` + `index` (in elements), widened to f32
+  // (widen_operand: vcvtph2ps where there is F16C): a value, or a vector of `count`. For GEMM
+  // packing, which reads through addresses rather than values and only stores them.
   llvm::Value* load_widened(ir::DType t, llvm::Value* at, llvm::Value* index, int64_t count);
   void gemm_conv_offsets(const GemmPlan& plan, llvm::Value* jc, int64_t count, llvm::Value* table);
   void gemm_pack_gathered_b(const GemmPlan& plan, const Index& batch, llvm::Value* nc, llvm::Value* pc,

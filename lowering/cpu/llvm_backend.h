@@ -25,8 +25,16 @@ llvm::Type* compute_type(llvm::LLVMContext& ctx, ir::DType t);
 llvm::Type* storage_type(llvm::LLVMContext& ctx, ir::DType t);
 llvm::Value* from_storage(llvm::IRBuilder<>& b, llvm::Value* stored, ir::DType t);
 llvm::Value* to_storage(llvm::IRBuilder<>& b, llvm::Value* x, ir::DType t);
+// from_storage for a value only stored or multiplied (a GEMM's operands as they are packed):
+// f16 widens with fpext where set_half_conversions marked the module (vcvtph2ps), which no
+// compare may see (storage.cpp).
+llvm::Value* widen_operand(llvm::IRBuilder<>& b, llvm::Value* stored, ir::DType t);
 // f16/bf16: an f32 rounded to the dtype's precision (what storing and reloading gives).
 llvm::Value* round_to_storage_precision(llvm::IRBuilder<>& b, llvm::Value* x, ir::DType t);
+// Marks `module` as one for a CPU with CpuTarget::half_conversions: to_storage then rounds f32
+// to f16 with LLVM's fptrunc (vcvtps2ph, fcvtn) instead of integer code; the numbers are the same
+// (nearest even), a NaN's payload may differ. (Widening stays integer code: storage.cpp.)
+void set_half_conversions(llvm::Module& module);
 llvm::Value* constant(llvm::IRBuilder<>& b, double value, ir::DType t);
 // torch's conversion rules (float → int truncates, x → bool is x != 0).
 llvm::Value* convert(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType from, ir::DType to);
@@ -65,6 +73,8 @@ struct CpuTarget {
   int f32_lanes = 4;  // floats per vector register: 4 (SSE, NEON), 8 (AVX2), 16 (AVX-512)
   // The CUDA backend's kernels for NVPTX (warp shuffles); false for the CPU and grid emulation.
   bool nvptx = false;
+  // The CPU converts f16 ↔ f32 in hardware (x86 F16C, every AArch64): set_half_conversions.
+  bool half_conversions = false;
 };
 CpuTarget cpu_target(const llvm::TargetMachine& tm);
 

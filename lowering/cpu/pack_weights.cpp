@@ -56,16 +56,7 @@ struct Packer {
   struct Elements {
     const uint8_t* p;
     ir::DType t;
-    float operator()(int64_t i) const {
-      float f;
-      if (t == ir::DType::f32) {
-        std::memcpy(&f, p + i * 4, 4);
-        return f;
-      }
-      uint16_t bits;
-      std::memcpy(&bits, p + i * 2, 2);
-      return t == ir::DType::f16 ? ir::f16_to_f32(bits) : ir::bf16_to_f32(bits);
-    }
+    float operator()(int64_t i) const { return float_element(p, t, i); }
   };
   Elements data(int w) const {
     const auto& weight = old.weights[static_cast<size_t>(w)];

@@ -16,9 +16,10 @@ namespace aotrace::lowering {
 
 bool is_depthwise_conv(const ir::Graph& g, const ir::Node& n) {
   if (n.op != ir::OpKind::Conv || n.operands.size() < 2) return false;
-  for (ir::ValueId v : {n.operands[0], n.operands[1], n.results[0]})
-    if (g.type(v).dtype != ir::DType::f32) return false;
-  if (n.operands.size() > 2 && g.type(n.operands[2]).dtype != ir::DType::f32) return false;
+  const ir::DType t = g.type(n.results[0]).dtype;  // f32, f16 or bf16, every operand's
+  if (!computed_in_f32(t)) return false;
+  for (ir::ValueId v : n.operands)
+    if (g.type(v).dtype != t) return false;
   const ir::Shape &xs = g.type(n.operands[0]).shape, &ws = g.type(n.operands[1]).shape,
                   &out = g.type(n.results[0]).shape;
   int64_t groups = n.attrs.has("groups") ? n.attrs.i("groups") : 1;

@@ -286,7 +286,8 @@ constexpr int64_t kDepthwiseMaxScratch = 32 * 1024;
 // 1 or 2 (resnet's 3×3 stride-2 pool).
 static bool is_depthwise_max_pool(const ir::Graph& g, const ir::Node& n) {
   if (n.op != ir::OpKind::Pool || n.attrs.s("kind") != "max") return false;
-  if (g.type(n.operands[0]).dtype != ir::DType::f32 || g.type(n.results[0]).dtype != ir::DType::f32) return false;
+  const ir::DType t = g.type(n.operands[0]).dtype;
+  if (!computed_in_f32(t) || g.type(n.results[0]).dtype != t) return false;
   if (g.type(n.operands[0]).shape.size() != 4) return false;
   std::vector<int64_t> kernel = n.attrs.ints("kernel"), stride = n.attrs.ints("stride");
   return kernel.size() == 2 && kernel[0] * kernel[1] <= 64 && stride.size() == 2 && stride[0] >= 1 &&

@@ -3,11 +3,15 @@
 //   f16, bf16 stored as their 16 bits (i16), computed in f32: converted at every load and
 //             store, rounding to nearest even on the way back (as torch's CPU kernels do);
 //   others    stored as computed.
-// The f16 conversions are branch-free integer code (selects), after F. Giesen's
-// "half_to_float" / "float_to_half_fast3_rtne": no libcalls (__extendhfsf2 is not in every
-// libc), identical on every CPU, and vectorisable. A GPU kernel (an NVPTX module) converts in
-// hardware instead (cvt.f32.f16, cvt.rn.f16.f32: IEEE's exact widening and nearest-even
-// rounding, the same numbers; a NaN stays a NaN, its payload may differ).
+// The f16 conversions: a GPU kernel (an NVPTX module) converts in hardware both ways
+// (cvt.f32.f16, cvt.rn.f16.f32). A CPU widens with branch-free integer code (selects), after F.
+// Giesen's "half_to_float", never with fpext: LLVM's InstCombine narrows a compare, fabs, fneg or
+// floor of an fpext'ed value to half, and x86 without AVX512-FP16 scalarises half vectors of
+// those (a ReLU6 epilogue of an f16 GEMM ran 10x slower). It rounds with fptrunc where
+// set_half_conversions marked the module (x86 F16C: vcvtps2ph, 16 lanes an instruction; every
+// AArch64: fcvtn), else with integer code after "float_to_half_fast3_rtne" (x86-64-v2: no
+// libcalls, __truncsfhf2 is not in every libc). All are IEEE's exact widening and nearest-even
+// rounding, the same numbers; a NaN stays a NaN, its payload may differ.
 // Test: lowering_tests DTypes.* (f16/bf16 round trips, NaN, inf, subnormals, ties).
 #include "lowering/cpu/llvm_backend.h"
 
@@ -18,8 +22,19 @@ using ir::DType;
 
 static bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
 
+constexpr const char* kHalfConversionsFlag = "aotrace.half-conversions";
+
+void set_half_conversions(llvm::Module& module) {
+  module.addModuleFlag(llvm::Module::Override, kHalfConversionsFlag, 1);
+}
+
 static bool on_gpu(llvm::IRBuilder<>& b) {
   return llvm::Triple(b.GetInsertBlock()->getModule()->getTargetTriple()).isNVPTX();
+}
+
+// Whether f16 rounds with fptrunc (see the header).
+static bool hardware_f16_rounding(llvm::IRBuilder<>& b) {
+  return on_gpu(b) || b.GetInsertBlock()->getModule()->getModuleFlag(kHalfConversionsFlag) != nullptr;
 }
 
 // `elem` (a scalar type) shaped as `like`: a vector of as many lanes where `like` is a vector,
@@ -103,10 +118,16 @@ llvm::Value* from_storage(llvm::IRBuilder<>& b, llvm::Value* stored, DType t) {
   return stored;
 }
 
+llvm::Value* widen_operand(llvm::IRBuilder<>& b, llvm::Value* stored, DType t) {
+  if (t == DType::f16 && hardware_f16_rounding(b))
+    return b.CreateFPExt(b.CreateBitCast(stored, shaped(b.getHalfTy(), stored)), shaped(b.getFloatTy(), stored));
+  return from_storage(b, stored, t);
+}
+
 llvm::Value* to_storage(llvm::IRBuilder<>& b, llvm::Value* x, DType t) {
   if (t == DType::b8) return b.CreateZExt(x, b.getInt8Ty());
   if (t == DType::f16)
-    return on_gpu(b) ? b.CreateBitCast(b.CreateFPTrunc(x, b.getHalfTy()), b.getInt16Ty()) : f32_to_f16_bits(b, x);
+    return hardware_f16_rounding(b) ? b.CreateBitCast(b.CreateFPTrunc(x, shaped(b.getHalfTy(), x)), shaped(b.getInt16Ty(), x)) : f32_to_f16_bits(b, x);
   if (t == DType::bf16) return f32_to_bf16_bits(b, x);
   return x;
 }

@@ -58,7 +58,9 @@ CpuTarget cpu_target(const llvm::TargetMachine& tm) {
   if (tm.getTargetTriple().getArch() == llvm::Triple::x86_64 && sti != nullptr) {
     if (sti->checkFeatures("+avx512f")) t.f32_lanes = 16;
     else if (sti->checkFeatures("+avx")) t.f32_lanes = 8;
+    t.half_conversions = sti->checkFeatures("+f16c");
   }
+  if (tm.getTargetTriple().isAArch64()) t.half_conversions = true;  // FCVT is base ARMv8 FP
   return t;
 }
 

@@ -135,6 +135,44 @@ TEST(Depthwise, MaxPoolsOverWidths1To33WithCeilModeDilationAndNaN) {
   }
 }
 
+// f16 and bf16 convs and max pools take the same kernel: their input rows widened to f32 as
+// they are copied into the scratch, the taps summed in f32 and each output rounded once (bias
+// included) before the epilogue, as the reference and eager round the conv's result: in bf16,
+// 256 + 0.5 + 0.5 + 0.5 is 257.5, which rounds to 258, so minus 256 is 2 (unrounded: 1.5; tap by
+// tap: 0).
+TEST(Depthwise, HalfConvsAndPoolsWidenTheirRowsAndRoundOnce) {
+  for (ir::DType t : {DType::f16, DType::bf16}) {
+    for (int64_t width : {7, 17, 33}) {
+      SCOPED_TRACE(std::string(ir::dtype_name(t)) + ", width " + std::to_string(width));
+      ir::Graph g;
+      ir::ValueId x = g.add_input("x", typed(t, {1, 8, 9, width}), "L['x']");
+      ir::ValueId conv = g.add(OpKind::Conv, {x, typed_weight(g, t, "w3", {8, 1, 3, 3}, 1), typed_weight(g, t, "b", {8}, 2)},
+                               dw_attrs({1, 1}, {1, 1}, {1, 1}, {1, 1}, 8));
+      ir::ValueId relu6 = g.add(OpKind::Minimum, {g.add(OpKind::Maximum, {conv, g.constant(0, t)}), g.constant(6, t)});
+      set_outputs(g, {relu6, g.add(OpKind::Conv, {x, typed_weight(g, t, "w5", {8, 1, 5, 5}, 3)}, dw_attrs({2, 2}, {1, 1}, {2, 2}, {2, 2}, 8)),
+                      g.add(OpKind::Pool, {x}, max_pool_attrs({3, 3}, {2, 2}, {1, 1}, false, {1, 1}))});
+      EXPECT_EQ(expect_on_every_cpu(g, -4, 4).num_kernels(), 3);  // no pad kernels: the scratch pads
+    }
+  }
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", typed(DType::bf16, {1, 8, 3, 3}), "L['x']");
+  ir::HostTensor filter = ir::HostTensor::zeros(DType::bf16, {8, 1, 3, 3});
+  for (int64_t c = 0; c < 8; ++c)
+    for (int64_t tap = 0; tap < 4; ++tap) filter.set(c * 9 + tap, tap == 0 ? 256 : 0.5);
+  ir::ValueId w = g.add_weight("w", typed(DType::bf16, {8, 1, 3, 3}), "L['self'].w", std::make_shared<ir::Bytes>(filter.data));
+  set_outputs(g, {g.add(OpKind::Sub, {g.add(OpKind::Conv, {x, w}, dw_attrs({1, 1}, {1, 1}, {0, 0}, {0, 0}, 8)),
+                                       g.constant(256, DType::bf16)})});
+  ir::HostTensor ones = ir::HostTensor::zeros(DType::bf16, {1, 8, 3, 3});
+  for (int64_t i = 0; i < ones.numel(); ++i) ones.set(i, 1);
+  for (const char* cpu : {"", "x86-64-v4"}) {
+    if (*cpu != 0 && !__builtin_cpu_supports("avx512f")) continue;
+    Options o;
+    o.cpu = cpu;
+    std::vector<ir::HostTensor> out = compile_and_run(g, {ones}, nullptr, o);
+    ASSERT_EQ(out.size(), 1u);
+    for (int64_t c = 0; c < 8; ++c) EXPECT_EQ(out[0].get(c), 2) << "channel " << c << " " << cpu;
+  }
+}
 
 // A depthwise conv written as elementwise ops on a channels-last tensor (padding, nine strided
 // slices, a per-channel weight each, summed and clamped): one elementwise kernel whose reads are

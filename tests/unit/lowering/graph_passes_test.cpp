@@ -244,21 +244,24 @@ ir::Attrs conv_attrs(std::vector<int64_t> stride, std::vector<int64_t> low, std:
 // An inverted residual block as mobilenet_v2 and efficientnet build it: a 1×1 expand with a
 // batch-norm-like scale and shift and ReLU6, a depthwise conv (`k`×`k`, `stride`), SiLU, a
 // squeeze-excitation scale from the spatial mean, a 1×1 project and the residual add; the
-// feature map is also a graph output, so it converts back to NCHW there.
-ir::Graph inverted_residual(int64_t c, int64_t k, int64_t stride) {
+// feature map is also a graph output, so it converts back to NCHW there. In dtype `t`.
+ir::Graph inverted_residual(int64_t c, int64_t k, int64_t stride, ir::DType t = ir::DType::f32) {
   ir::Graph g;
   const int64_t e = c * 4, pad = k / 2;
-  ir::ValueId x = g.add_input("x", f32({1, 16, 11, 11}), "L['x']");
-  ir::ValueId h = g.add(OpKind::Conv, {x, weight(g, "expand", {e, 16, 1, 1}, 1), weight(g, "expand.b", {e}, 2)},
+  auto w = [&](const std::string& name, std::vector<int64_t> dims, uint32_t seed) {
+    return typed_weight(g, t, name, std::move(dims), seed);
+  };
+  ir::ValueId x = g.add_input("x", typed(t, {1, 16, 11, 11}), "L['x']");
+  ir::ValueId h = g.add(OpKind::Conv, {x, w("expand", {e, 16, 1, 1}, 1), w("expand.b", {e}, 2)},
                         conv_attrs({1, 1}, {0, 0}, {0, 0}, 1));
-  h = g.add(OpKind::Add, {g.add(OpKind::Mul, {h, weight(g, "bn.scale", {e, 1, 1}, 3)}), weight(g, "bn.shift", {e, 1, 1}, 4)});
-  h = g.add(OpKind::Minimum, {g.add(OpKind::Maximum, {h, g.constant(0, ir::DType::f32)}), g.constant(6, ir::DType::f32)});
-  ir::ValueId d = g.add(OpKind::Conv, {h, weight(g, "dw", {e, 1, k, k}, 5), weight(g, "dw.b", {e}, 6)},
+  h = g.add(OpKind::Add, {g.add(OpKind::Mul, {h, w("bn.scale", {e, 1, 1}, 3)}), w("bn.shift", {e, 1, 1}, 4)});
+  h = g.add(OpKind::Minimum, {g.add(OpKind::Maximum, {h, g.constant(0, t)}), g.constant(6, t)});
+  ir::ValueId d = g.add(OpKind::Conv, {h, w("dw", {e, 1, k, k}, 5), w("dw.b", {e}, 6)},
                         conv_attrs({stride, stride}, {pad, pad}, {pad, pad}, e));
   d = g.add(OpKind::Mul, {d, g.add(OpKind::Sigmoid, {d})});
   ir::ValueId pooled = g.add(OpKind::Mean, {d}, reduce_attrs({2, 3}, true));
   d = g.add(OpKind::Mul, {d, g.add(OpKind::Sigmoid, {pooled})});
-  ir::ValueId y = g.add(OpKind::Conv, {d, weight(g, "project", {16, e, 1, 1}, 7)}, conv_attrs({1, 1}, {0, 0}, {0, 0}, 1));
+  ir::ValueId y = g.add(OpKind::Conv, {d, w("project", {16, e, 1, 1}, 7)}, conv_attrs({1, 1}, {0, 0}, {0, 0}, 1));
   if (stride == 1) y = g.add(OpKind::Add, {y, x});
   set_outputs(g, {y, d, g.add(OpKind::Mean, {d}, reduce_attrs({2, 3}, false))});
   return g;
@@ -277,6 +280,45 @@ TEST(ChannelsLast, InvertedResidualBlocksRunChannelsLast) {
     EXPECT_EQ(std::count(ops.begin(), ops.end(), "matmul"), 2);
     expect_on_every_cpu(g);
   }
+}
+
+// f16 and bf16 blocks run channels-last too: the 1×1 convs as half matmuls (the packed GEMM),
+// the depthwise conv's taps in f32 (its input cast to f32, f32 tap and bias weights) with one
+// cast back, so that the conv rounds once, as the NCHW conv and eager's do, not after each tap:
+// in bf16, 256 + 0.5 + 0.5 + 0.5 is 257.5, which rounds to 258, so minus 256 is 2; rounded tap by
+// tap it stays 256 (0).
+TEST(ChannelsLast, HalfBlocksRunChannelsLastRoundingEachConvOnce) {
+  for (ir::DType t : {ir::DType::f16, ir::DType::bf16}) {
+    SCOPED_TRACE(ir::dtype_name(t));
+    ir::Graph g = inverted_residual(16, 3, 1, t);
+    ir::Graph converted = channels_last(decompose(g));
+    Names ops = op_names(converted);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "conv"), 0);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "matmul"), 2);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "cast"), 2);  // the input, the sum
+    for (const auto& weight : converted.weights)
+      if (weight.name.find(".tap") != std::string::npos || weight.name == "dw.b.f32")
+        EXPECT_EQ(converted.type(weight.value).dtype, ir::DType::f32) << weight.name;
+    // The block's values reach 11: a few units in the last place of that apart (sums in
+    // another order, rounded in f16 or bf16, through ReLU6, SiLU and the 1×1 convs).
+    expect_on_every_cpu(g, -1, 1, t == ir::DType::f16 ? Tolerance{1e-2, 1e-2} : Tolerance{2e-2, 8e-2});
+  }
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", typed(ir::DType::bf16, {1, 64, 3, 3}), "L['x']");
+  ir::HostTensor filter = ir::HostTensor::zeros(ir::DType::bf16, {64, 1, 3, 3});
+  for (int64_t c = 0; c < 64; ++c)
+    for (int64_t tap = 0; tap < 4; ++tap) filter.set(c * 9 + tap, tap == 0 ? 256 : 0.5);
+  ir::ValueId w = g.add_weight("dw", typed(ir::DType::bf16, {64, 1, 3, 3}), "L['self'].dw",
+                               std::make_shared<ir::Bytes>(filter.data));
+  set_outputs(g, {g.add(OpKind::Sub, {g.add(OpKind::Conv, {x, w}, conv_attrs({1, 1}, {0, 0}, {0, 0}, 64)),
+                                       g.constant(256, ir::DType::bf16)})});
+  Names single = op_names(channels_last(decompose(g)));
+  ASSERT_EQ(std::count(single.begin(), single.end(), "conv"), 0);
+  ir::HostTensor ones = ir::HostTensor::zeros(ir::DType::bf16, {1, 64, 3, 3});
+  for (int64_t i = 0; i < ones.numel(); ++i) ones.set(i, 1);
+  std::vector<ir::HostTensor> out = compile_and_run(g, {ones});
+  ASSERT_EQ(out.size(), 1u);
+  for (int64_t c = 0; c < 64; ++c) EXPECT_EQ(out[0].get(c), 2) << "channel " << c;
 }
 
 // An operand broadcast along one spatial dim only ([1, 1, H, 1], [W]) has no [N, H·W, C]

@@ -73,6 +73,47 @@ TEST(Winograd, BiasBatchNormReluAndResidualFuseIntoTheOutputTransform) {
   EXPECT_EQ(v.num_kernels(), 2);
 }
 
+// f16 and bf16 convs take it too, in f32: the input cast to f32 (where another kernel produces
+// it, as the second conv's, the cast is that kernel's root), U and the bias f32 weights, the
+// result cast back once,
+// so the conv rounds once: in bf16, 256 + 0.5 + 0.5 + 0.5 is 257.5, which rounds to 258, and
+// minus 256 is 2 (rounded tap by tap it would be 0, unrounded 1.5).
+TEST(Winograd, HalfConvsRunInF32AndRoundOnce) {
+  for (ir::DType t : {ir::DType::f16, ir::DType::bf16}) {
+    SCOPED_TRACE(ir::dtype_name(t));
+    ir::Graph g;
+    ir::ValueId x = g.add_input("x", typed(t, {1, 16, 10, 12}), "L['x']");
+    ir::ValueId y = g.add(OpKind::Conv, {x, typed_weight(g, t, "w1", {16, 16, 3, 3}, 1), typed_weight(g, t, "b", {16}, 3)},
+                          conv_attrs({1, 1}, {1, 1}));
+    y = g.add(OpKind::Relu, {g.add(OpKind::Add, {g.add(OpKind::Mul, {y, typed_weight(g, t, "scale", {16, 1, 1}, 4)}),
+                                                 typed_weight(g, t, "shift", {16, 1, 1}, 5)})});
+    y = g.add(OpKind::Conv, {y, typed_weight(g, t, "w2", {16, 16, 3, 3}, 2)}, conv_attrs({1, 1}, {1, 1}));
+    set_outputs(g, {g.add(OpKind::Relu, {g.add(OpKind::Add, {y, x})})});
+    LoweredVariant v = expect_on_every_cpu(g, -2, 2, std::nullopt, always());
+    EXPECT_EQ(count(v.graph, OpKind::WinogradOutput), 2);
+    EXPECT_EQ(count(v.graph, OpKind::Conv), 0);
+    for (const auto& weight : v.graph.weights)
+      EXPECT_EQ(v.graph.type(weight.value).dtype == ir::DType::f32, weight.name.find(".winograd") != std::string::npos ||
+                                                                          weight.name.find(".packed") != std::string::npos ||
+                                                                          weight.name.find(".f32") != std::string::npos)
+          << weight.name;
+    EXPECT_EQ(v.num_kernels(), 3);  // x cast to f32, then each conv in one kernel
+  }
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", typed(ir::DType::bf16, {1, 2, 4, 4}), "L['x']");
+  ir::HostTensor filter = ir::HostTensor::zeros(ir::DType::bf16, {2, 2, 3, 3});
+  for (int64_t tap = 0; tap < 4; ++tap) filter.set(tap, tap == 0 ? 256 : 0.5);  // output 0, input 0
+  ir::ValueId w = g.add_weight("w", typed(ir::DType::bf16, {2, 2, 3, 3}), "L['self'].w", std::make_shared<ir::Bytes>(filter.data));
+  set_outputs(g, {g.add(OpKind::Sub, {g.add(OpKind::Conv, {x, w}, conv_attrs({0, 0}, {0, 0})), g.constant(256, ir::DType::bf16)})});
+  ir::HostTensor ones = ir::HostTensor::zeros(ir::DType::bf16, {1, 2, 4, 4});
+  for (int64_t i = 0; i < ones.numel(); ++i) ones.set(i, 1);
+  LoweredVariant lowered;
+  std::vector<ir::HostTensor> out = compile_and_run(g, {ones}, &lowered, always());
+  EXPECT_EQ(count(lowered.graph, OpKind::WinogradInput), 1);
+  ASSERT_EQ(out.size(), 1u);
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(out[0].get(i), 2) << "output " << i;
+}
+
 // The fused kernel (emit_winograd_fused): input channels over one K step (100: two of 50), output
 // channels over one task's rows (80: 72 + 8, not whole MR panels), batch 3 with blocks of tile
 // rows that span images (tiles 5 × 7, blocks of 9 rows), a row of tiles wider than a block
