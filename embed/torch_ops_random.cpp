@@ -99,10 +99,16 @@ VarRef dropout(Translator& t, const CallArgs& a) {
   return r;
 }
 
-// torch.multinomial(probs, 1) / probs.multinomial(1): per row of probs ([n] or [rows, n]), the
-// first category whose running sum of probs passes a uniform draw times the row's total
-// (searchsorted right of the cumsum): category i with probability p_i / total, never one of
-// probability 0. One sample per row; more, with or without replacement, are refused.
+// torch.multinomial(probs, k, replacement=False) / probs.multinomial(k): per row of probs ([n] or
+// [rows, n]), k categories, category i drawn with probability p_i / total (never one of
+// probability 0):
+//   - one sample, or k with replacement: the first category whose running sum of probs passes
+//     a uniform draw times the row's total (searchsorted right of the cumsum), k draws a row;
+//   - k without replacement: the k largest keys log(u_i) / p_i, u_i uniform (Efraimidis and
+//     Spirakis' weighted sampling: the same distribution as k draws one after the other, each
+//     from the categories left, in the order they would be drawn; one topk). In float32 (float64
+//     for float64 probs): a float16 u would round to 1. Where fewer than k categories have a
+//     probability above 0 (torch raises), the rest are categories of probability 0.
 VarRef multinomial(Translator& t, const CallArgs& call) {
   CallArgs a = bind_schema(t, "aten::multinomial", call);
   refuse_generator(t, a, "torch.multinomial");
@@ -111,20 +117,33 @@ VarRef multinomial(Translator& t, const CallArgs& call) {
   if (type.rank() != 1 && type.rank() != 2)
     user_error("multinomial: probabilities must be 1-D or 2-D, got " + type.str() + " (torch raises here too)", t.loc());
   const int64_t samples = int_arg(t, a.kw("num_samples"), "multinomial num_samples");
-  if (samples != 1)
-    unsupported(t, "multinomial with num_samples = " + std::to_string(samples),
-                "draw one sample per call (num_samples=1), or sample with torch.topk(probs.log() - "
-                "torch.log(-torch.log(torch.rand_like(probs))), k) for k samples without replacement");
+  const bool replacement = bool_arg(t, a.kw("replacement"), false);
   const int axis = type.rank() - 1;
   const int64_t n = static_dim(t, p, axis, "multinomial");
   if (n == 0) user_error("multinomial: no categories to draw from (torch raises here too)", t.loc());
   if (!ir::is_floating(type.dtype)) user_error("multinomial: probabilities must be floating (torch raises here too)", t.loc());
-  ValueId cdf = node(t, OpKind::CumSum, {p}, ir::Attrs().set("axis", int64_t{axis}));
-  ValueId total = node(t, OpKind::Slice, {cdf},
-                       ir::Attrs().set("axis", int64_t{axis}).set("start", n - 1).set("end", n).set("step", int64_t{1}));
-  ValueId u = random_of(t, type_of(t, total).shape, type.dtype, "uniform");
-  ValueId chosen = node(t, OpKind::SearchSorted, {cdf, node(t, OpKind::Mul, {u, total})}, ir::Attrs().set("right", int64_t{1}));
-  return wrap_value(node(t, OpKind::Minimum, {chosen, constant(t, static_cast<double>(n - 1), DType::i64)}));
+  if (samples <= 0)
+    user_error("multinomial: cannot sample num_samples = " + std::to_string(samples) + " <= 0 samples (torch raises here too)",
+               t.loc());
+  if (!replacement && samples > n)
+    user_error("multinomial: cannot sample " + std::to_string(samples) + " of " + std::to_string(n) +
+                   " categories without replacement (torch raises here too)",
+               t.loc(), "pass replacement=True, or num_samples <= " + std::to_string(n));
+  if (samples == 1 || replacement) {
+    ValueId cdf = node(t, OpKind::CumSum, {p}, ir::Attrs().set("axis", int64_t{axis}));
+    ValueId total = node(t, OpKind::Slice, {cdf},
+                         ir::Attrs().set("axis", int64_t{axis}).set("start", n - 1).set("end", n).set("step", int64_t{1}));
+    ir::Shape draws = type_of(t, total).shape;
+    draws.back() = ir::SymExpr(samples);
+    ValueId u = random_of(t, draws, type.dtype, "uniform");
+    ValueId chosen = node(t, OpKind::SearchSorted, {cdf, node(t, OpKind::Mul, {u, total})}, ir::Attrs().set("right", int64_t{1}));
+    return wrap_value(node(t, OpKind::Minimum, {chosen, constant(t, static_cast<double>(n - 1), DType::i64)}));
+  }
+  const DType kt = type.dtype == DType::f64 ? DType::f64 : DType::f32;
+  ValueId keys = node(t, OpKind::Div, {node(t, OpKind::Log, {random_of(t, type.shape, kt, "uniform")}), cast(t, p, kt)});
+  ir::Attrs attrs;
+  attrs.set("k", samples).set("axis", int64_t{axis}).set("largest", int64_t{1}).set("sorted", int64_t{1});
+  return wrap_value(t.graph().add_node(OpKind::TopK, {keys}, attrs, t.loc())[1]);
 }
 
 }  // namespace aotrace::embed::ops

@@ -202,6 +202,48 @@ TEST(Multinomial, DrawsEachCategoryWithItsProbability) {
   }
 }
 
+// k draws a row (multinomial_samples.py), rows [0.1, 0, 0.6, 0.3] again: two without replacement
+// are two different categories, never 1, the ordered pair (i, j) with probability
+// p_i · p_j / (1 - p_i) (a first draw, then one from the rest); three with replacement are three
+// independent draws, each column's frequencies the probabilities. Within 0.015, on the CPU
+// kernels and the emulated GPU's.
+TEST(Multinomial, DrawsKSamplesWithAndWithoutReplacement) {
+  const embed::Capture c = capture_case("multinomial_samples");
+  ASSERT_TRUE(c.breaks.empty());
+  ASSERT_GE(c.graph.rng_input, 0);
+  const double probs[] = {0.1, 0, 0.6, 0.3};
+  constexpr int64_t kRows = 20000;
+  ir::HostTensor p = ir::HostTensor::zeros(ir::DType::f32, {kRows, 4});
+  for (int64_t e = 0; e < p.numel(); ++e) p.set(e, probs[e % 4]);
+  ir::HostTensor state = ir::HostTensor::zeros(ir::DType::i64, {2});
+  state.set(0, 7);
+  std::vector<ir::HostTensor> inputs = {p};
+  inputs.insert(inputs.begin() + c.graph.rng_input, state);
+  for (const lowering::Options& o : {lowering::Options{}, lowering::testing::cuda_emulation()}) {
+    std::vector<ir::HostTensor> out = lowering::testing::compile_and_run(c.graph, inputs, nullptr, o);
+    ASSERT_EQ(out.size(), 2u);
+    ASSERT_EQ(out[0].shape, (std::vector<int64_t>{kRows, 2}));
+    ASSERT_EQ(out[1].shape, (std::vector<int64_t>{kRows, 3}));
+    double pairs[4][4] = {}, columns[3][4] = {};
+    for (int64_t r = 0; r < kRows; ++r) {
+      const auto i = static_cast<int64_t>(out[0].get(2 * r)), j = static_cast<int64_t>(out[0].get(2 * r + 1));
+      ASSERT_TRUE(i >= 0 && i < 4 && j >= 0 && j < 4 && i != j) << "row " << r << ": " << i << ", " << j;
+      pairs[i][j] += 1.0 / kRows;
+      for (int64_t col = 0; col < 3; ++col) {
+        const auto k = static_cast<int64_t>(out[1].get(3 * r + col));
+        ASSERT_TRUE(k >= 0 && k < 4) << k;
+        columns[col][k] += 1.0 / kRows;
+      }
+    }
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j)
+        if (i != j) EXPECT_NEAR(pairs[i][j], probs[i] * probs[j] / (1 - probs[i]), 0.015) << "pair " << i << ", " << j;
+    for (int col = 0; col < 3; ++col)
+      for (int k = 0; k < 4; ++k) EXPECT_NEAR(columns[col][k], probs[k], 0.015) << "draw " << col << ", category " << k;
+    EXPECT_EQ(columns[0][1] + columns[1][1] + columns[2][1], 0) << "a category of probability 0";
+  }
+}
+
 // After every case: most cases must be graphs, or this test would quietly compare nothing.
 class CoverageCheck : public ::testing::Environment {
  public:
