@@ -176,29 +176,40 @@ TEST(IndexWrites, PastTheirDimWriteNothing) {
 // [0.1, 0, 0.6, 0.3] (multinomial_rows.py) on the CPU kernels and the emulated GPU's, each
 // category's frequency within 0.015 of its probability (4.5 standard deviations at 0.5), category
 // 1 never.
+// The multinomial tests' rows: 20000 of these probabilities.
+constexpr double kProbs[] = {0.1, 0, 0.6, 0.3};
+constexpr int64_t kRows = 20000;
+
+// The inputs of a capture of one [kRows, 4] input, its rows kProbs, with the generator's state
+// (seed).
+std::vector<ir::HostTensor> multinomial_inputs(const embed::Capture& c, int64_t seed) {
+  EXPECT_TRUE(c.breaks.empty());
+  EXPECT_GE(c.graph.rng_input, 0);
+  ir::HostTensor p = ir::HostTensor::zeros(ir::DType::f32, {kRows, 4});
+  for (int64_t e = 0; e < p.numel(); ++e) p.set(e, kProbs[e % 4]);
+  ir::HostTensor state = ir::HostTensor::zeros(ir::DType::i64, {2});
+  state.set(0, static_cast<double>(seed));
+  std::vector<ir::HostTensor> inputs = {p};
+  inputs.insert(inputs.begin() + std::max(0, c.graph.rng_input), state);
+  return inputs;
+}
+
 TEST(Multinomial, DrawsEachCategoryWithItsProbability) {
   const embed::Capture c = capture_case("multinomial_rows");
-  ASSERT_TRUE(c.breaks.empty());
-  ASSERT_GE(c.graph.rng_input, 0);
-  const double probs[] = {0.1, 0, 0.6, 0.3};
-  ir::HostTensor p = ir::HostTensor::zeros(ir::DType::f32, {20000, 4});
-  for (int64_t e = 0; e < p.numel(); ++e) p.set(e, probs[e % 4]);
-  ir::HostTensor state = ir::HostTensor::zeros(ir::DType::i64, {2});
-  state.set(0, 99);
-  std::vector<ir::HostTensor> inputs = {p};
-  inputs.insert(inputs.begin() + c.graph.rng_input, state);
+  const std::vector<ir::HostTensor> inputs = multinomial_inputs(c, 99);
+  const double* probs = kProbs;
   for (const lowering::Options& o : {lowering::Options{}, lowering::testing::cuda_emulation()}) {
     std::vector<ir::HostTensor> out = lowering::testing::compile_and_run(c.graph, inputs, nullptr, o);
     ASSERT_EQ(out.size(), 1u);
-    ASSERT_EQ(out[0].shape, (std::vector<int64_t>{20000, 1}));
+    ASSERT_EQ(out[0].shape, (std::vector<int64_t>{kRows, 1}));
     double counts[4] = {};
-    for (int64_t e = 0; e < 20000; ++e) {
+    for (int64_t e = 0; e < kRows; ++e) {
       const auto k = static_cast<int64_t>(out[0].get(e));
       ASSERT_TRUE(k >= 0 && k < 4) << k;
       counts[k] += 1;
     }
     EXPECT_EQ(counts[1], 0) << "a category of probability 0";
-    for (int k = 0; k < 4; ++k) EXPECT_NEAR(counts[k] / 20000, probs[k], 0.015) << "category " << k;
+    for (int k = 0; k < 4; ++k) EXPECT_NEAR(counts[k] / kRows, probs[k], 0.015) << "category " << k;
   }
 }
 
@@ -209,16 +220,8 @@ TEST(Multinomial, DrawsEachCategoryWithItsProbability) {
 // kernels and the emulated GPU's.
 TEST(Multinomial, DrawsKSamplesWithAndWithoutReplacement) {
   const embed::Capture c = capture_case("multinomial_samples");
-  ASSERT_TRUE(c.breaks.empty());
-  ASSERT_GE(c.graph.rng_input, 0);
-  const double probs[] = {0.1, 0, 0.6, 0.3};
-  constexpr int64_t kRows = 20000;
-  ir::HostTensor p = ir::HostTensor::zeros(ir::DType::f32, {kRows, 4});
-  for (int64_t e = 0; e < p.numel(); ++e) p.set(e, probs[e % 4]);
-  ir::HostTensor state = ir::HostTensor::zeros(ir::DType::i64, {2});
-  state.set(0, 7);
-  std::vector<ir::HostTensor> inputs = {p};
-  inputs.insert(inputs.begin() + c.graph.rng_input, state);
+  const std::vector<ir::HostTensor> inputs = multinomial_inputs(c, 7);
+  const double* probs = kProbs;
   for (const lowering::Options& o : {lowering::Options{}, lowering::testing::cuda_emulation()}) {
     std::vector<ir::HostTensor> out = lowering::testing::compile_and_run(c.graph, inputs, nullptr, o);
     ASSERT_EQ(out.size(), 2u);
