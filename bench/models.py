@@ -1,6 +1,7 @@
 # The models `make bench` times against torch eager (issue 6): random weights (no downloads),
 # eval mode, random batch-norm statistics so that every layer matters. bench/models.yaml names
 # them with their input shapes; bench/run_bench.py compiles each one and runs both.
+import copy
 import pathlib
 import sys
 
@@ -61,3 +62,7 @@ resnet18 = randomise_batch_norm(torchvision.models.resnet18())
 mobilenet_v2 = randomise_batch_norm(torchvision.models.mobilenet_v2())
 efficientnet_b0 = randomise_batch_norm(torchvision.models.efficientnet_b0())
 resnet50 = randomise_batch_norm(torchvision.models.resnet50())
+# bfloat16 copies (the same weights, rounded).
+bert_layer_bf16 = copy.deepcopy(bert_layer).to(torch.bfloat16)
+resnet18_bf16 = copy.deepcopy(resnet18).to(torch.bfloat16)
+mobilenet_v2_bf16 = copy.deepcopy(mobilenet_v2).to(torch.bfloat16)
