@@ -551,7 +551,7 @@ llvm::Value* KernelEmitter::round_to_type(llvm::Value* x, ir::DType t) {
 llvm::Value* KernelEmitter::load_widened(ir::DType t, llvm::Value* at, llvm::Value* index, int64_t count) {
   llvm::Type* stored = storage_type(ctx_, t);
   llvm::Type* type = count == 1 ? stored : llvm::FixedVectorType::get(stored, static_cast<unsigned>(count));
-  return widen_operand(b_, b_.CreateAlignedLoad(type, b_.CreateInBoundsGEP(stored, at, index), llvm::Align(ir::dtype_size(t))), t);
+  return from_storage(b_, b_.CreateAlignedLoad(type, b_.CreateInBoundsGEP(stored, at, index), llvm::Align(ir::dtype_size(t))), t);
 }
 
 void KernelEmitter::store(ir::ValueId v, int arg, const Index& idx, llvm::Value* x) {
@@ -593,7 +593,7 @@ llvm::Value* KernelEmitter::emit(ir::ValueId v, const Index& idx) {
   } else {
     // An f16/bf16 result is computed in f32 and rounded to its type after every op, as eager
     // rounds it: a fused chain (x * 3 + 1) gives eager's numbers, not more precise ones. Not
-    // where it is exact already (LLVM cannot see that: the widening is integer code).
+    // where it is exact already (LLVM cannot see that through the integer widening).
     const ir::Node& n = producer(v);
     x = emit_node(n, v, idx);
     if (!rounded_to_its_type(n, dtype(v))) x = round_to_type(x, dtype(v));

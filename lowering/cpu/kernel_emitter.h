@@ -191,9 +191,9 @@ class KernelEmitter {
   void gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, llvm::Value* jc, llvm::Value* nc,
                         llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
   llvm::Value* conv_input_base(const GemmPlan& plan, const Index& batch, llvm::Value* k);
-  // `count` consecutive elements of dtype `t` at `at` + `index` (in elements), widened to f32
-  // (widen_operand: vcvtph2ps where there is F16C): a value, or a vector of `count`. For GEMM
-  // packing, which reads through addresses rather than values and only stores them.
+  // `count` consecutive elements of dtype `t` at `at` + `index` (in elements), widened as load()
+  // widens (f16/bf16 to f32): a value, or a vector of `count`. For GEMM packing, which reads
+  // through addresses rather than values.
   llvm::Value* load_widened(ir::DType t, llvm::Value* at, llvm::Value* index, int64_t count);
   void gemm_conv_offsets(const GemmPlan& plan, llvm::Value* jc, int64_t count, llvm::Value* table);
   void gemm_pack_gathered_b(const GemmPlan& plan, const Index& batch, llvm::Value* nc, llvm::Value* pc,

@@ -25,16 +25,15 @@ llvm::Type* compute_type(llvm::LLVMContext& ctx, ir::DType t);
 llvm::Type* storage_type(llvm::LLVMContext& ctx, ir::DType t);
 llvm::Value* from_storage(llvm::IRBuilder<>& b, llvm::Value* stored, ir::DType t);
 llvm::Value* to_storage(llvm::IRBuilder<>& b, llvm::Value* x, ir::DType t);
-// from_storage for a value only stored or multiplied (a GEMM's operands as they are packed):
-// f16 widens with fpext where set_half_conversions marked the module (vcvtph2ps), which no
-// compare may see (storage.cpp).
-llvm::Value* widen_operand(llvm::IRBuilder<>& b, llvm::Value* stored, ir::DType t);
 // f16/bf16: an f32 rounded to the dtype's precision (what storing and reloading gives).
 llvm::Value* round_to_storage_precision(llvm::IRBuilder<>& b, llvm::Value* x, ir::DType t);
-// Marks `module` as one for a CPU with CpuTarget::half_conversions: to_storage then rounds f32
-// to f16 with LLVM's fptrunc (vcvtps2ph, fcvtn) instead of integer code; the numbers are the same
-// (nearest even), a NaN's payload may differ. (Widening stays integer code: storage.cpp.)
+// Marks `module` as one for a CPU with CpuTarget::half_conversions: from_storage and to_storage
+// then convert f16 with LLVM's fpext / fptrunc (vcvtph2ps / vcvtps2ph, fcvtl / fcvtn) instead
+// of integer code; the numbers are the same (nearest even), a NaN's payload may differ.
 void set_half_conversions(llvm::Module& module);
+// After LLVM's optimisation: every vector of half math (which InstCombine narrows f32 math on
+// widened f16 values to) computed in f32 again, the same numbers (storage.cpp).
+void promote_half_vectors(llvm::Module& module);
 llvm::Value* constant(llvm::IRBuilder<>& b, double value, ir::DType t);
 // torch's conversion rules (float → int truncates, x → bool is x != 0).
 llvm::Value* convert(llvm::IRBuilder<>& b, llvm::Value* v, ir::DType from, ir::DType to);

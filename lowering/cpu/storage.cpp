@@ -3,18 +3,24 @@
 //   f16, bf16 stored as their 16 bits (i16), computed in f32: converted at every load and
 //             store, rounding to nearest even on the way back (as torch's CPU kernels do);
 //   others    stored as computed.
-// The f16 conversions: a GPU kernel (an NVPTX module) converts in hardware both ways
-// (cvt.f32.f16, cvt.rn.f16.f32). A CPU widens with branch-free integer code (selects), after F.
-// Giesen's "half_to_float", never with fpext: LLVM's InstCombine narrows a compare, fabs, fneg or
-// floor of an fpext'ed value to half, and x86 without AVX512-FP16 scalarises half vectors of
-// those (a ReLU6 epilogue of an f16 GEMM ran 10x slower). It rounds with fptrunc where
-// set_half_conversions marked the module (x86 F16C: vcvtps2ph, 16 lanes an instruction; every
-// AArch64: fcvtn), else with integer code after "float_to_half_fast3_rtne" (x86-64-v2: no
-// libcalls, __truncsfhf2 is not in every libc). All are IEEE's exact widening and nearest-even
-// rounding, the same numbers; a NaN stays a NaN, its payload may differ.
+// The f16 conversions are hardware instructions where there are some: a GPU kernel (an NVPTX
+// module: cvt.f32.f16, cvt.rn.f16.f32) and a CPU module marked by set_half_conversions (x86
+// F16C: vcvtph2ps / vcvtps2ph, 16 lanes an instruction; every AArch64: fcvtl / fcvtn), as fpext
+// and fptrunc. LLVM's InstCombine then narrows f32 math on widened values to half math where
+// that gives the same numbers (a compare, fneg, fabs, floor, an add rounded back), and x86
+// without AVX512-FP16 scalarises some half vector ops (compares, fneg, fabs, floor: a ReLU6
+// epilogue of an f16 GEMM ran 10x slower): promote_half_vectors computes every vector of half
+// math in f32 again after LLVM's optimisation (the same numbers: f32 holds a half op's exact
+// result or rounds it innocuously, 24 >= 2 * 11 + 2 bits). Elsewhere (x86-64-v2) both are
+// branch-free integer code (selects), after F. Giesen's "half_to_float" /
+// "float_to_half_fast3_rtne": no libcalls (__extendhfsf2 is not in every libc). All are IEEE's
+// exact widening and nearest-even rounding, the same numbers; a NaN stays a NaN, its payload may
+// differ.
 // Test: lowering_tests DTypes.* (f16/bf16 round trips, NaN, inf, subnormals, ties).
 #include "lowering/cpu/llvm_backend.h"
 
+#include <llvm/Analysis/VectorUtils.h>
+#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/TargetParser/Triple.h>
 
 namespace aotrace::lowering::cpu {
@@ -32,17 +38,65 @@ static bool on_gpu(llvm::IRBuilder<>& b) {
   return llvm::Triple(b.GetInsertBlock()->getModule()->getTargetTriple()).isNVPTX();
 }
 
-// Whether f16 rounds with fptrunc (see the header).
-static bool hardware_f16_rounding(llvm::IRBuilder<>& b) {
-  return on_gpu(b) || b.GetInsertBlock()->getModule()->getModuleFlag(kHalfConversionsFlag) != nullptr;
-}
-
 // `elem` (a scalar type) shaped as `like`: a vector of as many lanes where `like` is a vector,
 // so that the widening conversions below take vectors too (the GEMM packs rows of f16 so).
 static llvm::Type* shaped(llvm::Type* elem, llvm::Value* like) {
   if (auto* v = llvm::dyn_cast<llvm::VectorType>(like->getType())) return llvm::VectorType::get(elem, v->getElementCount());
   return elem;
 }
+
+// Whether f16 converts with fpext / fptrunc (see the header).
+static bool hardware_f16(llvm::IRBuilder<>& b) {
+  return on_gpu(b) || b.GetInsertBlock()->getModule()->getModuleFlag(kHalfConversionsFlag) != nullptr;
+}
+
+static bool is_half_vector(llvm::Type* t) {
+  auto* v = llvm::dyn_cast<llvm::VectorType>(t);
+  return v != nullptr && v->getElementType()->isHalfTy();
+}
+
+// A vector of half math: a compare of half vectors, or an arithmetic op or FP intrinsic (fabs,
+// floor, minnum...) whose result is one.
+static bool half_vector_math(const llvm::Instruction& i) {
+  if (llvm::isa<llvm::FCmpInst>(i)) return is_half_vector(i.getOperand(0)->getType());
+  if (!is_half_vector(i.getType())) return false;
+  if (llvm::isa<llvm::BinaryOperator>(i) || llvm::isa<llvm::UnaryOperator>(i)) return true;
+  const auto* call = llvm::dyn_cast<llvm::IntrinsicInst>(&i);
+  if (call == nullptr || !llvm::isTriviallyVectorizable(call->getIntrinsicID())) return false;
+  for (const llvm::Use& arg : call->args())
+    if (!is_half_vector(arg->getType())) return false;  // powi's, ldexp's integer operands
+  return true;
+}
+
+void promote_half_vectors(llvm::Module& module) {
+  if (llvm::Triple(module.getTargetTriple()).isNVPTX()) return;  // a GPU's half math is native
+  std::vector<llvm::Instruction*> math;
+  for (llvm::Function& f : module)
+    for (llvm::BasicBlock& block : f)
+      for (llvm::Instruction& i : block)
+        if (half_vector_math(i)) math.push_back(&i);
+  for (llvm::Instruction* i : math) {
+    llvm::IRBuilder<> b(i);
+    auto widened = [&](llvm::Value* v) { return b.CreateFPExt(v, shaped(b.getFloatTy(), v)); };
+    llvm::Value* r;
+    if (auto* cmp = llvm::dyn_cast<llvm::FCmpInst>(i)) {
+      r = b.CreateFCmp(cmp->getPredicate(), widened(cmp->getOperand(0)), widened(cmp->getOperand(1)));
+    } else {
+      llvm::Instruction* wide = i->clone();
+      for (llvm::Use& op : wide->operands())
+        if (is_half_vector(op->getType())) op.set(widened(op.get()));
+      wide->mutateType(shaped(b.getFloatTy(), i));
+      if (auto* call = llvm::dyn_cast<llvm::IntrinsicInst>(wide))
+        call->setCalledFunction(llvm::Intrinsic::getDeclaration(&module, call->getIntrinsicID(), {wide->getType()}));
+      b.Insert(wide);
+      r = b.CreateFPTrunc(wide, i->getType());
+    }
+    r->takeName(i);
+    i->replaceAllUsesWith(r);
+    i->eraseFromParent();
+  }
+}
+
 
 static llvm::Value* f16_bits_to_f32(llvm::IRBuilder<>& b, llvm::Value* h16) {
   llvm::Type* i32 = shaped(b.getInt32Ty(), h16);
@@ -112,22 +166,16 @@ llvm::Type* storage_type(llvm::LLVMContext& ctx, DType t) {
 llvm::Value* from_storage(llvm::IRBuilder<>& b, llvm::Value* stored, DType t) {
   if (t == DType::b8) return b.CreateICmpNE(stored, llvm::ConstantInt::get(stored->getType(), 0));
   if (t == DType::f16)
-    return on_gpu(b) ? b.CreateFPExt(b.CreateBitCast(stored, shaped(b.getHalfTy(), stored)), shaped(b.getFloatTy(), stored))
-                     : f16_bits_to_f32(b, stored);
+    return hardware_f16(b) ? b.CreateFPExt(b.CreateBitCast(stored, shaped(b.getHalfTy(), stored)), shaped(b.getFloatTy(), stored))
+                           : f16_bits_to_f32(b, stored);
   if (t == DType::bf16) return bf16_bits_to_f32(b, stored);
   return stored;
-}
-
-llvm::Value* widen_operand(llvm::IRBuilder<>& b, llvm::Value* stored, DType t) {
-  if (t == DType::f16 && hardware_f16_rounding(b))
-    return b.CreateFPExt(b.CreateBitCast(stored, shaped(b.getHalfTy(), stored)), shaped(b.getFloatTy(), stored));
-  return from_storage(b, stored, t);
 }
 
 llvm::Value* to_storage(llvm::IRBuilder<>& b, llvm::Value* x, DType t) {
   if (t == DType::b8) return b.CreateZExt(x, b.getInt8Ty());
   if (t == DType::f16)
-    return hardware_f16_rounding(b) ? b.CreateBitCast(b.CreateFPTrunc(x, shaped(b.getHalfTy(), x)), shaped(b.getInt16Ty(), x)) : f32_to_f16_bits(b, x);
+    return hardware_f16(b) ? b.CreateBitCast(b.CreateFPTrunc(x, shaped(b.getHalfTy(), x)), shaped(b.getInt16Ty(), x)) : f32_to_f16_bits(b, x);
   if (t == DType::bf16) return f32_to_bf16_bits(b, x);
   return x;
 }

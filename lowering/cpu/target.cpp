@@ -108,6 +108,7 @@ ir::Bytes optimise_and_emit(llvm::Module& module, llvm::TargetMachine& tm, int o
       for (const char* name : {"no-builtin-memcpy", "no-builtin-memmove", "no-builtin-memset"}) f.addFnAttr(name);
   auto opt_start = std::chrono::steady_clock::now();
   optimise(module, tm, opt_level);
+  promote_half_vectors(module);
   auto mc_start = std::chrono::steady_clock::now();
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream out(buffer);

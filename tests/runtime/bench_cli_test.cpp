@@ -204,8 +204,8 @@ TEST(BenchScript, RunsATinySpecAndPrintsItsTable) {
                                       " --threads 1 --min-time 0.02 --spec " + quote((dir / "tiny.yaml").string()) +
                                       " --out " + quote((dir / "out").string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  expect_contains(r.output, "model            inputs");
-  expect_contains(r.output, "mlp_b4           x[4x16]");
+  expect_contains(r.output, "model              inputs");
+  expect_contains(r.output, "mlp_b4             x[4x16]");
   expect_contains(r.output, "geometric mean speed-up (eager / aotrace) over 1 model(s): ");
   expect_contains(r.output, "sgemm 32x32x32: aotrace ");
   // Without --ort the ORT column is empty and says why; the bench still runs.

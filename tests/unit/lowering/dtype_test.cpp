@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "tests/unit/lowering/reference_check.h"
 #include "tests/unit/lowering/test_graphs.h"
@@ -35,8 +36,19 @@ std::vector<float> special_values() {
           1.00048828125f, 3.4e38f, 1e-40f, 2049.0f, 2051.0f, 257.0f, 259.0f, -1e-45f};
 }
 
-// On the x86-64-v2 baseline (integer code) and, where this machine has F16C, on x86-64-v3 and
-// v4 (vcvtps2ph rounds: lowering/cpu/storage.cpp): the same bits.
+// The x86-64 levels this machine runs: the x86-64-v2 baseline ("": f16 converted by integer
+// code), and where it has them x86-64-v3 and v4 (F16C's vcvtph2ps / vcvtps2ph, and half vector
+// math computed in f32 again after LLVM's optimisation: lowering/cpu/storage.cpp).
+std::vector<std::string> cpu_levels() {
+  std::vector<std::string> levels = {""};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) levels.push_back("x86-64-v3");
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq"))
+    levels.push_back("x86-64-v4");
+  return levels;
+}
+
+// On every level: the same bits.
 TEST(DTypes, F32ToHalfAndBackIsBitExact) {
   std::vector<float> values;
   for (int copy = 0; copy < 4; ++copy)  // past a 16-lane vector loop's first iterations
@@ -47,10 +59,8 @@ TEST(DTypes, F32ToHalfAndBackIsBitExact) {
   ir::ValueId h = cast(g, x, DType::f16), bh = cast(g, x, DType::bf16);
   set_outputs(g, {h, bh, cast(g, h, DType::f32), cast(g, bh, DType::f32), cast(g, h, DType::bf16)});
   ir::HostTensor in = ir::HostTensor::from_f32({n}, values);
-  for (const char* cpu : {"", "x86-64-v3", "x86-64-v4"}) {
-    if (std::string(cpu) == "x86-64-v3" && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) continue;
-    if (std::string(cpu) == "x86-64-v4" && !__builtin_cpu_supports("avx512bw")) continue;
-    SCOPED_TRACE(*cpu != 0 ? cpu : "x86-64-v2");
+  for (const std::string& cpu : cpu_levels()) {
+    SCOPED_TRACE(cpu.empty() ? "x86-64-v2" : cpu);
     Options options;
     options.cpu = cpu;
     std::vector<ir::HostTensor> out = compile_and_run(g, {in}, nullptr, options);
@@ -88,6 +98,43 @@ TEST(DTypes, EveryF16BitPatternLoadsExactly) {
     }
     ASSERT_EQ(out[0].get(i), e) << "bits " << i;
     ASSERT_EQ(bits16(out[1], i), static_cast<uint16_t>(i ^ 0x8000)) << "neg of bits " << i;
+  }
+}
+
+// f16 ops whose f16 result is exact or correctly rounded from f32 (moves, compares, maxima,
+// floor, +, -, ×, ÷, sqrt: f32 holds the exact result or rounds it innocuously, 24 >= 2·11 + 2
+// bits) give the reference's bits on every level, over NaN, ±inf, subnormals, ties and overflow,
+// in vectors of every width (96 elements) and fused into one kernel. On x86-64-v3/v4 LLVM narrows
+// the compares, fneg, fabs and floor of widened values to half vectors, which are computed in f32
+// again (x86 scalarises them): the numbers must not change.
+TEST(DTypes, F16MathIsExactOnEveryCpu) {
+  constexpr int64_t n = 96;
+  ir::HostTensor x = ir::HostTensor::zeros(DType::f16, {n}), y = x;
+  const std::vector<float> specials = special_values();
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-8, 8);
+  for (int64_t i = 0; i < n; ++i) {
+    x.set(i, i < static_cast<int64_t>(specials.size()) ? specials[static_cast<size_t>(i)] : u(rng));
+    y.set(i, i % 7 == 0 ? specials[static_cast<size_t>(i % specials.size())] : u(rng));
+  }
+  ir::Graph g;
+  ir::ValueId a = g.add_input("x", typed(DType::f16, {n}), "L['x']"), b = g.add_input("y", typed(DType::f16, {n}), "L['y']");
+  auto op = [&](OpKind k, std::vector<ir::ValueId> operands) { return g.add(k, std::move(operands)); };
+  ir::ValueId relu6 = op(OpKind::Minimum, {op(OpKind::Maximum, {a, g.constant(0, DType::f16)}), g.constant(6, DType::f16)});
+  set_outputs(g, {op(OpKind::Neg, {a}), op(OpKind::Abs, {a}), op(OpKind::Floor, {a}), op(OpKind::Ceil, {b}),
+                  op(OpKind::Maximum, {a, b}), op(OpKind::Minimum, {a, b}), op(OpKind::Relu, {b}), relu6,
+                  op(OpKind::Where, {op(OpKind::Gt, {a, b}), a, op(OpKind::Neg, {b})}), op(OpKind::Le, {a, b}),
+                  op(OpKind::Add, {a, b}), op(OpKind::Sub, {op(OpKind::Mul, {a, b}), a}), op(OpKind::Div, {a, b}),
+                  op(OpKind::Sqrt, {op(OpKind::Abs, {op(OpKind::Add, {a, g.constant(0.1, DType::f16)})})})});
+  const std::vector<ir::HostTensor> inputs = {x, y};
+  const std::vector<ir::HostTensor> want = ir::evaluate(g, inputs);
+  for (const std::string& cpu : cpu_levels()) {
+    SCOPED_TRACE(cpu.empty() ? "x86-64-v2" : cpu);
+    Options options;
+    options.cpu = cpu;
+    std::vector<ir::HostTensor> got = compile_and_run(g, inputs, nullptr, options);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t o = 0; o < got.size(); ++o) EXPECT_EQ(compare(got[o], want[o], 0, 0), "") << "output " << o;
   }
 }
 
