@@ -605,8 +605,75 @@ Aliasing index_aliasing(Translator& t, const VarRef& index) {
 
 }  // namespace
 
+namespace {
+
+// The aten name of op `name`: "linear" of torch.nn.functional.linear, torch._C._nn.linear and
+// torch.ops.aten.linear[.default], "mm" of Tensor.mm.
+std::string aten_name(const std::string& name) {
+  static const std::string kAten = "torch.ops.aten.";
+  if (name.rfind(kAten, 0) == 0) return name.substr(kAten.size(), name.find('.', kAten.size()) - kAten.size());
+  return name.substr(name.rfind('.') + 1);
+}
+
+// torch.autocast on the CPU, whose state is torch's own (capture ran the `with` block's
+// __enter__ for real): its lower-precision ops take their floating tensor arguments (but
+// float64 ones) in the autocast dtype, its float32 ones in float32; the others are left alone.
+// torch 1.13's CPU lists (aten/src/ATen/autocast_mode.cpp), as far as capture has the ops;
+// composites of listed ops (einsum, tensordot, multi_dot: matmuls) are listed too, as their
+// matmuls are cast inside torch); conv_transpose is a float32 one on the CPU. prelu, mv, dot,
+// bilinear, pools, norms and the rest are in neither.
+// Test: capture case autocast_ops (compared with eager, dtypes included).
+CallArgs autocast_args(Translator& t, const std::string& op_name, CallArgs a) {
+  static const std::set<std::string> kLower = {"matmul", "__matmul__", "mm", "bmm", "linear", "addmm", "baddbmm",
+                                               "addbmm", "conv1d", "conv2d", "conv3d", "einsum", "tensordot",
+                                               "multi_dot", "chain_matmul"};
+  static const std::set<std::string> kFloat32 = {"nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss",
+                                                 "kl_div", "binary_cross_entropy", "prod", "cdist", "grid_sample",
+                                                 "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d", "conv_transpose1d",
+                                                 "conv_transpose2d", "conv_transpose3d"};
+  const std::string op = aten_name(op_name);
+  const bool lower = kLower.count(op) != 0;
+  if (!lower && kFloat32.count(op) == 0) return a;
+  PyRef torch = import("torch");
+  PyRef enabled = PyRef::steal(PyObject_CallNoArgs(getattr(torch.get(), "is_autocast_cpu_enabled").get()));
+  if (!enabled) internal_error("torch.is_autocast_cpu_enabled() raised: " + fetch_python_error());
+  if (PyObject_IsTrue(enabled.get()) == 0) return a;
+  DType to = DType::f32;
+  if (lower) {
+    PyRef dtype = PyRef::steal(PyObject_CallNoArgs(getattr(torch.get(), "get_autocast_cpu_dtype").get()));
+    if (!dtype) internal_error("torch.get_autocast_cpu_dtype() raised: " + fetch_python_error());
+    std::optional<DType> d = dtype_arg(t, t.constant(dtype.get()));
+    if (!d) internal_error("torch.get_autocast_cpu_dtype() is not a dtype");
+    to = *d;
+  }
+  auto cast_arg = [&](VarRef& v) {
+    auto* tv = as<TensorVar>(v);
+    if (tv == nullptr) {
+      if (auto* seq = as<SequenceVar>(v)) {  // einsum's and multi_dot's operand lists
+        std::vector<VarRef> items = seq->items;
+        bool changed = false;
+        for (VarRef& item : items)
+          if (auto* it = as<TensorVar>(item); it != nullptr && ir::is_floating(type_of(t, it->value).dtype) &&
+                                              type_of(t, it->value).dtype != DType::f64 && type_of(t, it->value).dtype != to) {
+            item = wrap_value(cast(t, it->value, to));
+            changed = true;
+          }
+        if (changed) v = std::make_shared<SequenceVar>(seq->kind, std::move(items));
+      }
+      return;
+    }
+    const DType d = type_of(t, tv->value).dtype;
+    if (ir::is_floating(d) && d != DType::f64 && d != to) v = wrap_value(cast(t, tv->value, to));
+  };
+  for (VarRef& v : a.args) cast_arg(v);
+  for (auto& [name, v] : a.kwargs) cast_arg(v);
+  return a;
+}
+
+}  // namespace
+
 VarRef TorchOp::call(Translator& t, const CallArgs& call) const {
-  const CallArgs a = bind_call(t, *this, call);
+  const CallArgs a = autocast_args(t, name, bind_call(t, *this, call));
   VarRef result;
   try {
     result = build(t, a);

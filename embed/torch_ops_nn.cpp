@@ -441,6 +441,13 @@ VarRef batch_norm(Translator& t, const CallArgs& a) {
     ops.push_back(param(weight, 1.0));
     ops.push_back(param(bias, 0.0));
   }
+  // An f16/bf16 input with float32 statistics (a float32 BatchNorm under torch.autocast, after
+  // a bfloat16 conv): torch's CPU kernel computes in float32 and rounds the result once.
+  const DType in = type_of(t, x).dtype;
+  if ((in == DType::f16 || in == DType::bf16) && type_of(t, ops[1]).dtype == DType::f32) {
+    for (ValueId& v : ops) v = cast(t, v, DType::f32);
+    return wrap_value(cast(t, node(t, OpKind::BatchNorm, ops, ir::Attrs().set("eps", eps)), in));
+  }
   return add(t, OpKind::BatchNorm, ops, ir::Attrs().set("eps", eps));
 }
 
