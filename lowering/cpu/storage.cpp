@@ -16,7 +16,8 @@
 // "float_to_half_fast3_rtne": no libcalls (__extendhfsf2 is not in every libc). All are IEEE's
 // exact widening and nearest-even rounding, the same numbers; a NaN stays a NaN, its payload may
 // differ.
-// Test: lowering_tests DTypes.* (f16/bf16 round trips, NaN, inf, subnormals, ties).
+// Test: lowering_tests DTypes.* (f16/bf16 round trips, NaN, inf, subnormals, ties, on every CPU
+// level; F16MathIsExactOnEveryCpu: the half vector math promoted back, bit for bit).
 #include "lowering/cpu/llvm_backend.h"
 
 #include <llvm/Analysis/VectorUtils.h>
