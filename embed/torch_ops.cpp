@@ -646,24 +646,21 @@ CallArgs autocast_args(Translator& t, const std::string& op_name, CallArgs a) {
     if (!d) internal_error("torch.get_autocast_cpu_dtype() is not a dtype");
     to = *d;
   }
-  auto cast_arg = [&](VarRef& v) {
+  // A tensor autocast casts (floating, not float64) as `to`; anything else as it is.
+  auto cast_tensor = [&](const VarRef& v) -> VarRef {
     auto* tv = as<TensorVar>(v);
-    if (tv == nullptr) {
-      if (auto* seq = as<SequenceVar>(v)) {  // einsum's and multi_dot's operand lists
-        std::vector<VarRef> items = seq->items;
-        bool changed = false;
-        for (VarRef& item : items)
-          if (auto* it = as<TensorVar>(item); it != nullptr && ir::is_floating(type_of(t, it->value).dtype) &&
-                                              type_of(t, it->value).dtype != DType::f64 && type_of(t, it->value).dtype != to) {
-            item = wrap_value(cast(t, it->value, to));
-            changed = true;
-          }
-        if (changed) v = std::make_shared<SequenceVar>(seq->kind, std::move(items));
-      }
+    if (tv == nullptr) return v;
+    const DType d = type_of(t, tv->value).dtype;
+    return ir::is_floating(d) && d != DType::f64 && d != to ? wrap_value(cast(t, tv->value, to)) : v;
+  };
+  auto cast_arg = [&](VarRef& v) {
+    if (auto* seq = as<SequenceVar>(v)) {  // einsum's and multi_dot's operand lists
+      std::vector<VarRef> items;
+      for (const VarRef& item : seq->items) items.push_back(cast_tensor(item));
+      if (items != seq->items) v = std::make_shared<SequenceVar>(seq->kind, std::move(items));
       return;
     }
-    const DType d = type_of(t, tv->value).dtype;
-    if (ir::is_floating(d) && d != DType::f64 && d != to) v = wrap_value(cast(t, tv->value, to));
+    v = cast_tensor(v);
   };
   for (VarRef& v : a.args) cast_arg(v);
   for (auto& [name, v] : a.kwargs) cast_arg(v);

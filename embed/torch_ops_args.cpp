@@ -171,10 +171,7 @@ VarRef add(Translator& t, OpKind op, std::vector<ValueId> operands, ir::Attrs at
   return wrap_value(node(t, op, std::move(operands), std::move(attrs)));
 }
 
-ValueId cast(Translator& t, ValueId v, DType dtype) {
-  if (type_of(t, v).dtype == dtype) return v;
-  return node(t, OpKind::Cast, {v}, ir::Attrs().set("dtype", dtype));
-}
+ValueId cast(Translator& t, ValueId v, DType dtype) { return t.graph().cast(v, dtype, t.loc()); }
 
 ValueId constant(Translator& t, double value, DType dtype) {
   return t.graph().constant(value, dtype, t.loc());

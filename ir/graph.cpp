@@ -207,6 +207,13 @@ ValueId Graph::constant(double value, DType dtype, SourceLoc loc) {
   return add(OpKind::Full, {}, std::move(attrs), std::move(loc));
 }
 
+ValueId Graph::cast(ValueId v, DType dtype, SourceLoc loc) {
+  if (type(v).dtype == dtype) return v;
+  Attrs attrs;
+  attrs.set("dtype", dtype);
+  return add(OpKind::Cast, {v}, std::move(attrs), std::move(loc));
+}
+
 SymBindings max_bindings(const Graph& g) {
   SymBindings b;
   for (const auto& [name, range] : g.symbols) b[name] = range.max;

@@ -231,6 +231,8 @@ class Graph {
   ValueId add(OpKind op, std::vector<ValueId> operands, Attrs attrs = {}, SourceLoc loc = {});
   // A scalar constant (rank 0) of the given dtype.
   ValueId constant(double value, DType dtype, SourceLoc loc = {});
+  // `v` as `dtype`: a Cast node, none when it has that dtype already.
+  ValueId cast(ValueId v, DType dtype, SourceLoc loc = {});
   void set_outputs(std::vector<ValueId> outputs, OutputTree tree);
 
   // The reference is invalidated by adding values: copy it before calling add().

@@ -165,11 +165,7 @@ struct Converter {
     const int64_t C = xs[1], kh = ws[2], kw = ws[3];
     std::vector<int64_t> stride = n.attrs.ints("stride"), dilation = n.attrs.ints("dilation"),
                          low = n.attrs.ints("pad_low"), high = n.attrs.ints("pad_high");
-    const ir::DType type = old.type(n.results[0]).dtype;
-    auto cast = [&](ir::ValueId v, ir::DType to) {
-      return type == ir::DType::f32 ? v : c.graph.add(ir::OpKind::Cast, {v}, attrs_of({{"dtype", to}}), n.loc);
-    };
-    ir::ValueId x = c.graph.add(ir::OpKind::Reshape, {cast(channels_last(n.operands[0], n), ir::DType::f32)},
+    ir::ValueId x = c.graph.add(ir::OpKind::Reshape, {c.graph.cast(channels_last(n.operands[0], n), ir::DType::f32, n.loc)},
                                 attrs_of({{"shape", ir::Shape{xs[0], xs[2], xs[3], C}}}), n.loc);
     if (low[0] || low[1] || high[0] || high[1])
       x = c.graph.add(ir::OpKind::Pad, {x}, attrs_of({{"low", std::vector<int64_t>{0, low[0], low[1], 0}},
@@ -206,7 +202,8 @@ struct Converter {
     if (n.operands.size() > 2)
       acc = c.graph.add(ir::OpKind::Add, {acc, as_f32(c, old, weight_index, n.operands[2], nchw(n.operands[2]), n.loc)}, {}, n.loc);
     const ir::Shape flat{os[0], os[2] * os[3], os[1]};
-    return c.graph.add(ir::OpKind::Reshape, {cast(acc, type)}, attrs_of({{"shape", flat}}), n.loc);
+    return c.graph.add(ir::OpKind::Reshape, {c.graph.cast(acc, old.type(n.results[0]).dtype, n.loc)},
+                       attrs_of({{"shape", flat}}), n.loc);
   }
 
   // Whether every operand of elementwise `n` broadcasts over H·W as a whole: its H and W are

@@ -55,7 +55,7 @@ ir::ValueId as_f32(GraphCopy& c, const ir::Graph& old, const std::vector<int>& w
   const ir::DType t = old.type(v).dtype;
   if (t == ir::DType::f32) return mapped;
   const int w = weight_index[static_cast<size_t>(v)];
-  if (w < 0) return c.graph.add(ir::OpKind::Cast, {mapped}, attrs_of({{"dtype", ir::DType::f32}}), loc);
+  if (w < 0) return c.graph.cast(mapped, ir::DType::f32, loc);
   const ir::Graph::Weight& src = old.weights[static_cast<size_t>(w)];
   ir::TensorType type = old.type(v);
   type.dtype = ir::DType::f32;

@@ -96,7 +96,7 @@ struct Rewriter {
                                      shape, n.loc);
       Y = c.graph.add(ir::OpKind::Add, {Y, bias}, {}, n.loc);
     }
-    return xt.dtype == ir::DType::f32 ? Y : c.graph.add(ir::OpKind::Cast, {Y}, attrs_of({{"dtype", xt.dtype}}), n.loc);
+    return c.graph.cast(Y, xt.dtype, n.loc);
   }
 };
 

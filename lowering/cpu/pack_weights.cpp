@@ -112,8 +112,7 @@ struct Packer {
 
   // The f32 view `v` of weight w's panels as the weight's type (exact: the panels hold its values).
   ir::ValueId cast_back(ir::ValueId v, int w, const SourceLoc& loc) {
-    const ir::DType t = old.type(old.weights[static_cast<size_t>(w)].value).dtype;
-    return t == ir::DType::f32 ? v : c.graph.add(ir::OpKind::Cast, {v}, attrs_of({{"dtype", t}}), loc);
+    return c.graph.cast(v, old.type(old.weights[static_cast<size_t>(w)].value).dtype, loc);
   }
 
   // Matmul B [K, N] read from a weight: permute(W [N, K], [1, 0]) (a linear layer) or W [K, N]

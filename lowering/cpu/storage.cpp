@@ -98,7 +98,6 @@ void promote_half_vectors(llvm::Module& module) {
   }
 }
 
-
 static llvm::Value* f16_bits_to_f32(llvm::IRBuilder<>& b, llvm::Value* h16) {
   llvm::Type* i32 = shaped(b.getInt32Ty(), h16);
   llvm::Type* f32 = shaped(b.getFloatTy(), h16);

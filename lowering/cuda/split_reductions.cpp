@@ -140,7 +140,7 @@ ir::Graph cuda_split_reductions(ir::Graph old, int64_t chunk) {
     const ir::DType type = old.type(n.results[0]).dtype;
     const bool half_sum = n.op == ir::OpKind::ReduceSum && type != ir::DType::f32;
     const ir::ValueId partials =
-        g.add(n.op, {half_sum ? g.add(ir::OpKind::Cast, {split}, attrs_of({{"dtype", ir::DType::f32}}), n.loc) : split},
+        g.add(n.op, {half_sum ? g.cast(split, ir::DType::f32, n.loc) : split},
               attrs_of({{"axes", s->first_axes}, {"keepdim", int64_t{0}}}), n.loc);
     ir::ValueId parts = partials;
     int64_t axis = s->second_axis;
@@ -152,7 +152,7 @@ ir::Graph cuda_split_reductions(ir::Graph old, int64_t chunk) {
       axis = s->keepdim_axis;
     }
     ir::ValueId total = g.add(n.op, {parts}, attrs_of({{"axes", Ints{axis}}, {"keepdim", int64_t{0}}}), n.loc);
-    if (half_sum) total = g.add(ir::OpKind::Cast, {total}, attrs_of({{"dtype", type}}), n.loc);
+    if (half_sum) total = g.cast(total, type, n.loc);
     c.map[static_cast<size_t>(n.results[0])] = total;
   }
   return any ? finish_copy(std::move(c), old) : old;

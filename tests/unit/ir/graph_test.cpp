@@ -60,6 +60,21 @@ TEST(GraphStr, DuplicateNamesFallBackToNumbers) {
             "  return %2\n");
 }
 
+// Graph::cast adds a Cast node only where the dtype changes.
+TEST(Graph, CastAddsANodeOnlyForAnotherDtype) {
+  Graph g;
+  TensorType half = f32({2, 3});
+  half.dtype = DType::f16;
+  ValueId x = g.add_input("x", half, "L['x']");
+  EXPECT_EQ(g.cast(x, DType::f16), x);
+  EXPECT_EQ(g.nodes.size(), 0u);
+  ValueId y = g.cast(x, DType::f32);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].op, OpKind::Cast);
+  EXPECT_EQ(g.type(y).dtype, DType::f32);
+  EXPECT_EQ(g.type(y).shape, (Shape{2, 3}));
+}
+
 TEST(OutputTree, Str) {
   using K = OutputTree::Kind;
   OutputTree leaf0{K::Leaf, 0, {}, {}}, leaf1{K::Leaf, 1, {}, {}}, leaf2{K::Leaf, 2, {}, {}};
