@@ -30,7 +30,11 @@
 // product is big enough to pay for packing (M >= 4, N >= 8, K >= 8); f16 and bf16 too, their
 // operands widened to f32 as they are packed (A never read in place; weights pre-packed as f32
 // panels) and their sums rounded to the type before the epilogue, as the per-element loop
-// rounds its sum. Everything else keeps the
+// rounds its sum. A bf16 matmul's weight B is pre-packed in bf16 K pairs instead (GemmPlan::
+// b_pairs): with AVX512-BF16 (known at compile time, or asked of CPUID at run time by an
+// x86-64-v4 library) A's bf16 rows are read in place and each step of two K is one vdpbf16ps per
+// accumulator (bert's bf16 layer 2x faster); elsewhere the pairs are widened in registers by a
+// shift and a mask (the same numbers as f32 panels, half their bytes). Everything else keeps the
 // per-element loops of emit_reductions.cpp, but depthwise convs (emit_depthwise.cpp). That
 // choice and the blocking (GemmPlan) are made before codegen, by cpu/plan.cpp (the "cpu-plan"
 // pass, `--dump cpu-plan`); this file carries them out.
@@ -47,6 +51,8 @@
 
 #include <llvm/Analysis/VectorUtils.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/IntrinsicsX86.h>
 
 namespace aotrace::lowering::cpu {
 
@@ -386,29 +392,50 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
 // `b_row` > 0: B's rows are that many floats apart instead of NR (B(p, q·NR + j) =
 // b[q·b_stride + p·b_row + j]): a row-major K × N matrix with b_stride = NR (the fused Winograd
 // conv's transformed tiles, emit_winograd.cpp).
+//
+// `pairs` (GemmPlan::b_pairs): B is bf16 in K pairs, B(2s, j) and B(2s + 1, j) the low and high
+// halves of the 32-bit word b[q·b_stride + s·NR + j] (b_stride and the prefetch in words), and
+// a step takes a pair of K (an odd kc's last pair: its first half only). `widen`: the words'
+// halves are widened to f32 by a shift and a mask and multiplied by A's f32 panels as above, in
+// the same order (the same numbers). `dot`: A is bf16 read in place (direct_a, lda and the row
+// offsets in elements), a row's pair one 32-bit word, and each step is one vdpbf16ps per
+// accumulator (its products exact, its sums rounded to f32, bf16 subnormals read as 0).
 llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a, int64_t panels,
-                                               int64_t static_lda, int64_t b_row) {
+                                               int64_t static_lda, int64_t b_row, GemmPairs pairs) {
   int64_t lanes = std::min<int64_t>(target_.f32_lanes, plan.nr), nv = plan.nr / lanes * panels;
+  const bool dot = pairs == GemmPairs::dot, paired = pairs != GemmPairs::none;
   AOT_CHECK(rows <= plan.mr || rows == 2 * plan.mr, "a microkernel spans one or two A panels");
   AOT_CHECK(static_lda == 0 || (direct_a && rows > plan.mr), "a static row stride is for two A panels read in place");
+  AOT_CHECK(!dot || (direct_a && lanes == 16), "the bf16 dot reads A in place, 16 lanes at a time");
+  AOT_CHECK(!paired || b_row == 0, "B in K pairs is a packed weight's panels");
   std::string name = "aotrace.sgemm." + std::to_string(rows) + "x" + std::to_string(plan.nr * panels) +
                      (direct_a ? ".rows" : "") + (static_lda > 0 ? "." + std::to_string(static_lda) : "") +
-                     (b_row > 0 ? ".b" + std::to_string(b_row) : "");
+                     (b_row > 0 ? ".b" + std::to_string(b_row) : "") + (dot ? ".bf16dot" : paired ? ".pairs" : "");
   if (llvm::Function* f = module_.getFunction(name)) return f;
   auto* ptr = b_.getPtrTy();
   auto* i64t = b_.getInt64Ty();
   auto* type = llvm::FunctionType::get(b_.getVoidTy(), {i64t, ptr, ptr, ptr, i64t, b_.getInt1Ty(), ptr, i64t, i64t, i64t, ptr}, false);
   auto* fn = llvm::Function::Create(type, llvm::Function::InternalLinkage, name, module_);
   fn->setDoesNotThrow();
+  // Never inlined into a caller without the feature (LLVM's rule), so the CPUID test guards it.
+  if (dot && !target_.bf16_dot) fn->addFnAttr("target-features", target_.bf16_dot_features);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx_, "entry", fn));
   llvm::Value *kc = fn->getArg(0), *a = fn->getArg(1), *bp = fn->getArg(2), *c = fn->getArg(3),
               *ldc = fn->getArg(4), *first = fn->getArg(5), *prefetch = fn->getArg(6), *lda = fn->getArg(7),
               *valid_rows = fn->getArg(8), *b_stride = fn->getArg(9), *a_next = fn->getArg(10);
   llvm::Type* f32 = b.getFloatTy();
+  llvm::Type* a_elem = dot ? b.getInt16Ty() : f32;  // A's elements (in place: bf16 bits)
   auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(lanes));
+  auto* words = llvm::FixedVectorType::get(b.getInt32Ty(), static_cast<unsigned>(lanes));
+  // The dot's operands: 32 bf16 (a pair per f32 lane). A's pair is splat as two bf16, not as
+  // an i32 bitcast after: LLVM 16's VectorCombine loops forever on that bitcast of a shuffle.
+  auto* bf16s = llvm::FixedVectorType::get(b.getBFloatTy(), static_cast<unsigned>(2 * lanes));
+  std::vector<int> pair_splat;
+  for (int64_t l = 0; l < 2 * lanes; ++l) pair_splat.push_back(static_cast<int>(l % 2));
+  auto c64 = [&](int64_t v) { return b.getInt64(static_cast<uint64_t>(v)); };
   llvm::Value* zero = llvm::Constant::getNullValue(vec);
   auto c_at = [&](int64_t i, int64_t j) {
-    llvm::Value* row = b.CreateInBoundsGEP(f32, c, b.CreateMul(ldc, b.getInt64(static_cast<uint64_t>(i))));
+    llvm::Value* row = b.CreateInBoundsGEP(f32, c, b.CreateMul(ldc, c64(i)));
     return b.CreateConstInBoundsGEP1_64(f32, row, static_cast<uint64_t>(j * lanes));
   };
   std::vector<llvm::Value*> init;
@@ -417,75 +444,136 @@ llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t ro
       init.push_back(b.CreateSelect(first, zero, b.CreateAlignedLoad(vec, c_at(i, j), llvm::Align(4))));
   std::vector<llvm::Value*> a_rows;  // direct_a: the row pointers
   for (int64_t i = 0; direct_a && rows <= plan.mr && i < rows; ++i) {
-    llvm::Value* last = b.CreateSub(valid_rows, b.getInt64(1));
-    llvm::Value* r = b.CreateSelect(b.CreateICmpSLT(b.getInt64(static_cast<uint64_t>(i)), last),
-                                    b.getInt64(static_cast<uint64_t>(i)), last);
-    a_rows.push_back(b.CreateGEP(f32, a, b.CreateMul(r, lda)));
+    llvm::Value* last = b.CreateSub(valid_rows, c64(1));
+    llvm::Value* r = b.CreateSelect(b.CreateICmpSLT(c64(i), last), c64(i), last);
+    a_rows.push_back(b.CreateGEP(a_elem, a, b.CreateMul(r, lda)));
   }
-  llvm::BasicBlock* pre = b.GetInsertBlock();
-  auto* loop = llvm::BasicBlock::Create(ctx_, "k", fn);
-  auto* exit = llvm::BasicBlock::Create(ctx_, "done", fn);
-  b.CreateBr(loop);
-  b.SetInsertPoint(loop);
-  llvm::PHINode* p = b.CreatePHI(i64t, 2, "p");
-  p->addIncoming(b.getInt64(0), pre);
-  std::vector<llvm::PHINode*> acc;
-  for (llvm::Value* v : init) {
-    acc.push_back(b.CreatePHI(vec, 2));
-    acc.back()->addIncoming(v, pre);
-  }
-  std::vector<llvm::Value*> bv;
-  llvm::Value* step = b.CreateMul(p, b.getInt64(static_cast<uint64_t>(b_row > 0 ? b_row : plan.nr)));
-  for (int64_t q = 0; q < panels; ++q) {
-    llvm::Value* at = q == 0 ? step : b.CreateAdd(step, b.CreateMul(b_stride, b.getInt64(static_cast<uint64_t>(q))));
-    llvm::Value* brow = b.CreateInBoundsGEP(f32, bp, at);
-    for (int64_t j = 0; j < plan.nr / lanes; ++j)
-      bv.push_back(b.CreateAlignedLoad(vec, b.CreateConstInBoundsGEP1_64(f32, brow, static_cast<uint64_t>(j * lanes)),
-                                       llvm::Align(4)));
-    // Not inbounds: the next panel may lie past the end of its buffer (a prefetch never faults).
-    llvm::Value* pf = b.CreateGEP(f32, prefetch, at);
-    b.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr}, {pf, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
-  }
-  llvm::Value* arow = b.CreateInBoundsGEP(f32, a, b.CreateMul(p, b.getInt64(static_cast<uint64_t>(plan.mr))));
-  for (int64_t i = 0; !direct_a && i < rows; i += plan.mr) {  // the next A panels too (pre-packed
-    // weights stream from memory)
-    llvm::Value* pa = b.CreateGEP(f32, a_next, b.CreateAdd(b.CreateMul(p, b.getInt64(static_cast<uint64_t>(plan.mr))),
-                                                           b.CreateMul(lda, b.getInt64(static_cast<uint64_t>(i / plan.mr)))));
-    b.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr}, {pa, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
-  }
-  std::vector<llvm::Value*> next(acc.size());
-  // Where A(i, p) is. Two panels read in place: every row is there (the caller's promise), at
+  // Where A(i, k) is. Two panels read in place: every row is there (the caller's promise), at
   // a + i·lda: offsets from a few base registers, where 12 row pointers would not all stay in
   // registers.
-  auto a_at = [&](int64_t i) -> llvm::Value* {
-    auto c = [&](int64_t v) { return b.getInt64(static_cast<uint64_t>(v)); };
-    if (!direct_a) return b.CreateGEP(f32, arow, b.CreateAdd(b.CreateMul(lda, c(i / plan.mr)), c(i % plan.mr)));
-    if (static_lda > 0) return b.CreateGEP(f32, a, b.CreateAdd(c(i * static_lda), p));
-    if (rows > plan.mr) return b.CreateGEP(f32, a, b.CreateAdd(b.CreateMul(lda, c(i)), p));
-    return b.CreateGEP(f32, a_rows[static_cast<size_t>(i)], p);
+  auto a_at = [&](int64_t i, llvm::Value* k) -> llvm::Value* {
+    if (!direct_a)
+      return b.CreateGEP(f32, a, b.CreateAdd(b.CreateMul(k, c64(plan.mr)), b.CreateAdd(b.CreateMul(lda, c64(i / plan.mr)), c64(i % plan.mr))));
+    if (static_lda > 0) return b.CreateGEP(a_elem, a, b.CreateAdd(c64(i * static_lda), k));
+    if (rows > plan.mr) return b.CreateGEP(a_elem, a, b.CreateAdd(b.CreateMul(lda, c64(i)), k));
+    return b.CreateGEP(a_elem, a_rows[static_cast<size_t>(i)], k);
   };
-  for (int64_t i = 0; i < rows; ++i) {
-    llvm::Value* ai = b.CreateAlignedLoad(f32, a_at(i), llvm::Align(4));
-    llvm::Value* splat = b.CreateVectorSplat(static_cast<unsigned>(lanes), ai);
-    for (int64_t j = 0; j < nv; ++j) {
-      size_t s = static_cast<size_t>(i * nv + j);
-      next[s] = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec}, {splat, bv[static_cast<size_t>(j)], acc[s]});
+  // One step at p (a K pair where paired; `half`: an odd kc's last, its first element only):
+  // the accumulators after it.
+  auto step = [&](llvm::Value* p, const std::vector<llvm::Value*>& acc, bool half) {
+    std::vector<llvm::Value*> bv;  // per vector: f32, or (paired) words, or (dot) bf16 pairs
+    llvm::Value* at0 = b.CreateMul(p, c64(b_row > 0 ? b_row : plan.nr));
+    for (int64_t q = 0; q < panels; ++q) {
+      llvm::Value* at = q == 0 ? at0 : b.CreateAdd(at0, b.CreateMul(b_stride, c64(q)));
+      llvm::Value* brow = b.CreateInBoundsGEP(f32, bp, at);
+      for (int64_t j = 0; j < plan.nr / lanes; ++j)
+        bv.push_back(b.CreateAlignedLoad(dot ? bf16s : paired ? words : vec,
+                                         b.CreateConstInBoundsGEP1_64(f32, brow, static_cast<uint64_t>(j * lanes)), llvm::Align(4)));
+      // Not inbounds: the next panel may lie past the end of its buffer (a prefetch never faults).
+      llvm::Value* pf = b.CreateGEP(f32, prefetch, at);
+      b.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr}, {pf, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
     }
+    llvm::Value* k = paired ? b.CreateShl(p, 1) : p;  // A's column
+    for (int64_t i = 0; !direct_a && i < rows; i += plan.mr) {  // the next A panels too (pre-packed
+      // weights stream from memory)
+      llvm::Value* pa = b.CreateGEP(f32, a_next, b.CreateAdd(b.CreateMul(k, c64(plan.mr)), b.CreateMul(lda, c64(i / plan.mr))));
+      b.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr}, {pa, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
+    }
+    // widen: the f32 B rows of K steps 2p (the words' low halves), then 2p + 1 (their high
+    // ones), each used by every row before the next is made: with 16 registers (AVX2), 12
+    // accumulators leave room for one half's B vectors only. Each accumulator adds its two
+    // products in K order, as the f32 panels' steps do.
+    std::vector<llvm::Value*> next(acc.begin(), acc.end());
+    if (pairs == GemmPairs::widen) {
+      for (int64_t h = 0; h < (half ? 1 : 2); ++h) {
+        std::vector<llvm::Value*> bh;
+        for (llvm::Value* w : bv)
+          bh.push_back(b.CreateBitCast(h == 0 ? b.CreateShl(w, 16) : b.CreateAnd(w, llvm::ConstantInt::get(words, 0xffff0000u)), vec));
+        for (int64_t i = 0; i < rows; ++i) {
+          llvm::Value* ai = b.CreateAlignedLoad(f32, a_at(i, h == 0 ? k : b.CreateAdd(k, c64(1))), llvm::Align(4));
+          llvm::Value* splat = b.CreateVectorSplat(static_cast<unsigned>(lanes), ai);
+          for (int64_t j = 0; j < nv; ++j) {
+            size_t s = static_cast<size_t>(i * nv + j);
+            next[s] = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec}, {splat, bh[static_cast<size_t>(j)], next[s]});
+          }
+        }
+      }
+      return next;
+    }
+    for (int64_t i = 0; i < rows; ++i) {
+      if (dot) {  // A(i, k) and A(i, k + 1) as one word
+        llvm::Value* word = half ? b.CreateZExt(b.CreateAlignedLoad(b.getInt16Ty(), a_at(i, k), llvm::Align(2)), b.getInt32Ty())
+                                 : b.CreateAlignedLoad(b.getInt32Ty(), a_at(i, k), llvm::Align(2));
+        llvm::Value* pair = b.CreateBitCast(word, llvm::FixedVectorType::get(b.getBFloatTy(), 2));
+        llvm::Value* splat = b.CreateShuffleVector(pair, pair_splat);
+        for (int64_t j = 0; j < nv; ++j) {
+          size_t s = static_cast<size_t>(i * nv + j);
+          next[s] = b.CreateIntrinsic(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512, {}, {acc[s], bv[static_cast<size_t>(j)], splat});
+        }
+        continue;
+      }
+      llvm::Value* splat = b.CreateVectorSplat(static_cast<unsigned>(lanes), b.CreateAlignedLoad(f32, a_at(i, k), llvm::Align(4)));
+      for (int64_t j = 0; j < nv; ++j) {
+        size_t s = static_cast<size_t>(i * nv + j);
+        next[s] = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec}, {splat, bv[static_cast<size_t>(j)], acc[s]});
+      }
+    }
+    return next;
+  };
+  // The loop over steps (K, or its whole pairs: none where kc is 1), then an odd kc's last pair.
+  llvm::Value* steps = paired ? b.CreateLShr(kc, 1) : kc;
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(ctx_, "k", fn);
+  auto* after = llvm::BasicBlock::Create(ctx_, "after", fn);
+  if (paired) b.CreateCondBr(b.CreateICmpNE(steps, c64(0)), loop, after);
+  else b.CreateBr(loop);
+  b.SetInsertPoint(loop);
+  llvm::PHINode* p = b.CreatePHI(i64t, 2, "p");
+  p->addIncoming(c64(0), pre);
+  std::vector<llvm::Value*> acc;
+  for (llvm::Value* v : init) {
+    acc.push_back(b.CreatePHI(vec, 2));
+    llvm::cast<llvm::PHINode>(acc.back())->addIncoming(v, pre);
   }
-  llvm::Value* p_next = b.CreateNUWAdd(p, b.getInt64(1));
+  std::vector<llvm::Value*> next = step(p, acc, false);
+  llvm::Value* p_next = b.CreateNUWAdd(p, c64(1));
   p->addIncoming(p_next, b.GetInsertBlock());
-  for (size_t s = 0; s < acc.size(); ++s) acc[s]->addIncoming(next[s], b.GetInsertBlock());
-  llvm::BranchInst* back = b.CreateCondBr(b.CreateICmpULT(p_next, kc), loop, exit);
-  // Unrolled by 4: the loop's own add/compare/branch are spread over 48 FMAs.
+  for (size_t s = 0; s < acc.size(); ++s) llvm::cast<llvm::PHINode>(acc[s])->addIncoming(next[s], b.GetInsertBlock());
+  llvm::BasicBlock* loop_end = b.GetInsertBlock();
+  llvm::BranchInst* back = b.CreateCondBr(b.CreateICmpULT(p_next, steps), loop, after);
+  // Unrolled by 4 (2 for pairs): the loop's own add/compare/branch are spread over 48 FMAs.
   llvm::MDNode* count = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.count"),
-                                                 llvm::ConstantAsMetadata::get(b.getInt32(4))});
+                                                 llvm::ConstantAsMetadata::get(b.getInt32(pairs == GemmPairs::widen ? 2 : 4))});
   llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, {nullptr, count});
   loop_id->replaceOperandWith(0, loop_id);
   back->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
-  b.SetInsertPoint(exit);
+  b.SetInsertPoint(after);
+  // The accumulators where control meets: from each incoming block, its values.
+  auto merge = [&](const std::vector<std::pair<llvm::BasicBlock*, std::vector<llvm::Value*>>>& from) {
+    std::vector<llvm::Value*> out;
+    for (size_t s = 0; s < init.size(); ++s) {
+      llvm::PHINode* phi = b.CreatePHI(vec, static_cast<unsigned>(from.size()));
+      for (const auto& [block, values] : from) phi->addIncoming(values[s], block);
+      out.push_back(phi);
+    }
+    return out;
+  };
+  std::vector<llvm::Value*> out = paired ? merge({{pre, init}, {loop_end, next}}) : next;
+  if (paired) {
+    llvm::BasicBlock* whole = b.GetInsertBlock();
+    auto* tail = llvm::BasicBlock::Create(ctx_, "odd", fn);
+    auto* done = llvm::BasicBlock::Create(ctx_, "done", fn);
+    b.CreateCondBr(b.CreateICmpNE(b.CreateAnd(kc, c64(1)), c64(0)), tail, done);
+    b.SetInsertPoint(tail);
+    std::vector<llvm::Value*> last = step(steps, out, true);
+    llvm::BasicBlock* tail_end = b.GetInsertBlock();
+    b.CreateBr(done);
+    b.SetInsertPoint(done);
+    out = merge({{whole, out}, {tail_end, last}});
+  }
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < nv; ++j)
-      b.CreateAlignedStore(next[static_cast<size_t>(i * nv + j)], c_at(i, j), llvm::Align(4));
+      b.CreateAlignedStore(out[static_cast<size_t>(i * nv + j)], c_at(i, j), llvm::Align(4));
   b.CreateRetVoid();
   return fn;
 }
@@ -579,17 +667,19 @@ void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm
 }
 
 // The buffer of the packed weight behind `view` (pack_weights' permute/reshape/slice chain):
-// [batch..., panels, K, width].
-llvm::Value* KernelEmitter::packed_weight(ir::ValueId view, int64_t width) {
+// [batch..., panels, K, width] f32, or [panels, ⌈K/2⌉, width, 2] bf16.
+llvm::Value* KernelEmitter::packed_weight(ir::ValueId view, int64_t width, bool pairs) {
   ir::ValueId v = view;
   while (read_arg_.count(v) == 0) v = producer(v).operands[0];
   std::vector<int64_t> d = static_dims(g_, v);
-  AOT_CHECK(d.size() >= 3 && d.back() == width && dtype(v) == ir::DType::f32, "a packed GEMM operand is not a panel weight");
+  const bool ok = pairs ? d.size() == 4 && d[2] == width && d[3] == 2 && dtype(v) == ir::DType::bf16
+                        : d.size() >= 3 && d.back() == width && dtype(v) == ir::DType::f32;
+  AOT_CHECK(ok, "a packed GEMM operand is not a panel weight");
   return buffers_[static_cast<size_t>(read_arg_.at(v))];
 }
 
 KernelEmitter::Microkernels KernelEmitter::gemm_microkernels(const GemmPlan& plan, bool direct_a, int64_t static_lda,
-                                                             int64_t b_row) {
+                                                             int64_t b_row, GemmPairs pairs) {
   Microkernels mk;
   // Rows per microkernel call: a whole MR panel, or half of it where 6 rows would not fit the
   // registers (4-lane targets: 16 SSE registers).
@@ -600,7 +690,7 @@ KernelEmitter::Microkernels KernelEmitter::gemm_microkernels(const GemmPlan& pla
   mk.a_pair = target_.f32_lanes >= 16 ? 2 : 1;
   for (int64_t a = 0; a < mk.a_pair; ++a)
     for (int64_t q = 0; q < mk.b_pair; ++q)
-      mk.uk[a][q] = gemm_microkernel(plan, mk.rows * (a + 1), direct_a, q + 1, a == 1 ? static_lda : 0, b_row);
+      mk.uk[a][q] = gemm_microkernel(plan, mk.rows * (a + 1), direct_a, q + 1, a == 1 ? static_lda : 0, b_row, pairs);
   return mk;
 }
 
@@ -636,14 +726,66 @@ void KernelEmitter::gemm_block_calls(llvm::Value* m_panels, llvm::Value* n_panel
   });
 }
 
+// i1 of CPUID leaf 7, sub-leaf 1: EAX bit 5 is AVX512-BF16 (an invalid sub-leaf reads 0). The
+// answer is kept in a global of the library (0: not asked yet, 1: no, 2: yes), so that each
+// call costs a load: CPUID is slow, and in a virtual machine a trap to the hypervisor.
+llvm::Value* KernelEmitter::cpu_has_avx512_bf16() {
+  const char* name = "aotrace.has_avx512_bf16";
+  llvm::Function* fn = module_.getFunction(name);
+  if (fn == nullptr) {
+    fn = llvm::Function::Create(llvm::FunctionType::get(b_.getInt1Ty(), false), llvm::Function::InternalLinkage, name,
+                                module_);
+    auto* known = new llvm::GlobalVariable(module_, b_.getInt8Ty(), false, llvm::GlobalValue::InternalLinkage,
+                                           b_.getInt8(0), "aotrace.avx512_bf16");
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx_, "entry", fn));
+    auto* ask = llvm::BasicBlock::Create(ctx_, "ask", fn);
+    auto* answer = llvm::BasicBlock::Create(ctx_, "answer", fn);
+    // Relaxed atomics: threads may ask at once, and all store the same answer.
+    auto* state = b.CreateAlignedLoad(b.getInt8Ty(), known, llvm::Align(1));
+    state->setAtomic(llvm::AtomicOrdering::Monotonic);
+    b.CreateCondBr(b.CreateICmpEQ(state, b.getInt8(0)), ask, answer);
+    b.SetInsertPoint(ask);
+    auto* regs = llvm::StructType::get(ctx_, {b.getInt32Ty(), b.getInt32Ty(), b.getInt32Ty(), b.getInt32Ty()});
+    auto* cpuid = llvm::InlineAsm::get(llvm::FunctionType::get(regs, {b.getInt32Ty(), b.getInt32Ty()}, false), "cpuid",
+                                       "={ax},={bx},={cx},={dx},0,2", /*hasSideEffects=*/true);
+    llvm::Value* eax = b.CreateExtractValue(b.CreateCall(cpuid, {b.getInt32(7), b.getInt32(1)}), 0);
+    llvm::Value* has = b.CreateICmpNE(b.CreateAnd(eax, b.getInt32(1u << 5)), b.getInt32(0));
+    llvm::Value* asked = b.CreateSelect(has, b.getInt8(2), b.getInt8(1));
+    b.CreateAlignedStore(asked, known, llvm::Align(1))->setAtomic(llvm::AtomicOrdering::Monotonic);
+    b.CreateBr(answer);
+    b.SetInsertPoint(answer);
+    llvm::PHINode* result = b.CreatePHI(b.getInt8Ty(), 2);
+    result->addIncoming(state, &fn->getEntryBlock());
+    result->addIncoming(asked, ask);
+    b.CreateRet(b.CreateICmpEQ(result, b.getInt8(2)));
+  }
+  return b_.CreateCall(fn);
+}
+
+// A GEMM of bf16 K pairs (GemmPlan::b_pairs) takes vdpbf16ps where it can: always on a CPU
+// with AVX512-BF16, after CPUID's answer on one that may have it (both paths are emitted), never
+// elsewhere (its pairs widened).
 void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end) {
+  if (!plan.b_pairs) return gemm_task_loop(plan, begin, end, GemmPairs::none);
+  if (!plan.bf16_dot || !(target_.bf16_dot || target_.bf16_dot_at_run_time))
+    return gemm_task_loop(plan, begin, end, GemmPairs::widen);
+  if (target_.bf16_dot) return gemm_task_loop(plan, begin, end, GemmPairs::dot);
+  if_else(cpu_has_avx512_bf16(), [&] { gemm_task_loop(plan, begin, end, GemmPairs::dot); },
+          [&] { gemm_task_loop(plan, begin, end, GemmPairs::widen); });
+}
+
+void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end, GemmPairs pairs) {
   AOT_CHECK(plan.mc % plan.mr == 0 && plan.mt % plan.mc == 0, "GEMM blocks must nest");
+  const bool paired = pairs != GemmPairs::none;
+  // A read in place: f32 rows, or bf16 rows by the dot.
+  const bool direct_a = plan.direct_a || pairs == GemmPairs::dot;
+  llvm::Type* a_elem = pairs == GemmPairs::dot ? b_.getInt16Ty() : b_.getFloatTy();
   // The tile's row stride and the B panel's width: NC's bound in whole NR panels.
   int64_t ncp = (plan.nc_bound + plan.nr - 1) / plan.nr * plan.nr;
   llvm::Type* f32 = b_.getFloatTy();
   const ir::Node& node = g_.nodes[static_cast<size_t>(plan.node)];
   // Packing buffers only for operands packed here (not pre-packed weights, not A read in place).
-  llvm::Value* ap = node.attrs.has("packed_a") || plan.direct_a ? nullptr : stack_array(f32, plan.mc * plan.kc);
+  llvm::Value* ap = node.attrs.has("packed_a") || direct_a ? nullptr : stack_array(f32, plan.mc * plan.kc);
   llvm::Value* bp = node.attrs.has("packed_b") ? nullptr : stack_array(f32, plan.kc * ncp + ncp / plan.nr * kBPanelPad);
   llvm::Value* tile = stack_array(f32, plan.mt * ncp);
   llvm::Value* offsets = plan.gathered ? stack_array(b_.getInt64Ty(), ncp) : nullptr;
@@ -651,15 +793,19 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
   // pointer. With the stride in a register, LLVM walked the 12 rows with a chain of 11 dependent
   // adds per K step, which took ALU slots from the FMAs.
   int64_t static_lda = 0;
-  if (plan.direct_a) {
+  if (direct_a) {
     const ir::SymExpr& stride = plan.a_view->strides[dims(plan.a).size() - 2];
     const int64_t v = stride.as_constant().value_or(0);
     if (v > 0 && v * plan.mr * 2 < (int64_t{1} << 28)) static_lda = v;
   }
-  const Microkernels mk = gemm_microkernels(plan, plan.direct_a, static_lda, 0);
+  const Microkernels mk = gemm_microkernels(plan, direct_a, static_lda, 0, pairs);
   // Weights pre-packed by pack_weights: their panels are read in place, never packed here.
   llvm::Value* packed_a = node.attrs.has("packed_a") ? packed_weight(plan.a, plan.mr) : nullptr;
-  llvm::Value* packed_b = node.attrs.has("packed_b") ? packed_weight(plan.b, plan.nr) : nullptr;
+  llvm::Value* packed_b = node.attrs.has("packed_b") ? packed_weight(plan.b, plan.nr, paired) : nullptr;
+  AOT_CHECK(!paired || packed_b != nullptr, "B in K pairs is a packed weight");
+  // A pre-packed B's K in its rows (words for pairs: ⌈K/2⌉), and a K offset or count in them.
+  const ir::SymExpr b_k = paired ? floordiv(plan.k + 1, 2) : plan.k;
+  auto b_rows = [&](llvm::Value* k) { return paired ? b_.CreateLShr(b_.CreateAdd(k, i64(1)), 1) : k; };
   const ir::Shape& out = dims(k_.reduction);
   ir::Shape batch_extents(out.begin(), out.end() - (plan.is_conv ? static_cast<std::ptrdiff_t>(out.size() - 1) : 2));
   auto min = [&](llvm::Value* x, int64_t y) { return b_.CreateSelect(b_.CreateICmpSLT(x, i64(y)), x, i64(y)); };
@@ -686,13 +832,14 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
       range_loop(i64(0), ceil_div(mt, plan.mc), [&](llvm::Value* sub) {
         llvm::Value* row0 = b_.CreateMul(sub, i64(plan.mc));  // within the task
         llvm::Value* mc = min(b_.CreateSub(mt, row0), plan.mc);
-        if (!packed_a && !plan.direct_a) gemm_pack(plan, true, batch, b_.CreateAdd(it, row0), mc, pc, kc, ap);
+        if (!packed_a && !direct_a) gemm_pack(plan, true, batch, b_.CreateAdd(it, row0), mc, pc, kc, ap);
         llvm::Value* m_panels = ceil_div(mc, plan.mr);
-        // Distance between adjacent B panels: K·NR in a pre-packed weight, KC·NR + pad when packed here.
-        llvm::Value* b_stride = packed_b ? b_.CreateMul(size(plan.k), i64(plan.nr)) : local_b_stride(b_, kc, plan.nr);
+        // Distance between adjacent B panels: K·NR in a pre-packed weight (in words: also for
+        // pairs), KC·NR + pad when packed here.
+        llvm::Value* b_stride = packed_b ? b_.CreateMul(size(b_k), i64(plan.nr)) : local_b_stride(b_, kc, plan.nr);
         auto b_panel_at = [&](llvm::Value* q) {
           if (!packed_b) return b_.CreateInBoundsGEP(f32, bp, b_.CreateMul(q, b_stride));
-          llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateUDiv(jc, i64(plan.nr)), q), size(plan.k)), pc);
+          llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateUDiv(jc, i64(plan.nr)), q), size(b_k)), b_rows(pc));
           return b_.CreateInBoundsGEP(f32, packed_b, b_.CreateMul(at, i64(plan.nr)));
         };
         // A panels [ir, ir + a_count) against B panels [jr, jr + count), with one microkernel call.
@@ -701,7 +848,7 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
           llvm::Value* m0 = b_.CreateAdd(b_.CreateAdd(it, row0), b_.CreateMul(ir, i64(plan.mr)));  // in C
           // lda: the row stride of A read in place, else the distance between A panels.
           llvm::Value *a_panel, *a_next, *lda, *valid = i64(plan.mr * a_count);
-          if (plan.direct_a) {
+          if (direct_a) {
             const ir::Shape& as = dims(plan.a);
             Index ai = broadcast(ir::Shape(as.begin(), as.end() - 2), batch.size(), batch);
             ai.push_back(m0);
@@ -735,9 +882,9 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
           llvm::Value* next_jr = b_.CreateAdd(jr, i64(count));
           llvm::Value* after_last = b_panel;
           if (packed_b) {
-            llvm::Value* next_k = b_.CreateGEP(f32, b_panel_at(i64(0)), b_.CreateMul(kc, i64(plan.nr)));
+            llvm::Value* next_k = b_.CreateGEP(f32, b_panel_at(i64(0)), b_.CreateMul(b_rows(kc), i64(plan.nr)));
             llvm::Value* next_n = b_.CreateGEP(
-                f32, packed_b, b_.CreateMul(b_.CreateMul(b_.CreateUDiv(b_.CreateAdd(jc, nc), i64(plan.nr)), size(plan.k)),
+                f32, packed_b, b_.CreateMul(b_.CreateMul(b_.CreateUDiv(b_.CreateAdd(jc, nc), i64(plan.nr)), size(b_k)),
                                             i64(plan.nr)));
             after_last = b_.CreateSelect(b_.CreateICmpSLT(b_.CreateAdd(pc, kc), size(plan.k)), next_k, next_n);
           }
@@ -748,10 +895,10 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
           llvm::Value* c_at = b_.CreateInBoundsGEP(
               f32, tile, b_.CreateAdd(b_.CreateMul(c_row, i64(ncp)), b_.CreateMul(jr, i64(plan.nr))));
           for (int64_t r0 = 0; r0 < plan.mr * a_count; r0 += mk.rows * a_count) {
-            llvm::Value* a_rows = plan.direct_a ? b_.CreateGEP(f32, a_panel, b_.CreateMul(lda, i64(r0)))
+            llvm::Value* a_rows = direct_a ? b_.CreateGEP(a_elem, a_panel, b_.CreateMul(lda, i64(r0)))
                                                 : b_.CreateConstInBoundsGEP1_64(f32, a_panel, static_cast<uint64_t>(r0));
             llvm::Value* rows_left = b_.CreateSub(valid, i64(r0));
-            if (plan.direct_a && r0 > 0) {  // no valid row left: read the panel's first row
+            if (direct_a && r0 > 0) {  // no valid row left: read the panel's first row
               llvm::Value* none = b_.CreateICmpSLT(rows_left, i64(1));
               a_rows = b_.CreateSelect(none, a_panel, a_rows);
               rows_left = b_.CreateSelect(none, i64(1), rows_left);
@@ -763,7 +910,7 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
         };
         // Two A panels read in place only where all their rows are there (see gemm_microkernel).
         std::function<llvm::Value*(llvm::Value*)> rows_there;
-        if (plan.direct_a)
+        if (direct_a)
           rows_there = [&](llvm::Value* ir) {
             llvm::Value* end = b_.CreateAdd(b_.CreateAdd(b_.CreateAdd(it, row0), b_.CreateMul(ir, i64(plan.mr))),
                                             i64(2 * plan.mr));

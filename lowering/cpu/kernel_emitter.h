@@ -169,6 +169,13 @@ class KernelEmitter {
 
   // emit_gemm.cpp
   void emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end);
+  // How a GEMM's microkernels read B (gemm_microkernel): f32 panels; bf16 K pairs widened to
+  // f32; bf16 K pairs multiplied with A's pairs by vdpbf16ps.
+  enum class GemmPairs { none, widen, dot };
+  // The tasks [begin, end) of the GEMM, its microkernels reading B as `pairs` says.
+  void gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end, GemmPairs pairs);
+  // i1: the CPU running the kernel has AVX512-BF16 (CPUID, asked once per library load).
+  llvm::Value* cpu_has_avx512_bf16();
   // ⌈x / y⌉ for x >= 0.
   llvm::Value* ceil_div(llvm::Value* x, int64_t y);
   // The microkernels of a GEMM for this target: uk[a][b] takes a + 1 A panels by b + 1 B panels
@@ -177,7 +184,8 @@ class KernelEmitter {
     llvm::Function* uk[2][2] = {};
     int64_t rows = 6, a_pair = 1, b_pair = 1;
   };
-  Microkernels gemm_microkernels(const GemmPlan& plan, bool direct_a, int64_t static_lda, int64_t b_row);
+  Microkernels gemm_microkernels(const GemmPlan& plan, bool direct_a, int64_t static_lda, int64_t b_row,
+                                 GemmPairs pairs = GemmPairs::none);
   // The microkernel calls of a block of m_panels A panels × n_panels B panels:
   // call(jr, b_count, ir, a_count) for B panels [jr, jr + b_count) and A panels
   // [ir, ir + a_count), b_pair and a_pair at a time where they are there (and, for A,
@@ -186,8 +194,9 @@ class KernelEmitter {
                         const std::function<llvm::Value*(llvm::Value*)>& rows_there,
                         const std::function<void(llvm::Value*, int64_t, llvm::Value*, int64_t)>& call);
   llvm::Function* gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a, int64_t panels,
-                                   int64_t static_lda = 0, int64_t b_row = 0);
-  llvm::Value* packed_weight(ir::ValueId view, int64_t width);
+                                   int64_t static_lda = 0, int64_t b_row = 0, GemmPairs pairs = GemmPairs::none);
+  // The buffer of the packed weight behind `view`: panels of `width`, f32 or (pairs) bf16 K pairs.
+  llvm::Value* packed_weight(ir::ValueId view, int64_t width, bool pairs = false);
   void gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, llvm::Value* jc, llvm::Value* nc,
                         llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
   llvm::Value* conv_input_base(const GemmPlan& plan, const Index& batch, llvm::Value* k);

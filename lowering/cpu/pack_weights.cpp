@@ -15,7 +15,10 @@
 // path are packed (f32, f16 or bf16, M >= 4, N >= 8, K >= 8; symbolic activation dims at their
 // maximum), with the panels of passes.h. Panels are f32, what the microkernel reads: an f16 or
 // bf16 weight's are widened (exactly; twice its bytes), and its view is cast back to its type,
-// which gives the same values.
+// which gives the same values. But a bf16 matmul's B: its panels stay bf16, in K pairs
+// ([⌈N/NR⌉, ⌈K/2⌉, NR, 2], a zero after an odd K's last row; node marked `packed_b_pairs`),
+// the layout of AVX512-BF16's dot product, whose 32 bits per column the microkernel without it
+// widens with a shift and a mask (emit_gemm.cpp).
 // Test: lowering_tests GraphPasses.PackWeights*, Gemm.*, and every model test.
 #include <cstring>
 
@@ -67,13 +70,14 @@ struct Packer {
     return static_cast<int64_t>(weight.data->size() / ir::dtype_size(old.type(weight.value).dtype));
   }
 
-  // A weight's panels: f32 whatever the weight's type (the view reading it back is cast).
+  // A weight's panels, of `dtype` (f32 whatever the weight's type, the view reading it back
+  // cast; or bf16 pairs).
   ir::ValueId add_packed(int w, const std::string& how, std::vector<int64_t> dims,
-                         std::shared_ptr<const ir::Bytes> bytes) {
+                         std::shared_ptr<const ir::Bytes> bytes, ir::DType dtype = ir::DType::f32) {
     const auto& src = old.weights[static_cast<size_t>(w)];
     ir::TensorType t = old.type(src.value);
     t.shape = shape_of(dims);
-    t.dtype = ir::DType::f32;
+    t.dtype = dtype;
     // The source names the tensor across variants (the bundle stores each source once): a
     // weight without one (reached through a closure) must not get the shared "how()".
     const std::string source = src.source.empty() ? "" : how + "(" + src.source + ")";
@@ -110,6 +114,9 @@ struct Packer {
     return ww;
   }
 
+  // Whether matmul `mm`'s B weight is packed in bf16 K pairs: a bf16 matmul's.
+  bool in_pairs(const ir::Node& mm) const { return old.type(mm.results[0]).dtype == ir::DType::bf16; }
+
   // The f32 view `v` of weight w's panels as the weight's type (exact: the panels hold its values).
   ir::ValueId cast_back(ir::ValueId v, int w, const SourceLoc& loc) {
     return c.graph.cast(v, old.type(old.weights[static_cast<size_t>(w)].value).dtype, loc);
@@ -129,10 +136,9 @@ struct Packer {
     const ir::Shape& as = old.type(mm.operands[0]).shape;
     int64_t n = transposed ? ww.rows : ww.cols, k = transposed ? ww.cols : ww.rows;
     if (as.size() < 2 || planned_size(as[as.size() - 2], max) < 4 || n < 8 || k < 8) return -1;
-    const Elements src = data(ww.w);
     const int64_t origin = ww.r0 * ww.stride + ww.c0;
-    auto at = [&](int64_t col, int64_t kk) {
-      return src(origin + (transposed ? col * ww.stride + kk : kk * ww.stride + col));
+    auto element = [&](int64_t col, int64_t kk) {  // B[kk, col]'s index in the weight
+      return origin + (transposed ? col * ww.stride + kk : kk * ww.stride + col);
     };
     int64_t count = (n + kPackedNR - 1) / kPackedNR;
     std::string how = "packed_b" + std::to_string(kPackedNR);
@@ -140,6 +146,28 @@ struct Packer {
       how += "_r" + std::to_string(ww.r0) + "_c" + std::to_string(ww.c0) + "_" + std::to_string(ww.rows) + "x" +
              std::to_string(ww.cols);
     if (!transposed) how += "_kn";
+    if (in_pairs(mm)) {  // [count, ⌈K/2⌉, NR, 2] bf16, read back as [⌈K/2⌉·2, count·NR] rows [0, K)
+      const int64_t k2 = (k + 1) / 2;
+      const uint8_t* bits = old.weights[static_cast<size_t>(ww.w)].data->data();
+      auto bytes = std::make_shared<ir::Bytes>(static_cast<size_t>(count * k2 * kPackedNR * 2) * 2, 0);
+      for (int64_t col = 0; col < n; ++col)
+        for (int64_t kk = 0; kk < k; ++kk) {
+          const int64_t to = ((col / kPackedNR * k2 + kk / 2) * kPackedNR + col % kPackedNR) * 2 + kk % 2;
+          std::memcpy(bytes->data() + to * 2, bits + element(col, kk) * 2, 2);
+        }
+      ir::ValueId packed =
+          add_packed(ww.w, how + "_pairs", {count, k2, kPackedNR, 2}, std::move(bytes), ir::DType::bf16);
+      ir::ValueId v =
+          c.graph.add(ir::OpKind::Permute, {packed}, attrs_of({{"perm", std::vector<int64_t>{1, 3, 0, 2}}}), loc);
+      v = c.graph.add(ir::OpKind::Reshape, {v}, attrs_of({{"shape", shape_of({2 * k2, count * kPackedNR})}}), loc);
+      if (2 * k2 != k)
+        v = c.graph.add(ir::OpKind::Slice, {v},
+                        attrs_of({{"axis", int64_t{0}}, {"start", int64_t{0}}, {"end", k}, {"step", int64_t{1}}}), loc);
+      return c.graph.add(ir::OpKind::Slice, {v},
+                         attrs_of({{"axis", int64_t{1}}, {"start", int64_t{0}}, {"end", n}, {"step", int64_t{1}}}), loc);
+    }
+    const Elements src = data(ww.w);
+    auto at = [&](int64_t col, int64_t kk) { return src(element(col, kk)); };
     ir::ValueId packed = add_packed(ww.w, how, {count, k, kPackedNR}, panels(n, k, kPackedNR, at));
     ir::ValueId v = c.graph.add(ir::OpKind::Permute, {packed}, attrs_of({{"perm", std::vector<int64_t>{1, 0, 2}}}), loc);
     v = c.graph.add(ir::OpKind::Reshape, {v}, attrs_of({{"shape", shape_of({k, count * kPackedNR})}}), loc);
@@ -226,6 +254,7 @@ ir::Graph pack_weights(ir::Graph old) {
       if (ir::ValueId v = packer.pack_b(n, n.loc); v >= 0) {
         operands[1] = v;
         attrs.set("packed_b", kPackedNR);
+        if (packer.in_pairs(n)) attrs.set("packed_b_pairs", int64_t{1});
       } else if (ir::ValueId a = packer.pack_matmul_a(n, n.loc); a >= 0) {
         operands[0] = a;
         attrs.set("packed_a", kPackedMR);

@@ -147,6 +147,7 @@ void plan_gemm_blocking(const KernelGraph& kg, GemmPlan& p) {
   p.nr = kPackedNR;
   p.mc = 12 * p.mr;
   p.kc = (k + (k + 255) / 256 - 1) / ((k + 255) / 256);  // K in even panels of <= 256
+  if (p.b_pairs) p.kc += p.kc % 2;  // whole K pairs in every panel but the last
   // Columns per block: 128, or 256 where K is small and the rows are wide: there the
   // microkernel's work per output is short, and storing the epilogue's rows is what costs
   // (longer runs per row: mobilenet's 16 → 96 expand at 112×112 1.4x faster alone, resnet's
@@ -217,6 +218,8 @@ std::optional<GemmPlan> gemm_operands(const KernelGraph& kg) {
     const bool rows = p.a_view && is_one(p.a_view->strides.back());
     p.direct_a = rows && dtype(p.a) == ir::DType::f32;
     p.a_rows = rows && !p.direct_a;
+    p.b_pairs = n.attrs.has("packed_b_pairs");
+    p.bf16_dot = p.b_pairs && p.a_rows && dtype(p.a) == ir::DType::bf16;
     return p;
   }
   if (n.attrs.has("groups") && n.attrs.i("groups") != 1) return std::nullopt;
@@ -589,6 +592,8 @@ std::string describe(const std::vector<CpuPlan>& plans) {
            " mt " + std::to_string(p->mt) + " nc " + p->nc.str() + " | tasks " + p->tasks().str();
     if (p->direct_a) out += " direct_a";
     if (p->a_rows) out += " a_rows";
+    if (p->b_pairs) out += " b_pairs";
+    if (p->bf16_dot) out += " bf16_dot";
     if (p->wide) out += " wide";
     if (p->gathered) out += " gathered";
     if (p->merged) out += " merged";

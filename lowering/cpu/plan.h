@@ -94,6 +94,13 @@ struct GemmPlan {
   // microkernel reads f32) is packed 16 steps of K at a time, each panel's rows loaded as
   // vectors, widened and transposed in registers.
   bool a_rows = false;
+  // `b_pairs`: B is a bf16 weight pre-packed in K pairs (pack_weights' packed_b_pairs): KC is
+  // even, and the microkernel takes two steps of K at a time, each B row pair one 32-bit word
+  // per column. `bf16_dot`: b_pairs with an A of bf16 rows (a_rows): where the CPU has
+  // AVX512-BF16, A is read in place, a pair at a time, and multiplied by vdpbf16ps (chosen at
+  // run time where the library is built for a CPU that may lack it); elsewhere A is packed as
+  // with a_rows and B's pairs are widened.
+  bool b_pairs = false, bf16_dot = false;
   ir::SymExpr m_tasks() const { return floordiv(m + (mt - 1), mt); }
   ir::SymExpr n_blocks() const { return floordiv(n + nc - 1, nc); }
   ir::SymExpr tasks() const { return batches * m_tasks() * n_blocks(); }

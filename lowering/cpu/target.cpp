@@ -32,6 +32,7 @@ void initialise_llvm_targets() {
     llvm::InitializeAllTargets();
     llvm::InitializeAllTargetMCs();
     llvm::InitializeAllAsmPrinters();
+    llvm::InitializeAllAsmParsers();  // inline assembly (the GEMM's CPUID) is assembled by them
   });
 }
 
@@ -59,6 +60,10 @@ CpuTarget cpu_target(const llvm::TargetMachine& tm) {
     if (sti->checkFeatures("+avx512f")) t.f32_lanes = 16;
     else if (sti->checkFeatures("+avx")) t.f32_lanes = 8;
     t.half_conversions = sti->checkFeatures("+f16c");
+    t.bf16_dot = sti->checkFeatures("+avx512bf16");
+    t.bf16_dot_at_run_time = !t.bf16_dot && sti->checkFeatures("+avx512bw");
+    const std::string features = tm.getTargetFeatureString().str();
+    t.bf16_dot_features = (features.empty() ? "" : features + ",") + "+avx512bf16";
   }
   if (tm.getTargetTriple().isAArch64()) t.half_conversions = true;  // FCVT is base ARMv8 FP
   return t;

@@ -4,6 +4,8 @@
 // epilogues (bias, batch-norm-like scale and shift, activation, residual add) evaluated from the
 // tile. Compared with the reference interpreter; the plan runner's parallel_for splits the
 // tasks into chunks run out of order.
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "tests/unit/lowering/reference_check.h"
@@ -147,9 +149,11 @@ TEST(Gemm, ConvStridePaddingDilationBiasScaleShiftReluAndResidual) {
 
 // f16 and bf16 GEMMs take the packed path too, multiplying in f32: operands widened as they
 // are packed (a row-major B a vector of bits at a time, a transposed one element by element,
-// A never read in place: its panels 16 steps of K at a time, transposed in registers), weights pre-packed as f32 panels (their cast back inlined: one
-// kernel), sums rounded to the type before the epilogue. Edge blocks in every dim, a K of two
-// panels, a linear layer with bias and ReLU, a conv with bias (its weight's A panels).
+// A never read in place: its panels 16 steps of K at a time, transposed in registers), weights
+// pre-packed as f32 panels (their cast back inlined: one kernel) but a bf16 matmul's B (bf16 K
+// pairs: Gemm.Bf16WeightsMultiplyInKPairs), sums rounded to the type before the epilogue. Edge
+// blocks in every dim, a K of two panels, a linear layer with bias and ReLU, a conv with bias
+// (its weight's A panels).
 TEST(Gemm, HalfOperandsAreWidenedAsTheyArePacked) {
   for (ir::DType t : {ir::DType::f16, ir::DType::bf16}) {
     SCOPED_TRACE(ir::dtype_name(t));
@@ -169,10 +173,57 @@ TEST(Gemm, HalfOperandsAreWidenedAsTheyArePacked) {
     int panels = 0;
     for (const auto& weight : lowered.graph.weights)
       if (weight.name.find(".packed_") != std::string::npos) {
-        EXPECT_EQ(lowered.graph.type(weight.value).dtype, ir::DType::f32) << weight.name;
+        const bool pairs = t == ir::DType::bf16 && weight.name.find(".packed_b") != std::string::npos;
+        EXPECT_EQ(lowered.graph.type(weight.value).dtype, pairs ? ir::DType::bf16 : ir::DType::f32) << weight.name;
         ++panels;
       }
     EXPECT_EQ(panels, 2);  // w's B panels, cw's A panels
+  }
+}
+
+// A bf16 matmul's weight B stays bf16 (half the bytes of f32 panels), packed in K pairs
+// ([⌈N/16⌉, ⌈K/2⌉, 16, 2], zero after an odd K), the layout of AVX512-BF16's vdpbf16ps: the
+// x86-64-v4 library multiplies A's rows, read in place a pair of K at a time, by it where CPUID
+// says the CPU has the instruction, and widens the pairs to f32 otherwise, as the x86-64-v2 and
+// -v3 libraries always do. K odd (the last pair half used) below one KC panel and across two
+// (152 + 149), and even; N and M with partial panels; a batched activation, bias and ReLU.
+TEST(Gemm, Bf16WeightsMultiplyInKPairs) {
+  const ir::DType t = ir::DType::bf16;
+  ir::Graph g;
+  std::vector<ir::ValueId> outputs;
+  int seed = 1;
+  for (int64_t k : {9, 64, 301}) {
+    const std::string name = std::to_string(k);
+    ir::ValueId x = g.add_input("x" + name, typed(t, {2, 75, k}), "L['x" + name + "']");
+    ir::ValueId w = typed_weight(g, t, "w" + name, {40, k}, seed++), bias = typed_weight(g, t, "b" + name, {40}, seed++);
+    outputs.push_back(g.add(OpKind::Relu, {g.add(OpKind::Add, {g.add(OpKind::Matmul, {x, transpose(g, w)}), bias})}));
+  }
+  set_outputs(g, outputs);
+  LoweredVariant lowered = expect_on_every_cpu(g);
+  std::vector<std::string> packed;
+  for (const auto& weight : lowered.graph.weights)
+    if (weight.name.find(".packed_b") != std::string::npos) packed.push_back(lowered.graph.type(weight.value).str());
+  EXPECT_EQ(packed, (std::vector<std::string>{"bf16[3, 5, 16, 2]", "bf16[3, 32, 16, 2]", "bf16[3, 151, 16, 2]"}));
+  // An odd K's last pair reads only its first element of A: the next (the next row's first, an
+  // infinity here) must not reach the sum, even times B's zero.
+  std::vector<ir::HostTensor> inputs = random_inputs(g, 2, -1, 1);
+  inputs[0].set(7 * 9, std::numeric_limits<double>::infinity());  // x9[0, 7, 0]
+  expect_outputs_match(g, inputs);
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
+    Options v4;
+    v4.cpu = "x86-64-v4";
+    expect_outputs_match(g, inputs, std::nullopt, v4);
+  }
+  // Both ways in the x86-64-v4 library, one in the x86-64-v3 library (the microkernels' names).
+  for (const char* cpu : {"x86-64-v3", "x86-64-v4"}) {
+    Options options;
+    options.cpu = cpu;
+    LoweredVariant v = lower_graph(g, "pairs_", options);
+    const std::string object(v.object.begin(), v.object.end());
+    const bool v4 = std::string(cpu) == "x86-64-v4";
+    EXPECT_NE(object.find(".pairs"), std::string::npos) << cpu;
+    EXPECT_EQ(object.find(".bf16dot") != std::string::npos, v4) << cpu;
+    EXPECT_EQ(object.find("aotrace.avx512_bf16") != std::string::npos, v4) << cpu;  // CPUID's answer
   }
 }
 
