@@ -141,15 +141,23 @@ VarRef add_matmul(Translator& t, const CallArgs& a, bool batched) {
   ValueId m2 = tensor(t, get_either(a, 2, batched ? "batch2" : "mat2", "mat2"), what);
   if (type_of(t, m1).rank() != (batched ? 3 : 2) || type_of(t, m2).rank() != (batched ? 3 : 2))
     user_error(std::string(what) + ": expects " + (batched ? "3-D" : "2-D") + " matrices", t.loc());
-  VarRef product = add(t, OpKind::Matmul, {m1, m2});
+  // f16/bf16 (all three of one type): computed on the f32 sums and rounded once, as torch does.
+  const DType half = type_of(t, m1).dtype;
+  const bool once = (half == DType::f16 || half == DType::bf16) && type_of(t, m2).dtype == half &&
+                    is_tensor(input) && type_of(t, tensor(t, input, what)).dtype == half;
+  ir::Attrs sums;
+  if (once) sums.set("out_dtype", DType::f32);
+  VarRef product = add(t, OpKind::Matmul, {m1, m2}, sums);
+  auto rounded = [&](VarRef v) { return once ? wrap_value(cast(t, tensor(t, v, what), half)) : v; };
   if (VarRef alpha = a.kw("alpha"); alpha && !is_none(alpha)) product = binary(t, OpKind::Mul, product, alpha);
   VarRef beta = a.kw("beta");
+  if (once) input = wrap_value(cast(t, tensor(t, input, what), DType::f32));
   if (beta && !is_none(beta)) {
     PyRef b = t.to_python(beta);
-    if (b && PyNumber_Check(b.get()) && PyFloat_AsDouble(b.get()) == 0.0) return product;
+    if (b && PyNumber_Check(b.get()) && PyFloat_AsDouble(b.get()) == 0.0) return rounded(product);
     input = binary(t, OpKind::Mul, input, beta);
   }
-  return binary(t, OpKind::Add, input, product);
+  return rounded(binary(t, OpKind::Add, input, product));
 }
 
 // glu(input, dim=-1): the first half times the sigmoid of the second.

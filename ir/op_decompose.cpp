@@ -28,6 +28,14 @@ DecomposeFn decompose_linear() {
     Attrs perm;
     perm.set("perm", std::vector<int64_t>{1, 0});
     ValueId wt = g.add(OpKind::Permute, {in[1]}, perm, loc);
+    const DType t = g.type(in[0]).dtype;
+    if (in.size() == 3 && (t == DType::f16 || t == DType::bf16) && g.type(in[2]).dtype == t) {
+      // torch's half linear (addmm) adds the bias to the f32 sums and rounds once.
+      Attrs f32;
+      f32.set("out_dtype", DType::f32);
+      ValueId sums = g.add(OpKind::Matmul, {in[0], wt}, f32, loc);
+      return std::vector<ValueId>{g.cast(g.add(OpKind::Add, {sums, g.cast(in[2], DType::f32, loc)}, {}, loc), t, loc)};
+    }
     ValueId y = g.add(OpKind::Matmul, {in[0], wt}, {}, loc);
     if (in.size() == 3) y = g.add(OpKind::Add, {y, in[2]}, {}, loc);
     return std::vector<ValueId>{y};

@@ -199,7 +199,7 @@ InferFn infer_reduce(std::string_view op, bool sum_widens_integers, bool needs_f
 // torch.matmul: 1-D operands are a row (left) or column (right) vector, removed from the
 // result; leading dims are batch dims and broadcast.
 InferFn infer_matmul() {
-  return [](Types t, const Attrs&) {
+  return [](Types t, const Attrs& attrs) {
     const TensorType &a = t[0], &b = t[1];
     check_same_device("matmul", t);
     if (a.rank() < 1 || b.rank() < 1)
@@ -216,6 +216,14 @@ InferFn infer_matmul() {
     TensorType batch_a{a.dtype, a.device, Shape(a.shape.begin(), a.shape.end() - std::min(a.rank(), 2))};
     TensorType batch_b{b.dtype, b.device, Shape(b.shape.begin(), b.shape.end() - std::min(b.rank(), 2))};
     TensorType r{a.dtype, a.device, broadcast_shapes("matmul", batch_a, batch_b)};
+    if (attrs.has("out_dtype")) {
+      // f16/bf16 products summed in f32 and kept so (a half linear's bias is added before the
+      // one rounding, as torch's addmm does): set only by decompositions.
+      r.dtype = attrs.dtype("out_dtype");
+      if ((a.dtype != DType::f16 && a.dtype != DType::bf16) || r.dtype != DType::f32)
+        internal_error("matmul: out_dtype " + std::string(dtype_name(r.dtype)) + " of " + a.str() +
+                       " operands (only f16/bf16 ones summed in f32)");
+    }
     if (a.rank() >= 2) r.shape.push_back(a.shape[a.shape.size() - 2]);
     if (b.rank() >= 2) r.shape.push_back(b.shape.back());
     return std::vector<TensorType>{r};

@@ -115,7 +115,7 @@ struct Packer {
   }
 
   // Whether matmul `mm`'s B weight is packed in bf16 K pairs: a bf16 matmul's.
-  bool in_pairs(const ir::Node& mm) const { return old.type(mm.results[0]).dtype == ir::DType::bf16; }
+  bool in_pairs(const ir::Node& mm) const { return old.type(mm.operands[1]).dtype == ir::DType::bf16; }
 
   // The f32 view `v` of weight w's panels as the weight's type (exact: the panels hold its values).
   ir::ValueId cast_back(ir::ValueId v, int w, const SourceLoc& loc) {

@@ -203,8 +203,9 @@ std::optional<GemmPlan> gemm_operands(const KernelGraph& kg) {
   p.a = n.operands[p.is_conv ? 1 : 0];
   p.b = n.operands[p.is_conv ? 0 : 1];
   const ir::Shape& out = dims(k_.reduction);
+  // Operands of one type; the result theirs, or f32 (a half matmul's unrounded sums).
   for (ir::ValueId o : n.operands)
-    if (dtype(o) != dtype(k_.reduction)) return std::nullopt;
+    if (dtype(o) != dtype(p.a) || !computed_in_f32(dtype(o))) return std::nullopt;
   if (n.op == ir::OpKind::Matmul) {
     const ir::Shape &as = dims(p.a), &bs = dims(p.b);
     if (as.size() < 2 || bs.size() < 2) return std::nullopt;

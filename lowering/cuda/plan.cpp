@@ -136,7 +136,7 @@ std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, const O
   // f16 and bf16 GEMMs take their own type's tensor cores where every arch has them: their
   // operands are exact in it and the sums stay f32, so the numbers are the FMA path's but for
   // the sums' order (cuda_math is about rounding f32 operands, which these do not have).
-  const ir::DType t = kg.dtype(kg.k.reduction);
+  const ir::DType t = kg.dtype(gemm->a);  // the operands' (the sums may be kept f32)
   if ((t == ir::DType::f16 || t == ir::DType::bf16) && archs_have_half_mma(options))
     math = t == ir::DType::f16 ? Options::CudaMath::f16 : Options::CudaMath::bf16;
   if (kg.planned(gemm->batches) == 0 || kg.planned(gemm->m) < kTiledMinSize ||

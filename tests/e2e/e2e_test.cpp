@@ -561,6 +561,55 @@ void check_low_precision_model(const std::string& dtype) {
 TEST(LowPrecision, Float16ModelsCompileRunAndMatchEager) { check_low_precision_model("float16"); }
 TEST(LowPrecision, BFloat16ModelsCompileRunFromFloat32FilesAndMatchEager) { check_low_precision_model("bfloat16"); }
 
+// torch's bfloat16 linear, addmm and baddbmm add the bias (times beta) to the f32 sums (times
+// alpha) and round once; rounding the product first and again after the bias puts 26 to 63 of
+// each output's 1536 elements more than one unit in the last place from eager's. Each output must
+// be eager's within one unit (the sums' order differs: vdpbf16ps, or the widened FMA path), and
+// nearly all of them equal.
+TEST(LowPrecision, BFloat16LinearAndAddmmAddTheBiasBeforeTheirOneRounding) {
+  const fs::path dir = temp_dir() / "bf16_bias";
+  fs::create_directories(dir);
+  std::ofstream(dir / "bias.py")
+      << "import torch\ntorch.manual_seed(0)\n"
+         "lin = torch.nn.Linear(64, 48).to(torch.bfloat16).eval()\n"
+         "b = torch.randn(48).to(torch.bfloat16)\n"
+         "def f(x):\n"
+         "    wt = lin.weight.t()\n"
+         "    return (lin(x), torch.addmm(b, x, wt),\n"
+         "            torch.baddbmm(b, x.unsqueeze(0), wt.unsqueeze(0), beta=0.5, alpha=2)[0])\n";
+  std::ofstream(dir / "bias.yaml") << "version: 1\nname: bias\nscript: bias.py\nentries:\n  forward:\n    call: f\n"
+                                      "    inputs:\n      x: {dtype: bfloat16, shape: [32, 64]}\n";
+  auto [spec, bundle] = open_compiled(dir / "bias.yaml");
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  auto e = bundle->entry("forward");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  std::mt19937 rng(7);
+  std::vector<ir::HostTensor> inputs = {random_tensor(ir::DType::bf16, {32, 64}, rng)};
+  std::vector<ir::HostTensor> want = embed::Interpreter::instance().run_eager("f", inputs);
+  std::vector<rt::TensorRef> refs = {ref(inputs[0])};
+  auto got = e->run(refs);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  ASSERT_EQ(got->size(), 3u);
+  for (size_t o = 0; o < 3; ++o) {
+    const rt::Tensor& g = (*got)[o];
+    ASSERT_EQ(g.dtype(), rt::DType::bf16);
+    ASSERT_EQ(g.numel(), want[o].numel());
+    // bfloat16 bits (sign and magnitude) as integers in the values' order: units apart.
+    auto rank = [](uint16_t b) { return (b & 0x8000u) ? -int(b & 0x7fffu) : int(b); };
+    const auto* bits = static_cast<const uint16_t*>(g.data());
+    int64_t differ = 0, far = 0;
+    for (int64_t i = 0; i < g.numel(); ++i) {
+      uint16_t w;
+      std::memcpy(&w, want[o].data.data() + 2 * i, 2);
+      const int units = std::abs(rank(bits[i]) - rank(w));
+      differ += units != 0;
+      far += units > 1;
+    }
+    EXPECT_EQ(far, 0) << "output " << o << ": elements more than one unit from eager";
+    EXPECT_LE(differ, g.numel() / 100) << "output " << o << ": elements that differ from eager";
+  }
+}
+
 TEST(Examples, PlainFunctionMatchesEagerForEveryProfile) {
   check_example_against_eager(kExamples / "function" / "function.yaml");
 }

@@ -236,6 +236,23 @@ TEST(Reference, LinearMatchesManual) {
   expect_near(values(run(OpKind::Linear, {x, w})), {4.5, 6, 1.5, 0});
 }
 
+// A bfloat16 linear adds its bias to the f32 sum and rounds once, as torch: 1.0078125 · 1.0234375
+// = 1.03143310546875, minus 1 rounds to 0.031494140625; the product rounded first (1.03125)
+// would give 0.03125. The matmul under it keeps the f32 sum (out_dtype).
+TEST(Reference, HalfLinearRoundsOnceAfterTheBias) {
+  HostTensor x = of(DType::bf16, {1, 1}, {1.0078125}), w = of(DType::bf16, {1, 1}, {1.0234375});
+  HostTensor b = of(DType::bf16, {1}, {-1});
+  HostTensor y = run(OpKind::Linear, {x, w, b});
+  EXPECT_EQ(y.dtype, DType::bf16);
+  EXPECT_EQ(values(y), std::vector<double>{0.031494140625});
+  Attrs sums;
+  sums.set("out_dtype", DType::f32);
+  HostTensor p = run(OpKind::Matmul, {x, w}, sums);
+  EXPECT_EQ(p.dtype, DType::f32);
+  EXPECT_EQ(values(p), std::vector<double>{1.03143310546875});
+  EXPECT_EQ(values(run(OpKind::Matmul, {x, w})), std::vector<double>{1.03125});
+}
+
 TEST(Reference, Mean) {
   HostTensor x = f32({2, 3}, {1, 5, 3, 4, 2, 6});
   expect_near(values(run(OpKind::Mean, {x}, reduce({1}, false))), {3, 4});

@@ -130,6 +130,12 @@ TEST(ShapeRules, Matmul) {
   EXPECT_EQ(error_of(OpKind::Matmul, {f32({2, 3}), f32({4, 5})}),
             "matmul: shapes f32[2, 3] and f32[4, 5] do not match (inner dims 3 vs 4)");
   EXPECT_EQ(error_of(OpKind::Matmul, {f32({}), f32({4})}).rfind("matmul: both operands", 0), 0u);
+  // out_dtype: a half matmul's f32 sums (decompositions only; anything else is our bug).
+  EXPECT_EQ(result(OpKind::Matmul, {of(DType::bf16, {2, 3}), of(DType::bf16, {3, 4})}, with("out_dtype", DType::f32)).str(),
+            "f32[2, 4]");
+  EXPECT_THROW(result(OpKind::Matmul, {f32({2, 3}), f32({3, 4})}, with("out_dtype", DType::f32)), InternalError);
+  EXPECT_THROW(result(OpKind::Matmul, {of(DType::f16, {2, 3}), of(DType::f16, {3, 4})}, with("out_dtype", DType::f64)),
+               InternalError);
 }
 
 TEST(ShapeRules, Movement) {
