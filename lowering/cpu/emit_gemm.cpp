@@ -34,7 +34,10 @@
 // b_pairs): with AVX512-BF16 (known at compile time, or asked of CPUID at run time by an
 // x86-64-v4 library) A's bf16 rows are read in place and each step of two K is one vdpbf16ps per
 // accumulator (bert's bf16 layer 2x faster); elsewhere the pairs are widened in registers by a
-// shift and a mask (the same numbers as f32 panels, half their bytes). Everything else keeps the
+// shift and a mask (the same numbers as f32 panels, half their bytes). A bf16 conv takes the dot
+// too: its W's rows read in place, its im2col packed in K pairs as it runs (resnet18's strided
+// and 1×1 convs 1.5-3x faster; elsewhere f32 panels, and W's rows widened as they are packed).
+// Everything else keeps the
 // per-element loops of emit_reductions.cpp, but depthwise convs (emit_depthwise.cpp). That
 // choice and the blocking (GemmPlan) are made before codegen, by cpu/plan.cpp (the "cpu-plan"
 // pass, `--dump cpu-plan`); this file carries them out.
@@ -105,6 +108,19 @@ llvm::Value* KernelEmitter::gemm_a(const GemmPlan& plan, const Index& batch, llv
     ai.push_back(k);
   }
   return emit(a, ai);
+}
+
+// The address of A[m, k] of batch `batch` where A's rows lie along K (GemmPlan::a_rows,
+// direct_a): in matmul's strided view, or in a conv's W, whose rows [Cout, Cin·kh·kw] are K long.
+llvm::Value* KernelEmitter::a_row_address(const GemmPlan& plan, const Index& batch, llvm::Value* m, llvm::Value* k) {
+  if (plan.is_conv)
+    return b_.CreateInBoundsGEP(storage_type(ctx_, dtype(plan.a)), buffers_[static_cast<size_t>(read_arg_.at(plan.a))],
+                                b_.CreateAdd(b_.CreateMul(m, size(plan.k)), k));
+  const ir::Shape& as = dims(plan.a);
+  Index ai = broadcast(ir::Shape(as.begin(), as.end() - 2), batch.size(), batch);
+  ai.push_back(m);
+  ai.push_back(k);
+  return strided_address(*plan.a_view, ai);
 }
 
 // B[k, n] of batch `batch`: matmul's second operand, or conv's im2col of the input (zero where
@@ -198,7 +214,7 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
                               b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(i)), llvm::Align(4));
     }, [&] { each(true); });
   };
-  // An f16/bf16 A read along K (GemmPlan::a_rows: a linear layer's activations) packs a
+  // An f16/bf16 A read along K (GemmPlan::a_rows: a linear layer's activations, a bf16 conv's W) packs a
   // panel 16 steps of K at a time: its r rows' next 16 elements loaded as vectors of bits,
   // widened, and transposed in registers into the panel's 16·r contiguous floats (p-major). One
   // element at a time, LLVM vectorised along K with scatter stores: a bf16 linear layer of
@@ -217,12 +233,8 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
           llvm::Value* p = b_.CreateMul(c, i64(kChunk));
           llvm::Value* k = b_.CreateAdd(pc, p);
           std::vector<llvm::Value*> rows;
-          for (int64_t i = 0; i < r; ++i) {
-            Index vi = broadcast(ir::Shape(vs.begin(), vs.end() - 2), batch.size(), batch);
-            vi.push_back(b_.CreateAdd(base, i64(i)));
-            vi.push_back(k);
-            rows.push_back(load_widened(dtype(view->buffer), strided_address(*view, vi), i64(0), kChunk));
-          }
+          for (int64_t i = 0; i < r; ++i)
+            rows.push_back(load_widened(dtype(plan.a), a_row_address(plan, batch, b_.CreateAdd(base, i64(i)), k), i64(0), kChunk));
           llvm::Value* panel = b_.CreateShuffleVector(llvm::concatenateVectors(b_, rows), transpose);
           llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, panel_offset(b_, q, p, b_.CreateMul(kc, i64(r)), r));
           b_.CreateAlignedStore(panel, at, llvm::Align(4));
@@ -238,33 +250,65 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
     range_loop(i64(0), kc, [&](llvm::Value* p) { range_loop(i64(0), panels, [&](llvm::Value* q) { pack_one(q, p); }); });
 }
 
+// Packs rows [0, kc) of a B block into `panels` panels at `dst`: `row(p, q, at)` stores row p
+// of panel q, NR floats, at `at`. f32 panels take each row at its place (KC·NR + pad floats
+// apart); `pairs` (a bf16 conv's im2col for the dot) put rows 2s and 2s + 1 (zeros past
+// kc) through a scratch and store them as the words of pair s, their bf16 bits the low and the
+// high halves (⌈KC/2⌉·NR + pad words apart), the layout of pack_weights' pairs.
+void KernelEmitter::pack_b_rows(const GemmPlan& plan, bool pairs, llvm::Value* kc, llvm::Value* panels, llvm::Value* dst,
+                                const std::function<void(llvm::Value*, llvm::Value*, llvm::Value*)>& row) {
+  llvm::Type* f32 = b_.getFloatTy();
+  if (!pairs) {
+    range_loop(i64(0), kc, [&](llvm::Value* p) {
+      range_loop(i64(0), panels, [&](llvm::Value* q) {
+        row(p, q, b_.CreateInBoundsGEP(f32, dst, panel_offset(b_, q, p, local_b_stride(b_, kc, plan.nr), plan.nr)));
+      });
+    });
+    return;
+  }
+  auto* words = llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(plan.nr));
+  llvm::Value* scratch = stack_array(f32, 2 * plan.nr);
+  llvm::Value* odd = b_.CreateConstInBoundsGEP1_64(f32, scratch, static_cast<uint64_t>(plan.nr));
+  llvm::Value* count = b_.CreateLShr(b_.CreateAdd(kc, i64(1)), 1);
+  range_loop(i64(0), count, [&](llvm::Value* s) {
+    llvm::Value* p = b_.CreateShl(s, 1);
+    range_loop(i64(0), panels, [&](llvm::Value* q) {
+      row(p, q, scratch);
+      if_else(b_.CreateICmpSLT(b_.CreateAdd(p, i64(1)), kc), [&] { row(b_.CreateAdd(p, i64(1)), q, odd); },
+              [&] { b_.CreateAlignedStore(llvm::Constant::getNullValue(words), odd, llvm::Align(4)); });
+      llvm::Value* lo = b_.CreateAlignedLoad(words, scratch, llvm::Align(4));
+      llvm::Value* hi = b_.CreateAlignedLoad(words, odd, llvm::Align(4));
+      llvm::Value* word = b_.CreateOr(b_.CreateLShr(lo, 16), b_.CreateAnd(hi, llvm::ConstantInt::get(words, 0xffff0000u)));
+      b_.CreateAlignedStore(word, b_.CreateInBoundsGEP(f32, dst, panel_offset(b_, q, s, local_b_stride(b_, count, plan.nr), plan.nr)),
+                            llvm::Align(4));
+    });
+  });
+}
+
 // B of a wide conv (see GemmPlan): for each k = (ci, kh, kw), the columns [jc, jc + nc) are
 // x_flat[batch, ci, kh·dilation, kw·dilation] + n: NR of them are one vector load. Only the last
 // panels, near the end of N or of the buffer, take the per-element clamped path.
-void KernelEmitter::gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, llvm::Value* jc,
+void KernelEmitter::gemm_pack_wide_b(const GemmPlan& plan, bool pairs, const Index& batch, llvm::Value* jc,
                                      llvm::Value* nc, llvm::Value* pc, llvm::Value* kc,
                                      llvm::Value* dst) {
   const ir::SymExpr total = g_.type(plan.b).numel();
   llvm::Type* f32 = b_.getFloatTy();
   llvm::Value* src = buffers_[static_cast<size_t>(read_arg_.at(plan.b))];
   llvm::Value* panels = b_.CreateUDiv(b_.CreateAdd(nc, i64(plan.nr - 1)), i64(plan.nr));
-  range_loop(i64(0), kc, [&](llvm::Value* p) {
+  pack_b_rows(plan, pairs, kc, panels, dst, [&](llvm::Value* p, llvm::Value* q, llvm::Value* at) {
     llvm::Value* off = conv_input_base(plan, batch, b_.CreateAdd(pc, p));
-    range_loop(i64(0), panels, [&](llvm::Value* q) {
-      llvm::Value* flat = b_.CreateAdd(off, b_.CreateAdd(jc, b_.CreateMul(q, i64(plan.nr))));
-      llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, panel_offset(b_, q, p, local_b_stride(b_, kc, plan.nr), plan.nr));
-      // Columns past N are computed and dropped: only the end of the buffer needs the edge path,
-      // where the elements past it read 0.
-      if_else(b_.CreateICmpSLE(b_.CreateAdd(flat, i64(plan.nr)), size(total)), [&] {
-        b_.CreateAlignedStore(load_widened(dtype(plan.b), src, flat, plan.nr), at, llvm::Align(4));
-      }, [&] {
-        for (int64_t j = 0; j < plan.nr; ++j) {
-          llvm::Value* f = b_.CreateAdd(flat, i64(j));
-          llvm::Value* v = load_widened(dtype(plan.b), src, clamp(f, total), 1);
-          v = b_.CreateSelect(in_range(f, total), v, llvm::ConstantFP::get(f32, 0.0));
-          b_.CreateAlignedStore(v, b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(j)), llvm::Align(4));
-        }
-      });
+    llvm::Value* flat = b_.CreateAdd(off, b_.CreateAdd(jc, b_.CreateMul(q, i64(plan.nr))));
+    // Columns past N are computed and dropped: only the end of the buffer needs the edge path,
+    // where the elements past it read 0.
+    if_else(b_.CreateICmpSLE(b_.CreateAdd(flat, i64(plan.nr)), size(total)), [&] {
+      b_.CreateAlignedStore(load_widened(dtype(plan.b), src, flat, plan.nr), at, llvm::Align(4));
+    }, [&] {
+      for (int64_t j = 0; j < plan.nr; ++j) {
+        llvm::Value* f = b_.CreateAdd(flat, i64(j));
+        llvm::Value* v = load_widened(dtype(plan.b), src, clamp(f, total), 1);
+        v = b_.CreateSelect(in_range(f, total), v, llvm::ConstantFP::get(f32, 0.0));
+        b_.CreateAlignedStore(v, b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(j)), llvm::Align(4));
+      }
     });
   });
 }
@@ -323,7 +367,7 @@ void KernelEmitter::gemm_conv_offsets(const GemmPlan& plan, llvm::Value* jc, int
 // valid columns is s within an output row and at least s across rows or images, so a panel
 // whose first and last offsets differ by (NR - 1)·s steps by exactly s: its offsets are
 // first + j·s. Columns past N have offset 0, a step back.)
-void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batch, llvm::Value* nc,
+void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, bool pairs, const Index& batch, llvm::Value* nc,
                                          llvm::Value* pc, llvm::Value* kc, llvm::Value* table,
                                          llvm::Value* dst) {
   llvm::Type* f32 = b_.getFloatTy();
@@ -335,12 +379,11 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
   for (int64_t v : strides) s = v == s ? s : 1;
   if (s > 4) s = 1;
   const ir::SymExpr total = g_.type(plan.b).numel();
-  range_loop(i64(0), kc, [&](llvm::Value* p) {
+  pack_b_rows(plan, pairs, kc, panels, dst, [&](llvm::Value* p, llvm::Value* q, llvm::Value* at) {
     llvm::Value* base = conv_input_base(plan, batch, b_.CreateAdd(pc, p));
     llvm::Value* from = b_.CreateInBoundsGEP(storage_type(ctx_, dtype(plan.b)), src, base);  // loaded widened
-    range_loop(i64(0), panels, [&](llvm::Value* q) {
+    {
       llvm::Value* offsets = b_.CreateInBoundsGEP(b_.getInt64Ty(), table, b_.CreateMul(q, i64(plan.nr)));
-      llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, panel_offset(b_, q, p, local_b_stride(b_, kc, plan.nr), plan.nr));
       auto offset = [&](int64_t j) {
         return b_.CreateAlignedLoad(b_.getInt64Ty(), b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), offsets, static_cast<uint64_t>(j)),
                                     llvm::Align(8));
@@ -371,7 +414,7 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, const Index& batc
           b_.CreateAlignedStore(b_.CreateShuffleVector(v, every), at, llvm::Align(4));
         }, per_element);
       });
-    });
+    }
   });
 }
 
@@ -765,13 +808,15 @@ llvm::Value* KernelEmitter::cpu_has_avx512_bf16() {
 // A GEMM of bf16 K pairs (GemmPlan::b_pairs) takes vdpbf16ps where it can: always on a CPU
 // with AVX512-BF16, after CPUID's answer on one that may have it (both paths are emitted), never
 // elsewhere (its pairs widened).
+// A conv's B, packed here, is packed in pairs only for the dot: elsewhere as f32 panels, which
+// the plain microkernel reads without widening (its W's rows are packed as any bf16 A's).
 void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end) {
   if (!plan.b_pairs) return gemm_task_loop(plan, begin, end, GemmPairs::none);
-  if (!plan.bf16_dot || !(target_.bf16_dot || target_.bf16_dot_at_run_time))
-    return gemm_task_loop(plan, begin, end, GemmPairs::widen);
+  const GemmPairs other = g_.nodes[static_cast<size_t>(plan.node)].attrs.has("packed_b") ? GemmPairs::widen : GemmPairs::none;
+  if (!plan.bf16_dot || !(target_.bf16_dot || target_.bf16_dot_at_run_time)) return gemm_task_loop(plan, begin, end, other);
   if (target_.bf16_dot) return gemm_task_loop(plan, begin, end, GemmPairs::dot);
   if_else(cpu_has_avx512_bf16(), [&] { gemm_task_loop(plan, begin, end, GemmPairs::dot); },
-          [&] { gemm_task_loop(plan, begin, end, GemmPairs::widen); });
+          [&] { gemm_task_loop(plan, begin, end, other); });
 }
 
 void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end, GemmPairs pairs) {
@@ -794,7 +839,7 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
   // adds per K step, which took ALU slots from the FMAs.
   int64_t static_lda = 0;
   if (direct_a) {
-    const ir::SymExpr& stride = plan.a_view->strides[dims(plan.a).size() - 2];
+    const ir::SymExpr& stride = plan.is_conv ? plan.k : plan.a_view->strides[dims(plan.a).size() - 2];
     const int64_t v = stride.as_constant().value_or(0);
     if (v > 0 && v * plan.mr * 2 < (int64_t{1} << 28)) static_lda = v;
   }
@@ -802,7 +847,8 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
   // Weights pre-packed by pack_weights: their panels are read in place, never packed here.
   llvm::Value* packed_a = node.attrs.has("packed_a") ? packed_weight(plan.a, plan.mr) : nullptr;
   llvm::Value* packed_b = node.attrs.has("packed_b") ? packed_weight(plan.b, plan.nr, paired) : nullptr;
-  AOT_CHECK(!paired || packed_b != nullptr, "B in K pairs is a packed weight");
+  AOT_CHECK(!paired || packed_b != nullptr || plan.wide || plan.gathered,
+            "B in K pairs is a packed weight or a conv's, packed here");
   // A pre-packed B's K in its rows (words for pairs: ⌈K/2⌉), and a K offset or count in them.
   const ir::SymExpr b_k = paired ? floordiv(plan.k + 1, 2) : plan.k;
   auto b_rows = [&](llvm::Value* k) { return paired ? b_.CreateLShr(b_.CreateAdd(k, i64(1)), 1) : k; };
@@ -826,8 +872,8 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
       llvm::Value* pc = b_.CreateMul(pi, i64(plan.kc));
       llvm::Value* kc = min(b_.CreateSub(size(plan.k), pc), plan.kc);
       llvm::Value* first = b_.CreateICmpEQ(pi, i64(0));
-      if (plan.wide) gemm_pack_wide_b(plan, batch, jc, nc, pc, kc, bp);
-      else if (plan.gathered) gemm_pack_gathered_b(plan, batch, nc, pc, kc, offsets, bp);
+      if (plan.wide) gemm_pack_wide_b(plan, paired, batch, jc, nc, pc, kc, bp);
+      else if (plan.gathered) gemm_pack_gathered_b(plan, paired, batch, nc, pc, kc, offsets, bp);
       else if (!packed_b) gemm_pack(plan, false, batch, jc, nc, pc, kc, bp);
       range_loop(i64(0), ceil_div(mt, plan.mc), [&](llvm::Value* sub) {
         llvm::Value* row0 = b_.CreateMul(sub, i64(plan.mc));  // within the task
@@ -836,7 +882,7 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
         llvm::Value* m_panels = ceil_div(mc, plan.mr);
         // Distance between adjacent B panels: K·NR in a pre-packed weight (in words: also for
         // pairs), KC·NR + pad when packed here.
-        llvm::Value* b_stride = packed_b ? b_.CreateMul(size(b_k), i64(plan.nr)) : local_b_stride(b_, kc, plan.nr);
+        llvm::Value* b_stride = packed_b ? b_.CreateMul(size(b_k), i64(plan.nr)) : local_b_stride(b_, b_rows(kc), plan.nr);
         auto b_panel_at = [&](llvm::Value* q) {
           if (!packed_b) return b_.CreateInBoundsGEP(f32, bp, b_.CreateMul(q, b_stride));
           llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateUDiv(jc, i64(plan.nr)), q), size(b_k)), b_rows(pc));
@@ -849,12 +895,8 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
           // lda: the row stride of A read in place, else the distance between A panels.
           llvm::Value *a_panel, *a_next, *lda, *valid = i64(plan.mr * a_count);
           if (direct_a) {
-            const ir::Shape& as = dims(plan.a);
-            Index ai = broadcast(ir::Shape(as.begin(), as.end() - 2), batch.size(), batch);
-            ai.push_back(m0);
-            ai.push_back(pc);
-            a_panel = a_next = strided_address(*plan.a_view, ai);
-            lda = size(plan.a_view->strides[as.size() - 2]);
+            a_panel = a_next = a_row_address(plan, batch, m0, pc);
+            lda = plan.is_conv ? size(plan.k) : size(plan.a_view->strides[dims(plan.a).size() - 2]);
             valid = b_.CreateSub(size(plan.m), m0);
           } else if (packed_a) {
             // A pre-packed weight's panel q at K offset pc: weight + (q·K + pc)·MR, in the

@@ -197,7 +197,9 @@ class KernelEmitter {
                                    int64_t static_lda = 0, int64_t b_row = 0, GemmPairs pairs = GemmPairs::none);
   // The buffer of the packed weight behind `view`: panels of `width`, f32 or (pairs) bf16 K pairs.
   llvm::Value* packed_weight(ir::ValueId view, int64_t width, bool pairs = false);
-  void gemm_pack_wide_b(const GemmPlan& plan, const Index& batch, llvm::Value* jc, llvm::Value* nc,
+  void pack_b_rows(const GemmPlan& plan, bool pairs, llvm::Value* kc, llvm::Value* panels, llvm::Value* dst,
+                   const std::function<void(llvm::Value*, llvm::Value*, llvm::Value*)>& row);
+  void gemm_pack_wide_b(const GemmPlan& plan, bool pairs, const Index& batch, llvm::Value* jc, llvm::Value* nc,
                         llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
   llvm::Value* conv_input_base(const GemmPlan& plan, const Index& batch, llvm::Value* k);
   // `count` consecutive elements of dtype `t` at `at` + `index` (in elements), widened as load()
@@ -205,9 +207,10 @@ class KernelEmitter {
   // through addresses rather than values.
   llvm::Value* load_widened(ir::DType t, llvm::Value* at, llvm::Value* index, int64_t count);
   void gemm_conv_offsets(const GemmPlan& plan, llvm::Value* jc, int64_t count, llvm::Value* table);
-  void gemm_pack_gathered_b(const GemmPlan& plan, const Index& batch, llvm::Value* nc, llvm::Value* pc,
+  void gemm_pack_gathered_b(const GemmPlan& plan, bool pairs, const Index& batch, llvm::Value* nc, llvm::Value* pc,
                             llvm::Value* kc, llvm::Value* table, llvm::Value* dst);
   llvm::Value* gemm_a(const GemmPlan& plan, const Index& batch, llvm::Value* m, llvm::Value* k);
+  llvm::Value* a_row_address(const GemmPlan& plan, const Index& batch, llvm::Value* m, llvm::Value* k);
   llvm::Value* gemm_b(const GemmPlan& plan, const Index& batch, llvm::Value* k, llvm::Value* n);
   void gemm_pack(const GemmPlan& plan, bool pack_a, const Index& batch, llvm::Value* start,
                  llvm::Value* count, llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);

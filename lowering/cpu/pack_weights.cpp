@@ -3,7 +3,8 @@
 // on every call:
 //   - matmul(x, permute(W, [1, 0])), a linear layer's W [N, K], or matmul(x, W [K, N]): B panels,
 //     [⌈N/NR⌉, K, NR]; W may be a slice of a weight (the q, k, v rows of attention's in_proj);
-//   - conv(x, W) with groups 1, W [Cout, Cin, kh, kw]: A panels, [⌈Cout/MR⌉, Cin·kh·kw, MR];
+//   - conv(x, W) with groups 1, W [Cout, Cin, kh, kw]: A panels, [⌈Cout/MR⌉, Cin·kh·kw, MR]
+//     (not bf16: its W's rows are read in place);
 //   - matmul(W, x) with W [batch..., M, K] a weight of x's batch dims (winograd's transformed
 //     filters U [16, O, C]): A panels per batch, [batch..., ⌈M/MR⌉, K, MR], so that the GEMM
 //     takes its widest microkernel and streams the weight in order;
@@ -222,6 +223,9 @@ struct Packer {
     int w = weight_index[static_cast<size_t>(conv.operands[1])];
     if (w < 0 || !computed_in_f32(old.type(conv.operands[1]).dtype)) return -1;
     if (old.type(conv.operands[0]).dtype != old.type(conv.operands[1]).dtype) return -1;
+    // A bf16 conv's W stays as it is: its rows [Cout, Cin·kh·kw] are what the bf16 dot reads in
+    // place (plan.cpp: B is packed in K pairs as the kernel runs).
+    if (old.type(conv.operands[1]).dtype == ir::DType::bf16) return -1;
     std::vector<int64_t> ws = static_dims(old, conv.operands[1]);
     const ir::Shape& out = old.type(conv.results[0]).shape;  // batch and spatial may be symbolic
     int64_t m = ws[0], k = 1, n = 1;

@@ -92,14 +92,15 @@ struct GemmPlan {
   bool direct_a = false;
   // `a_rows`: an f16/bf16 A whose rows are contiguous along K (never read in place: the
   // microkernel reads f32) is packed 16 steps of K at a time, each panel's rows loaded as
-  // vectors, widened and transposed in registers.
+  // vectors, widened and transposed in registers (a bf16 conv's W: its rows as they are).
   bool a_rows = false;
-  // `b_pairs`: B is a bf16 weight pre-packed in K pairs (pack_weights' packed_b_pairs): KC is
-  // even, and the microkernel takes two steps of K at a time, each B row pair one 32-bit word
-  // per column. `bf16_dot`: b_pairs with an A of bf16 rows (a_rows): where the CPU has
-  // AVX512-BF16, A is read in place, a pair at a time, and multiplied by vdpbf16ps (chosen at
-  // run time where the library is built for a CPU that may lack it); elsewhere A is packed as
-  // with a_rows and B's pairs are widened.
+  // `b_pairs`: B is bf16 in K pairs: a weight pre-packed so (pack_weights' packed_b_pairs), or
+  // a bf16 conv's im2col (wide or gathered), packed so as the kernel runs where the dot runs
+  // and as f32 panels elsewhere. KC is even, and the microkernel takes two steps of K at a time,
+  // each B row pair one 32-bit word per column. `bf16_dot`: b_pairs with an A of bf16 rows
+  // (a_rows): where the CPU has AVX512-BF16, A is read in place, a pair at a time, and
+  // multiplied by vdpbf16ps (chosen at run time where the library is built for a CPU that may
+  // lack it); elsewhere A is packed as with a_rows and B's pairs are widened.
   bool b_pairs = false, bf16_dot = false;
   ir::SymExpr m_tasks() const { return floordiv(m + (mt - 1), mt); }
   ir::SymExpr n_blocks() const { return floordiv(n + nc - 1, nc); }

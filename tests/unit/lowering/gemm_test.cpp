@@ -151,7 +151,7 @@ TEST(Gemm, ConvStridePaddingDilationBiasScaleShiftReluAndResidual) {
 // are packed (a row-major B a vector of bits at a time, a transposed one element by element,
 // A never read in place: its panels 16 steps of K at a time, transposed in registers), weights
 // pre-packed as f32 panels (their cast back inlined: one kernel) but a bf16 matmul's B (bf16 K
-// pairs: Gemm.Bf16WeightsMultiplyInKPairs), sums rounded to the type before the epilogue. Edge
+// pairs: Gemm.Bf16WeightsMultiplyInKPairs) and a bf16 conv's W (Gemm.Bf16ConvsMultiplyTheirInputInKPairs), sums rounded to the type before the epilogue. Edge
 // blocks in every dim, a K of two panels, a linear layer with bias and ReLU, a conv with bias
 // (its weight's A panels).
 TEST(Gemm, HalfOperandsAreWidenedAsTheyArePacked) {
@@ -177,7 +177,7 @@ TEST(Gemm, HalfOperandsAreWidenedAsTheyArePacked) {
         EXPECT_EQ(lowered.graph.type(weight.value).dtype, pairs ? ir::DType::bf16 : ir::DType::f32) << weight.name;
         ++panels;
       }
-    EXPECT_EQ(panels, 2);  // w's B panels, cw's A panels
+    EXPECT_EQ(panels, t == ir::DType::bf16 ? 1 : 2);  // w's B panels, cw's A panels (bf16: its rows, as they are)
   }
 }
 
@@ -224,6 +224,50 @@ TEST(Gemm, Bf16WeightsMultiplyInKPairs) {
     EXPECT_NE(object.find(".pairs"), std::string::npos) << cpu;
     EXPECT_EQ(object.find(".bf16dot") != std::string::npos, v4) << cpu;
     EXPECT_EQ(object.find("aotrace.avx512_bf16") != std::string::npos, v4) << cpu;  // CPUID's answer
+  }
+}
+
+// A bf16 conv whose input is packed as the kernel runs (wide, gathered, merged) keeps its W as it
+// is (no A panels: its rows are K long) and packs its im2col in K pairs for vdpbf16ps where the
+// CPU has it (the x86-64-v4 library asks CPUID); elsewhere the im2col is packed as f32 panels
+// and W's rows widened as a bf16 matmul's A. K odd (3·3·3 = 27: the last pair's second half
+// zero; 23 on whole rows), across two KC panels (301 = 152 + 149: an odd last one), small
+// images at batch 3 merged, bias and ReLU.
+TEST(Gemm, Bf16ConvsMultiplyTheirInputInKPairs) {
+  const ir::DType t = ir::DType::bf16;
+  ir::Graph g;
+  ir::ValueId odd = g.add_input("odd", typed(t, {1, 3, 33, 35}), "L['odd']");      // gathered, stride 2
+  ir::ValueId deep = g.add_input("deep", typed(t, {1, 301, 10, 12}), "L['deep']");  // 1×1, wide
+  ir::ValueId small = g.add_input("small", typed(t, {3, 16, 5, 5}), "L['small']"); // merged
+  ir::ValueId rows = g.add_input("rows", typed(t, {1, 23, 9, 20}), "L['rows']");   // 1×1, wide
+  const ir::Attrs stride2 = conv_attrs({2, 2}, {1, 1}, {0, 0}, {0, 0}), stride1 = conv_attrs({1, 1}, {1, 1}, {0, 0}, {0, 0});
+  set_outputs(g, {g.add(OpKind::Relu, {g.add(OpKind::Conv, {odd, typed_weight(g, t, "w1", {40, 3, 3, 3}, 1),
+                                                             typed_weight(g, t, "b1", {40}, 2)}, stride2)}),
+                  g.add(OpKind::Conv, {deep, typed_weight(g, t, "w2", {24, 301, 1, 1}, 3)}, stride1),
+                  g.add(OpKind::Conv, {small, typed_weight(g, t, "w3", {20, 16, 3, 3}, 4)}, stride1),
+                  g.add(OpKind::Conv, {rows, typed_weight(g, t, "w4", {40, 23, 1, 1}, 5), typed_weight(g, t, "b4", {40}, 6)},
+                        stride1)});
+  LoweredVariant lowered = expect_on_every_cpu(g);
+  for (const auto& weight : lowered.graph.weights) EXPECT_EQ(weight.name.find(".packed"), std::string::npos) << "weight " << weight.name;
+  // An infinity that only k = 25 (channel 2, row 2, column 1) of the last output column reads
+  // (odd[0, 2, 32, 33]): the pair after it holds k = 26 and a zero, never a stale k = 25 row
+  // (infinity times A's zero half would be NaN in finite outputs).
+  std::vector<ir::HostTensor> inputs = random_inputs(g, 3, -1, 1);
+  inputs[0].set((2 * 33 + 32) * 35 + 33, std::numeric_limits<double>::infinity());
+  expect_outputs_match(g, inputs);
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
+    Options v4;
+    v4.cpu = "x86-64-v4";
+    expect_outputs_match(g, inputs, std::nullopt, v4);
+  }
+  for (const char* cpu : {"x86-64-v3", "x86-64-v4"}) {
+    Options options;
+    options.cpu = cpu;
+    LoweredVariant v = lower_graph(g, "conv_pairs_", options);
+    const std::string object(v.object.begin(), v.object.end());
+    const bool v4 = std::string(cpu) == "x86-64-v4";
+    EXPECT_EQ(object.find(".bf16dot") != std::string::npos, v4) << cpu;
+    EXPECT_EQ(object.find(".pairs"), std::string::npos) << cpu;  // the im2col is not widened from pairs
   }
 }
 
