@@ -382,39 +382,37 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, bool pairs, const
   pack_b_rows(plan, pairs, kc, panels, dst, [&](llvm::Value* p, llvm::Value* q, llvm::Value* at) {
     llvm::Value* base = conv_input_base(plan, batch, b_.CreateAdd(pc, p));
     llvm::Value* from = b_.CreateInBoundsGEP(storage_type(ctx_, dtype(plan.b)), src, base);  // loaded widened
-    {
-      llvm::Value* offsets = b_.CreateInBoundsGEP(b_.getInt64Ty(), table, b_.CreateMul(q, i64(plan.nr)));
-      auto offset = [&](int64_t j) {
-        return b_.CreateAlignedLoad(b_.getInt64Ty(), b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), offsets, static_cast<uint64_t>(j)),
-                                    llvm::Align(8));
-      };
-      // A panel whose columns are adjacent in the input (a stride-1 row, within one image) is
-      // one vector load.
-      llvm::Value* first = offset(0);
-      llvm::Value* span = b_.CreateSub(offset(plan.nr - 1), first);
-      llvm::Value* adjacent = b_.CreateICmpEQ(span, i64(plan.nr - 1));
-      auto per_element = [&] {
-        for (int64_t j = 0; j < plan.nr; ++j) {
-          llvm::Value* v = load_widened(dtype(plan.b), from, offset(j), 1);
-          b_.CreateAlignedStore(v, b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(j)), llvm::Align(4));
-        }
-      };
-      if_else(adjacent, [&] {
-        b_.CreateAlignedStore(load_widened(dtype(plan.b), from, first, plan.nr), at, llvm::Align(4));
-      }, [&] {
-        if (s == 1) return per_element();
-        // Columns s apart in one row, whose NR·s elements stay in the buffer.
-        llvm::Value* strided = b_.CreateAnd(
-            b_.CreateICmpEQ(span, i64((plan.nr - 1) * s)),
-            b_.CreateICmpSLE(b_.CreateAdd(b_.CreateAdd(base, first), i64(plan.nr * s)), size(total)));
-        if_else(strided, [&] {
-          std::vector<int> every;
-          for (int64_t j = 0; j < plan.nr; ++j) every.push_back(static_cast<int>(j * s));
-          llvm::Value* v = load_widened(dtype(plan.b), from, first, plan.nr * s);
-          b_.CreateAlignedStore(b_.CreateShuffleVector(v, every), at, llvm::Align(4));
-        }, per_element);
-      });
-    }
+    llvm::Value* offsets = b_.CreateInBoundsGEP(b_.getInt64Ty(), table, b_.CreateMul(q, i64(plan.nr)));
+    auto offset = [&](int64_t j) {
+      return b_.CreateAlignedLoad(b_.getInt64Ty(), b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), offsets, static_cast<uint64_t>(j)),
+                                  llvm::Align(8));
+    };
+    // A panel whose columns are adjacent in the input (a stride-1 row, within one image) is
+    // one vector load.
+    llvm::Value* first = offset(0);
+    llvm::Value* span = b_.CreateSub(offset(plan.nr - 1), first);
+    llvm::Value* adjacent = b_.CreateICmpEQ(span, i64(plan.nr - 1));
+    auto per_element = [&] {
+      for (int64_t j = 0; j < plan.nr; ++j) {
+        llvm::Value* v = load_widened(dtype(plan.b), from, offset(j), 1);
+        b_.CreateAlignedStore(v, b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(j)), llvm::Align(4));
+      }
+    };
+    if_else(adjacent, [&] {
+      b_.CreateAlignedStore(load_widened(dtype(plan.b), from, first, plan.nr), at, llvm::Align(4));
+    }, [&] {
+      if (s == 1) return per_element();
+      // Columns s apart in one row, whose NR·s elements stay in the buffer.
+      llvm::Value* strided = b_.CreateAnd(
+          b_.CreateICmpEQ(span, i64((plan.nr - 1) * s)),
+          b_.CreateICmpSLE(b_.CreateAdd(b_.CreateAdd(base, first), i64(plan.nr * s)), size(total)));
+      if_else(strided, [&] {
+        std::vector<int> every;
+        for (int64_t j = 0; j < plan.nr; ++j) every.push_back(static_cast<int>(j * s));
+        llvm::Value* v = load_widened(dtype(plan.b), from, first, plan.nr * s);
+        b_.CreateAlignedStore(b_.CreateShuffleVector(v, every), at, llvm::Align(4));
+      }, per_element);
+    });
   });
 }
 

@@ -269,13 +269,12 @@ std::optional<GemmPlan> plan_gemm(const KernelGraph& kg) {
       p.n = p.images * out[2] * out[3];
     }
   }
-  // A bf16 conv whose B is packed from its input rows (wide, gathered) packs it in K pairs
-  // and reads its W's bf16 rows in place: the bf16 dot (see GemmPlan::b_pairs).
-  if (p.is_conv && (p.wide || p.gathered) && kg.dtype(p.a) == ir::DType::bf16 &&
-      !kg.g.nodes[static_cast<size_t>(p.node)].attrs.has("packed_a") && read_arg_.count(p.a) != 0) {
-    p.b_pairs = true;
+  // A bf16 conv's W (never pre-packed) is read by its rows; where B is packed from its input
+  // rows (wide, gathered), in K pairs for the bf16 dot (see GemmPlan::b_pairs).
+  if (p.is_conv && kg.dtype(p.a) == ir::DType::bf16 && !kg.g.nodes[static_cast<size_t>(p.node)].attrs.has("packed_a") &&
+      read_arg_.count(p.a) != 0) {
     p.a_rows = true;
-    p.bf16_dot = true;
+    p.b_pairs = p.bf16_dot = p.wide || p.gathered;
   }
   // Whether packing pays is judged on the sizes at their maxima; the kernel handles every edge.
   if (planned(p.batches) == 0 || planned(p.m) < 4 || planned(p.n) < 8 || planned(p.k) < 8) return std::nullopt;
