@@ -5,7 +5,7 @@
 // index_select, gelu, silu, every movement op (permute, reshape, slice with steps, flip, pad
 // with crops, concat, expand), integer arithmetic (i32, i64: remainder, floor division,
 // reductions, cumsum, argmax), boolean masks (comparisons, and, or, not, counts, where), and
-// f16 / bf16 stretches (outputs downstream of one held to 2e-2 / 1e-1 of their largest
+// f16 / bf16 stretches (elementwise, reductions, softmax, matmuls and linear layers; outputs downstream of one held to 2e-2 / 1e-1 of their largest
 // magnitude: the kernels round where they store, the reference after every op). Even seeds put
 // a dynamic dim T (range [2, 9], [2, 20] or [2, 40]) in the first input, which the ops carry
 // along. Each graph is lowered once for a CPU (half the seeds: the x86-64-v2 baseline; the
@@ -410,9 +410,18 @@ struct Generator {
         const DType ht = chance(0.5) ? DType::f16 : DType::bf16;
         ir::ValueId h = g.add(OpKind::Cast, {x}, attrs({{"dtype", ht}}));
         for (int64_t i = pick(1, 3); i > 0; --i) {
-          const int64_t kind = pick(0, 4);
+          const int64_t kind = pick(0, 5);
           const int64_t r = static_cast<int64_t>(dims(h).size());
-          if (kind == 0) h = g.add(std::vector<OpKind>{OpKind::Tanh, OpKind::Relu, OpKind::Sigmoid, OpKind::Neg}[static_cast<size_t>(pick(0, 3))], {h});
+          if (kind == 5 && r > 0) {  // a half matmul or linear (bias: f32 sums, one rounding); weights in K pairs
+            const ir::SymExpr k = dims(h).back();
+            const int64_t n = std::vector<int64_t>{3, 16, 33}[static_cast<size_t>(pick(0, 2))];
+            ir::Shape out = dims(h);
+            out.back() = n;
+            if (numel(out) > kMaxElements || numel({k, n}) > kMaxElements) continue;
+            auto half = [&](const ir::Shape& d) { return g.add(OpKind::Cast, {operand_of(d)}, attrs({{"dtype", ht}})); };
+            h = chance(0.5) ? g.add(OpKind::Matmul, {h, half({k, n})})
+                            : g.add(OpKind::Linear, {h, half({n, k}), half({n})});
+          } else if (kind == 0) h = g.add(std::vector<OpKind>{OpKind::Tanh, OpKind::Relu, OpKind::Sigmoid, OpKind::Neg}[static_cast<size_t>(pick(0, 3))], {h});
           else if (kind == 1) h = g.add(OpKind::Mul, {h, g.add(OpKind::Cast, {input(broadcast_partner(dims(h)))}, attrs({{"dtype", ht}}))});
           else if (kind == 2) h = g.add(OpKind::Add, {h, g.constant(0.5, ht)});
           else if (kind == 3 && r > 0) h = g.add(std::vector<OpKind>{OpKind::ReduceSum, OpKind::ReduceMax, OpKind::Mean}[static_cast<size_t>(pick(0, 2))], {h}, reduce_attrs(random_axes(r), chance(0.4)));
