@@ -36,7 +36,8 @@
 // accumulator (bert's bf16 layer 2x faster); elsewhere the pairs are widened in registers by a
 // shift and a mask (the same numbers as f32 panels, half their bytes). A bf16 conv takes the dot
 // too: its W's rows read in place, its im2col packed in K pairs as it runs (resnet18's strided
-// and 1×1 convs 1.5-3x faster; elsewhere f32 panels, and W's rows widened as they are packed).
+// and 1×1 convs 1.5-3x faster; elsewhere f32 panels, and W's rows widened as they are packed),
+// and so does a product of two bf16 activations (attention's), its B packed in pairs as it runs.
 // Everything else keeps the
 // per-element loops of emit_reductions.cpp, but depthwise convs (emit_depthwise.cpp). That
 // choice and the blocking (GemmPlan) are made before codegen, by cpu/plan.cpp (the "cpu-plan"
@@ -164,7 +165,7 @@ llvm::Value* KernelEmitter::gemm_b(const GemmPlan& plan, const Index& batch, llv
 // row-major B is read once, contiguously, across all its panels.
 void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& batch,
                               llvm::Value* start, llvm::Value* count, llvm::Value* pc,
-                              llvm::Value* kc, llvm::Value* dst) {
+                              llvm::Value* kc, llvm::Value* dst, bool pairs) {
   int64_t r = pack_a ? plan.mr : plan.nr;
   const ir::SymExpr& limit = pack_a ? plan.m : plan.n;
   llvm::Type* f32 = b_.getFloatTy();
@@ -173,12 +174,13 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
   // adjacent in memory (a row-major B), else r loads at a constant stride (a transposed B).
   const std::optional<StridedView>& view = pack_a ? plan.a_view : plan.b_view;
   const ir::Shape& vs = dims(pack_a ? plan.a : plan.b);
-  // One panel q at K offset p: r values, clamped and zeroed past the edge only where needed.
-  auto pack_one = [&](llvm::Value* q, llvm::Value* p) {
+  // One panel q at K offset p: r values at `at` (null: the panel's place), clamped and zeroed
+  // past the edge only where needed.
+  auto pack_one = [&](llvm::Value* q, llvm::Value* p, llvm::Value* at = nullptr) {
     llvm::Value* base = b_.CreateAdd(start, b_.CreateMul(q, i64(r)));
     llvm::Value* full = b_.CreateICmpSLE(b_.CreateAdd(base, i64(r)), size(limit));
     llvm::Value* stride = pack_a ? b_.CreateMul(kc, i64(r)) : local_b_stride(b_, kc, r);
-    llvm::Value* at = b_.CreateInBoundsGEP(f32, dst, panel_offset(b_, q, p, stride, r));
+    if (at == nullptr) at = b_.CreateInBoundsGEP(f32, dst, panel_offset(b_, q, p, stride, r));
     llvm::Value* k = b_.CreateAdd(pc, p);
     // The per-element path: zero past the edge, or every element through the operand's index map.
     auto each = [&](bool at_edge) {
@@ -247,7 +249,7 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
   if (pack_a)
     range_loop(i64(0), panels, [&](llvm::Value* q) { range_loop(i64(0), kc, [&](llvm::Value* p) { pack_one(q, p); }); });
   else
-    range_loop(i64(0), kc, [&](llvm::Value* p) { range_loop(i64(0), panels, [&](llvm::Value* q) { pack_one(q, p); }); });
+    pack_b_rows(plan, pairs, kc, panels, dst, [&](llvm::Value* p, llvm::Value* q, llvm::Value* at) { pack_one(q, p, at); });
 }
 
 // Packs rows [0, kc) of a B block into `panels` panels at `dst`: `row(p, q, at)` stores row p
@@ -845,8 +847,7 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
   // Weights pre-packed by pack_weights: their panels are read in place, never packed here.
   llvm::Value* packed_a = node.attrs.has("packed_a") ? packed_weight(plan.a, plan.mr) : nullptr;
   llvm::Value* packed_b = node.attrs.has("packed_b") ? packed_weight(plan.b, plan.nr, paired) : nullptr;
-  AOT_CHECK(!paired || packed_b != nullptr || plan.wide || plan.gathered,
-            "B in K pairs is a packed weight or a conv's, packed here");
+
   // A pre-packed B's K in its rows (words for pairs: ⌈K/2⌉), and a K offset or count in them.
   const ir::SymExpr b_k = paired ? floordiv(plan.k + 1, 2) : plan.k;
   auto b_rows = [&](llvm::Value* k) { return paired ? b_.CreateLShr(b_.CreateAdd(k, i64(1)), 1) : k; };
@@ -872,7 +873,7 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
       llvm::Value* first = b_.CreateICmpEQ(pi, i64(0));
       if (plan.wide) gemm_pack_wide_b(plan, paired, batch, jc, nc, pc, kc, bp);
       else if (plan.gathered) gemm_pack_gathered_b(plan, paired, batch, nc, pc, kc, offsets, bp);
-      else if (!packed_b) gemm_pack(plan, false, batch, jc, nc, pc, kc, bp);
+      else if (!packed_b) gemm_pack(plan, false, batch, jc, nc, pc, kc, bp, paired);
       range_loop(i64(0), ceil_div(mt, plan.mc), [&](llvm::Value* sub) {
         llvm::Value* row0 = b_.CreateMul(sub, i64(plan.mc));  // within the task
         llvm::Value* mc = min(b_.CreateSub(mt, row0), plan.mc);

@@ -213,7 +213,7 @@ class KernelEmitter {
   llvm::Value* a_row_address(const GemmPlan& plan, const Index& batch, llvm::Value* m, llvm::Value* k);
   llvm::Value* gemm_b(const GemmPlan& plan, const Index& batch, llvm::Value* k, llvm::Value* n);
   void gemm_pack(const GemmPlan& plan, bool pack_a, const Index& batch, llvm::Value* start,
-                 llvm::Value* count, llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
+                 llvm::Value* count, llvm::Value* pc, llvm::Value* kc, llvm::Value* dst, bool pairs = false);
   void prefetch_epilogue(Index first, llvm::Value* floats);
   // Stores the root at output index `idx` with the GEMM's sum there taken as `sum` (a conv's
   // bias added): the epilogue of every GEMM kernel, CPU and GPU.

@@ -269,6 +269,11 @@ std::optional<GemmPlan> plan_gemm(const KernelGraph& kg) {
       p.n = p.images * out[2] * out[3];
     }
   }
+  // A bf16 matmul of bf16 rows whose B is packed as it runs (attention's products of two
+  // activations) packs B in K pairs for the bf16 dot too.
+  if (!p.is_conv && p.a_rows && kg.dtype(p.a) == ir::DType::bf16 && !p.b_pairs &&
+      !kg.g.nodes[static_cast<size_t>(p.node)].attrs.has("packed_b"))
+    p.b_pairs = p.bf16_dot = true;
   // A bf16 conv's W (never pre-packed) is read by its rows; where B is packed from its input
   // rows (wide, gathered), in K pairs for the bf16 dot (see GemmPlan::b_pairs).
   if (p.is_conv && kg.dtype(p.a) == ir::DType::bf16 && !kg.g.nodes[static_cast<size_t>(p.node)].attrs.has("packed_a") &&

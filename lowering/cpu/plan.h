@@ -95,8 +95,8 @@ struct GemmPlan {
   // vectors, widened and transposed in registers (a bf16 conv's W: its rows as they are).
   bool a_rows = false;
   // `b_pairs`: B is bf16 in K pairs: a weight pre-packed so (pack_weights' packed_b_pairs), or
-  // a bf16 conv's im2col (wide or gathered), packed so as the kernel runs where the dot runs
-  // and as f32 panels elsewhere. KC is even, and the microkernel takes two steps of K at a time,
+  // a bf16 conv's im2col (wide or gathered) or the B of a product of bf16 activations, packed
+  // so as the kernel runs where the dot runs and as f32 panels elsewhere. KC is even, and the microkernel takes two steps of K at a time,
   // each B row pair one 32-bit word per column. `bf16_dot`: b_pairs with an A of bf16 rows
   // (a_rows): where the CPU has AVX512-BF16, A is read in place, a pair at a time, and
   // multiplied by vdpbf16ps (chosen at run time where the library is built for a CPU that may

@@ -227,6 +227,41 @@ TEST(Gemm, Bf16WeightsMultiplyInKPairs) {
   }
 }
 
+// A bf16 product of two activations (attention's q·kᵀ and p·v) packs its B in K pairs as it
+// runs, for vdpbf16ps where the CPU has it (the x86-64-v4 library asks CPUID), as f32 panels
+// elsewhere: a transposed B (element by element) with K = 64, a row-major one (vectors) with
+// K = 45, whose last pair has a zero second half, never a stale row (the infinity in v's row 43
+// would make NaN of finite outputs).
+TEST(Gemm, Bf16ActivationProductsPackBInKPairs) {
+  const ir::DType t = ir::DType::bf16;
+  ir::Graph g;
+  ir::ValueId q = g.add_input("q", typed(t, {2, 37, 64}), "L['q']");
+  ir::ValueId k = g.add_input("k", typed(t, {2, 45, 64}), "L['k']");
+  ir::ValueId p = g.add_input("p", typed(t, {2, 37, 45}), "L['p']");
+  ir::ValueId v = g.add_input("v", typed(t, {2, 45, 33}), "L['v']");
+  ir::Attrs swap;
+  swap.set("perm", std::vector<int64_t>{0, 2, 1});
+  set_outputs(g, {g.add(OpKind::Matmul, {q, g.add(OpKind::Permute, {k}, swap)}),
+                  g.add(OpKind::Matmul, {p, v})});
+  expect_on_every_cpu(g);
+  std::vector<ir::HostTensor> inputs = random_inputs(g, 4, -1, 1);
+  inputs[3].set(43 * 33 + 32, std::numeric_limits<double>::infinity());  // v[0, 43, 32]
+  expect_outputs_match(g, inputs);
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
+    Options v4;
+    v4.cpu = "x86-64-v4";
+    expect_outputs_match(g, inputs, std::nullopt, v4);
+  }
+  for (const char* cpu : {"x86-64-v3", "x86-64-v4"}) {
+    Options options;
+    options.cpu = cpu;
+    LoweredVariant lowered = lower_graph(g, "products_", options);
+    const std::string object(lowered.object.begin(), lowered.object.end());
+    EXPECT_EQ(object.find(".bf16dot") != std::string::npos, std::string(cpu) == "x86-64-v4") << cpu;
+    EXPECT_EQ(object.find(".pairs"), std::string::npos) << cpu;  // B packed here is never widened from pairs
+  }
+}
+
 // A bf16 conv whose input is packed as the kernel runs (wide, gathered, merged) keeps its W as it
 // is (no A panels: its rows are K long) and packs its im2col in K pairs for vdpbf16ps where the
 // CPU has it (the x86-64-v4 library asks CPUID); elsewhere the im2col is packed as f32 panels
