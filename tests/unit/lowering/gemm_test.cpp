@@ -181,6 +181,29 @@ TEST(Gemm, HalfOperandsAreWidenedAsTheyArePacked) {
   }
 }
 
+// `g` on `inputs` against the reference (this CPU's default library and, where the CPU has
+// AVX-512, the x86-64-v4 one, which takes vdpbf16ps where CPUID says so), then what the x86-64-v3
+// and -v4 objects hold: the dot's microkernels and CPUID's answer only in v4, microkernels that
+// widen pairs (".pairs") in both where `widened`, in neither otherwise.
+void expect_bf16_dot(const ir::Graph& g, const std::vector<ir::HostTensor>& inputs, bool widened) {
+  expect_outputs_match(g, inputs);
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
+    Options v4;
+    v4.cpu = "x86-64-v4";
+    expect_outputs_match(g, inputs, std::nullopt, v4);
+  }
+  for (const char* cpu : {"x86-64-v3", "x86-64-v4"}) {
+    Options options;
+    options.cpu = cpu;
+    LoweredVariant v = lower_graph(g, "dot_", options);
+    const std::string object(v.object.begin(), v.object.end());
+    const bool v4 = std::string(cpu) == "x86-64-v4";
+    EXPECT_EQ(object.find(".pairs") != std::string::npos, widened) << cpu;
+    EXPECT_EQ(object.find(".bf16dot") != std::string::npos, v4) << cpu;
+    EXPECT_EQ(object.find("aotrace.avx512_bf16") != std::string::npos, v4) << cpu;
+  }
+}
+
 // A bf16 matmul's weight B stays bf16 (half the bytes of f32 panels), packed in K pairs
 // ([⌈N/16⌉, ⌈K/2⌉, 16, 2], zero after an odd K), the layout of AVX512-BF16's vdpbf16ps: the
 // x86-64-v4 library multiplies A's rows, read in place a pair of K at a time, by it where CPUID
@@ -208,23 +231,7 @@ TEST(Gemm, Bf16WeightsMultiplyInKPairs) {
   // infinity here) must not reach the sum, even times B's zero.
   std::vector<ir::HostTensor> inputs = random_inputs(g, 2, -1, 1);
   inputs[0].set(7 * 9, std::numeric_limits<double>::infinity());  // x9[0, 7, 0]
-  expect_outputs_match(g, inputs);
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
-    Options v4;
-    v4.cpu = "x86-64-v4";
-    expect_outputs_match(g, inputs, std::nullopt, v4);
-  }
-  // Both ways in the x86-64-v4 library, one in the x86-64-v3 library (the microkernels' names).
-  for (const char* cpu : {"x86-64-v3", "x86-64-v4"}) {
-    Options options;
-    options.cpu = cpu;
-    LoweredVariant v = lower_graph(g, "pairs_", options);
-    const std::string object(v.object.begin(), v.object.end());
-    const bool v4 = std::string(cpu) == "x86-64-v4";
-    EXPECT_NE(object.find(".pairs"), std::string::npos) << cpu;
-    EXPECT_EQ(object.find(".bf16dot") != std::string::npos, v4) << cpu;
-    EXPECT_EQ(object.find("aotrace.avx512_bf16") != std::string::npos, v4) << cpu;  // CPUID's answer
-  }
+  expect_bf16_dot(g, inputs, true);
 }
 
 // A bf16 product of two activations (attention's q·kᵀ and p·v) packs its B in K pairs as it
@@ -246,20 +253,7 @@ TEST(Gemm, Bf16ActivationProductsPackBInKPairs) {
   expect_on_every_cpu(g);
   std::vector<ir::HostTensor> inputs = random_inputs(g, 4, -1, 1);
   inputs[3].set(43 * 33 + 32, std::numeric_limits<double>::infinity());  // v[0, 43, 32]
-  expect_outputs_match(g, inputs);
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
-    Options v4;
-    v4.cpu = "x86-64-v4";
-    expect_outputs_match(g, inputs, std::nullopt, v4);
-  }
-  for (const char* cpu : {"x86-64-v3", "x86-64-v4"}) {
-    Options options;
-    options.cpu = cpu;
-    LoweredVariant lowered = lower_graph(g, "products_", options);
-    const std::string object(lowered.object.begin(), lowered.object.end());
-    EXPECT_EQ(object.find(".bf16dot") != std::string::npos, std::string(cpu) == "x86-64-v4") << cpu;
-    EXPECT_EQ(object.find(".pairs"), std::string::npos) << cpu;  // B packed here is never widened from pairs
-  }
+  expect_bf16_dot(g, inputs, false);  // B packed here is never widened from pairs
 }
 
 // A bf16 conv whose input is packed as the kernel runs (wide, gathered, merged) keeps its W as it
@@ -289,21 +283,7 @@ TEST(Gemm, Bf16ConvsMultiplyTheirInputInKPairs) {
   // (infinity times A's zero half would be NaN in finite outputs).
   std::vector<ir::HostTensor> inputs = random_inputs(g, 3, -1, 1);
   inputs[0].set((2 * 33 + 32) * 35 + 33, std::numeric_limits<double>::infinity());
-  expect_outputs_match(g, inputs);
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
-    Options v4;
-    v4.cpu = "x86-64-v4";
-    expect_outputs_match(g, inputs, std::nullopt, v4);
-  }
-  for (const char* cpu : {"x86-64-v3", "x86-64-v4"}) {
-    Options options;
-    options.cpu = cpu;
-    LoweredVariant v = lower_graph(g, "conv_pairs_", options);
-    const std::string object(v.object.begin(), v.object.end());
-    const bool v4 = std::string(cpu) == "x86-64-v4";
-    EXPECT_EQ(object.find(".bf16dot") != std::string::npos, v4) << cpu;
-    EXPECT_EQ(object.find(".pairs"), std::string::npos) << cpu;  // the im2col is not widened from pairs
-  }
+  expect_bf16_dot(g, inputs, false);  // the im2col is never widened from pairs
 }
 
 // f16 and bf16 convs read their input as f32 ones do, widening what they load: a 1×1 at stride
