@@ -236,9 +236,9 @@ TEST(Gemm, Bf16WeightsMultiplyInKPairs) {
 
 // A bf16 product of two activations (attention's q·kᵀ and p·v) packs its B in K pairs as it
 // runs, for vdpbf16ps where the CPU has it (the x86-64-v4 library asks CPUID), as f32 panels
-// elsewhere: a transposed B (element by element) with K = 64, a row-major one (vectors) with
-// K = 45, whose last pair has a zero second half, never a stale row (the infinity in v's row 43
-// would make NaN of finite outputs).
+// elsewhere: transposed Bs (element by element) with K = 64 and K = 45, a row-major one
+// (vectors) with K = 45; an odd K's last pair has a zero second half, never a stale row (the
+// infinity in v's row 43 would make NaN of finite outputs) nor the next row's first element.
 TEST(Gemm, Bf16ActivationProductsPackBInKPairs) {
   const ir::DType t = ir::DType::bf16;
   ir::Graph g;
@@ -246,13 +246,16 @@ TEST(Gemm, Bf16ActivationProductsPackBInKPairs) {
   ir::ValueId k = g.add_input("k", typed(t, {2, 45, 64}), "L['k']");
   ir::ValueId p = g.add_input("p", typed(t, {2, 37, 45}), "L['p']");
   ir::ValueId v = g.add_input("v", typed(t, {2, 45, 33}), "L['v']");
+  ir::ValueId kt = g.add_input("kt", typed(t, {2, 40, 45}), "L['kt']");
   ir::Attrs swap;
   swap.set("perm", std::vector<int64_t>{0, 2, 1});
   set_outputs(g, {g.add(OpKind::Matmul, {q, g.add(OpKind::Permute, {k}, swap)}),
-                  g.add(OpKind::Matmul, {p, v})});
+                  g.add(OpKind::Matmul, {p, v}), g.add(OpKind::Matmul, {p, g.add(OpKind::Permute, {kt}, swap)})});
   expect_on_every_cpu(g);
   std::vector<ir::HostTensor> inputs = random_inputs(g, 4, -1, 1);
   inputs[3].set(43 * 33 + 32, std::numeric_limits<double>::infinity());  // v[0, 43, 32]
+  // kt[0, 5, 0], right after row 4's last element: an odd K's last pair of column 4 never reads it.
+  inputs[4].set(5 * 45, std::numeric_limits<double>::infinity());
   expect_bf16_dot(g, inputs, false);  // B packed here is never widened from pairs
 }
 
