@@ -124,6 +124,11 @@ llvm::Value* KernelEmitter::a_row_address(const GemmPlan& plan, const Index& bat
   return strided_address(*plan.a_view, ai);
 }
 
+// The distance in elements between A's rows where they lie along K (a_row_address).
+const ir::SymExpr& KernelEmitter::a_row_stride(const GemmPlan& plan) {
+  return plan.is_conv ? plan.k : plan.a_view->strides[dims(plan.a).size() - 2];
+}
+
 // B[k, n] of batch `batch`: matmul's second operand, or conv's im2col of the input (zero where
 // the window reads padding).
 llvm::Value* KernelEmitter::gemm_b(const GemmPlan& plan, const Index& batch, llvm::Value* k,
@@ -179,8 +184,10 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
   auto pack_one = [&](llvm::Value* q, llvm::Value* p, llvm::Value* at = nullptr) {
     llvm::Value* base = b_.CreateAdd(start, b_.CreateMul(q, i64(r)));
     llvm::Value* full = b_.CreateICmpSLE(b_.CreateAdd(base, i64(r)), size(limit));
-    llvm::Value* stride = pack_a ? b_.CreateMul(kc, i64(r)) : local_b_stride(b_, kc, r);
-    if (at == nullptr) at = b_.CreateInBoundsGEP(f32, dst, panel_offset(b_, q, p, stride, r));
+    if (at == nullptr) {
+      llvm::Value* stride = pack_a ? b_.CreateMul(kc, i64(r)) : local_b_stride(b_, kc, r);
+      at = b_.CreateInBoundsGEP(f32, dst, panel_offset(b_, q, p, stride, r));
+    }
     llvm::Value* k = b_.CreateAdd(pc, p);
     // The per-element path: zero past the edge, or every element through the operand's index map.
     auto each = [&](bool at_edge) {
@@ -450,7 +457,7 @@ llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t ro
   AOT_CHECK(rows <= plan.mr || rows == 2 * plan.mr, "a microkernel spans one or two A panels");
   AOT_CHECK(static_lda == 0 || (direct_a && rows > plan.mr), "a static row stride is for two A panels read in place");
   AOT_CHECK(!dot || (direct_a && lanes == 16), "the bf16 dot reads A in place, 16 lanes at a time");
-  AOT_CHECK(!paired || b_row == 0, "B in K pairs is a packed weight's panels");
+  AOT_CHECK(!paired || b_row == 0, "B in K pairs is in panels (b_row is for Winograd's row-major tiles)");
   std::string name = "aotrace.sgemm." + std::to_string(rows) + "x" + std::to_string(plan.nr * panels) +
                      (direct_a ? ".rows" : "") + (static_lda > 0 ? "." + std::to_string(static_lda) : "") +
                      (b_row > 0 ? ".b" + std::to_string(b_row) : "") + (dot ? ".bf16dot" : paired ? ".pairs" : "");
@@ -807,13 +814,12 @@ llvm::Value* KernelEmitter::cpu_has_avx512_bf16() {
 
 // A GEMM of bf16 K pairs (GemmPlan::b_pairs) takes vdpbf16ps where it can: always on a CPU
 // with AVX512-BF16, after CPUID's answer on one that may have it (both paths are emitted), never
-// elsewhere (its pairs widened).
-// A conv's B, packed here, is packed in pairs only for the dot: elsewhere as f32 panels, which
-// the plain microkernel reads without widening (its W's rows are packed as any bf16 A's).
+// elsewhere. There a pre-packed weight's pairs are widened, and a B packed here is packed as
+// f32 panels, which the plain microkernel reads (A's bf16 rows packed as any bf16 A's).
 void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end) {
   if (!plan.b_pairs) return gemm_task_loop(plan, begin, end, GemmPairs::none);
   const GemmPairs other = g_.nodes[static_cast<size_t>(plan.node)].attrs.has("packed_b") ? GemmPairs::widen : GemmPairs::none;
-  if (!plan.bf16_dot || !(target_.bf16_dot || target_.bf16_dot_at_run_time)) return gemm_task_loop(plan, begin, end, other);
+  if (!plan.bf16_dot() || !(target_.bf16_dot || target_.bf16_dot_at_run_time)) return gemm_task_loop(plan, begin, end, other);
   if (target_.bf16_dot) return gemm_task_loop(plan, begin, end, GemmPairs::dot);
   if_else(cpu_has_avx512_bf16(), [&] { gemm_task_loop(plan, begin, end, GemmPairs::dot); },
           [&] { gemm_task_loop(plan, begin, end, other); });
@@ -839,8 +845,7 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
   // adds per K step, which took ALU slots from the FMAs.
   int64_t static_lda = 0;
   if (direct_a) {
-    const ir::SymExpr& stride = plan.is_conv ? plan.k : plan.a_view->strides[dims(plan.a).size() - 2];
-    const int64_t v = stride.as_constant().value_or(0);
+    const int64_t v = a_row_stride(plan).as_constant().value_or(0);
     if (v > 0 && v * plan.mr * 2 < (int64_t{1} << 28)) static_lda = v;
   }
   const Microkernels mk = gemm_microkernels(plan, direct_a, static_lda, 0, pairs);
@@ -895,7 +900,7 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
           llvm::Value *a_panel, *a_next, *lda, *valid = i64(plan.mr * a_count);
           if (direct_a) {
             a_panel = a_next = a_row_address(plan, batch, m0, pc);
-            lda = plan.is_conv ? size(plan.k) : size(plan.a_view->strides[dims(plan.a).size() - 2]);
+            lda = size(a_row_stride(plan));
             valid = b_.CreateSub(size(plan.m), m0);
           } else if (packed_a) {
             // A pre-packed weight's panel q at K offset pc: weight + (q·K + pc)·MR, in the

@@ -211,6 +211,7 @@ class KernelEmitter {
                             llvm::Value* kc, llvm::Value* table, llvm::Value* dst);
   llvm::Value* gemm_a(const GemmPlan& plan, const Index& batch, llvm::Value* m, llvm::Value* k);
   llvm::Value* a_row_address(const GemmPlan& plan, const Index& batch, llvm::Value* m, llvm::Value* k);
+  const ir::SymExpr& a_row_stride(const GemmPlan& plan);
   llvm::Value* gemm_b(const GemmPlan& plan, const Index& batch, llvm::Value* k, llvm::Value* n);
   void gemm_pack(const GemmPlan& plan, bool pack_a, const Index& batch, llvm::Value* start,
                  llvm::Value* count, llvm::Value* pc, llvm::Value* kc, llvm::Value* dst, bool pairs = false);

@@ -74,7 +74,7 @@ struct CpuTarget {
   bool nvptx = false;
   // The CPU converts f16 ↔ f32 in hardware (x86 F16C, every AArch64): set_half_conversions.
   bool half_conversions = false;
-  // bf16 GEMMs with AVX512-BF16's vdpbf16ps (GemmPlan::bf16_dot): `bf16_dot` where the CPU
+  // bf16 GEMMs with AVX512-BF16's vdpbf16ps (GemmPlan::bf16_dot()): `bf16_dot` where the CPU
   // has it; `bf16_dot_at_run_time` where it is an AVX-512 CPU that may or may not (x86-64-v4):
   // the kernel asks CPUID, and its dot microkernels are compiled with `bf16_dot_features`.
   bool bf16_dot = false, bf16_dot_at_run_time = false;

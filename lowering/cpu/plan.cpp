@@ -220,7 +220,6 @@ std::optional<GemmPlan> gemm_operands(const KernelGraph& kg) {
     p.direct_a = rows && dtype(p.a) == ir::DType::f32;
     p.a_rows = rows && !p.direct_a;
     p.b_pairs = n.attrs.has("packed_b_pairs");
-    p.bf16_dot = p.b_pairs && p.a_rows && dtype(p.a) == ir::DType::bf16;
     return p;
   }
   if (n.attrs.has("groups") && n.attrs.i("groups") != 1) return std::nullopt;
@@ -273,13 +272,13 @@ std::optional<GemmPlan> plan_gemm(const KernelGraph& kg) {
   // activations) packs B in K pairs for the bf16 dot too.
   if (!p.is_conv && p.a_rows && kg.dtype(p.a) == ir::DType::bf16 && !p.b_pairs &&
       !kg.g.nodes[static_cast<size_t>(p.node)].attrs.has("packed_b"))
-    p.b_pairs = p.bf16_dot = true;
+    p.b_pairs = true;
   // A bf16 conv's W (never pre-packed) is read by its rows; where B is packed from its input
   // rows (wide, gathered), in K pairs for the bf16 dot (see GemmPlan::b_pairs).
   if (p.is_conv && kg.dtype(p.a) == ir::DType::bf16 && !kg.g.nodes[static_cast<size_t>(p.node)].attrs.has("packed_a") &&
       read_arg_.count(p.a) != 0) {
     p.a_rows = true;
-    p.b_pairs = p.bf16_dot = p.wide || p.gathered;
+    p.b_pairs = p.wide || p.gathered;
   }
   // Whether packing pays is judged on the sizes at their maxima; the kernel handles every edge.
   if (planned(p.batches) == 0 || planned(p.m) < 4 || planned(p.n) < 8 || planned(p.k) < 8) return std::nullopt;
@@ -606,7 +605,7 @@ std::string describe(const std::vector<CpuPlan>& plans) {
     if (p->direct_a) out += " direct_a";
     if (p->a_rows) out += " a_rows";
     if (p->b_pairs) out += " b_pairs";
-    if (p->bf16_dot) out += " bf16_dot";
+    if (p->bf16_dot()) out += " bf16_dot";
     if (p->wide) out += " wide";
     if (p->gathered) out += " gathered";
     if (p->merged) out += " merged";

@@ -96,12 +96,14 @@ struct GemmPlan {
   bool a_rows = false;
   // `b_pairs`: B is bf16 in K pairs: a weight pre-packed so (pack_weights' packed_b_pairs), or
   // a bf16 conv's im2col (wide or gathered) or the B of a product of bf16 activations, packed
-  // so as the kernel runs where the dot runs and as f32 panels elsewhere. KC is even, and the microkernel takes two steps of K at a time,
-  // each B row pair one 32-bit word per column. `bf16_dot`: b_pairs with an A of bf16 rows
-  // (a_rows): where the CPU has AVX512-BF16, A is read in place, a pair at a time, and
-  // multiplied by vdpbf16ps (chosen at run time where the library is built for a CPU that may
-  // lack it); elsewhere A is packed as with a_rows and B's pairs are widened.
-  bool b_pairs = false, bf16_dot = false;
+  // so as the kernel runs where the dot runs and as f32 panels elsewhere. KC is even, and the
+  // microkernel takes two steps of K at a time, each B row pair one 32-bit word per column.
+  bool b_pairs = false;
+  // b_pairs with an A of bf16 rows (a_rows; the operands share their type): where the CPU has
+  // AVX512-BF16, A is read in place, a pair at a time, and multiplied by vdpbf16ps (chosen at
+  // run time where the library is built for a CPU that may lack it); elsewhere A is packed as
+  // with a_rows and B's pairs are widened.
+  bool bf16_dot() const { return b_pairs && a_rows; }
   ir::SymExpr m_tasks() const { return floordiv(m + (mt - 1), mt); }
   ir::SymExpr n_blocks() const { return floordiv(n + nc - 1, nc); }
   ir::SymExpr tasks() const { return batches * m_tasks() * n_blocks(); }

@@ -5,8 +5,9 @@
 // index_select, gelu, silu, every movement op (permute, reshape, slice with steps, flip, pad
 // with crops, concat, expand), integer arithmetic (i32, i64: remainder, floor division,
 // reductions, cumsum, argmax), boolean masks (comparisons, and, or, not, counts, where), and
-// f16 / bf16 stretches (elementwise, reductions, softmax, matmuls and linear layers; outputs downstream of one held to 2e-2 / 1e-1 of their largest
-// magnitude: the kernels round where they store, the reference after every op). Even seeds put
+// f16 / bf16 stretches (elementwise, reductions, softmax, matmuls and linear layers; outputs
+// downstream of one held to 2e-2 / 1e-1 of their largest magnitude: the kernels round where
+// they store, the reference after every op). Even seeds put
 // a dynamic dim T (range [2, 9], [2, 20] or [2, 40]) in the first input, which the ops carry
 // along. Each graph is lowered once for a CPU (half the seeds: the x86-64-v2 baseline; the
 // others: this machine's widest level, x86-64-v4 or v3) and once for CUDA under grid
