@@ -338,6 +338,57 @@ llvm::Value* KernelEmitter::conv_input_base(const GemmPlan& plan, const Index& b
   return b_.CreateAdd(base, b_.CreateMul(batch[0], size(xs[1] * x_stride)));
 }
 
+// Brings part `part` of `parts` of the source of the B block [pc, pc + kc) × [jc, jc + nc) of
+// batch `batch` into L2, for a B packed here from contiguous lines: a wide conv's input rows
+// (one per k, nc elements long), a strided-view matmul B's rows (row-major: one per k) or
+// columns (transposed: one per n, kc long). Other B (gathered convs, B evaluated through index
+// maps, pre-packed weights) emit nothing. gemm_task_loop spreads the parts over a task's
+// microkernel calls for the task that follows it: packing then reads L2 instead of waiting on
+// L3 or memory for each of its lines (a 1×1 conv's B is a few hundred lines 10-50 KB apart,
+// too many streams for the hardware prefetcher).
+void KernelEmitter::prefetch_b_source(const GemmPlan& plan, const Index& batch, llvm::Value* jc, llvm::Value* nc,
+                                      llvm::Value* pc, llvm::Value* kc, llvm::Value* part, llvm::Value* parts) {
+  std::function<llvm::Value*(llvm::Value*)> line_start;  // line r: its first element's address
+  llvm::Value *lines = kc, *length = nc;
+  ir::ValueId buffer = plan.b;
+  if (plan.wide) {
+    line_start = [&](llvm::Value* r) {
+      llvm::Value* src = buffers_[static_cast<size_t>(read_arg_.at(plan.b))];
+      return b_.CreateGEP(storage_type(ctx_, dtype(plan.b)), src,
+                          b_.CreateAdd(conv_input_base(plan, batch, b_.CreateAdd(pc, r)), jc));
+    };
+  } else if (!plan.is_conv && plan.b_view) {
+    const StridedView& view = *plan.b_view;
+    buffer = view.buffer;
+    const ir::Shape& bs = dims(plan.b);
+    const bool row_major = is_one(view.strides[bs.size() - 1]);
+    if (!row_major && !is_one(view.strides[bs.size() - 2])) return;
+    if (!row_major) std::swap(lines, length);
+    line_start = [&, row_major](llvm::Value* r) {
+      Index vi = broadcast(ir::Shape(bs.begin(), bs.end() - 2), batch.size(), batch);
+      vi.push_back(row_major ? b_.CreateAdd(pc, r) : pc);
+      vi.push_back(row_major ? jc : b_.CreateAdd(jc, r));
+      return strided_address(view, vi);
+    };
+  } else {
+    return;
+  }
+  const int64_t bytes = static_cast<int64_t>(storage_type(ctx_, dtype(buffer))->getPrimitiveSizeInBits() / 8);
+  llvm::Value* per = b_.CreateUDiv(b_.CreateAdd(lines, b_.CreateSub(parts, i64(1))), parts);
+  llvm::Value* first = smin(b_.CreateMul(part, per), lines);
+  range_loop(first, smin(b_.CreateAdd(first, per), lines), [&](llvm::Value* r) {
+    llvm::Value* at = line_start(r);
+    // Every 64-byte line the elements touch: one per 64 bytes from the first, and the last.
+    llvm::Value* span = b_.CreateMul(length, i64(bytes));
+    auto fetch = [&](llvm::Value* offset) {
+      b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {b_.getPtrTy()},
+                         {b_.CreateGEP(b_.getInt8Ty(), at, offset), b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
+    };
+    range_loop(i64(0), b_.CreateUDiv(b_.CreateAdd(span, i64(63)), i64(64)), [&](llvm::Value* l) { fetch(b_.CreateMul(l, i64(64))); });
+    fetch(b_.CreateSub(span, i64(1)));
+  });
+}
+
 // The offsets into the conv input of output columns [jc, jc + count) (GemmPlan::gathered): for
 // column n at output position (o_1, ..), Σ o_s·stride_s·(input stride of spatial dim s); columns
 // past N get 0 (a valid address: their results are never stored).
@@ -872,6 +923,18 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
     llvm::Value* n_panels = ceil_div(nc, plan.nr);
     ir::SymExpr k_panels = floordiv(plan.k + (plan.kc - 1), plan.kc);
     if (plan.gathered) gemm_conv_offsets(plan, jc, ncp, offsets);
+    // The task that follows on this thread, whose B source its microkernel calls bring into L2
+    // (prefetch_b_source): none after the last, nor where it packs the same B (the next rows).
+    llvm::Value* t_next = b_.CreateAdd(t, i64(1));
+    llvm::Value* jb_next = b_.CreateURem(t_next, size(plan.n_blocks()));
+    llvm::Value* jc_next = b_.CreateMul(jb_next, size(plan.nc));
+    llvm::Value* nc_next = smin(b_.CreateSub(size(plan.n), jc_next), size(plan.nc));
+    llvm::Value* batch_flat_next = b_.CreateUDiv(b_.CreateUDiv(t_next, size(plan.n_blocks())), size(plan.m_tasks()));
+    Index batch_next = unflatten(batch_flat_next, batch_extents);
+    llvm::Value* fetch_next = b_.CreateAnd(
+        b_.CreateICmpULT(t_next, end),
+        b_.CreateOr(b_.CreateICmpNE(jb_next, jb), b_.CreateICmpNE(batch_flat_next, batch_flat)));
+    const int64_t sub_blocks = plan.mt / plan.mc;
     range_loop(i64(0), size(k_panels), [&](llvm::Value* pi) {
       llvm::Value* pc = b_.CreateMul(pi, i64(plan.kc));
       llvm::Value* kc = min(b_.CreateSub(size(plan.k), pc), plan.kc);
@@ -916,6 +979,14 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
             a_panel = b_.CreateInBoundsGEP(f32, ap, b_.CreateMul(b_.CreateMul(ir, kc), i64(plan.mr)));
             lda = b_.CreateMul(kc, i64(plan.mr));
             a_next = b_.CreateGEP(f32, a_panel, b_.CreateMul(lda, i64(a_count)));
+          }
+          if (!packed_b) {  // call `index` of the task's `calls` on this K panel: its part of the next B
+            llvm::Value* pair_rows = ceil_div(m_panels, mk.a_pair);
+            llvm::Value* index = b_.CreateAdd(b_.CreateMul(sub, b_.CreateMul(ceil_div(n_panels, mk.b_pair), pair_rows)),
+                                              b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(jr, i64(mk.b_pair)), pair_rows),
+                                                           b_.CreateUDiv(ir, i64(mk.a_pair))));
+            llvm::Value* calls = b_.CreateMul(i64(sub_blocks), b_.CreateMul(ceil_div(n_panels, mk.b_pair), pair_rows));
+            if_else(fetch_next, [&] { prefetch_b_source(plan, batch_next, jc_next, nc_next, pc, kc, index, calls); }, [] {});
           }
           llvm::Value* b_panel = b_panel_at(jr);
           // The first A panels' call brings the next B panels (pre-packed weights come from

@@ -202,6 +202,10 @@ class KernelEmitter {
   void gemm_pack_wide_b(const GemmPlan& plan, bool pairs, const Index& batch, llvm::Value* jc, llvm::Value* nc,
                         llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
   llvm::Value* conv_input_base(const GemmPlan& plan, const Index& batch, llvm::Value* k);
+  // Part `part` of `parts` of the source lines of the B block [pc, pc + kc) × [jc, jc + nc) into
+  // L2 (prefetches; nothing where B is not read from contiguous lines).
+  void prefetch_b_source(const GemmPlan& plan, const Index& batch, llvm::Value* jc, llvm::Value* nc, llvm::Value* pc,
+                         llvm::Value* kc, llvm::Value* part, llvm::Value* parts);
   // `count` consecutive elements of dtype `t` at `at` + `index` (in elements), widened as load()
   // widens (f16/bf16 to f32): a value, or a vector of `count`. For GEMM packing, which reads
   // through addresses rather than values.
