@@ -340,22 +340,40 @@ llvm::Value* KernelEmitter::conv_input_base(const GemmPlan& plan, const Index& b
 
 // Brings part `part` of `parts` of the source of the B block [pc, pc + kc) × [jc, jc + nc) of
 // batch `batch` into L2, for a B packed here from contiguous lines: a wide conv's input rows
-// (one per k, nc elements long), a strided-view matmul B's rows (row-major: one per k) or
-// columns (transposed: one per n, kc long). Other B (gathered convs, B evaluated through index
+// (one per k, nc elements long), a gathered conv's input (one span per input channel, from its
+// first tap at the block's first column to its last tap at the last column: the rows the
+// block's windows cover), a strided-view matmul B's rows (row-major: one per k) or columns
+// (transposed: one per n, kc long). Other B (a merged conv's images, B evaluated through index
 // maps, pre-packed weights) emit nothing. gemm_task_loop spreads the parts over a task's
 // microkernel calls for the task that follows it: packing then reads L2 instead of waiting on
 // L3 or memory for each of its lines (a 1×1 conv's B is a few hundred lines 10-50 KB apart,
 // too many streams for the hardware prefetcher).
 void KernelEmitter::prefetch_b_source(const GemmPlan& plan, const Index& batch, llvm::Value* jc, llvm::Value* nc,
                                       llvm::Value* pc, llvm::Value* kc, llvm::Value* part, llvm::Value* parts) {
-  std::function<llvm::Value*(llvm::Value*)> line_start;  // line r: its first element's address
-  llvm::Value *lines = kc, *length = nc;
+  // Line r: the address of its first element and its length in elements.
+  std::function<std::pair<llvm::Value*, llvm::Value*>(llvm::Value*)> line;
+  llvm::Value* lines = kc;
   ir::ValueId buffer = plan.b;
+  auto input_at = [&](llvm::Value* offset) {
+    return b_.CreateGEP(storage_type(ctx_, dtype(plan.b)), buffers_[static_cast<size_t>(read_arg_.at(plan.b))], offset);
+  };
   if (plan.wide) {
-    line_start = [&](llvm::Value* r) {
-      llvm::Value* src = buffers_[static_cast<size_t>(read_arg_.at(plan.b))];
-      return b_.CreateGEP(storage_type(ctx_, dtype(plan.b)), src,
-                          b_.CreateAdd(conv_input_base(plan, batch, b_.CreateAdd(pc, r)), jc));
+    line = [&](llvm::Value* r) {
+      return std::pair{input_at(b_.CreateAdd(conv_input_base(plan, batch, b_.CreateAdd(pc, r)), jc)), nc};
+    };
+  } else if (plan.gathered && !plan.merged) {
+    const std::vector<int64_t> ws = static_dims(g_, plan.a);
+    int64_t taps = 1;
+    for (size_t d = 2; d < ws.size(); ++d) taps *= ws[d];
+    llvm::Value* c0 = b_.CreateUDiv(pc, i64(taps));
+    lines = b_.CreateSub(b_.CreateAdd(b_.CreateUDiv(b_.CreateSub(b_.CreateAdd(pc, kc), i64(1)), i64(taps)), i64(1)), c0);
+    llvm::Value* first = conv_column_offset(plan, jc);
+    llvm::Value* last = conv_column_offset(plan, b_.CreateSub(b_.CreateAdd(jc, nc), i64(1)));
+    line = [&, taps, c0, first, last](llvm::Value* r) {
+      llvm::Value* k = b_.CreateMul(b_.CreateAdd(c0, r), i64(taps));
+      llvm::Value* start = b_.CreateAdd(conv_input_base(plan, batch, k), first);
+      llvm::Value* end = b_.CreateAdd(conv_input_base(plan, batch, b_.CreateAdd(k, i64(taps - 1))), last);
+      return std::pair{input_at(start), b_.CreateAdd(b_.CreateSub(end, start), i64(1))};
     };
   } else if (!plan.is_conv && plan.b_view) {
     const StridedView& view = *plan.b_view;
@@ -363,12 +381,12 @@ void KernelEmitter::prefetch_b_source(const GemmPlan& plan, const Index& batch, 
     const ir::Shape& bs = dims(plan.b);
     const bool row_major = is_one(view.strides[bs.size() - 1]);
     if (!row_major && !is_one(view.strides[bs.size() - 2])) return;
-    if (!row_major) std::swap(lines, length);
-    line_start = [&, row_major](llvm::Value* r) {
+    if (!row_major) lines = nc;
+    line = [&, row_major](llvm::Value* r) {
       Index vi = broadcast(ir::Shape(bs.begin(), bs.end() - 2), batch.size(), batch);
       vi.push_back(row_major ? b_.CreateAdd(pc, r) : pc);
       vi.push_back(row_major ? jc : b_.CreateAdd(jc, r));
-      return strided_address(view, vi);
+      return std::pair{strided_address(view, vi), row_major ? nc : kc};
     };
   } else {
     return;
@@ -377,7 +395,7 @@ void KernelEmitter::prefetch_b_source(const GemmPlan& plan, const Index& batch, 
   llvm::Value* per = b_.CreateUDiv(b_.CreateAdd(lines, b_.CreateSub(parts, i64(1))), parts);
   llvm::Value* first = smin(b_.CreateMul(part, per), lines);
   range_loop(first, smin(b_.CreateAdd(first, per), lines), [&](llvm::Value* r) {
-    llvm::Value* at = line_start(r);
+    auto [at, length] = line(r);
     // Every 64-byte line the elements touch: one per 64 bytes from the first, and the last.
     llvm::Value* span = b_.CreateMul(length, i64(bytes));
     auto fetch = [&](llvm::Value* offset) {
@@ -393,29 +411,33 @@ void KernelEmitter::prefetch_b_source(const GemmPlan& plan, const Index& batch, 
 // column n at output position (o_1, ..), Σ o_s·stride_s·(input stride of spatial dim s); columns
 // past N get 0 (a valid address: their results are never stored).
 void KernelEmitter::gemm_conv_offsets(const GemmPlan& plan, llvm::Value* jc, int64_t count, llvm::Value* table) {
+  range_loop(i64(0), i64(count), [&](llvm::Value* j) {
+    llvm::Value* n = b_.CreateAdd(jc, j);
+    b_.CreateAlignedStore(b_.CreateSelect(in_range(n, plan.n), conv_column_offset(plan, clamp(n, plan.n)), i64(0)),
+                          b_.CreateInBoundsGEP(b_.getInt64Ty(), table, j), llvm::Align(8));
+  });
+}
+
+// The offset into the conv input of output column n < N of a gathered conv (gemm_conv_offsets).
+llvm::Value* KernelEmitter::conv_column_offset(const GemmPlan& plan, llvm::Value* n) {
   const ir::Shape &xs = dims(plan.b), &out = dims(k_.reduction);
   std::vector<int64_t> stride = int_list(g_.nodes[static_cast<size_t>(plan.node)].attrs, "stride");
   ir::Shape spatial_out(out.begin() + 2, out.end());
   if (plan.merged) spatial_out.insert(spatial_out.begin(), plan.images);  // [image, Ho, Wo]
-  range_loop(i64(0), i64(count), [&](llvm::Value* j) {
-    llvm::Value* n = b_.CreateAdd(jc, j);
-    llvm::Value* valid = in_range(n, plan.n);
-    Index pos = unflatten(clamp(n, plan.n), spatial_out);
-    llvm::Value* off = i64(0);
-    if (plan.merged) {  // the image's start in the input
-      ir::SymExpr image = 1;
-      for (size_t d = 1; d < xs.size(); ++d) image = image * xs[d];
-      off = b_.CreateMul(pos[0], size(image));
-      pos.erase(pos.begin());
-    }
-    ir::SymExpr x_stride = 1;
-    for (size_t s = xs.size(); s-- > 2;) {
-      off = b_.CreateAdd(off, b_.CreateMul(pos[s - 2], size(x_stride * stride[s - 2])));
-      x_stride = x_stride * xs[s];
-    }
-    b_.CreateAlignedStore(b_.CreateSelect(valid, off, i64(0)), b_.CreateInBoundsGEP(b_.getInt64Ty(), table, j),
-                          llvm::Align(8));
-  });
+  Index pos = unflatten(n, spatial_out);
+  llvm::Value* off = i64(0);
+  if (plan.merged) {  // the image's start in the input
+    ir::SymExpr image = 1;
+    for (size_t d = 1; d < xs.size(); ++d) image = image * xs[d];
+    off = b_.CreateMul(pos[0], size(image));
+    pos.erase(pos.begin());
+  }
+  ir::SymExpr x_stride = 1;
+  for (size_t s = xs.size(); s-- > 2;) {
+    off = b_.CreateAdd(off, b_.CreateMul(pos[s - 2], size(x_stride * stride[s - 2])));
+    x_stride = x_stride * xs[s];
+  }
+  return off;
 }
 
 // B of a gathered conv: B[k, n] = x_flat[base(k) + table[n - jc]], with base(k) the input channel

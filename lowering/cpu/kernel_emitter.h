@@ -211,6 +211,7 @@ class KernelEmitter {
   // through addresses rather than values.
   llvm::Value* load_widened(ir::DType t, llvm::Value* at, llvm::Value* index, int64_t count);
   void gemm_conv_offsets(const GemmPlan& plan, llvm::Value* jc, int64_t count, llvm::Value* table);
+  llvm::Value* conv_column_offset(const GemmPlan& plan, llvm::Value* n);
   void gemm_pack_gathered_b(const GemmPlan& plan, bool pairs, const Index& batch, llvm::Value* nc, llvm::Value* pc,
                             llvm::Value* kc, llvm::Value* table, llvm::Value* dst);
   llvm::Value* gemm_a(const GemmPlan& plan, const Index& batch, llvm::Value* m, llvm::Value* k);
