@@ -294,6 +294,15 @@ void KernelEmitter::pack_b_rows(const GemmPlan& plan, bool pairs, llvm::Value* k
   });
 }
 
+void KernelEmitter::gemm_widen_f16_b(const GemmPlan& plan, llvm::Value* panels16, llvm::Value* jc, llvm::Value* nc,
+                                     llvm::Value* pc, llvm::Value* kc, llvm::Value* dst) {
+  llvm::Value* first = b_.CreateUDiv(jc, i64(plan.nr));  // jc is a multiple of NR
+  pack_b_rows(plan, false, kc, ceil_div(nc, plan.nr), dst, [&](llvm::Value* p, llvm::Value* q, llvm::Value* at) {
+    llvm::Value* from = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(first, q), size(plan.k)), b_.CreateAdd(pc, p));
+    b_.CreateAlignedStore(load_widened(ir::DType::f16, panels16, b_.CreateMul(from, i64(plan.nr)), plan.nr), at, llvm::Align(4));
+  });
+}
+
 // B of a wide conv (see GemmPlan): for each k = (ci, kh, kw), the columns [jc, jc + nc) are
 // x_flat[batch, ci, kh·dilation, kw·dilation] + n: NR of them are one vector load. Only the last
 // panels, near the end of N or of the buffer, take the per-element clamped path.
@@ -357,7 +366,21 @@ void KernelEmitter::prefetch_b_source(const GemmPlan& plan, const Index& batch, 
   auto input_at = [&](llvm::Value* offset) {
     return b_.CreateGEP(storage_type(ctx_, dtype(plan.b)), buffers_[static_cast<size_t>(read_arg_.at(plan.b))], offset);
   };
-  if (plan.wide) {
+  if (plan.widen_b) {
+    // The block's f16 panels (K·NR halves apart, kc·NR of them from row pc), in lines of 16 rows
+    // (512 bytes): a whole panel per call came in bursts of 128 prefetches.
+    constexpr int64_t kRows = 16;
+    llvm::Value* chunks = ceil_div(kc, kRows);
+    lines = b_.CreateMul(ceil_div(nc, plan.nr), chunks);
+    llvm::Value* panels16 = packed_weight(plan.b, plan.nr, false, ir::DType::f16);
+    line = [&, panels16, chunks](llvm::Value* r) {
+      llvm::Value* q = b_.CreateAdd(b_.CreateUDiv(jc, i64(plan.nr)), b_.CreateUDiv(r, chunks));
+      llvm::Value* row = b_.CreateMul(b_.CreateURem(r, chunks), i64(kRows));
+      llvm::Value* at = b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, size(plan.k)), b_.CreateAdd(pc, row)), i64(plan.nr));
+      return std::pair{b_.CreateGEP(b_.getInt16Ty(), panels16, at),
+                       b_.CreateMul(smin(b_.CreateSub(kc, row), i64(kRows)), i64(plan.nr))};
+    };
+  } else if (plan.wide) {
     line = [&](llvm::Value* r) {
       return std::pair{input_at(b_.CreateAdd(conv_input_base(plan, batch, b_.CreateAdd(pc, r)), jc)), nc};
     };
@@ -526,14 +549,14 @@ void KernelEmitter::gemm_pack_gathered_b(const GemmPlan& plan, bool pairs, const
 llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a, int64_t panels,
                                                int64_t static_lda, int64_t b_row, GemmPairs pairs) {
   int64_t lanes = std::min<int64_t>(target_.f32_lanes, plan.nr), nv = plan.nr / lanes * panels;
-  const bool dot = pairs == GemmPairs::dot, paired = pairs != GemmPairs::none;
+  const bool dot = pairs == GemmPairs::dot, paired = dot || pairs == GemmPairs::widen, f16 = pairs == GemmPairs::f16;
   AOT_CHECK(rows <= plan.mr || rows == 2 * plan.mr, "a microkernel spans one or two A panels");
   AOT_CHECK(static_lda == 0 || (direct_a && rows > plan.mr), "a static row stride is for two A panels read in place");
   AOT_CHECK(!dot || (direct_a && lanes == 16), "the bf16 dot reads A in place, 16 lanes at a time");
   AOT_CHECK(!paired || b_row == 0, "B in K pairs is in panels (b_row is for Winograd's row-major tiles)");
   std::string name = "aotrace.sgemm." + std::to_string(rows) + "x" + std::to_string(plan.nr * panels) +
                      (direct_a ? ".rows" : "") + (static_lda > 0 ? "." + std::to_string(static_lda) : "") +
-                     (b_row > 0 ? ".b" + std::to_string(b_row) : "") + (dot ? ".bf16dot" : paired ? ".pairs" : "");
+                     (b_row > 0 ? ".b" + std::to_string(b_row) : "") + (dot ? ".bf16dot" : paired ? ".pairs" : f16 ? ".f16" : "");
   if (llvm::Function* f = module_.getFunction(name)) return f;
   auto* ptr = b_.getPtrTy();
   auto* i64t = b_.getInt64Ty();
@@ -548,6 +571,8 @@ llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t ro
               *valid_rows = fn->getArg(8), *b_stride = fn->getArg(9), *a_next = fn->getArg(10);
   llvm::Type* f32 = b.getFloatTy();
   llvm::Type* a_elem = dot ? b.getInt16Ty() : f32;  // A's elements (in place: bf16 bits)
+  llvm::Type* b_elem = f16 ? b.getInt16Ty() : f32;  // B's (f16 bits; a bf16 pair's word is f32's size)
+  auto* halves = llvm::FixedVectorType::get(b.getInt16Ty(), static_cast<unsigned>(lanes));
   auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(lanes));
   auto* words = llvm::FixedVectorType::get(b.getInt32Ty(), static_cast<unsigned>(lanes));
   // The dot's operands: 32 bf16 (a pair per f32 lane). A's pair is splat as two bf16, not as
@@ -588,12 +613,14 @@ llvm::Function* KernelEmitter::gemm_microkernel(const GemmPlan& plan, int64_t ro
     llvm::Value* at0 = b.CreateMul(p, c64(b_row > 0 ? b_row : plan.nr));
     for (int64_t q = 0; q < panels; ++q) {
       llvm::Value* at = q == 0 ? at0 : b.CreateAdd(at0, b.CreateMul(b_stride, c64(q)));
-      llvm::Value* brow = b.CreateInBoundsGEP(f32, bp, at);
-      for (int64_t j = 0; j < plan.nr / lanes; ++j)
-        bv.push_back(b.CreateAlignedLoad(dot ? bf16s : paired ? words : vec,
-                                         b.CreateConstInBoundsGEP1_64(f32, brow, static_cast<uint64_t>(j * lanes)), llvm::Align(4)));
+      llvm::Value* brow = b.CreateInBoundsGEP(b_elem, bp, at);
+      for (int64_t j = 0; j < plan.nr / lanes; ++j) {
+        llvm::Value* from = b.CreateConstInBoundsGEP1_64(b_elem, brow, static_cast<uint64_t>(j * lanes));
+        bv.push_back(f16 ? from_storage(b, b.CreateAlignedLoad(halves, from, llvm::Align(2)), ir::DType::f16)
+                         : b.CreateAlignedLoad(dot ? bf16s : paired ? words : vec, from, llvm::Align(4)));
+      }
       // Not inbounds: the next panel may lie past the end of its buffer (a prefetch never faults).
-      llvm::Value* pf = b.CreateGEP(f32, prefetch, at);
+      llvm::Value* pf = b.CreateGEP(b_elem, prefetch, at);
       b.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr}, {pf, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
     }
     llvm::Value* k = paired ? b.CreateShl(p, 1) : p;  // A's column
@@ -791,12 +818,12 @@ void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm
 
 // The buffer of the packed weight behind `view` (pack_weights' permute/reshape/slice chain):
 // [batch..., panels, K, width] f32, or [panels, ⌈K/2⌉, width, 2] bf16.
-llvm::Value* KernelEmitter::packed_weight(ir::ValueId view, int64_t width, bool pairs) {
+llvm::Value* KernelEmitter::packed_weight(ir::ValueId view, int64_t width, bool pairs, ir::DType type) {
   ir::ValueId v = view;
   while (read_arg_.count(v) == 0) v = producer(v).operands[0];
   std::vector<int64_t> d = static_dims(g_, v);
   const bool ok = pairs ? d.size() == 4 && d[2] == width && d[3] == 2 && dtype(v) == ir::DType::bf16
-                        : d.size() >= 3 && d.back() == width && dtype(v) == ir::DType::f32;
+                        : d.size() >= 3 && d.back() == width && dtype(v) == type;
   AOT_CHECK(ok, "a packed GEMM operand is not a panel weight");
   return buffers_[static_cast<size_t>(read_arg_.at(v))];
 }
@@ -890,7 +917,7 @@ llvm::Value* KernelEmitter::cpu_has_avx512_bf16() {
 // elsewhere. There a pre-packed weight's pairs are widened, and a B packed here is packed as
 // f32 panels, which the plain microkernel reads (A's bf16 rows packed as any bf16 A's).
 void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end) {
-  if (!plan.b_pairs) return gemm_task_loop(plan, begin, end, GemmPairs::none);
+  if (!plan.b_pairs) return gemm_task_loop(plan, begin, end, plan.b_f16 && !plan.widen_b ? GemmPairs::f16 : GemmPairs::none);
   const GemmPairs other = g_.nodes[static_cast<size_t>(plan.node)].attrs.has("packed_b") ? GemmPairs::widen : GemmPairs::none;
   if (!plan.bf16_dot() || !(target_.bf16_dot || target_.bf16_dot_at_run_time)) return gemm_task_loop(plan, begin, end, other);
   if (target_.bf16_dot) return gemm_task_loop(plan, begin, end, GemmPairs::dot);
@@ -900,7 +927,9 @@ void KernelEmitter::emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, ll
 
 void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end, GemmPairs pairs) {
   AOT_CHECK(plan.mc % plan.mr == 0 && plan.mt % plan.mc == 0, "GEMM blocks must nest");
-  const bool paired = pairs != GemmPairs::none;
+  const bool paired = pairs == GemmPairs::widen || pairs == GemmPairs::dot;
+  // A pre-packed B's elements: f16 panels' halves, else 32 bits (f32, or a bf16 pair's word).
+  llvm::Type* b_elem = pairs == GemmPairs::f16 ? b_.getInt16Ty() : b_.getFloatTy();
   // A read in place: f32 rows, or bf16 rows by the dot.
   const bool direct_a = plan.direct_a || pairs == GemmPairs::dot;
   llvm::Type* a_elem = pairs == GemmPairs::dot ? b_.getInt16Ty() : b_.getFloatTy();
@@ -910,7 +939,13 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
   const ir::Node& node = g_.nodes[static_cast<size_t>(plan.node)];
   // Packing buffers only for operands packed here (not pre-packed weights, not A read in place).
   llvm::Value* ap = node.attrs.has("packed_a") || direct_a ? nullptr : stack_array(f32, plan.mc * plan.kc);
-  llvm::Value* bp = node.attrs.has("packed_b") ? nullptr : stack_array(f32, plan.kc * ncp + ncp / plan.nr * kBPanelPad);
+  // An f16 weight's panels (GemmPlan::b_f16) read by many rows (widen_b) are widened into bp
+  // once per task and K panel, as a B packed here: converting them in the microkernel repeated
+  // that for every pair of A panels (an f16 linear layer of 128 rows 8% slower with F16C, 2.5x
+  // with x86-64-v2's integer conversions).
+  llvm::Value* f16_panels = plan.widen_b ? packed_weight(plan.b, plan.nr, false, ir::DType::f16) : nullptr;
+  const bool b_in_place = node.attrs.has("packed_b") && !plan.widen_b;
+  llvm::Value* bp = b_in_place ? nullptr : stack_array(f32, plan.kc * ncp + ncp / plan.nr * kBPanelPad);
   llvm::Value* tile = stack_array(f32, plan.mt * ncp);
   llvm::Value* offsets = plan.gathered ? stack_array(b_.getInt64Ty(), ncp) : nullptr;
   // A read in place at a static row stride: two panels' rows are constant offsets from one
@@ -924,7 +959,8 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
   const Microkernels mk = gemm_microkernels(plan, direct_a, static_lda, 0, pairs);
   // Weights pre-packed by pack_weights: their panels are read in place, never packed here.
   llvm::Value* packed_a = node.attrs.has("packed_a") ? packed_weight(plan.a, plan.mr) : nullptr;
-  llvm::Value* packed_b = node.attrs.has("packed_b") ? packed_weight(plan.b, plan.nr, paired) : nullptr;
+  llvm::Value* packed_b =
+      b_in_place ? packed_weight(plan.b, plan.nr, paired, plan.b_f16 ? ir::DType::f16 : ir::DType::f32) : nullptr;
 
   // A pre-packed B's K in its rows (words for pairs: ⌈K/2⌉), and a K offset or count in them.
   const ir::SymExpr b_k = paired ? floordiv(plan.k + 1, 2) : plan.k;
@@ -963,6 +999,7 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
       llvm::Value* first = b_.CreateICmpEQ(pi, i64(0));
       if (plan.wide) gemm_pack_wide_b(plan, paired, batch, jc, nc, pc, kc, bp);
       else if (plan.gathered) gemm_pack_gathered_b(plan, paired, batch, nc, pc, kc, offsets, bp);
+      else if (f16_panels) gemm_widen_f16_b(plan, f16_panels, jc, nc, pc, kc, bp);
       else if (!packed_b) gemm_pack(plan, false, batch, jc, nc, pc, kc, bp, paired);
       range_loop(i64(0), ceil_div(mt, plan.mc), [&](llvm::Value* sub) {
         llvm::Value* row0 = b_.CreateMul(sub, i64(plan.mc));  // within the task
@@ -975,7 +1012,7 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
         auto b_panel_at = [&](llvm::Value* q) {
           if (!packed_b) return b_.CreateInBoundsGEP(f32, bp, b_.CreateMul(q, b_stride));
           llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateUDiv(jc, i64(plan.nr)), q), size(b_k)), b_rows(pc));
-          return b_.CreateInBoundsGEP(f32, packed_b, b_.CreateMul(at, i64(plan.nr)));
+          return b_.CreateInBoundsGEP(b_elem, packed_b, b_.CreateMul(at, i64(plan.nr)));
         };
         // A panels [ir, ir + a_count) against B panels [jr, jr + count), with one microkernel call.
         auto call = [&](llvm::Value* jr, int64_t count, llvm::Value* ir, int64_t a_count) {
@@ -1021,9 +1058,9 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
           llvm::Value* next_jr = b_.CreateAdd(jr, i64(count));
           llvm::Value* after_last = b_panel;
           if (packed_b) {
-            llvm::Value* next_k = b_.CreateGEP(f32, b_panel_at(i64(0)), b_.CreateMul(b_rows(kc), i64(plan.nr)));
+            llvm::Value* next_k = b_.CreateGEP(b_elem, b_panel_at(i64(0)), b_.CreateMul(b_rows(kc), i64(plan.nr)));
             llvm::Value* next_n = b_.CreateGEP(
-                f32, packed_b, b_.CreateMul(b_.CreateMul(b_.CreateUDiv(b_.CreateAdd(jc, nc), i64(plan.nr)), size(b_k)),
+                b_elem, packed_b, b_.CreateMul(b_.CreateMul(b_.CreateUDiv(b_.CreateAdd(jc, nc), i64(plan.nr)), size(b_k)),
                                             i64(plan.nr)));
             after_last = b_.CreateSelect(b_.CreateICmpSLT(b_.CreateAdd(pc, kc), size(plan.k)), next_k, next_n);
           }

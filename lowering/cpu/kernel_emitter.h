@@ -170,8 +170,8 @@ class KernelEmitter {
   // emit_gemm.cpp
   void emit_gemm_tasks(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end);
   // How a GEMM's microkernels read B (gemm_microkernel): f32 panels; bf16 K pairs widened to
-  // f32; bf16 K pairs multiplied with A's pairs by vdpbf16ps.
-  enum class GemmPairs { none, widen, dot };
+  // f32; bf16 K pairs multiplied with A's pairs by vdpbf16ps; f16 panels widened as loaded.
+  enum class GemmPairs { none, widen, dot, f16 };
   // The tasks [begin, end) of the GEMM, its microkernels reading B as `pairs` says.
   void gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llvm::Value* end, GemmPairs pairs);
   // i1: the CPU running the kernel has AVX512-BF16 (CPUID, asked once per library load).
@@ -195,8 +195,13 @@ class KernelEmitter {
                         const std::function<void(llvm::Value*, int64_t, llvm::Value*, int64_t)>& call);
   llvm::Function* gemm_microkernel(const GemmPlan& plan, int64_t rows, bool direct_a, int64_t panels,
                                    int64_t static_lda = 0, int64_t b_row = 0, GemmPairs pairs = GemmPairs::none);
-  // The buffer of the packed weight behind `view`: panels of `width`, f32 or (pairs) bf16 K pairs.
-  llvm::Value* packed_weight(ir::ValueId view, int64_t width, bool pairs = false);
+  // The buffer of the packed weight behind `view`: panels of `width` of `type` (f32; f16: an f16
+  // matmul's B), or (pairs) bf16 K pairs.
+  llvm::Value* packed_weight(ir::ValueId view, int64_t width, bool pairs = false, ir::DType type = ir::DType::f32);
+  // Widens the f16 panels of a pre-packed B (GemmPlan::b_f16) for columns [jc, jc + nc) and
+  // rows [pc, pc + kc) into f32 panels at `dst`, laid out as gemm_pack's.
+  void gemm_widen_f16_b(const GemmPlan& plan, llvm::Value* panels16, llvm::Value* jc, llvm::Value* nc,
+                        llvm::Value* pc, llvm::Value* kc, llvm::Value* dst);
   void pack_b_rows(const GemmPlan& plan, bool pairs, llvm::Value* kc, llvm::Value* panels, llvm::Value* dst,
                    const std::function<void(llvm::Value*, llvm::Value*, llvm::Value*)>& row);
   void gemm_pack_wide_b(const GemmPlan& plan, bool pairs, const Index& batch, llvm::Value* jc, llvm::Value* nc,

@@ -4,7 +4,7 @@
 //   - matmul(x, permute(W, [1, 0])), a linear layer's W [N, K], or matmul(x, W [K, N]): B panels,
 //     [⌈N/NR⌉, K, NR]; W may be a slice of a weight (the q, k, v rows of attention's in_proj);
 //   - conv(x, W) with groups 1, W [Cout, Cin, kh, kw]: A panels, [⌈Cout/MR⌉, Cin·kh·kw, MR]
-//     (not bf16: its W's rows are read in place);
+//     (f32 only: a half W's rows are read in place);
 //   - matmul(W, x) with W [batch..., M, K] a weight of x's batch dims (winograd's transformed
 //     filters U [16, O, C]): A panels per batch, [batch..., ⌈M/MR⌉, K, MR], so that the GEMM
 //     takes its widest microkernel and streams the weight in order;
@@ -16,10 +16,13 @@
 // path are packed (f32, f16 or bf16, M >= 4, N >= 8, K >= 8; symbolic activation dims at their
 // maximum), with the panels of passes.h. Panels are f32, what the microkernel reads: an f16 or
 // bf16 weight's are widened (exactly; twice its bytes), and its view is cast back to its type,
-// which gives the same values. But a bf16 matmul's B: its panels stay bf16, in K pairs
-// ([⌈N/NR⌉, ⌈K/2⌉, NR, 2], a zero after an odd K's last row; node marked `packed_b_pairs`),
-// the layout of AVX512-BF16's dot product, whose 32 bits per column the microkernel without it
-// widens with a shift and a mask (emit_gemm.cpp).
+// which gives the same values. But a half matmul's B keeps its type: a bf16 B's panels are bf16
+// in K pairs ([⌈N/NR⌉, ⌈K/2⌉, NR, 2], a zero after an odd K's last row; node marked
+// `packed_b_pairs`), the layout of AVX512-BF16's dot product, whose 32 bits per column the
+// microkernel without it widens with a shift and a mask; an f16 B's are f16 panels
+// ([⌈N/NR⌉, K, NR], the f32 layout at half the bytes), which the microkernel widens as it loads
+// them (F16C, AArch64's fcvtl, integer code on x86-64-v2: storage.cpp) (emit_gemm.cpp). Half
+// convs' W (f16, bf16) stay as they are: their rows are read in place or widened as packed.
 // Test: lowering_tests GraphPasses.PackWeights*, Gemm.*, and every model test.
 #include <cstring>
 
@@ -167,14 +170,25 @@ struct Packer {
       return c.graph.add(ir::OpKind::Slice, {v},
                          attrs_of({{"axis", int64_t{1}}, {"start", int64_t{0}}, {"end", n}, {"step", int64_t{1}}}), loc);
     }
-    const Elements src = data(ww.w);
-    auto at = [&](int64_t col, int64_t kk) { return src(element(col, kk)); };
-    ir::ValueId packed = add_packed(ww.w, how, {count, k, kPackedNR}, panels(n, k, kPackedNR, at));
+    ir::ValueId packed;
+    if (old.type(mm.operands[1]).dtype == ir::DType::f16) {  // f16 panels [count, K, NR]: its bits, moved
+      const uint8_t* bits = old.weights[static_cast<size_t>(ww.w)].data->data();
+      auto bytes = std::make_shared<ir::Bytes>(static_cast<size_t>(count * k * kPackedNR) * 2, 0);
+      for (int64_t col = 0; col < n; ++col)
+        for (int64_t kk = 0; kk < k; ++kk)
+          std::memcpy(bytes->data() + ((col / kPackedNR * k + kk) * kPackedNR + col % kPackedNR) * 2,
+                      bits + element(col, kk) * 2, 2);
+      packed = add_packed(ww.w, how + "_f16", {count, k, kPackedNR}, std::move(bytes), ir::DType::f16);
+    } else {
+      const Elements src = data(ww.w);
+      auto at = [&](int64_t col, int64_t kk) { return src(element(col, kk)); };
+      packed = add_packed(ww.w, how, {count, k, kPackedNR}, panels(n, k, kPackedNR, at));
+    }
     ir::ValueId v = c.graph.add(ir::OpKind::Permute, {packed}, attrs_of({{"perm", std::vector<int64_t>{1, 0, 2}}}), loc);
     v = c.graph.add(ir::OpKind::Reshape, {v}, attrs_of({{"shape", shape_of({k, count * kPackedNR})}}), loc);
     v = c.graph.add(ir::OpKind::Slice, {v},
                     attrs_of({{"axis", int64_t{1}}, {"start", int64_t{0}}, {"end", n}, {"step", int64_t{1}}}), loc);
-    return cast_back(v, ww.w, loc);
+    return c.graph.type(v).dtype == old.type(mm.operands[1]).dtype ? v : cast_back(v, ww.w, loc);
   }
 
   // The view of M × K matrices (after the batch dims `batch`) read back out of their A panels
@@ -223,9 +237,10 @@ struct Packer {
     int w = weight_index[static_cast<size_t>(conv.operands[1])];
     if (w < 0 || !computed_in_f32(old.type(conv.operands[1]).dtype)) return -1;
     if (old.type(conv.operands[0]).dtype != old.type(conv.operands[1]).dtype) return -1;
-    // A bf16 conv's W stays as it is: its rows [Cout, Cin·kh·kw] are what the bf16 dot reads in
-    // place (plan.cpp: B is packed in K pairs as the kernel runs).
-    if (old.type(conv.operands[1]).dtype == ir::DType::bf16) return -1;
+    // A half conv's W stays as it is, half the bytes of f32 panels: its rows [Cout, Cin·kh·kw]
+    // are what the bf16 dot reads in place (plan.cpp: B is packed in K pairs as the kernel
+    // runs), or what the kernel widens as it packs them (f16, and bf16 without the dot).
+    if (old.type(conv.operands[1]).dtype != ir::DType::f32) return -1;
     std::vector<int64_t> ws = static_dims(old, conv.operands[1]);
     const ir::Shape& out = old.type(conv.results[0]).shape;  // batch and spatial may be symbolic
     int64_t m = ws[0], k = 1, n = 1;

@@ -220,6 +220,7 @@ std::optional<GemmPlan> gemm_operands(const KernelGraph& kg) {
     p.direct_a = rows && dtype(p.a) == ir::DType::f32;
     p.a_rows = rows && !p.direct_a;
     p.b_pairs = n.attrs.has("packed_b_pairs");
+    p.b_f16 = n.attrs.has("packed_b") && dtype(p.b) == ir::DType::f16;
     return p;
   }
   if (n.attrs.has("groups") && n.attrs.i("groups") != 1) return std::nullopt;
@@ -273,16 +274,17 @@ std::optional<GemmPlan> plan_gemm(const KernelGraph& kg) {
   if (!p.is_conv && p.a_rows && kg.dtype(p.a) == ir::DType::bf16 && !p.b_pairs &&
       !kg.g.nodes[static_cast<size_t>(p.node)].attrs.has("packed_b"))
     p.b_pairs = true;
-  // A bf16 conv's W (never pre-packed) is read by its rows; where B is packed from its input
-  // rows (wide, gathered), in K pairs for the bf16 dot (see GemmPlan::b_pairs).
-  if (p.is_conv && kg.dtype(p.a) == ir::DType::bf16 && !kg.g.nodes[static_cast<size_t>(p.node)].attrs.has("packed_a") &&
+  // A half conv's W (never pre-packed) is read by its rows; a bf16 one's B, where it is packed
+  // from its input rows (wide, gathered), in K pairs for the bf16 dot (see GemmPlan::b_pairs).
+  if (p.is_conv && kg.dtype(p.a) != ir::DType::f32 && !kg.g.nodes[static_cast<size_t>(p.node)].attrs.has("packed_a") &&
       read_arg_.count(p.a) != 0) {
     p.a_rows = true;
-    p.b_pairs = p.wide || p.gathered;
+    p.b_pairs = kg.dtype(p.a) == ir::DType::bf16 && (p.wide || p.gathered);
   }
   // Whether packing pays is judged on the sizes at their maxima; the kernel handles every edge.
   if (planned(p.batches) == 0 || planned(p.m) < 4 || planned(p.n) < 8 || planned(p.k) < 8) return std::nullopt;
   plan_gemm_blocking(kg, p);
+  p.widen_b = p.b_f16 && planned(p.m) > 2 * p.mr;
   return p;
 }
 
@@ -605,6 +607,7 @@ std::string describe(const std::vector<CpuPlan>& plans) {
     if (p->direct_a) out += " direct_a";
     if (p->a_rows) out += " a_rows";
     if (p->b_pairs) out += " b_pairs";
+    if (p->b_f16) out += p->widen_b ? " b_f16 widen_b" : " b_f16";
     if (p->bf16_dot()) out += " bf16_dot";
     if (p->wide) out += " wide";
     if (p->gathered) out += " gathered";

@@ -104,6 +104,13 @@ struct GemmPlan {
   // run time where the library is built for a CPU that may lack it); elsewhere A is packed as
   // with a_rows and B's pairs are widened.
   bool bf16_dot() const { return b_pairs && a_rows; }
+  // `b_f16`: B is a weight pre-packed as f16 panels (pack_weights: an f16 matmul's B), half the
+  // bytes of f32 panels. With few rows (one call of two A panels per B panel: M <= 2·MR) the
+  // microkernel widens them as it loads them, streaming them from memory at half the bytes;
+  // with more (`widen_b`) each task widens its block once into f32 panels, as it packs a B:
+  // the microkernel's conversions would repeat for every pair of A panels.
+  bool b_f16 = false;
+  bool widen_b = false;
   ir::SymExpr m_tasks() const { return floordiv(m + (mt - 1), mt); }
   ir::SymExpr n_blocks() const { return floordiv(n + nc - 1, nc); }
   ir::SymExpr tasks() const { return batches * m_tasks() * n_blocks(); }

@@ -150,10 +150,10 @@ TEST(Gemm, ConvStridePaddingDilationBiasScaleShiftReluAndResidual) {
 // f16 and bf16 GEMMs take the packed path too, multiplying in f32: operands widened as they
 // are packed (a row-major B a vector of bits at a time, a transposed one element by element,
 // A never read in place: its panels 16 steps of K at a time, transposed in registers), weights
-// pre-packed as f32 panels (their cast back inlined: one kernel) but a bf16 matmul's B (bf16 K
-// pairs: Gemm.Bf16WeightsMultiplyInKPairs) and a bf16 conv's W (Gemm.Bf16ConvsMultiplyTheirInputInKPairs), sums rounded to the type before the epilogue. Edge
-// blocks in every dim, a K of two panels, a linear layer with bias and ReLU, a conv with bias
-// (its weight's A panels).
+// kept in their type: a matmul's B pre-packed as bf16 K pairs (Gemm.Bf16WeightsMultiplyInKPairs)
+// or f16 panels (Gemm.F16WeightsArePackedAsF16Panels), a conv's W read by its rows
+// (Gemm.Bf16ConvsMultiplyTheirInputInKPairs), sums rounded to the type before the epilogue. Edge
+// blocks in every dim, a K of two panels, a linear layer with bias and ReLU, a conv with bias.
 TEST(Gemm, HalfOperandsAreWidenedAsTheyArePacked) {
   for (ir::DType t : {ir::DType::f16, ir::DType::bf16}) {
     SCOPED_TRACE(ir::dtype_name(t));
@@ -170,14 +170,11 @@ TEST(Gemm, HalfOperandsAreWidenedAsTheyArePacked) {
                     g.add(OpKind::Conv, {img, cw, cb}, conv_attrs({2, 1}, {1, 2}, {1, 1}, {1, 1}))});
     LoweredVariant lowered = expect_on_every_cpu(g);
     EXPECT_EQ(lowered.num_kernels(), 5);  // three matmuls, the conv's padded input, the conv
-    int panels = 0;
+    std::vector<std::string> panels;
     for (const auto& weight : lowered.graph.weights)
-      if (weight.name.find(".packed_") != std::string::npos) {
-        const bool pairs = t == ir::DType::bf16 && weight.name.find(".packed_b") != std::string::npos;
-        EXPECT_EQ(lowered.graph.type(weight.value).dtype, pairs ? ir::DType::bf16 : ir::DType::f32) << weight.name;
-        ++panels;
-      }
-    EXPECT_EQ(panels, t == ir::DType::bf16 ? 1 : 2);  // w's B panels, cw's A panels (bf16: its rows, as they are)
+      if (weight.name.find(".packed_") != std::string::npos) panels.push_back(lowered.graph.type(weight.value).str());
+    // w's B panels in its type; no A panels for cw (its rows, as they are)
+    EXPECT_EQ(panels, std::vector<std::string>{t == ir::DType::bf16 ? "bf16[4, 32, 16, 2]" : "f16[4, 64, 16]"});
   }
 }
 
@@ -232,6 +229,52 @@ TEST(Gemm, Bf16WeightsMultiplyInKPairs) {
   std::vector<ir::HostTensor> inputs = random_inputs(g, 2, -1, 1);
   inputs[0].set(7 * 9, std::numeric_limits<double>::infinity());  // x9[0, 7, 0]
   expect_bf16_dot(g, inputs, true);
+}
+
+// An f16 matmul's weight B stays f16: panels of the f32 layout ([⌈N/16⌉, K, 16]) at half the
+// bytes. Few rows (4: one call of A panels per B panel) take microkernels that widen them as
+// they load them (".f16": F16C on x86-64-v3/-v4, integer code on x86-64-v2, never a libcall);
+// more rows (2 × 75, widen_b) widen each task's block once into f32 panels. K below one KC
+// panel, odd, and across two (152 + 149); N and M with partial panels; bias and ReLU.
+TEST(Gemm, F16WeightsArePackedAsF16Panels) {
+  const ir::DType t = ir::DType::f16;
+  ir::Graph g;
+  std::vector<ir::ValueId> outputs;
+  int seed = 1;
+  for (int64_t k : {9, 64, 301}) {
+    const std::string name = std::to_string(k);
+    ir::ValueId w = typed_weight(g, t, "w" + name, {40, k}, seed++), bias = typed_weight(g, t, "b" + name, {40}, seed++);
+    for (std::vector<int64_t> rows : {std::vector<int64_t>{4}, std::vector<int64_t>{2, 75}}) {
+      const std::string x_name = "x" + name + "_" + std::to_string(rows.size());
+      rows.push_back(k);
+      ir::ValueId x = g.add_input(x_name, typed(t, rows), "L['" + x_name + "']");
+      outputs.push_back(g.add(OpKind::Relu, {g.add(OpKind::Add, {g.add(OpKind::Matmul, {x, transpose(g, w)}), bias})}));
+    }
+  }
+  set_outputs(g, outputs);
+  LoweredVariant lowered = expect_on_every_cpu(g);
+  std::vector<std::string> packed;
+  for (const auto& weight : lowered.graph.weights)
+    if (weight.name.find(".packed_b") != std::string::npos) packed.push_back(lowered.graph.type(weight.value).str());
+  // Each weight's panels once per matmul (the bundle stores a source once).
+  EXPECT_EQ(packed, (std::vector<std::string>{"f16[3, 9, 16]", "f16[3, 9, 16]", "f16[3, 64, 16]", "f16[3, 64, 16]",
+                                              "f16[3, 301, 16]", "f16[3, 301, 16]"}));
+  for (const char* cpu : {"x86-64-v2", "x86-64-v3", "x86-64-v4"}) {
+    Options options;
+    options.cpu = cpu;
+    options.dump = {"cpu-plan"};
+    ::testing::internal::CaptureStderr();
+    LoweredVariant v = lower_graph(g, "f16_", options);
+    const std::string plan = ::testing::internal::GetCapturedStderr();
+    const std::string object(v.object.begin(), v.object.end());
+    EXPECT_NE(object.find(".f16"), std::string::npos) << cpu;
+    EXPECT_EQ(object.find("__extendhfsf2"), std::string::npos) << cpu;  // no libcalls
+    int in_kernel = 0, widened = 0;
+    for (size_t at = plan.find(" b_f16"); at != std::string::npos; at = plan.find(" b_f16", at + 1))
+      ++(plan.compare(at, 14, " b_f16 widen_b") == 0 ? widened : in_kernel);
+    EXPECT_EQ(in_kernel, 3) << plan;
+    EXPECT_EQ(widened, 3) << plan;
+  }
 }
 
 // A bf16 product of two activations (attention's q·kᵀ and p·v) packs its B in K pairs as it
