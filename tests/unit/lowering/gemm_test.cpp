@@ -201,6 +201,35 @@ void expect_bf16_dot(const ir::Graph& g, const std::vector<ir::HostTensor>& inpu
   }
 }
 
+// Linear layers (bias, ReLU) of `t` weights [40, K] for K = 9, 64 and 301 (below one KC panel,
+// odd, across two: 152 + 149), each applied to activations [rows..., K] for each of `shapes`
+// (inputs in that order).
+ir::Graph linear_layers(ir::DType t, const std::vector<std::vector<int64_t>>& shapes) {
+  ir::Graph g;
+  std::vector<ir::ValueId> outputs;
+  int seed = 1;
+  for (int64_t k : {9, 64, 301}) {
+    const std::string name = std::to_string(k);
+    ir::ValueId w = typed_weight(g, t, "w" + name, {40, k}, seed++), bias = typed_weight(g, t, "b" + name, {40}, seed++);
+    for (std::vector<int64_t> rows : shapes) {
+      const std::string x_name = "x" + name + "_" + std::to_string(rows.size());
+      rows.push_back(k);
+      ir::ValueId x = g.add_input(x_name, typed(t, rows), "L['" + x_name + "']");
+      outputs.push_back(g.add(OpKind::Relu, {g.add(OpKind::Add, {g.add(OpKind::Matmul, {x, transpose(g, w)}), bias})}));
+    }
+  }
+  set_outputs(g, outputs);
+  return g;
+}
+
+// The types of `lowered`'s packed B weights, in order.
+std::vector<std::string> packed_b_types(const LoweredVariant& lowered) {
+  std::vector<std::string> packed;
+  for (const auto& weight : lowered.graph.weights)
+    if (weight.name.find(".packed_b") != std::string::npos) packed.push_back(lowered.graph.type(weight.value).str());
+  return packed;
+}
+
 // A bf16 matmul's weight B stays bf16 (half the bytes of f32 panels), packed in K pairs
 // ([⌈N/16⌉, ⌈K/2⌉, 16, 2], zero after an odd K), the layout of AVX512-BF16's vdpbf16ps: the
 // x86-64-v4 library multiplies A's rows, read in place a pair of K at a time, by it where CPUID
@@ -208,22 +237,9 @@ void expect_bf16_dot(const ir::Graph& g, const std::vector<ir::HostTensor>& inpu
 // -v3 libraries always do. K odd (the last pair half used) below one KC panel and across two
 // (152 + 149), and even; N and M with partial panels; a batched activation, bias and ReLU.
 TEST(Gemm, Bf16WeightsMultiplyInKPairs) {
-  const ir::DType t = ir::DType::bf16;
-  ir::Graph g;
-  std::vector<ir::ValueId> outputs;
-  int seed = 1;
-  for (int64_t k : {9, 64, 301}) {
-    const std::string name = std::to_string(k);
-    ir::ValueId x = g.add_input("x" + name, typed(t, {2, 75, k}), "L['x" + name + "']");
-    ir::ValueId w = typed_weight(g, t, "w" + name, {40, k}, seed++), bias = typed_weight(g, t, "b" + name, {40}, seed++);
-    outputs.push_back(g.add(OpKind::Relu, {g.add(OpKind::Add, {g.add(OpKind::Matmul, {x, transpose(g, w)}), bias})}));
-  }
-  set_outputs(g, outputs);
-  LoweredVariant lowered = expect_on_every_cpu(g);
-  std::vector<std::string> packed;
-  for (const auto& weight : lowered.graph.weights)
-    if (weight.name.find(".packed_b") != std::string::npos) packed.push_back(lowered.graph.type(weight.value).str());
-  EXPECT_EQ(packed, (std::vector<std::string>{"bf16[3, 5, 16, 2]", "bf16[3, 32, 16, 2]", "bf16[3, 151, 16, 2]"}));
+  ir::Graph g = linear_layers(ir::DType::bf16, {{2, 75}});
+  EXPECT_EQ(packed_b_types(expect_on_every_cpu(g)),
+            (std::vector<std::string>{"bf16[3, 5, 16, 2]", "bf16[3, 32, 16, 2]", "bf16[3, 151, 16, 2]"}));
   // An odd K's last pair reads only its first element of A: the next (the next row's first, an
   // infinity here) must not reach the sum, even times B's zero.
   std::vector<ir::HostTensor> inputs = random_inputs(g, 2, -1, 1);
@@ -237,27 +253,9 @@ TEST(Gemm, Bf16WeightsMultiplyInKPairs) {
 // more rows (2 × 75, widen_b) widen each task's block once into f32 panels. K below one KC
 // panel, odd, and across two (152 + 149); N and M with partial panels; bias and ReLU.
 TEST(Gemm, F16WeightsArePackedAsF16Panels) {
-  const ir::DType t = ir::DType::f16;
-  ir::Graph g;
-  std::vector<ir::ValueId> outputs;
-  int seed = 1;
-  for (int64_t k : {9, 64, 301}) {
-    const std::string name = std::to_string(k);
-    ir::ValueId w = typed_weight(g, t, "w" + name, {40, k}, seed++), bias = typed_weight(g, t, "b" + name, {40}, seed++);
-    for (std::vector<int64_t> rows : {std::vector<int64_t>{4}, std::vector<int64_t>{2, 75}}) {
-      const std::string x_name = "x" + name + "_" + std::to_string(rows.size());
-      rows.push_back(k);
-      ir::ValueId x = g.add_input(x_name, typed(t, rows), "L['" + x_name + "']");
-      outputs.push_back(g.add(OpKind::Relu, {g.add(OpKind::Add, {g.add(OpKind::Matmul, {x, transpose(g, w)}), bias})}));
-    }
-  }
-  set_outputs(g, outputs);
-  LoweredVariant lowered = expect_on_every_cpu(g);
-  std::vector<std::string> packed;
-  for (const auto& weight : lowered.graph.weights)
-    if (weight.name.find(".packed_b") != std::string::npos) packed.push_back(lowered.graph.type(weight.value).str());
+  ir::Graph g = linear_layers(ir::DType::f16, {{4}, {2, 75}});
   // Each weight's panels once per matmul (the bundle stores a source once).
-  EXPECT_EQ(packed, (std::vector<std::string>{"f16[3, 9, 16]", "f16[3, 9, 16]", "f16[3, 64, 16]", "f16[3, 64, 16]",
+  EXPECT_EQ(packed_b_types(expect_on_every_cpu(g)), (std::vector<std::string>{"f16[3, 9, 16]", "f16[3, 9, 16]", "f16[3, 64, 16]", "f16[3, 64, 16]",
                                               "f16[3, 301, 16]", "f16[3, 301, 16]"}));
   for (const char* cpu : {"x86-64-v2", "x86-64-v3", "x86-64-v4"}) {
     Options options;
