@@ -28,10 +28,12 @@
 //
 // Taken: f32 matmul with both operands of rank >= 2, and f32 conv with groups == 1, when the
 // product is big enough to pay for packing (M >= 4, N >= 8, K >= 8); f16 and bf16 too, their
-// operands widened to f32 as they are packed (A never read in place; weights pre-packed as f32
-// panels) and their sums rounded to the type before the epilogue, as the per-element loop
-// rounds its sum. A bf16 matmul's weight B is pre-packed in bf16 K pairs instead (GemmPlan::
-// b_pairs): with AVX512-BF16 (known at compile time, or asked of CPUID at run time by an
+// operands widened to f32 as they are packed (A never read in place) and their sums rounded to
+// the type before the epilogue, as the per-element loop rounds its sum. An f16 matmul's weight B
+// is pre-packed as f16 panels (GemmPlan::b_f16), widened by the microkernel as it loads them
+// where few rows read each panel, else once per task and K panel into f32 panels (widen_b); an
+// f16 conv's W is read by its rows, widened as packed. A bf16 matmul's weight B is pre-packed
+// in bf16 K pairs (GemmPlan::b_pairs): with AVX512-BF16 (known at compile time, or asked of CPUID at run time by an
 // x86-64-v4 library) A's bf16 rows are read in place and each step of two K is one vdpbf16ps per
 // accumulator (bert's bf16 layer 2x faster); elsewhere the pairs are widened in registers by a
 // shift and a mask (the same numbers as f32 panels, half their bytes). A bf16 conv takes the dot
@@ -817,7 +819,7 @@ void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm
 }
 
 // The buffer of the packed weight behind `view` (pack_weights' permute/reshape/slice chain):
-// [batch..., panels, K, width] f32, or [panels, ⌈K/2⌉, width, 2] bf16.
+// [batch..., panels, K, width] f32 (or f16: an f16 matmul's B), or [panels, ⌈K/2⌉, width, 2] bf16.
 llvm::Value* KernelEmitter::packed_weight(ir::ValueId view, int64_t width, bool pairs, ir::DType type) {
   ir::ValueId v = view;
   while (read_arg_.count(v) == 0) v = producer(v).operands[0];
