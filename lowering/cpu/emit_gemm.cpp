@@ -33,8 +33,8 @@
 // is pre-packed as f16 panels (GemmPlan::b_f16), widened by the microkernel as it loads them
 // where few rows read each panel, else once per task and K panel into f32 panels (widen_b); an
 // f16 conv's W is read by its rows, widened as packed. A bf16 matmul's weight B is pre-packed
-// in bf16 K pairs (GemmPlan::b_pairs): with AVX512-BF16 (known at compile time, or asked of CPUID at run time by an
-// x86-64-v4 library) A's bf16 rows are read in place and each step of two K is one vdpbf16ps per
+// in bf16 K pairs (GemmPlan::b_pairs): with AVX512-BF16 (known at compile time, or asked of
+// CPUID at run time by an x86-64-v4 library) A's bf16 rows are read in place and each step of two K is one vdpbf16ps per
 // accumulator (bert's bf16 layer 2x faster); elsewhere the pairs are widened in registers by a
 // shift and a mask (the same numbers as f32 panels, half their bytes). A bf16 conv takes the dot
 // too: its W's rows read in place, its im2col packed in K pairs as it runs (resnet18's strided
