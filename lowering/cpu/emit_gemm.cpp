@@ -34,8 +34,8 @@
 // where few rows read each panel, else once per task and K panel into f32 panels (widen_b); an
 // f16 conv's W is read by its rows, widened as packed. A bf16 matmul's weight B is pre-packed
 // in bf16 K pairs (GemmPlan::b_pairs): with AVX512-BF16 (known at compile time, or asked of
-// CPUID at run time by an x86-64-v4 library) A's bf16 rows are read in place and each step of two K is one vdpbf16ps per
-// accumulator (bert's bf16 layer 2x faster); elsewhere the pairs are widened in registers by a
+// CPUID at run time by an x86-64-v4 library) A's bf16 rows are read in place and each step of
+// two K is one vdpbf16ps per accumulator (bert's bf16 layer 2x faster); elsewhere the pairs are widened in registers by a
 // shift and a mask (the same numbers as f32 panels, half their bytes). A bf16 conv takes the dot
 // too: its W's rows read in place, its im2col packed in K pairs as it runs (resnet18's strided
 // and 1×1 convs 1.5-3x faster; elsewhere f32 panels, and W's rows widened as they are packed),
@@ -225,8 +225,8 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
                               b_.CreateConstInBoundsGEP1_64(f32, at, static_cast<uint64_t>(i)), llvm::Align(4));
     }, [&] { each(true); });
   };
-  // An f16/bf16 A read along K (GemmPlan::a_rows: a linear layer's activations, a bf16 conv's W) packs a
-  // panel 16 steps of K at a time: its r rows' next 16 elements loaded as vectors of bits,
+  // An f16/bf16 A read along K (GemmPlan::a_rows: a linear layer's activations, a half conv's
+  // W) packs a panel 16 steps of K at a time: its r rows' next 16 elements loaded as vectors of bits,
   // widened, and transposed in registers into the panel's 16·r contiguous floats (p-major). One
   // element at a time, LLVM vectorised along K with scatter stores: a bf16 linear layer of
   // 128 × 768 by 768 × 3072 spent a third of its time there.
@@ -299,9 +299,10 @@ void KernelEmitter::pack_b_rows(const GemmPlan& plan, bool pairs, llvm::Value* k
 void KernelEmitter::gemm_widen_f16_b(const GemmPlan& plan, llvm::Value* panels16, llvm::Value* jc, llvm::Value* nc,
                                      llvm::Value* pc, llvm::Value* kc, llvm::Value* dst) {
   llvm::Value* first = b_.CreateUDiv(jc, i64(plan.nr));  // jc is a multiple of NR
+  llvm::Value* panel_stride = b_.CreateMul(size(plan.k), i64(plan.nr));
   pack_b_rows(plan, false, kc, ceil_div(nc, plan.nr), dst, [&](llvm::Value* p, llvm::Value* q, llvm::Value* at) {
-    llvm::Value* from = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(first, q), size(plan.k)), b_.CreateAdd(pc, p));
-    b_.CreateAlignedStore(load_widened(ir::DType::f16, panels16, b_.CreateMul(from, i64(plan.nr)), plan.nr), at, llvm::Align(4));
+    llvm::Value* from = panel_offset(b_, b_.CreateAdd(first, q), b_.CreateAdd(pc, p), panel_stride, plan.nr);
+    b_.CreateAlignedStore(load_widened(ir::DType::f16, panels16, from, plan.nr), at, llvm::Align(4));
   });
 }
 
@@ -378,7 +379,7 @@ void KernelEmitter::prefetch_b_source(const GemmPlan& plan, const Index& batch, 
     line = [&, panels16, chunks](llvm::Value* r) {
       llvm::Value* q = b_.CreateAdd(b_.CreateUDiv(jc, i64(plan.nr)), b_.CreateUDiv(r, chunks));
       llvm::Value* row = b_.CreateMul(b_.CreateURem(r, chunks), i64(kRows));
-      llvm::Value* at = b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, size(plan.k)), b_.CreateAdd(pc, row)), i64(plan.nr));
+      llvm::Value* at = panel_offset(b_, q, b_.CreateAdd(pc, row), b_.CreateMul(size(plan.k), i64(plan.nr)), plan.nr);
       return std::pair{b_.CreateGEP(b_.getInt16Ty(), panels16, at),
                        b_.CreateMul(smin(b_.CreateSub(kc, row), i64(kRows)), i64(plan.nr))};
     };
@@ -970,30 +971,37 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
   const ir::Shape& out = dims(k_.reduction);
   ir::Shape batch_extents(out.begin(), out.end() - (plan.is_conv ? static_cast<std::ptrdiff_t>(out.size() - 1) : 2));
   auto min = [&](llvm::Value* x, int64_t y) { return b_.CreateSelect(b_.CreateICmpSLT(x, i64(y)), x, i64(y)); };
-  range_loop(begin, end, [&](llvm::Value* t) {
-    llvm::Value* jb = b_.CreateURem(t, size(plan.n_blocks()));
+  // Task t: column block jb (fastest), row block, then the batch index (flat and unflattened).
+  struct Task {
+    llvm::Value *jb, *batch_flat, *it, *jc, *nc;
+    Index batch;
+  };
+  auto task_at = [&](llvm::Value* t) {
+    Task k;
+    k.jb = b_.CreateURem(t, size(plan.n_blocks()));
     llvm::Value* rest = b_.CreateUDiv(t, size(plan.n_blocks()));
-    llvm::Value* ib = b_.CreateURem(rest, size(plan.m_tasks()));
-    llvm::Value* batch_flat = b_.CreateUDiv(rest, size(plan.m_tasks()));
-    Index batch = unflatten(batch_flat, batch_extents);
-    llvm::Value* it = b_.CreateMul(ib, i64(plan.mt));
-    llvm::Value* jc = b_.CreateMul(jb, size(plan.nc));
+    k.it = b_.CreateMul(b_.CreateURem(rest, size(plan.m_tasks())), i64(plan.mt));
+    k.batch_flat = b_.CreateUDiv(rest, size(plan.m_tasks()));
+    k.batch = unflatten(k.batch_flat, batch_extents);
+    k.jc = b_.CreateMul(k.jb, size(plan.nc));
+    k.nc = smin(b_.CreateSub(size(plan.n), k.jc), size(plan.nc));
+    return k;
+  };
+  range_loop(begin, end, [&](llvm::Value* t) {
+    const Task task = task_at(t);
+    llvm::Value *batch_flat = task.batch_flat, *it = task.it, *jc = task.jc, *nc = task.nc;
+    const Index& batch = task.batch;
     llvm::Value* mt = min(b_.CreateSub(size(plan.m), it), plan.mt);
-    llvm::Value* nc = smin(b_.CreateSub(size(plan.n), jc), size(plan.nc));
     llvm::Value* n_panels = ceil_div(nc, plan.nr);
     ir::SymExpr k_panels = floordiv(plan.k + (plan.kc - 1), plan.kc);
     if (plan.gathered) gemm_conv_offsets(plan, jc, ncp, offsets);
     // The task that follows on this thread, whose B source its microkernel calls bring into L2
     // (prefetch_b_source): none after the last, nor where it packs the same B (the next rows).
     llvm::Value* t_next = b_.CreateAdd(t, i64(1));
-    llvm::Value* jb_next = b_.CreateURem(t_next, size(plan.n_blocks()));
-    llvm::Value* jc_next = b_.CreateMul(jb_next, size(plan.nc));
-    llvm::Value* nc_next = smin(b_.CreateSub(size(plan.n), jc_next), size(plan.nc));
-    llvm::Value* batch_flat_next = b_.CreateUDiv(b_.CreateUDiv(t_next, size(plan.n_blocks())), size(plan.m_tasks()));
-    Index batch_next = unflatten(batch_flat_next, batch_extents);
+    const Task next = task_at(t_next);
     llvm::Value* fetch_next = b_.CreateAnd(
         b_.CreateICmpULT(t_next, end),
-        b_.CreateOr(b_.CreateICmpNE(jb_next, jb), b_.CreateICmpNE(batch_flat_next, batch_flat)));
+        b_.CreateOr(b_.CreateICmpNE(next.jb, task.jb), b_.CreateICmpNE(next.batch_flat, batch_flat)));
     const int64_t sub_blocks = plan.mt / plan.mc;
     range_loop(i64(0), size(k_panels), [&](llvm::Value* pi) {
       llvm::Value* pc = b_.CreateMul(pi, i64(plan.kc));
@@ -1047,7 +1055,7 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
                                               b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(jr, i64(mk.b_pair)), pair_rows),
                                                            b_.CreateUDiv(ir, i64(mk.a_pair))));
             llvm::Value* calls = b_.CreateMul(i64(sub_blocks), b_.CreateMul(ceil_div(n_panels, mk.b_pair), pair_rows));
-            if_else(fetch_next, [&] { prefetch_b_source(plan, batch_next, jc_next, nc_next, pc, kc, index, calls); }, [] {});
+            if_else(fetch_next, [&] { prefetch_b_source(plan, next.batch, next.jc, next.nc, pc, kc, index, calls); }, [] {});
           }
           llvm::Value* b_panel = b_panel_at(jr);
           // The first A panels' call brings the next B panels (pre-packed weights come from

@@ -20,9 +20,9 @@
 // in K pairs ([⌈N/NR⌉, ⌈K/2⌉, NR, 2], a zero after an odd K's last row; node marked
 // `packed_b_pairs`), the layout of AVX512-BF16's dot product, whose 32 bits per column the
 // microkernel without it widens with a shift and a mask; an f16 B's are f16 panels
-// ([⌈N/NR⌉, K, NR], the f32 layout at half the bytes), which the microkernel widens as it loads
-// them (F16C, AArch64's fcvtl, integer code on x86-64-v2: storage.cpp) (emit_gemm.cpp). Half
-// convs' W (f16, bf16) stay as they are: their rows are read in place or widened as packed.
+// ([⌈N/NR⌉, K, NR], the f32 layout at half the bytes), widened to f32 as the kernel reads them
+// (emit_gemm.cpp; F16C, AArch64's fcvtl, integer code on x86-64-v2: storage.cpp). Half convs' W
+// (f16, bf16) stay as they are: their rows are read in place or widened as packed.
 // Test: lowering_tests GraphPasses.PackWeights*, Gemm.*, and every model test.
 #include <cstring>
 
@@ -150,15 +150,20 @@ struct Packer {
       how += "_r" + std::to_string(ww.r0) + "_c" + std::to_string(ww.c0) + "_" + std::to_string(ww.rows) + "x" +
              std::to_string(ww.cols);
     if (!transposed) how += "_kn";
+    // A half weight's 16-bit elements moved as they are into `elements` halves (zeros elsewhere),
+    // B[kk, col] to element to(col, kk).
+    auto moved_halves = [&](int64_t elements, const auto& to) {
+      const uint8_t* bits = old.weights[static_cast<size_t>(ww.w)].data->data();
+      auto bytes = std::make_shared<ir::Bytes>(static_cast<size_t>(elements) * 2, 0);
+      for (int64_t col = 0; col < n; ++col)
+        for (int64_t kk = 0; kk < k; ++kk) std::memcpy(bytes->data() + to(col, kk) * 2, bits + element(col, kk) * 2, 2);
+      return bytes;
+    };
     if (in_pairs(mm)) {  // [count, ⌈K/2⌉, NR, 2] bf16, read back as [⌈K/2⌉·2, count·NR] rows [0, K)
       const int64_t k2 = (k + 1) / 2;
-      const uint8_t* bits = old.weights[static_cast<size_t>(ww.w)].data->data();
-      auto bytes = std::make_shared<ir::Bytes>(static_cast<size_t>(count * k2 * kPackedNR * 2) * 2, 0);
-      for (int64_t col = 0; col < n; ++col)
-        for (int64_t kk = 0; kk < k; ++kk) {
-          const int64_t to = ((col / kPackedNR * k2 + kk / 2) * kPackedNR + col % kPackedNR) * 2 + kk % 2;
-          std::memcpy(bytes->data() + to * 2, bits + element(col, kk) * 2, 2);
-        }
+      auto bytes = moved_halves(count * k2 * kPackedNR * 2, [&](int64_t col, int64_t kk) {
+        return ((col / kPackedNR * k2 + kk / 2) * kPackedNR + col % kPackedNR) * 2 + kk % 2;
+      });
       ir::ValueId packed =
           add_packed(ww.w, how + "_pairs", {count, k2, kPackedNR, 2}, std::move(bytes), ir::DType::bf16);
       ir::ValueId v =
@@ -171,13 +176,10 @@ struct Packer {
                          attrs_of({{"axis", int64_t{1}}, {"start", int64_t{0}}, {"end", n}, {"step", int64_t{1}}}), loc);
     }
     ir::ValueId packed;
-    if (old.type(mm.operands[1]).dtype == ir::DType::f16) {  // f16 panels [count, K, NR]: its bits, moved
-      const uint8_t* bits = old.weights[static_cast<size_t>(ww.w)].data->data();
-      auto bytes = std::make_shared<ir::Bytes>(static_cast<size_t>(count * k * kPackedNR) * 2, 0);
-      for (int64_t col = 0; col < n; ++col)
-        for (int64_t kk = 0; kk < k; ++kk)
-          std::memcpy(bytes->data() + ((col / kPackedNR * k + kk) * kPackedNR + col % kPackedNR) * 2,
-                      bits + element(col, kk) * 2, 2);
+    if (old.type(mm.operands[1]).dtype == ir::DType::f16) {  // f16 panels [count, K, NR]
+      auto bytes = moved_halves(count * k * kPackedNR, [&](int64_t col, int64_t kk) {
+        return (col / kPackedNR * k + kk) * kPackedNR + col % kPackedNR;
+      });
       packed = add_packed(ww.w, how + "_f16", {count, k, kPackedNR}, std::move(bytes), ir::DType::f16);
     } else {
       const Elements src = data(ww.w);
@@ -188,7 +190,7 @@ struct Packer {
     v = c.graph.add(ir::OpKind::Reshape, {v}, attrs_of({{"shape", shape_of({k, count * kPackedNR})}}), loc);
     v = c.graph.add(ir::OpKind::Slice, {v},
                     attrs_of({{"axis", int64_t{1}}, {"start", int64_t{0}}, {"end", n}, {"step", int64_t{1}}}), loc);
-    return c.graph.type(v).dtype == old.type(mm.operands[1]).dtype ? v : cast_back(v, ww.w, loc);
+    return cast_back(v, ww.w, loc);  // nothing to cast for f16 panels: already the weight's type
   }
 
   // The view of M × K matrices (after the batch dims `batch`) read back out of their A panels
