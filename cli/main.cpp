@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "always", "never"}));
   c->add_option("--dump", compile.dump,
                 "print the result of these lowering passes to stderr, e.g. --dump fuse,schedule or --dump all "
-                "(the passes: decompose, fold-constants, cse, dce, channels-last, winograd, pad-conv-inputs, pack-weights, fuse, "
+                "(the passes: decompose, fold-constants, cse, dce, conv-taps, channels-last, winograd, pad-conv-inputs, pack-weights, fuse, "
                 "schedule, cpu-plan, cuda-plan, codegen, memory-plan); the compile cache is not used")
       ->delimiter(',');
   c->add_option("--report", compile.report,

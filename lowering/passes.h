@@ -1,7 +1,7 @@
 // Private to lowering/: the passes of lower_graph (pipeline.cpp) and the data they hand on.
 //
 //   graph passes   decompose, fold_constants, cse, dce,        ir::Graph → ir::Graph
-//                  channels_last, winograd, pad_conv_inputs, pack_weights (the last two
+//                  conv_taps, channels_last, winograd, pad_conv_inputs, pack_weights (the last two
 //                  serve the CPU backend only: in cpu/)
 //   fuse           decides which values are materialised        ir::Graph → FusedGraph
 //   schedule       kernels in order, buffers, loop nests        FusedGraph → Schedule
@@ -23,6 +23,7 @@ ir::Graph decompose(ir::Graph g);       // decompose.cpp
 ir::Graph fold_constants(ir::Graph g);  // fold_constants.cpp
 ir::Graph cse(ir::Graph g);             // cse.cpp
 ir::Graph dce(ir::Graph g);             // dce.cpp
+ir::Graph conv_taps(ir::Graph g);       // conv_taps.cpp
 ir::Graph channels_last(ir::Graph g);   // channels_last.cpp
 ir::Graph winograd(ir::Graph g, Options::Winograd mode);  // winograd.cpp
 // Graph passes that serve the CPU backend only (DESIGN §4), in lowering/cpu/:
@@ -40,6 +41,14 @@ bool is_depthwise_conv(const ir::Graph& g, const ir::Node& n);
 // every target, so that one plan and its pre-packed weights serve every CPU variant.
 constexpr int64_t kPackedMR = 6;
 constexpr int64_t kPackedNR = 16;
+// The smallest GEMM the CPU backend packs and plans (cpu/plan.cpp; pack_weights packs exactly
+// those weights): at least 4 rows, 4 columns and a depth of 8 (symbolic sizes at their maxima).
+// Smaller products take the per-element loops, which win at 1 or 2 columns (a matrix times 1-2
+// vectors) and tie at 3, but were 2-4.5x slower from 4 to 7 (a 1x1 conv 2048 -> 1024 of a 2x2
+// image, resnext50's last stage at 64x64: 1.53 -> 0.34 ms).
+constexpr int64_t kGemmMinRows = 4;
+constexpr int64_t kGemmMinColumns = 4;
+constexpr int64_t kGemmMinDepth = 8;
 
 // The largest k whose topk kernels keep a row's k best in sorted stack arrays (emit_topk_rows;
 // 12 KiB at 1024, a CPU thread's stack or a GPU thread's local memory).

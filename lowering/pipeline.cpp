@@ -118,7 +118,7 @@ std::optional<Options::CudaMath> cuda_math_named(std::string_view name) {
 }
 
 const std::vector<std::string>& pass_names() {
-  static const std::vector<std::string> names = {"decompose", "fold-constants", "cse", "dce", "channels-last", "winograd",
+  static const std::vector<std::string> names = {"decompose", "fold-constants", "cse", "dce", "conv-taps", "channels-last", "winograd",
                                                  "pad-conv-inputs", "pack-weights", "cuda-sort-wide-topks", "cuda-split-reductions", "cuda-weight-layout", "fuse", "schedule", "cpu-plan", "cuda-plan",
                                                  "codegen", "memory-plan"};
   return names;
@@ -139,29 +139,32 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
   g = run_pass(options, t, "cse", [&] { return cse(std::move(g)); });
   // 4. DCE last among graph passes: folding and CSE leave nodes without uses.
   g = run_pass(options, t, "dce", [&] { return dce(std::move(g)); });
-  // 5. Chains of depthwise and 1×1 convs channels-last ([N, H·W, C]): the 1×1 convs become
+  // 5. Conv taps that read only padding cut from their weights (a 3×3 conv of a 1×1 image is a
+  //    1×1 conv): before the passes that treat 1×1 convs their own way.
+  g = run_pass(options, t, "conv-taps", [&] { return conv_taps(std::move(g)); });
+  // 6. Chains of depthwise and 1×1 convs channels-last ([N, H·W, C]): the 1×1 convs become
   //    matmuls, the depthwise convs elementwise taps (after DCE: only live convs; before
   //    pack-weights, which packs the new matmuls' weights).
   g = run_pass(options, t, "channels-last", [&] { return channels_last(std::move(g)); });
   if (options.device == Options::Device::cuda) return lower_for_cuda(std::move(g), symbol_prefix, options, std::move(out));
-  // 6. 3×3 stride-1 convs as Winograd transforms around 16 GEMMs, where that pays (after DCE:
+  // 7. 3×3 stride-1 convs as Winograd transforms around 16 GEMMs, where that pays (after DCE:
   //    only live convs; before padding: the input transform zero-fills the border itself).
   g = run_pass(options, t, "winograd", [&] { return winograd(std::move(g), options.winograd); });
-  // 7. Padding out of convs, into a pad that fusion materialises as the conv's input: the conv
+  // 8. Padding out of convs, into a pad that fusion materialises as the conv's input: the conv
   //    kernels then read without bounds checks.
   g = run_pass(options, t, "pad-conv-inputs", [&] { return pad_conv_inputs(std::move(g)); });
-  // 8. GEMM weights into their panel layout, read in place by the kernels (the last graph pass:
+  // 9. GEMM weights into their panel layout, read in place by the kernels (the last graph pass:
   //    the views it leaves must reach fusion as they are).
   g = run_pass(options, t, "pack-weights", [&] { return pack_weights(std::move(g)); });
   out.graph = g;
-  // 9. Fusion on the clean graph: which values are materialised, which inlined into kernels.
+  // 10. Fusion on the clean graph: which values are materialised, which inlined into kernels.
   FusedGraph fused = run_pass(options, t, "fuse", [&] { return fuse(std::move(g)); });
-  // 10. Schedule: kernel order, buffers, loop nests, copies for aliased outputs.
+  // 11. Schedule: kernel order, buffers, loop nests, copies for aliased outputs.
   Schedule sched = run_pass(options, t, "schedule", [&] { return schedule(std::move(fused), symbol_prefix); });
-  // 11. The CPU backend's plans (cpu/plan.h): how each GEMM kernel is blocked, as data, the same
+  // 12. The CPU backend's plans (cpu/plan.h): how each GEMM kernel is blocked, as data, the same
   //     for every CPU codegen below.
   std::vector<cpu::CpuPlan> plans = run_pass(options, t, "cpu-plan", [&] { return cpu::plan_cpu_kernels(sched); });
-  // 12. Codegen: one LLVM function per kernel, optimised (O2) and emitted as an ELF object; for
+  // 13. Codegen: one LLVM function per kernel, optimised (O2) and emitted as an ELF object; for
   //    each extra CPU too, on the same schedule, in threads (separate LLVMContexts). Timed per CPU.
   std::vector<std::future<ir::Bytes>> extra;
   std::vector<std::vector<PassTiming>> extra_timings(options.extra_cpus.size()), extra_phases(extra_timings.size());
@@ -185,7 +188,7 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
     t.insert(t.end(), extra_timings[i].begin(), extra_timings[i].end());
     for (const PassTiming& ph : extra_phases[i]) t.push_back({extra_timings[i].back().pass + "." + ph.pass, ph.seconds});
   }
-  // 13. Memory plan last: it needs the final kernel order to know each buffer's live range.
+  // 14. Memory plan last: it needs the final kernel order to know each buffer's live range.
   out.plan = run_pass(options, t, "memory-plan", [&] { return plan_memory(sched); });
   return out;
 }

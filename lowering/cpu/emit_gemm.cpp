@@ -26,8 +26,9 @@
 // Weights packed at compile time (pack_weights.cpp, nodes marked packed_a/packed_b) are read in
 // place: only the activation side is packed per call.
 //
-// Taken: f32 matmul with both operands of rank >= 2, and f32 conv with groups == 1, when the
-// product is big enough to pay for packing (M >= 4, N >= 8, K >= 8); f16 and bf16 too, their
+// Taken: f32 matmul with both operands of rank >= 2, and f32 conv but depthwise (a grouped
+// conv: one GEMM per image and group, GemmPlan::groups), when the product is big enough to pay
+// for packing (passes.h kGemmMin*: M >= 4, N >= 4, K >= 8); f16 and bf16 too, their
 // operands widened to f32 as they are packed (A never read in place) and their sums rounded to
 // the type before the epilogue, as the per-element loop rounds its sum. An f16 matmul's weight B
 // is pre-packed as f16 panels (GemmPlan::b_f16), widened by the microkernel as it loads them
@@ -95,14 +96,23 @@ llvm::Value* KernelEmitter::stack_array(llvm::Type* t, int64_t count) {
   return a;
 }
 
-// A[m, k] of batch `batch`: matmul's first operand, or the conv weight as Cout × (Cin·window).
+llvm::Value* KernelEmitter::group_rows(const GemmPlan& plan, const Index& batch) {
+  return plan.groups > 1 ? b_.CreateMul(batch[1], size(plan.m)) : i64(0);
+}
+
+llvm::Value* KernelEmitter::group_input_channels(const GemmPlan& plan, const Index& batch) {
+  return plan.groups > 1 ? b_.CreateMul(batch[1], i64(static_dims(g_, plan.a)[1])) : i64(0);
+}
+
+// A[m, k] of batch `batch`: matmul's first operand, or the conv weight as Cout × (Cin·window)
+// (a grouped conv's: the group's rows).
 llvm::Value* KernelEmitter::gemm_a(const GemmPlan& plan, const Index& batch, llvm::Value* m,
                                    llvm::Value* k) {
   ir::ValueId a = plan.a;
   const ir::Shape& as = dims(a);
   Index ai;
   if (plan.is_conv) {
-    ai.push_back(m);
+    ai.push_back(b_.CreateAdd(group_rows(plan, batch), m));
     Index window = unflatten(k, ir::Shape(as.begin() + 1, as.end()));
     ai.insert(ai.end(), window.begin(), window.end());
   } else {
@@ -118,7 +128,7 @@ llvm::Value* KernelEmitter::gemm_a(const GemmPlan& plan, const Index& batch, llv
 llvm::Value* KernelEmitter::a_row_address(const GemmPlan& plan, const Index& batch, llvm::Value* m, llvm::Value* k) {
   if (plan.is_conv)
     return b_.CreateInBoundsGEP(storage_type(ctx_, dtype(plan.a)), buffers_[static_cast<size_t>(read_arg_.at(plan.a))],
-                                b_.CreateAdd(b_.CreateMul(m, size(plan.k)), k));
+                                b_.CreateAdd(b_.CreateMul(b_.CreateAdd(group_rows(plan, batch), m), size(plan.k)), k));
   const ir::Shape& as = dims(plan.a);
   Index ai = broadcast(ir::Shape(as.begin(), as.end() - 2), batch.size(), batch);
   ai.push_back(m);
@@ -151,7 +161,7 @@ llvm::Value* KernelEmitter::gemm_b(const GemmPlan& plan, const Index& batch, llv
                        pad = int_list(n.attrs, "pad_low");
   Index window = unflatten(k, to_shape(std::vector<int64_t>(ws.begin() + 1, ws.end())));
   Index spatial = unflatten(n_pos, ir::Shape(out.begin() + 2, out.end()));
-  Index xi = {batch[0], window[0]};
+  Index xi = {batch[0], b_.CreateAdd(group_input_channels(plan, batch), window[0])};
   llvm::Value* inside = b_.getTrue();
   for (size_t s = 0; s + 2 < xs.size(); ++s) {
     llvm::Value* pos = b_.CreateAdd(b_.CreateMul(spatial[s], i64(stride[s])),
@@ -346,7 +356,7 @@ llvm::Value* KernelEmitter::conv_input_base(const GemmPlan& plan, const Index& b
     base = b_.CreateAdd(base, b_.CreateMul(window[s - 1], size(x_stride * dilation[s - 2])));
     x_stride = x_stride * xs[s];
   }
-  base = b_.CreateAdd(base, b_.CreateMul(window[0], size(x_stride)));
+  base = b_.CreateAdd(base, b_.CreateMul(b_.CreateAdd(group_input_channels(plan, batch), window[0]), size(x_stride)));
   return b_.CreateAdd(base, b_.CreateMul(batch[0], size(xs[1] * x_stride)));
 }
 
@@ -800,8 +810,9 @@ void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm
     llvm::Value* first_row = b_.CreateUDiv(jc, size(plan.row));
     // The output index of channel `c`'s row R, but its column: a merged conv's rows run over
     // every image (image R / Ho, its row R % Ho).
+    llvm::Value* first_channel = group_rows(plan, batch);
     auto row_index = [&](llvm::Value* row, llvm::Value* c) {
-      Index idx = {plan.merged ? b_.CreateUDiv(row, size(out[2])) : batch[0], c};
+      Index idx = {plan.merged ? b_.CreateUDiv(row, size(out[2])) : batch[0], b_.CreateAdd(first_channel, c)};
       if (out.size() == 4) idx.push_back(plan.merged ? b_.CreateURem(row, size(out[2])) : row);
       return idx;
     };
@@ -970,6 +981,10 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
   auto b_rows = [&](llvm::Value* k) { return paired ? b_.CreateLShr(b_.CreateAdd(k, i64(1)), 1) : k; };
   const ir::Shape& out = dims(k_.reduction);
   ir::Shape batch_extents(out.begin(), out.end() - (plan.is_conv ? static_cast<std::ptrdiff_t>(out.size() - 1) : 2));
+  if (plan.groups > 1) {  // [image, group]; a merged conv's images are in N
+    if (plan.merged) batch_extents = {ir::SymExpr(1)};
+    batch_extents.push_back(plan.groups);
+  }
   auto min = [&](llvm::Value* x, int64_t y) { return b_.CreateSelect(b_.CreateICmpSLT(x, i64(y)), x, i64(y)); };
   // Task t: column block jb (fastest), row block, then the batch index (flat and unflattened).
   struct Task {
@@ -1038,8 +1053,9 @@ void KernelEmitter::gemm_task_loop(const GemmPlan& plan, llvm::Value* begin, llv
             // A pre-packed weight's panel q at K offset pc: weight + (q·K + pc)·MR, in the
             // batch's panels (a matmul's A has the result's batch dims: pack_weights).
             llvm::Value* q = b_.CreateUDiv(m0, i64(plan.mr));
-            if (!plan.is_conv)
-              q = b_.CreateAdd(q, b_.CreateMul(batch_flat, size(floordiv(plan.m + (plan.mr - 1), plan.mr))));
+            llvm::Value* panels = size(floordiv(plan.m + (plan.mr - 1), plan.mr));
+            if (!plan.is_conv) q = b_.CreateAdd(q, b_.CreateMul(batch_flat, panels));
+            else if (plan.groups > 1) q = b_.CreateAdd(q, b_.CreateMul(batch[1], panels));  // the group's
             llvm::Value* at = b_.CreateAdd(b_.CreateMul(q, size(plan.k)), pc);
             a_panel = b_.CreateInBoundsGEP(f32, packed_a, b_.CreateMul(at, i64(plan.mr)));
             lda = b_.CreateMul(size(plan.k), i64(plan.mr));

@@ -220,6 +220,10 @@ class KernelEmitter {
   void gemm_pack_gathered_b(const GemmPlan& plan, bool pairs, const Index& batch, llvm::Value* nc, llvm::Value* pc,
                             llvm::Value* kc, llvm::Value* table, llvm::Value* dst);
   llvm::Value* gemm_a(const GemmPlan& plan, const Index& batch, llvm::Value* m, llvm::Value* k);
+  // A grouped conv's first output channel and first input channel of batch [image, group]
+  // (GemmPlan::groups); 0 for every other GEMM.
+  llvm::Value* group_rows(const GemmPlan& plan, const Index& batch);
+  llvm::Value* group_input_channels(const GemmPlan& plan, const Index& batch);
   llvm::Value* a_row_address(const GemmPlan& plan, const Index& batch, llvm::Value* m, llvm::Value* k);
   const ir::SymExpr& a_row_stride(const GemmPlan& plan);
   llvm::Value* gemm_b(const GemmPlan& plan, const Index& batch, llvm::Value* k, llvm::Value* n);

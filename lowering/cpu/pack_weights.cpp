@@ -3,8 +3,9 @@
 // on every call:
 //   - matmul(x, permute(W, [1, 0])), a linear layer's W [N, K], or matmul(x, W [K, N]): B panels,
 //     [⌈N/NR⌉, K, NR]; W may be a slice of a weight (the q, k, v rows of attention's in_proj);
-//   - conv(x, W) with groups 1, W [Cout, Cin, kh, kw]: A panels, [⌈Cout/MR⌉, Cin·kh·kw, MR]
-//     (f32 only: a half W's rows are read in place);
+//   - conv(x, W), W [Cout, Cin, kh, kw]: A panels, [⌈Cout/MR⌉, Cin·kh·kw, MR], or per group
+//     for a grouped conv, [groups, ⌈Cout/groups/MR⌉, Cin/groups·kh·kw, MR] (f32 only: a half
+//     W's rows are read in place; depthwise convs have their own kernel);
 //   - matmul(W, x) with W [batch..., M, K] a weight of x's batch dims (winograd's transformed
 //     filters U [16, O, C]): A panels per batch, [batch..., ⌈M/MR⌉, K, MR], so that the GEMM
 //     takes its widest microkernel and streams the weight in order;
@@ -13,9 +14,9 @@
 // its meaning for the verifier and the reference interpreter), and the node is marked
 // `packed_b` / `packed_a` = the panel width, which codegen trusts. The original weight stays
 // in the signature; compile stores only the weights a plan reads. Only nodes that take the GEMM
-// path are packed (f32, f16 or bf16, M >= 4, N >= 8, K >= 8; symbolic activation dims at their
-// maximum), with the panels of passes.h. Panels are f32, what the microkernel reads: an f16 or
-// bf16 weight's are widened (exactly; twice its bytes), and its view is cast back to its type,
+// path are packed (f32, f16 or bf16, at least passes.h's kGemmMin* sizes; symbolic activation
+// dims at their maximum), with the panels of passes.h. Panels are f32, what the microkernel
+// reads: an f16 or bf16 weight's are widened (exactly; twice its bytes), and its view is cast back to its type,
 // which gives the same values. But a half matmul's B keeps its type: a bf16 B's panels are bf16
 // in K pairs ([⌈N/NR⌉, ⌈K/2⌉, NR, 2], a zero after an odd K's last row; node marked
 // `packed_b_pairs`), the layout of AVX512-BF16's dot product, whose 32 bits per column the
@@ -139,7 +140,8 @@ struct Packer {
     // The activation's rows may be symbolic: judged at their maximum, as the GEMM plan is.
     const ir::Shape& as = old.type(mm.operands[0]).shape;
     int64_t n = transposed ? ww.rows : ww.cols, k = transposed ? ww.cols : ww.rows;
-    if (as.size() < 2 || planned_size(as[as.size() - 2], max) < 4 || n < 8 || k < 8) return -1;
+    if (as.size() < 2 || planned_size(as[as.size() - 2], max) < kGemmMinRows || n < kGemmMinColumns ||
+        k < kGemmMinDepth) return -1;
     const int64_t origin = ww.r0 * ww.stride + ww.c0;
     auto element = [&](int64_t col, int64_t kk) {  // B[kk, col]'s index in the weight
       return origin + (transposed ? col * ww.stride + kk : kk * ww.stride + col);
@@ -222,7 +224,7 @@ struct Packer {
       if (!(out[d] == ir::SymExpr(as[d]))) return -1;
     int64_t m = as[as.size() - 2], k = as.back(), n = planned_size(out.back(), max), batch = 1;
     for (size_t d = 0; d + 2 < as.size(); ++d) batch *= as[d];
-    if (m < 4 || n < 8 || k < 8) return -1;
+    if (m < kGemmMinRows || n < kGemmMinColumns || k < kGemmMinDepth) return -1;
     const Elements src = data(w);
     std::vector<int64_t> batch_dims(as.begin(), as.end() - 2), dims = batch_dims;
     dims.insert(dims.end(), {(m + kPackedMR - 1) / kPackedMR, k, kPackedMR});
@@ -233,9 +235,12 @@ struct Packer {
     return cast_back(a_panels_view(packed, batch_dims, m, k, loc), w, loc);
   }
 
-  // Conv W [Cout, Cin, kh, kw] (groups 1): A panels; returns the view of W, or -1.
+  // Conv W [Cout, Cin/groups, kh, kw]: A panels per group, [groups, ⌈Cout/groups/MR⌉,
+  // Cin/groups·kh·kw, MR] (GemmPlan::groups); returns the view of W, or -1. Depthwise convs
+  // (their own kernel reads W as it is) are left alone.
   ir::ValueId pack_a(const ir::Node& conv, const SourceLoc& loc) {
-    if (conv.attrs.has("groups") && conv.attrs.i("groups") != 1) return -1;
+    const int64_t groups = conv.attrs.has("groups") ? conv.attrs.i("groups") : 1;
+    if (groups < 1 || is_depthwise_conv(old, conv)) return -1;
     int w = weight_index[static_cast<size_t>(conv.operands[1])];
     if (w < 0 || !computed_in_f32(old.type(conv.operands[1]).dtype)) return -1;
     if (old.type(conv.operands[0]).dtype != old.type(conv.operands[1]).dtype) return -1;
@@ -245,15 +250,20 @@ struct Packer {
     if (old.type(conv.operands[1]).dtype != ir::DType::f32) return -1;
     std::vector<int64_t> ws = static_dims(old, conv.operands[1]);
     const ir::Shape& out = old.type(conv.results[0]).shape;  // batch and spatial may be symbolic
-    int64_t m = ws[0], k = 1, n = 1;
+    int64_t m = ws[0] / groups, k = 1, n = 1;
     for (size_t d = 1; d < ws.size(); ++d) k *= ws[d];
     for (size_t d = 2; d < out.size(); ++d) n *= planned_size(out[d], max);
-    if (m < 4 || n < 8 || k < 8 || out[0] == ir::SymExpr(0)) return -1;
+    if (m < kGemmMinRows || n < kGemmMinColumns || k < kGemmMinDepth || out[0] == ir::SymExpr(0)) return -1;
     const Elements src = data(w);
-    int64_t count = (m + kPackedMR - 1) / kPackedMR;
-    ir::ValueId packed = add_packed(w, "packed_a" + std::to_string(kPackedMR), {count, k, kPackedMR},
-                                    panels(m, k, kPackedMR, [&](int64_t r, int64_t col) { return src(r * k + col); }));
-    return cast_back(c.graph.add(ir::OpKind::Reshape, {a_panels_view(packed, {}, m, k, loc)},
+    std::vector<int64_t> batch_dims;
+    if (groups > 1) batch_dims.push_back(groups);
+    std::vector<int64_t> dims = batch_dims;
+    dims.insert(dims.end(), {(m + kPackedMR - 1) / kPackedMR, k, kPackedMR});
+    ir::ValueId packed = add_packed(w, "packed_a" + std::to_string(kPackedMR), dims,
+                                    panels(groups, m, k, kPackedMR, [&](int64_t g, int64_t r, int64_t col) {
+                                      return src((g * m + r) * k + col);
+                                    }));
+    return cast_back(c.graph.add(ir::OpKind::Reshape, {a_panels_view(packed, batch_dims, m, k, loc)},
                                  attrs_of({{"shape", shape_of(ws)}}), loc),
                      w, loc);
   }

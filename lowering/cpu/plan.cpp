@@ -223,15 +223,17 @@ std::optional<GemmPlan> gemm_operands(const KernelGraph& kg) {
     p.b_f16 = n.attrs.has("packed_b") && dtype(p.b) == ir::DType::f16;
     return p;
   }
-  if (n.attrs.has("groups") && n.attrs.i("groups") != 1) return std::nullopt;
+  // Depthwise convs (one channel per group) take their own kernel (plan_depthwise).
+  p.groups = n.attrs.has("groups") ? n.attrs.i("groups") : 1;
+  if (p.groups < 1 || is_depthwise_conv(kg.g, n)) return std::nullopt;
   std::vector<int64_t> ws = static_dims(kg.g, p.a);  // weights are static
   if (out.size() != 3 && out.size() != 4) return std::nullopt;
-  p.m = ws[0];
+  p.m = ws[0] / p.groups;
   p.k = 1;
   for (size_t d = 1; d < ws.size(); ++d) p.k = p.k * ws[d];
   p.n = 1;
   for (size_t d = 2; d < out.size(); ++d) p.n = p.n * out[d];
-  p.batches = out[0];
+  p.batches = out[0] * p.groups;
   p.row = p.out_w = out.back();
   return p;
 }
@@ -259,12 +261,12 @@ std::optional<GemmPlan> plan_gemm(const KernelGraph& kg) {
     // Small images at a static batch over 1: one GEMM over every image's columns (with the
     // images apart, N = 49 took 64 lanes and each image's GEMM was a few tasks).
     const bool unpadded = read_arg_.count(p.b) != 0 && (p.gathered || p.wide);
-    if (unpadded && out.size() == 4 && p.batches.as_constant().value_or(1) > 1 && out[2].is_constant() &&
+    if (unpadded && out.size() == 4 && out[0].as_constant().value_or(1) > 1 && out[2].is_constant() &&
         out[3].is_constant() && planned(out[2] * out[3]) <= kMergedImageColumns) {
       p.wide = false;
       p.gathered = p.merged = true;
-      p.images = p.batches;
-      p.batches = 1;
+      p.images = out[0];
+      p.batches = p.groups;
       p.row = p.out_w = out.back();
       p.n = p.images * out[2] * out[3];
     }
@@ -282,7 +284,8 @@ std::optional<GemmPlan> plan_gemm(const KernelGraph& kg) {
     p.b_pairs = kg.dtype(p.a) == ir::DType::bf16 && (p.wide || p.gathered);
   }
   // Whether packing pays is judged on the sizes at their maxima; the kernel handles every edge.
-  if (planned(p.batches) == 0 || planned(p.m) < 4 || planned(p.n) < 8 || planned(p.k) < 8) return std::nullopt;
+  if (planned(p.batches) == 0 || planned(p.m) < kGemmMinRows || planned(p.n) < kGemmMinColumns ||
+      planned(p.k) < kGemmMinDepth) return std::nullopt;
   plan_gemm_blocking(kg, p);
   p.widen_b = p.b_f16 && planned(p.m) > 2 * p.mr;
   return p;
@@ -601,6 +604,7 @@ std::string describe(const std::vector<CpuPlan>& plans) {
       continue;
     }
     out += std::string(" | gemm ") + (p->is_conv ? "conv" : "matmul") + " batches " + p->batches.str() +
+           (p->groups > 1 ? " groups " + std::to_string(p->groups) : "") +
            " m " + p->m.str() + " n " + p->n.str() + " k " + p->k.str() + " | mr " + std::to_string(p->mr) +
            " nr " + std::to_string(p->nr) + " mc " + std::to_string(p->mc) + " kc " + std::to_string(p->kc) +
            " mt " + std::to_string(p->mt) + " nc " + p->nc.str() + " | tasks " + p->tasks().str();

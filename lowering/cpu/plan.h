@@ -64,6 +64,10 @@ struct GemmPlan {
   bool is_conv = false;
   // The sizes, symbolic where the shapes are: evaluated in the kernel (edges, task counts).
   ir::SymExpr batches = 1, m = 0, n = 0, k = 0;
+  // A grouped conv (resnext's, regnet's: groups > 1, several channels per group) is one GEMM
+  // per image and group: M and K are a group's (Cout/groups rows, Cin/groups·window), `batches`
+  // counts images × groups, and a task's batch index is [image, group] (image 0 where merged).
+  int64_t groups = 1;
   // The blocking is fixed at compile time (from the sizes at their maxima where symbolic).
   int64_t mr = 6, nr = 16, mc = 72, kc = 256;
   int64_t mt = 72;  // rows per task: a multiple of MC (fewer B packings, enough tasks)

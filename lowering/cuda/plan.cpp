@@ -132,7 +132,7 @@ bool archs_have_half_mma(const Options& options) {
 std::optional<cpu::TiledGemmPlan> tiled_gemm(const cpu::KernelGraph& kg, const Options& options) {
   Options::CudaMath math = options.cuda_math;  // f32 models' GEMMs
   std::optional<cpu::GemmPlan> gemm = cpu::gemm_operands(kg);
-  if (!gemm || gemm->node < 0) return std::nullopt;
+  if (!gemm || gemm->node < 0 || gemm->groups != 1) return std::nullopt;  // grouped convs: the direct loops
   // f16 and bf16 GEMMs take their own type's tensor cores where every arch has them: their
   // operands are exact in it and the sums stay f32, so the numbers are the FMA path's but for
   // the sums' order (cuda_math is about rounding f32 operands, which these do not have).

@@ -293,7 +293,7 @@ TEST(Lowering, TimesEveryPass) {
   LoweredVariant v = lower_graph(g, "t_", Options{});
   std::vector<std::string> passes;
   for (const auto& t : v.timings) passes.push_back(t.pass);
-  EXPECT_EQ(passes, (std::vector<std::string>{"decompose", "fold-constants", "cse", "dce", "channels-last", "winograd",
+  EXPECT_EQ(passes, (std::vector<std::string>{"decompose", "fold-constants", "cse", "dce", "conv-taps", "channels-last", "winograd",
                                               "pad-conv-inputs", "pack-weights", "fuse", "schedule",
                                               "cpu-plan", "codegen", "codegen.llvm-ir", "codegen.llvm-opt",
                                               "codegen.llvm-mc", "memory-plan"}));

@@ -355,6 +355,60 @@ TEST(Gemm, HalfConvsWidenTheirInputAsTheyLoadIt) {
   }
 }
 
+ir::Attrs grouped(ir::Attrs a, int64_t groups) {
+  a.set("groups", groups);
+  return a;
+}
+
+// A grouped conv (resnext's 32 groups of 4 channels, regnet's of 8) is one GEMM per image and
+// group, its W pre-packed per group ([groups, panels, K, MR]): 3×3 padded (wide, bias, batch
+// norm, ReLU), a partial A panel per group (10 rows), stride 2 and dilation 2 (gathered), small
+// images at batch 3 (merged into N), 1×1 (wide), K over two KC panels (36·9 = 324), a depthwise
+// conv that keeps its own kernel, and f16 and bf16 grouped convs whose W is read by its rows.
+TEST(Gemm, GroupedConvsAreAGemmPerGroup) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({2, 16, 9, 11}), "L['x']");
+  ir::ValueId y = g.add_input("y", f32({1, 12, 17, 15}), "L['y']");
+  ir::ValueId z = g.add_input("z", f32({3, 32, 5, 5}), "L['z']");
+  ir::ValueId u = g.add_input("u", f32({1, 72, 6, 7}), "L['u']");
+  ir::ValueId conv = g.add(OpKind::Conv, {x, weight(g, "w1", {24, 4, 3, 3}, 1), weight(g, "b1", {24}, 2)},
+                           grouped(conv_attrs({1, 1}, {1, 1}, {1, 1}, {1, 1}), 4));
+  ir::ValueId bn = g.add(OpKind::Add, {g.add(OpKind::Mul, {conv, weight(g, "scale", {24, 1, 1}, 3)}), weight(g, "shift", {24, 1, 1}, 4)});
+  set_outputs(g, {g.add(OpKind::Relu, {bn}),
+                  g.add(OpKind::Conv, {y, weight(g, "w2", {20, 6, 3, 3}, 5)}, grouped(conv_attrs({2, 2}, {2, 2}, {0, 0}, {0, 0}), 2)),
+                  g.add(OpKind::Conv, {z, weight(g, "w3", {32, 4, 3, 3}, 6)}, grouped(conv_attrs({1, 1}, {1, 1}, {0, 0}, {0, 0}), 8)),
+                  g.add(OpKind::Conv, {z, weight(g, "w4", {16, 16, 1, 1}, 7)}, grouped(conv_attrs({1, 1}, {1, 1}, {0, 0}, {0, 0}), 2)),
+                  g.add(OpKind::Conv, {u, weight(g, "w5", {14, 36, 3, 3}, 8)}, grouped(conv_attrs({1, 1}, {1, 1}, {1, 1}, {1, 1}), 2)),
+                  g.add(OpKind::Conv, {z, weight(g, "w6", {32, 1, 3, 3}, 9)}, grouped(conv_attrs({1, 1}, {1, 1}, {1, 1}, {1, 1}), 32))});
+  LoweredVariant lowered = expect_on_every_cpu(g);
+  std::vector<std::string> panels;
+  for (const auto& w : lowered.graph.weights)
+    if (w.name.find(".packed_a") != std::string::npos) panels.push_back(lowered.graph.type(w.value).str());
+  EXPECT_EQ(panels, (std::vector<std::string>{"f32[4, 1, 36, 6]", "f32[2, 2, 54, 6]", "f32[8, 1, 36, 6]",
+                                               "f32[2, 2, 16, 6]", "f32[2, 2, 324, 6]"}));
+  Options options;
+  options.dump = {"cpu-plan"};
+  ::testing::internal::CaptureStderr();
+  lower_graph(g, "grouped_", options);
+  const std::string plan = ::testing::internal::GetCapturedStderr();
+  for (const char* gemm : {"batches 8 groups 4 m 6 n 117 k 36", "batches 2 groups 2 m 10 n 42 k 54",
+                           "batches 8 groups 8 m 4 n 27 k 36", "batches 2 groups 2 m 8 n 75 k 16",
+                           "batches 2 groups 2 m 7 n 54 k 324"})
+    EXPECT_NE(plan.find(gemm), std::string::npos) << gemm << " in\n" << plan;
+  EXPECT_NE(plan.find("depthwise conv 3x3"), std::string::npos) << plan;
+  for (ir::DType t : {ir::DType::f16, ir::DType::bf16}) {
+    SCOPED_TRACE(ir::dtype_name(t));
+    ir::Graph h;
+    ir::ValueId hx = h.add_input("x", typed(t, {2, 16, 9, 11}), "L['x']");
+    ir::ValueId hz = h.add_input("z", typed(t, {3, 32, 5, 5}), "L['z']");
+    set_outputs(h, {h.add(OpKind::Conv, {hx, typed_weight(h, t, "w1", {20, 4, 3, 3}, 1), typed_weight(h, t, "b1", {20}, 2)},
+                          grouped(conv_attrs({1, 1}, {1, 1}, {1, 1}, {1, 1}), 4)),
+                    h.add(OpKind::Conv, {hz, typed_weight(h, t, "w3", {32, 4, 3, 3}, 6)},
+                          grouped(conv_attrs({1, 1}, {1, 1}, {0, 0}, {0, 0}), 8))});
+    expect_on_every_cpu(h);
+  }
+}
+
 // A bf16 matmul's sums are rounded before its epilogue reads them, as the graph rounds the
 // matmul's bf16 result: 256 + 0.5 is 256 in bf16 (to even), so minus 256 is 0, not 0.5.
 TEST(Gemm, HalfSumsAreRoundedBeforeTheEpilogue) {
@@ -435,6 +489,39 @@ TEST(Gemm, Batch1LinearAndLongSumSplitTheirRow) {
   set_outputs(g, {g.add(OpKind::Matmul, {x, g.add(OpKind::Permute, {w}, perm_attrs({1, 0}))}),
                   g.add(OpKind::ReduceSum, {y}, sum)});
   expect_on_every_cpu(g);
+}
+
+// Products of 4 to 7 columns take the GEMM (passes.h kGemmMinColumns), most lanes of each B
+// panel dropped: a 1×1 conv of a 2×2 image (wide), a 3×3 stride-2 conv to a 2×2 image
+// (gathered), a 1×1 conv of a 1×5 image at batch 2 (images merged), a product with an
+// activation B of 5 columns (its one edge panel packed element by element), a linear layer of
+// 7 outputs (B pre-packed). Three columns stay the per-element loops, which tie there.
+TEST(Gemm, NarrowProductsFromFourColumns) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", f32({1, 20, 2, 2}), "L['x']");
+  ir::ValueId y = g.add_input("y", f32({1, 12, 5, 5}), "L['y']");
+  ir::ValueId z = g.add_input("z", f32({2, 20, 1, 5}), "L['z']");
+  ir::ValueId a = g.add_input("a", f32({40, 64}), "L['a']");
+  ir::ValueId b = g.add_input("b", f32({64, 5}), "L['b']");
+  ir::ValueId t = g.add_input("t", f32({1, 20, 1, 3}), "L['t']");
+  ir::ValueId w1 = weight(g, "w1", {30, 20, 1, 1}, 1);
+  set_outputs(g, {g.add(OpKind::Conv, {x, w1, weight(g, "b1", {30}, 2)}, conv_attrs({1, 1}, {1, 1}, {0, 0}, {0, 0})),
+                  g.add(OpKind::Conv, {y, weight(g, "w2", {9, 12, 3, 3}, 3)}, conv_attrs({2, 2}, {1, 1}, {0, 0}, {0, 0})),
+                  g.add(OpKind::Conv, {z, w1}, conv_attrs({1, 1}, {1, 1}, {0, 0}, {0, 0})),
+                  g.add(OpKind::Matmul, {a, b}),
+                  g.add(OpKind::Matmul, {a, transpose(g, weight(g, "w3", {7, 64}, 4))}),
+                  g.add(OpKind::Conv, {t, w1}, conv_attrs({1, 1}, {1, 1}, {0, 0}, {0, 0}))});
+  expect_on_every_cpu(g);
+  Options options;
+  options.dump = {"cpu-plan"};
+  ::testing::internal::CaptureStderr();
+  lower_graph(g, "narrow_", options);
+  const std::string plan = ::testing::internal::GetCapturedStderr();
+  for (const char* gemm : {"gemm conv batches 1 m 30 n 4 k 20", "gemm conv batches 1 m 9 n 4 k 108",
+                           "gemm conv batches 1 m 30 n 10 k 20", "gemm matmul batches 1 m 40 n 5 k 64",
+                           "gemm matmul batches 1 m 40 n 7 k 64"})
+    EXPECT_NE(plan.find(gemm), std::string::npos) << gemm << " in\n" << plan;
+  EXPECT_EQ(plan.find(" n 3 "), std::string::npos) << plan;
 }
 
 TEST(Gemm, Conv1d) {

@@ -436,3 +436,63 @@ TEST(Fusion, HeadsMergedByPermuteAndReshapeAreCopiedOnceForTheGemm) {
 
 }  // namespace
 }  // namespace aotrace::lowering
+
+namespace aotrace::lowering {
+namespace {
+
+// conv_taps cuts the taps that read only padding: a 3×3 conv (padding 1) of 1×1 images is a
+// 1×1 conv; ASPP's dilation 36 over a 4×4 map keeps the centre tap; a 1-row image keeps a
+// 1×3 kernel; stride 2 cuts the first tap only; a cut that starts past the padding crops
+// (negative padding); a grouped conv with a bias; a conv1d; f16. A 1×1 stride-2 conv whose
+// only tap reads padding, and a conv whose every tap is live, stay as they are. The lowered
+// graph (every later pass, the kernels) against the reference of the original convs.
+TEST(GraphPasses, ConvTapsReadingOnlyPaddingAreCut) {
+  ir::Graph g;
+  auto conv = [&](ir::ValueId x, std::vector<int64_t> w, std::vector<int64_t> stride, std::vector<int64_t> dilation,
+                  std::vector<int64_t> low, std::vector<int64_t> high, int64_t groups = 1, bool bias = false,
+                  ir::DType t = ir::DType::f32) {
+    const int seed = static_cast<int>(g.nodes.size()) + 1;
+    std::vector<ir::ValueId> operands = {x, typed_weight(g, t, "w" + std::to_string(seed), w, seed)};
+    if (bias) operands.push_back(typed_weight(g, t, "b" + std::to_string(seed), {w[0]}, seed + 100));
+    ir::Attrs a;
+    a.set("stride", stride).set("dilation", dilation).set("groups", groups).set("pad_low", low).set("pad_high", high);
+    return g.add(OpKind::Conv, operands, a);
+  };
+  ir::ValueId one = g.add_input("one", f32({2, 8, 1, 1}), "L['one']");
+  ir::ValueId map = g.add_input("map", f32({1, 6, 4, 4}), "L['map']");
+  ir::ValueId row = g.add_input("row", f32({1, 4, 1, 9}), "L['row']");
+  ir::ValueId two = g.add_input("two", f32({1, 4, 2, 2}), "L['two']");
+  ir::ValueId crop = g.add_input("crop", f32({1, 3, 4, 4}), "L['crop']");
+  ir::ValueId seq = g.add_input("seq", f32({2, 5, 3}), "L['seq']");
+  ir::ValueId half = g.add_input("half", typed(ir::DType::f16, {1, 8, 1, 1}), "L['half']");
+  ir::ValueId live = g.add_input("live", f32({1, 4, 5, 5}), "L['live']");
+  set_outputs(g, {conv(one, {10, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
+                  conv(map, {5, 6, 3, 3}, {1, 1}, {36, 36}, {36, 36}, {36, 36}),
+                  conv(row, {7, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}),
+                  conv(two, {5, 4, 3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}),
+                  conv(crop, {4, 3, 3, 3}, {1, 1}, {3, 3}, {2, 2}, {2, 2}),
+                  conv(one, {12, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 4, true),
+                  conv(seq, {6, 5, 5}, {1}, {4}, {8}, {8}),
+                  conv(half, {6, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, true, ir::DType::f16),
+                  conv(one, {3, 8, 1, 1}, {2, 2}, {1, 1}, {1, 1}, {1, 1}),
+                  conv(live, {3, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1})});
+  ir::Graph cut = conv_taps(g);
+  std::vector<std::string> kernels;
+  std::vector<std::vector<int64_t>> pads;
+  for (const ir::Node& n : cut.nodes)
+    if (n.op == OpKind::Conv) {
+      kernels.push_back(cut.type(n.operands[1]).str());
+      std::vector<int64_t> p = n.attrs.ints("pad_low"), high = n.attrs.ints("pad_high");
+      p.insert(p.end(), high.begin(), high.end());
+      pads.push_back(p);
+    }
+  EXPECT_EQ(kernels, (Names{"f32[10, 8, 1, 1]", "f32[5, 6, 1, 1]", "f32[7, 4, 1, 3]", "f32[5, 4, 2, 2]", "f32[4, 3, 1, 1]",
+                            "f32[12, 2, 1, 1]", "f32[6, 5, 1]", "f16[6, 8, 1, 1]", "f32[3, 8, 1, 1]", "f32[3, 4, 3, 3]"}));
+  EXPECT_EQ(pads, (std::vector<std::vector<int64_t>>{{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 1, 0, 1}, {0, 0, 0, 0}, {-1, -1, -1, -1},
+                                                     {0, 0, 0, 0}, {0, 0}, {0, 0, 0, 0}, {1, 1, 1, 1}, {1, 1, 1, 1}}));
+  for (size_t i = 0; i < g.outputs.size(); ++i) EXPECT_EQ(cut.type(cut.outputs[i]).str(), g.type(g.outputs[i]).str());
+  expect_matches_reference_in(g, -1, 1);
+}
+
+}  // namespace
+}  // namespace aotrace::lowering

@@ -279,9 +279,15 @@ struct Generator {
         y = add(OpKind::Concat, chance(0.5) ? std::vector<ir::ValueId>{x, o} : std::vector<ir::ValueId>{o, x}, attrs({{"axis", a}}), ex);
         break;
       }
-      case 18: {  // conv over 1 or 2 static spatial dims (groups 1 or depthwise), bias sometimes
+      case 18: {  // conv over 1 or 2 static spatial dims (groups 1, depthwise or a divisor of both
+                  // channel counts), bias sometimes
         if ((rank != 3 && rank != 4) || !fixed(d[1])) return false;
-        const int64_t c = *fixed(d[1]), spatial = rank - 2, o = chance(0.5) ? c : pick(1, 20), groups = o == c && chance(0.5) ? c : 1;
+        const int64_t c = *fixed(d[1]), spatial = rank - 2, o = chance(0.5) ? c : pick(1, 20);
+        int64_t groups = o == c && chance(0.5) ? c : 1;
+        if (groups == 1 && chance(0.3)) {
+          const int64_t g = pick(2, 4);
+          if (c % g == 0 && o % g == 0) groups = g;
+        }
         ir::Shape w = {o, c / groups}, out = {d[0], o};
         Ints stride, dilation, low, high;
         for (int64_t i = 0; i < spatial; ++i) {
