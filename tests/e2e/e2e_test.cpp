@@ -1057,7 +1057,7 @@ TEST(Cuda, EveryModelsKernelsAssembleForSm80AndSm90) {
       EXPECT_TRUE(v["kernels"].empty()) << v["name"];
       EXPECT_FALSE(v["cuda_kernels"].empty()) << v["name"];
     }
-  EXPECT_EQ(variants, 22u);  // 11 models at batch 1 and 4
+  EXPECT_EQ(variants, 26u);  // 13 models at batch 1 and 4
   // inspect's text says there are no CPU kernels rather than listing an empty CPU.
   shown = run_command(quote(AOTRACE_CLI) + " inspect " + quote(out.string()) + " 2>/dev/null");
   expect_contains(shown.output, "hardware: no CPU kernels (CUDA only; `targets: [cpu, cuda]` in the spec adds them)");
@@ -1087,17 +1087,17 @@ TEST(Cuda, EveryModelsKernelsAssembleForSm80AndSm90) {
   size_t checked = 0;
   rt::Status s = on_gpu->selftest(&checked);
   EXPECT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(checked, 22u);
+  EXPECT_EQ(checked, 26u);
   const FakeCudaStats stats = fake.stats();
-  EXPECT_EQ(stats.graphs_instantiated, 22);  // one per variant: static shapes
-  EXPECT_EQ(stats.graph_launches, 22);
+  EXPECT_EQ(stats.graphs_instantiated, 26);  // one per variant: static shapes
+  EXPECT_EQ(stats.graph_launches, 26);
   EXPECT_GE(stats.launches, 1388 - 100);     // every kernel call launched (a few have no threads)
   // `aotrace verify` of the CUDA-only bundle: on the (fake) GPU, else refused with the reason.
   const std::string env = FakeCuda::cli_env(emulation);
   auto verified = run_command(env + quote(AOTRACE_CLI) + " verify " + quote(out.string()));
   EXPECT_EQ(verified.exit_code, 0) << verified.output;
   expect_contains(verified.output, "every file's size and XXH3 hash match");
-  expect_contains(verified.output, "22 golden pair(s) match on GPU 0 (sm_90");
+  expect_contains(verified.output, "26 golden pair(s) match on GPU 0 (sm_90");
   auto nowhere = run_command("AOTRACE_CUDA_DRIVER=/nonexistent/libcuda.so.1 " + quote(AOTRACE_CLI) + " verify " +
                              quote(out.string()));
   EXPECT_EQ(nowhere.exit_code, 1) << nowhere.output;

@@ -18,6 +18,11 @@ resnet18 = randomise_batch_norm(torchvision.models.resnet18())
 mobilenet_v2 = randomise_batch_norm(torchvision.models.mobilenet_v2())
 mobilenet_v3_small = randomise_batch_norm(torchvision.models.mobilenet_v3_small())
 squeezenet1_1 = torchvision.models.squeezenet1_1().eval()
+# Grouped convs (groups of 8 channels, a GEMM per group) with squeeze-excitation.
+regnet_y_400mf = randomise_batch_norm(torchvision.models.regnet_y_400mf())
+# DeepLabV3's ASPP head: 3×3 convs of dilation 12, 24 and 36 over an 8×8 map, whose taps past
+# the map read only padding (cut at compile time), and its image pooling branch.
+aspp = randomise_batch_norm(torchvision.models.segmentation.deeplabv3.ASPP(64, [12, 24, 36], 32))
 # vit_b_16's code path (conv patchify, class token, the MultiheadAttention fast path, GELU MLP,
 # LayerNorm) at a width the test can afford; vit_b_16 itself is captured in tests/capture.
 vit = torchvision.models.VisionTransformer(image_size=32, patch_size=16, num_layers=2, num_heads=4,
