@@ -62,6 +62,8 @@ resnet18 = randomise_batch_norm(torchvision.models.resnet18())
 mobilenet_v2 = randomise_batch_norm(torchvision.models.mobilenet_v2())
 efficientnet_b0 = randomise_batch_norm(torchvision.models.efficientnet_b0())
 resnet50 = randomise_batch_norm(torchvision.models.resnet50())
+# Grouped convs (groups of 8 channels) with squeeze-excitation.
+regnet_y_400mf = randomise_batch_norm(torchvision.models.regnet_y_400mf())
 # bfloat16 copies (the same weights, rounded).
 bert_layer_bf16 = copy.deepcopy(bert_layer).to(torch.bfloat16)
 resnet18_bf16 = copy.deepcopy(resnet18).to(torch.bfloat16)
