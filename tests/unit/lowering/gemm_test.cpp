@@ -355,6 +355,19 @@ TEST(Gemm, HalfConvsWidenTheirInputAsTheyLoadIt) {
   }
 }
 
+// The plan `--dump cpu-plan` prints for `g` (the default CPU's), and a check that it has each
+// of `parts`.
+std::string cpu_plan(const ir::Graph& g) {
+  Options options;
+  options.dump = {"cpu-plan"};
+  ::testing::internal::CaptureStderr();
+  lower_graph(g, "plan_", options);
+  return ::testing::internal::GetCapturedStderr();
+}
+void expect_in_plan(const std::string& plan, std::initializer_list<const char*> parts) {
+  for (const char* part : parts) EXPECT_NE(plan.find(part), std::string::npos) << part << " in\n" << plan;
+}
+
 ir::Attrs grouped(ir::Attrs a, int64_t groups) {
   a.set("groups", groups);
   return a;
@@ -386,16 +399,10 @@ TEST(Gemm, GroupedConvsAreAGemmPerGroup) {
     if (w.name.find(".packed_a") != std::string::npos) panels.push_back(lowered.graph.type(w.value).str());
   EXPECT_EQ(panels, (std::vector<std::string>{"f32[4, 1, 36, 6]", "f32[2, 2, 54, 6]", "f32[8, 1, 36, 6]",
                                                "f32[2, 2, 16, 6]", "f32[2, 2, 324, 6]"}));
-  Options options;
-  options.dump = {"cpu-plan"};
-  ::testing::internal::CaptureStderr();
-  lower_graph(g, "grouped_", options);
-  const std::string plan = ::testing::internal::GetCapturedStderr();
-  for (const char* gemm : {"batches 8 groups 4 m 6 n 117 k 36", "batches 2 groups 2 m 10 n 42 k 54",
-                           "batches 8 groups 8 m 4 n 27 k 36", "batches 2 groups 2 m 8 n 75 k 16",
-                           "batches 2 groups 2 m 7 n 54 k 324"})
-    EXPECT_NE(plan.find(gemm), std::string::npos) << gemm << " in\n" << plan;
-  EXPECT_NE(plan.find("depthwise conv 3x3"), std::string::npos) << plan;
+  const std::string plan = cpu_plan(g);
+  expect_in_plan(plan, {"batches 8 groups 4 m 6 n 117 k 36", "batches 2 groups 2 m 10 n 42 k 54",
+                        "batches 8 groups 8 m 4 n 27 k 36", "batches 2 groups 2 m 8 n 75 k 16",
+                        "batches 2 groups 2 m 7 n 54 k 324", "depthwise conv 3x3"});
   for (ir::DType t : {ir::DType::f16, ir::DType::bf16}) {
     SCOPED_TRACE(ir::dtype_name(t));
     ir::Graph h;
@@ -505,18 +512,13 @@ TEST(Gemm, LongOutputRowsOfLongerInputRowsAreGathered) {
                   g.add(OpKind::Conv, {y, w}, conv_attrs({1, 1}, {1, 1}, {1, 1}, {1, 1})),
                   g.add(OpKind::Conv, {z, weight(g, "w1", {10, 12, 1, 1}, 3)}, conv_attrs({1, 1}, {1, 1}, {0, 0}, {0, 0}))});
   expect_on_every_cpu(g);
-  Options options;
-  options.dump = {"cpu-plan"};
-  ::testing::internal::CaptureStderr();
-  lower_graph(g, "rows_", options);
-  const std::string plan = ::testing::internal::GetCapturedStderr();
+  const std::string plan = cpu_plan(g);
   const std::string dilated = "batches 1 m 10 n 480 k 54 | mr 6 nr 16 mc 72 kc 54 mt 72 nc 240 | tasks 2 gathered\n";
   const size_t first = plan.find(dilated);
   EXPECT_NE(first, std::string::npos) << plan;
   EXPECT_NE(plan.find(dilated, first + 1), std::string::npos) << plan;  // and the one of padding 1
-  for (const char* gemm : {"batches 2 m 10 n 108 k 54 | mr 6 nr 16 mc 72 kc 54 mt 72 nc 252 | tasks 2 wide\n",
-                           "batches 1 m 10 n 480 k 12 | mr 6 nr 16 mc 72 kc 12 mt 72 nc 240 | tasks 2 wide\n"})
-    EXPECT_NE(plan.find(gemm), std::string::npos) << gemm << " in\n" << plan;
+  expect_in_plan(plan, {"batches 2 m 10 n 108 k 54 | mr 6 nr 16 mc 72 kc 54 mt 72 nc 252 | tasks 2 wide\n",
+                        "batches 1 m 10 n 480 k 12 | mr 6 nr 16 mc 72 kc 12 mt 72 nc 240 | tasks 2 wide\n"});
 }
 
 // Products of 4 to 7 columns take the GEMM (passes.h kGemmMinColumns), most lanes of each B
@@ -540,15 +542,10 @@ TEST(Gemm, NarrowProductsFromFourColumns) {
                   g.add(OpKind::Matmul, {a, transpose(g, weight(g, "w3", {7, 64}, 4))}),
                   g.add(OpKind::Conv, {t, w1}, conv_attrs({1, 1}, {1, 1}, {0, 0}, {0, 0}))});
   expect_on_every_cpu(g);
-  Options options;
-  options.dump = {"cpu-plan"};
-  ::testing::internal::CaptureStderr();
-  lower_graph(g, "narrow_", options);
-  const std::string plan = ::testing::internal::GetCapturedStderr();
-  for (const char* gemm : {"gemm conv batches 1 m 30 n 4 k 20", "gemm conv batches 1 m 9 n 4 k 108",
-                           "gemm conv batches 1 m 30 n 10 k 20", "gemm matmul batches 1 m 40 n 5 k 64",
-                           "gemm matmul batches 1 m 40 n 7 k 64"})
-    EXPECT_NE(plan.find(gemm), std::string::npos) << gemm << " in\n" << plan;
+  const std::string plan = cpu_plan(g);
+  expect_in_plan(plan, {"gemm conv batches 1 m 30 n 4 k 20", "gemm conv batches 1 m 9 n 4 k 108",
+                        "gemm conv batches 1 m 30 n 10 k 20", "gemm matmul batches 1 m 40 n 5 k 64",
+                        "gemm matmul batches 1 m 40 n 7 k 64"});
   EXPECT_EQ(plan.find(" n 3 "), std::string::npos) << plan;
 }
 
