@@ -1,8 +1,8 @@
 // Private to lowering/: the passes of lower_graph (pipeline.cpp) and the data they hand on.
 //
 //   graph passes   decompose, fold_constants, cse, dce,        ir::Graph → ir::Graph
-//                  conv_taps, channels_last, winograd, pad_conv_inputs, pack_weights (the last two
-//                  serve the CPU backend only: in cpu/)
+//                  conv_taps, channels_last, winograd, pad_conv_inputs, pack_weights
+//                  (the last two serve the CPU backend only: in cpu/)
 //   fuse           decides which values are materialised        ir::Graph → FusedGraph
 //   schedule       kernels in order, buffers, loop nests        FusedGraph → Schedule
 //   plan (cpu)     per kernel: how a GEMM is blocked (cpu/plan.h) Schedule → CpuPlans

@@ -16,11 +16,11 @@
 // in the signature; compile stores only the weights a plan reads. Only nodes that take the GEMM
 // path are packed (f32, f16 or bf16, at least passes.h's kGemmMin* sizes; symbolic activation
 // dims at their maximum), with the panels of passes.h. Panels are f32, what the microkernel
-// reads: an f16 or bf16 weight's are widened (exactly; twice its bytes), and its view is cast back to its type,
-// which gives the same values. But a half matmul's B keeps its type: a bf16 B's panels are bf16
-// in K pairs ([⌈N/NR⌉, ⌈K/2⌉, NR, 2], a zero after an odd K's last row; node marked
-// `packed_b_pairs`), the layout of AVX512-BF16's dot product, whose 32 bits per column the
-// microkernel without it widens with a shift and a mask; an f16 B's are f16 panels
+// reads: an f16 or bf16 weight's are widened (exactly; twice its bytes), and its view is cast
+// back to its type, which gives the same values. But a half matmul's B keeps its type: a bf16
+// B's panels are bf16 in K pairs ([⌈N/NR⌉, ⌈K/2⌉, NR, 2], a zero after an odd K's last row;
+// node marked `packed_b_pairs`), the layout of AVX512-BF16's dot product, whose 32 bits per
+// column the microkernel without it widens with a shift and a mask; an f16 B's are f16 panels
 // ([⌈N/NR⌉, K, NR], the f32 layout at half the bytes), widened to f32 as the kernel reads them
 // (emit_gemm.cpp; F16C, AArch64's fcvtl, integer code on x86-64-v2: storage.cpp). Half convs' W
 // (f16, bf16) stay as they are: their rows are read in place or widened as packed.

@@ -254,9 +254,9 @@ std::optional<GemmPlan> plan_gemm(const KernelGraph& kg) {
     // Input rows longer than the output's (padding, a window wider than 1, dilation) cost the
     // wide conv the extra columns, and its blocks of whole input rows end in partial panels:
     // where output rows fill whole panels (most of a gathered conv's panels are then one vector
-    // load too), the output's columns are gathered instead. 3×3 convs (padding 1, Winograd off)
-    // at 56×56 12% and at 28×28 5% faster, dilation 6, 12, 24 at 32×32 1.4-2.7x; at 14×14
-    // and 7×7 (panels across rows, gathered element by element) the wide conv stays 8-20% ahead.
+    // load too), the output's columns are gathered instead: 3×3 convs (padding 1, Winograd off)
+    // at 56×56 5-12% and at 28×28 (batch 4) 6% faster, dilation 6, 12, 24 at 32×32 1.4-2.7x; at
+    // 14×14 and 7×7 (panels across rows, gathered element by element) wide stays 8-20% ahead.
     if (p.wide && !(xs.back() == out.back()) && planned(out.back()) >= kPackedNR) p.wide = false;
     if (p.wide && out.size() == 4) {
       p.row = xs.back();
