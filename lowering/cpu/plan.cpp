@@ -254,10 +254,13 @@ std::optional<GemmPlan> plan_gemm(const KernelGraph& kg) {
     // Input rows longer than the output's (padding, a window wider than 1, dilation) cost the
     // wide conv the extra columns, and its blocks of whole input rows end in partial panels:
     // where output rows fill whole panels (most of a gathered conv's panels are then one vector
-    // load too), the output's columns are gathered instead: 3×3 convs (padding 1, Winograd off)
-    // at 56×56 5-12% and at 28×28 (batch 4) 6% faster, dilation 6, 12, 24 at 32×32 1.4-2.7x; at
-    // 14×14 and 7×7 (panels across rows, gathered element by element) wide stays 8-20% ahead.
-    if (p.wide && !(xs.back() == out.back()) && planned(out.back()) >= kPackedNR) p.wide = false;
+    // load too) and 16 rows or more share each packed column, the output's columns are gathered
+    // instead: 3×3 convs (padding 1, Winograd off) at 56×56 5-12% and at 28×28 (batch 4) 6%
+    // faster, grouped ones of 32 and 64 rows a group 8%, dilation 6, 12, 24 at 32×32 1.4-2.7x.
+    // Wide stays where rows are shorter (14×14, 7×7: panels across rows, gathered element by
+    // element, were 8-20% slower) or fewer rows share the packing (resnext's groups of 4 and 8
+    // channels 15-30% slower gathered).
+    if (p.wide && !(xs.back() == out.back()) && planned(out.back()) >= kPackedNR && planned(p.m) >= 16) p.wide = false;
     if (p.wide && out.size() == 4) {
       p.row = xs.back();
       p.n = out[2] * p.row;

@@ -499,33 +499,31 @@ TEST(Gemm, Batch1LinearAndLongSumSplitTheirRow) {
 }
 
 // A stride-1 conv of a materialised input is computed on the input's rows (wide) where they
-// are the output's (1×1) or the output's rows are shorter than a panel; output rows of 16 or
-// more, in longer input rows (padding, a 3×3 window, dilation), are gathered instead.
+// are the output's (1×1), the output's rows are shorter than a panel, or fewer than 16 rows
+// share each packed column; output rows of 16 or more, in longer input rows (padding, a 3×3
+// window, dilation), with 16 rows or more, are gathered instead.
 TEST(Gemm, LongOutputRowsOfLongerInputRowsAreGathered) {
   ir::Graph g;
   ir::ValueId x = g.add_input("x", f32({1, 6, 20, 24}), "L['x']");
   ir::ValueId y = g.add_input("y", f32({2, 6, 9, 10}), "L['y']");
   ir::ValueId z = g.add_input("z", f32({1, 12, 20, 24}), "L['z']");
-  ir::ValueId w = weight(g, "w", {10, 6, 3, 3}, 1);
+  ir::ValueId w = weight(g, "w", {20, 6, 3, 3}, 1);
   set_outputs(g, {g.add(OpKind::Conv, {x, w}, conv_attrs({1, 1}, {2, 2}, {2, 2}, {2, 2})),
-                  g.add(OpKind::Conv, {x, w, weight(g, "b", {10}, 2)}, conv_attrs({1, 1}, {1, 1}, {1, 1}, {1, 1})),
+                  g.add(OpKind::Conv, {x, w, weight(g, "b", {20}, 2)}, conv_attrs({1, 1}, {1, 1}, {1, 1}, {1, 1})),
                   g.add(OpKind::Conv, {y, w}, conv_attrs({1, 1}, {1, 1}, {1, 1}, {1, 1})),
+                  g.add(OpKind::Conv, {x, weight(g, "w10", {10, 6, 3, 3}, 4)}, conv_attrs({1, 1}, {1, 1}, {1, 1}, {1, 1})),
                   g.add(OpKind::Conv, {z, weight(g, "w1", {10, 12, 1, 1}, 3)}, conv_attrs({1, 1}, {1, 1}, {0, 0}, {0, 0}))});
   expect_on_every_cpu(g);
   const std::string plan = cpu_plan(g);
-  const std::string dilated = "batches 1 m 10 n 480 k 54 | mr 6 nr 16 mc 72 kc 54 mt 72 nc 240 | tasks 2 gathered\n";
-  const size_t first = plan.find(dilated);
+  const std::string gathered = "batches 1 m 20 n 480 k 54 | mr 6 nr 16 mc 72 kc 54 mt 72 nc 240 | tasks 2 gathered\n";
+  const size_t first = plan.find(gathered);
   EXPECT_NE(first, std::string::npos) << plan;
-  EXPECT_NE(plan.find(dilated, first + 1), std::string::npos) << plan;  // and the one of padding 1
-  expect_in_plan(plan, {"batches 2 m 10 n 108 k 54 | mr 6 nr 16 mc 72 kc 54 mt 72 nc 252 | tasks 2 wide\n",
+  EXPECT_NE(plan.find(gathered, first + 1), std::string::npos) << plan;  // dilation 2, and padding 1
+  expect_in_plan(plan, {"batches 2 m 20 n 108 k 54 | mr 6 nr 16 mc 72 kc 54 mt 72 nc 252 | tasks 2 wide\n",
+                        "batches 1 m 10 n 520 k 54 | mr 6 nr 16 mc 72 kc 54 mt 72 nc 234 | tasks 3 wide\n",
                         "batches 1 m 10 n 480 k 12 | mr 6 nr 16 mc 72 kc 12 mt 72 nc 240 | tasks 2 wide\n"});
 }
 
-// Products of 4 to 7 columns take the GEMM (passes.h kGemmMinColumns), most lanes of each B
-// panel dropped: a 1×1 conv of a 2×2 image (wide), a 3×3 stride-2 conv to a 2×2 image
-// (gathered), a 1×1 conv of a 1×5 image at batch 2 (images merged), a product with an
-// activation B of 5 columns (its one edge panel packed element by element), a linear layer of
-// 7 outputs (B pre-packed). Three columns stay the per-element loops, which tie there.
 TEST(Gemm, NarrowProductsFromFourColumns) {
   ir::Graph g;
   ir::ValueId x = g.add_input("x", f32({1, 20, 2, 2}), "L['x']");
