@@ -12,10 +12,11 @@
 // padding). A padding may become negative: the conv crops there (IR conv semantics).
 //
 // Taken for convs (any dtype, groups, rank) with a static weight of a known tensor (the new
-// weight holds the kept taps) and static spatial sizes, where some tap is cut and some kept.
+// weight holds the kept taps) and static spatial sizes (any batch), where some tap is cut and
+// some kept.
 // Runs after DCE (only live convs) and before channels-last and winograd, so that a conv left
 // with a 1×1 kernel takes their 1×1 paths.
-// Test: lowering_tests GraphPasses.ConvTaps*, against the reference interpreter.
+// Test: lowering_tests GraphPasses.ConvTaps*, Dynamic.GroupedConvsAndCutTapsWithASymbolicBatch.
 #include <cstring>
 
 #include "lowering/passes.h"
@@ -28,16 +29,19 @@ struct Trim {
   bool cuts = false;
 };
 
-// The live taps of conv `n`, or no cut where a size is symbolic or no tap reads the input.
+// The live taps of conv `n`, or no cut where a spatial size is symbolic (the batch may be) or
+// no tap reads the input.
 Trim live_taps(const ir::Graph& g, const ir::Node& n) {
   Trim t;
-  auto xs = g.type(n.operands[0]).static_shape(), ws = g.type(n.operands[1]).static_shape(),
-       os = g.type(n.results[0]).static_shape();
-  if (!xs || !ws || !os) return {};
+  const ir::Shape &xs = g.type(n.operands[0]).shape, &os = g.type(n.results[0]).shape;
+  auto ws = g.type(n.operands[1]).static_shape();
+  if (!ws) return {};
   const std::vector<int64_t> stride = n.attrs.ints("stride"), dilation = n.attrs.ints("dilation"),
                              low = n.attrs.ints("pad_low");
   for (size_t s = 0; s < stride.size(); ++s) {
-    const int64_t H = (*xs)[2 + s], K = (*ws)[2 + s], O = (*os)[2 + s];
+    const std::optional<int64_t> in = xs[2 + s].as_constant(), out = os[2 + s].as_constant();
+    if (!in || !out) return {};
+    const int64_t H = *in, K = (*ws)[2 + s], O = *out;
     if (O == 0 || H == 0) return {};
     auto live = [&](int64_t k) {
       const int64_t lo = k * dilation[s] - low[s], hi = lo + (O - 1) * stride[s];

@@ -381,6 +381,26 @@ TEST(Dynamic, ConvReluMaxPoolWithSymbolicBatchAndSize) {
   expect_matches_at(g, {{{"B", 2}, {"H", 32}}, {{"B", 3}, {"H", 64}}, {{"B", 2}, {"H", 96}}}, -1, 1, kChained);
 }
 
+// A symbolic batch: a 3×3 conv of 1×1 images cut to its centre tap (conv_taps: the spatial
+// sizes are static), grouped convs as a GEMM per image and group (batch index [image, group]
+// over a symbolic count of images), wide and gathered.
+TEST(Dynamic, GroupedConvsAndCutTapsWithASymbolicBatch) {
+  ir::Graph g;
+  g.symbols["B"] = {2, 5, 1};
+  ir::ValueId one = input(g, "one", {B, 8, 1, 1});
+  ir::ValueId x = input(g, "x", {B, 16, 9, 18});
+  ir::Attrs grouped = conv_attrs({1, 1}, {1, 1});
+  grouped.set("groups", int64_t{4});
+  ir::Attrs strided = conv_attrs({2, 2}, {0, 0});
+  strided.set("groups", int64_t{2});
+  set_outputs(g, {g.add(OpKind::Conv, {one, weight(g, "w", {6, 8, 3, 3}, 1)}, conv_attrs({1, 1}, {1, 1})),
+                  g.add(OpKind::Relu, {g.add(OpKind::Conv, {x, weight(g, "wg", {24, 4, 3, 3}, 2), weight(g, "bg", {24}, 3)}, grouped)}),
+                  g.add(OpKind::Conv, {x, weight(g, "ws", {20, 8, 3, 3}, 4)}, strided)});
+  ir::Graph cut = conv_taps(g);
+  EXPECT_EQ(cut.type(cut.nodes[0].operands[1]).str(), "f32[6, 8, 1, 1]");
+  expect_matches_at(g, {{{"B", 2}}, {{"B", 3}}, {{"B", 5}}});
+}
+
 // Depthwise convs (emit_depthwise.cpp) at symbolic batch, height and width: 3x3 stride 1 with
 // bias + ReLU6 and with a residual add, 3x3 and 5x5 stride 2; the widths run from under one
 // vector (5) to several (67), so border and interior vectors are decided at run time.
