@@ -36,13 +36,13 @@
 // f16 conv's W is read by its rows, widened as packed. A bf16 matmul's weight B is pre-packed
 // in bf16 K pairs (GemmPlan::b_pairs): with AVX512-BF16 (known at compile time, or asked of
 // CPUID at run time by an x86-64-v4 library) A's bf16 rows are read in place and each step of
-// two K is one vdpbf16ps per accumulator (bert's bf16 layer 2x faster); elsewhere the pairs are widened in registers by a
-// shift and a mask (the same numbers as f32 panels, half their bytes). A bf16 conv takes the dot
-// too: its W's rows read in place, its im2col packed in K pairs as it runs (resnet18's strided
-// and 1×1 convs 1.5-3x faster; elsewhere f32 panels, and W's rows widened as they are packed),
-// and so does a product of two bf16 activations (attention's), its B packed in pairs as it runs.
-// Everything else keeps the
-// per-element loops of emit_reductions.cpp, but depthwise convs (emit_depthwise.cpp). That
+// two K is one vdpbf16ps per accumulator (bert's bf16 layer 2x faster); elsewhere the pairs are
+// widened in registers by a shift and a mask (the same numbers as f32 panels, half their bytes).
+// A bf16 conv takes the dot too: its W's rows read in place, its im2col packed in K pairs as it
+// runs (resnet18's strided and 1×1 convs 1.5-3x faster; elsewhere f32 panels, and W's rows
+// widened as they are packed), and so does a product of two bf16 activations (attention's), its
+// B packed in pairs as it runs. Everything else keeps the per-element loops of
+// emit_reductions.cpp, but depthwise convs (emit_depthwise.cpp). That
 // choice and the blocking (GemmPlan) are made before codegen, by cpu/plan.cpp (the "cpu-plan"
 // pass, `--dump cpu-plan`); this file carries them out.
 //
@@ -236,10 +236,10 @@ void KernelEmitter::gemm_pack(const GemmPlan& plan, bool pack_a, const Index& ba
     }, [&] { each(true); });
   };
   // An f16/bf16 A read along K (GemmPlan::a_rows: a linear layer's activations, a half conv's
-  // W) packs a panel 16 steps of K at a time: its r rows' next 16 elements loaded as vectors of bits,
-  // widened, and transposed in registers into the panel's 16·r contiguous floats (p-major). One
-  // element at a time, LLVM vectorised along K with scatter stores: a bf16 linear layer of
-  // 128 × 768 by 768 × 3072 spent a third of its time there.
+  // W) packs a panel 16 steps of K at a time: its r rows' next 16 elements loaded as vectors of
+  // bits, widened, and transposed in registers into the panel's 16·r contiguous floats
+  // (p-major). One element at a time, LLVM vectorised along K with scatter stores: a bf16 linear
+  // layer of 128 × 768 by 768 × 3072 spent a third of its time there.
   if (pack_a && plan.a_rows) {
     constexpr int64_t kChunk = 16;
     std::vector<int> transpose;  // element i·16 + j (row i, step j) to j·r + i
@@ -831,7 +831,8 @@ void KernelEmitter::gemm_epilogue(const GemmPlan& plan, const Index& batch, llvm
 }
 
 // The buffer of the packed weight behind `view` (pack_weights' permute/reshape/slice chain):
-// [batch..., panels, K, width] f32 (or f16: an f16 matmul's B), or [panels, ⌈K/2⌉, width, 2] bf16.
+// [batch..., panels, K, width] f32 (or f16: an f16 matmul's B), or [panels, ⌈K/2⌉, width, 2]
+// bf16.
 llvm::Value* KernelEmitter::packed_weight(ir::ValueId view, int64_t width, bool pairs, ir::DType type) {
   ir::ValueId v = view;
   while (read_arg_.count(v) == 0) v = producer(v).operands[0];

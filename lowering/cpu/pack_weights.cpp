@@ -242,12 +242,12 @@ struct Packer {
     const int64_t groups = conv.attrs.has("groups") ? conv.attrs.i("groups") : 1;
     if (groups < 1 || is_depthwise_conv(old, conv)) return -1;
     int w = weight_index[static_cast<size_t>(conv.operands[1])];
-    if (w < 0 || !computed_in_f32(old.type(conv.operands[1]).dtype)) return -1;
-    if (old.type(conv.operands[0]).dtype != old.type(conv.operands[1]).dtype) return -1;
-    // A half conv's W stays as it is, half the bytes of f32 panels: its rows [Cout, Cin·kh·kw]
-    // are what the bf16 dot reads in place (plan.cpp: B is packed in K pairs as the kernel
-    // runs), or what the kernel widens as it packs them (f16, and bf16 without the dot).
-    if (old.type(conv.operands[1]).dtype != ir::DType::f32) return -1;
+    // f32 only: a half conv's W stays as it is, half the bytes of f32 panels: its rows
+    // [Cout, Cin·kh·kw] are what the bf16 dot reads in place (plan.cpp: B is packed in K pairs
+    // as the kernel runs), or what the kernel widens as it packs them (f16, and bf16 without
+    // the dot).
+    if (w < 0 || old.type(conv.operands[1]).dtype != ir::DType::f32) return -1;
+    if (old.type(conv.operands[0]).dtype != ir::DType::f32) return -1;
     std::vector<int64_t> ws = static_dims(old, conv.operands[1]);
     const ir::Shape& out = old.type(conv.results[0]).shape;  // batch and spatial may be symbolic
     int64_t m = ws[0] / groups, k = 1, n = 1;

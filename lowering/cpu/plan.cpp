@@ -137,6 +137,10 @@ namespace {
 // resnet50's 7×7 layers at batch 4 12-18% faster each; its 14×14 ones gained nothing (their
 // stride-2 3×3 conv lost 8%).
 constexpr int64_t kMergedImageColumns = 64;
+// Stride-1 convs of at least this many rows (output channels a group) gather their columns where
+// the input rows are longer than the output's (plan_gemm); fewer rows keep the wide conv, whose
+// packing is cheaper per column.
+constexpr int64_t kGatheredMinRows = 16;
 
 // The blocking constants from the sizes (symbolic ones at their maxima): every choice here is
 // correct for any size, only the speed depends on it. Static sizes get exactly their own.
@@ -260,7 +264,9 @@ std::optional<GemmPlan> plan_gemm(const KernelGraph& kg) {
     // Wide stays where rows are shorter (14×14, 7×7: panels across rows, gathered element by
     // element, were 8-20% slower) or fewer rows share the packing (resnext's groups of 4 and 8
     // channels 15-30% slower gathered).
-    if (p.wide && !(xs.back() == out.back()) && planned(out.back()) >= kPackedNR && planned(p.m) >= 16) p.wide = false;
+    if (p.wide && !(xs.back() == out.back()) && planned(out.back()) >= kPackedNR &&
+        planned(p.m) >= kGatheredMinRows)
+      p.wide = false;
     if (p.wide && out.size() == 4) {
       p.row = xs.back();
       p.n = out[2] * p.row;
