@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <future>
 #include <iostream>
+#include <mutex>
 #include <sstream>
 #include <type_traits>
 
@@ -66,8 +67,14 @@ auto run_pass(const Options& options, std::vector<PassTiming>& timings, const st
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   timings.push_back({name, took.count()});
   if constexpr (std::is_same_v<decltype(result), ir::Graph>) ir::verify(result);
-  if (dump_requested(options, name))
-    std::cerr << "// ----- after " << name << " -----\n" << describe(result);
+  if (dump_requested(options, name)) {
+    // Variants are lowered in parallel (--jobs): each dump is written whole, one at a time (piece
+    // by piece, two variants' dumps interleaved mid-line).
+    const std::string text = "// ----- after " + name + " -----\n" + describe(result);
+    static std::mutex writing;
+    std::lock_guard<std::mutex> hold(writing);
+    std::cerr << text << std::flush;
+  }
   return result;
 }
 
