@@ -1,7 +1,9 @@
 // Random graphs against the reference interpreter: a differential test of fusion, scheduling and
 // both backends on op combinations no hand-written test chose. Each seed builds a chain of 6 to
 // 14 random ops: elementwise with broadcasting, reductions over random axes with keepdim,
-// softmax, layer norm, cumsum, argmax, topk, matmuls and convs on inputs or weights, pools,
+// softmax, layer norm, cumsum, argmax, topk, matmuls and convs on inputs or weights (half the
+// convs read a new image of 4-32 channels, so that they reach the conv GEMMs, grouped ones,
+// Winograd and conv-taps' cuts: 57 conv GEMMs over 300 seeds, 6 of them grouped), pools,
 // index_select, gelu, silu, every movement op (permute, reshape, slice with steps, flip, pad
 // with crops, concat, expand), integer arithmetic (i32, i64: remainder, floor division,
 // reductions, cumsum, argmax), boolean masks (comparisons, and, or, not, counts, where), and
@@ -105,6 +107,23 @@ struct Generator {
     if (chance(0.3))
       return *std::max_element(pool.begin(), pool.end(), [&](ir::ValueId a, ir::ValueId b) { return numel(dims(a)) < numel(dims(b)); });
     return pool[static_cast<size_t>(std::max<int64_t>(0, n - 1 - std::min(pick(0, 3), pick(0, n - 1))))];
+  }
+  // A new image for a conv: [N, C, H, W] or [N, C, L], channels 4-32 and spatial sizes 1-20
+  // (1-3: every tap of a padded 3×3 kernel reads padding somewhere), the batch T when it fits;
+  // `common`: [N, 16-32, 6-20, 6-20].
+  ir::ValueId conv_image(bool common) {
+    const int64_t rank = common || chance(0.75) ? 4 : 3;
+    static const Ints spatial = {1, 2, 3, 5, 7, 8, 12, 16, 20};
+    ir::Shape d = {pick(1, 3), std::vector<int64_t>{4, 8, 16, 24, 32}[static_cast<size_t>(pick(common ? 2 : 0, 4))]};
+    for (int64_t i = 2; i < rank; ++i)
+      d.push_back(common ? pick(6, 20) : rank == 3 ? pick(4, 64) : spatial[static_cast<size_t>(pick(0, 8))]);
+    if (dynamic() && chance(0.5)) {
+      ir::Shape t = d;
+      t[0] = T;
+      if (numel(t) <= kMaxElements) d = t;
+    }
+    while (numel(d) > kMaxElements) d[1] = d[1].constant() / 2;
+    return input(d);
   }
   // A new f32 operand of shape `d`: a graph input, or (static shapes) a weight, which the
   // backends' layout passes rewrite.
@@ -280,31 +299,42 @@ struct Generator {
         break;
       }
       case 18: {  // conv over 1 or 2 static spatial dims (groups 1, depthwise or a divisor of both
-                  // channel counts), bias sometimes
-        if ((rank != 3 && rank != 4) || !fixed(d[1])) return false;
-        const int64_t c = *fixed(d[1]), spatial = rank - 2, o = chance(0.5) ? c : pick(1, 20);
-        int64_t groups = o == c && chance(0.5) ? c : 1;
-        if (groups == 1 && chance(0.3)) {
-          const int64_t g = pick(2, 4);
+                  // channel counts), bias sometimes; of x, or (half the time) of an image-shaped
+                  // value, so that convs reach the GEMM (wide, gathered, merged, grouped), Winograd
+                  // and conv-taps' cuts, not only the per-element loops
+        // A third of the images' convs: 3×3, stride 1, padding 0 or 1, groups 1, 16+ channels in
+        // and out (Winograd's, when the weight is a constant and there are 16+ output tiles).
+        const bool sized = chance(0.5), common = sized && chance(0.35);
+        ir::ValueId image = sized ? conv_image(common) : x;
+        const ir::Shape id = dims(image);
+        const int64_t irank = static_cast<int64_t>(id.size());
+        if ((irank != 3 && irank != 4) || !fixed(id[1])) return false;
+        const int64_t c = *fixed(id[1]), spatial = irank - 2;
+        const int64_t o = chance(0.5) ? c : sized ? 4 * pick(common ? 4 : 1, 8) : pick(1, 20);
+        int64_t groups = !common && o == c && chance(sized ? 0.2 : 0.5) ? c : 1;
+        if (!common && groups == 1 && chance(sized ? 0.4 : 0.3)) {
+          const int64_t g = sized ? std::vector<int64_t>{2, 4, 8}[static_cast<size_t>(pick(0, 2))] : pick(2, 4);
           if (c % g == 0 && o % g == 0) groups = g;
         }
-        ir::Shape w = {o, c / groups}, out = {d[0], o};
+        ir::Shape w = {o, c / groups}, out = {id[0], o};
         Ints stride, dilation, low, high;
+        const int64_t common_pad = pick(0, 1);
         for (int64_t i = 0; i < spatial; ++i) {
-          const std::optional<int64_t> in = fixed(d[static_cast<size_t>(2 + i)]);
+          const std::optional<int64_t> in = fixed(id[static_cast<size_t>(2 + i)]);
           if (!in) return false;
-          const int64_t k = pick(1, 3);
+          const int64_t k = common ? 3 : pick(1, 3);
           w.push_back(k);
-          stride.push_back(pick(1, 2));
-          dilation.push_back(k > 1 && chance(0.3) ? 2 : 1);
-          low.push_back(pick(0, 1));
-          high.push_back(pick(0, 1));
+          stride.push_back(common || chance(sized ? 0.7 : 0.5) ? 1 : 2);
+          dilation.push_back(!common && k > 1 && chance(0.3) ? 2 : 1);
+          low.push_back(common ? common_pad : pick(0, sized ? 2 : 1));
+          high.push_back(common || (sized && chance(0.7)) ? low.back() : pick(0, 1));
           const int64_t span = *in + low.back() + high.back() - dilation.back() * (k - 1) - 1;
           if (span < 0) return false;
           out.push_back(span / stride.back() + 1);
         }
         if (numel(out) > kMaxElements || numel(w) > kMaxElements) return false;
-        std::vector<ir::ValueId> operands = {x, operand_of(w)};
+        if (sized && chance(0.4)) image = add(chance(0.5) ? OpKind::Relu : OpKind::Neg, {image}, {}, true);  // a computed input
+        std::vector<ir::ValueId> operands = {image, operand_of(w)};
         if (chance(0.5)) operands.push_back(operand_of({o}));
         y = add(OpKind::Conv, operands, attrs({{"stride", stride}, {"dilation", dilation}, {"pad_low", low}, {"pad_high", high}, {"groups", groups}}), false);
         break;
