@@ -86,9 +86,15 @@ int main(int argc, char** argv) {
               "variants), golden vectors, linking, writing");
   std::string winograd = "auto";
   c->add_option("--winograd", winograd,
-                "3x3 stride-1 convs as Winograd F(2x2,3x3): auto (where it pays: 16/36 of the multiplies, a few ulps "
-                "from the direct conv), always, or never")
+                "3x3 stride-1 convs as Winograd transforms around GEMMs (see --winograd-tile): auto (where it pays), "
+                "always, or never (the direct conv)")
       ->check(CLI::IsMember({"auto", "always", "never"}));
+  std::string winograd_tile = "auto";
+  c->add_option("--winograd-tile", winograd_tile,
+                "Winograd's output tile: auto (F(4x4,3x3), 36/144 of the multiplies, within ~3e-6 of the direct conv "
+                "relative to the output's largest magnitude, where the batch has 16 tiles of 4x4 or more; F(2x2,3x3), "
+                "16/36 and a few ulps, below), 2 (F(2x2) for every conv) or 4 (F(4x4) for every conv)")
+      ->check(CLI::IsMember({"auto", "2", "4"}));
   c->add_option("--dump", compile.dump,
                 "print the result of these lowering passes to stderr, e.g. --dump fuse,schedule or --dump all "
                 "(the passes: decompose, fold-constants, cse, dce, conv-taps, channels-last, winograd, pad-conv-inputs, pack-weights, fuse, "
@@ -202,6 +208,7 @@ int main(int argc, char** argv) {
     if (*c) {
       using W = lowering::Options::Winograd;
       compile.winograd = winograd == "always" ? W::always : winograd == "never" ? W::never : W::automatic;
+      compile.winograd_tile = winograd_tile == "auto" ? 0 : std::stoll(winograd_tile);
       return cli::compile_command(yaml, compile);
     }
     if (*e) return cli::explain_command(yaml, json, graph);

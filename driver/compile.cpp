@@ -195,7 +195,7 @@ std::string cache_base_key(const std::filesystem::path& yaml, const CompileOptio
     m += " " + cpu + "(" + join(checkable_cpu_features(one), ",") + ")";
   }
   m += "\n";
-  m += "winograd " + std::to_string(static_cast<int>(lo.winograd)) + "\n";
+  m += "winograd " + std::to_string(static_cast<int>(lo.winograd)) + " tile " + std::to_string(lo.winograd_tile) + "\n";
   if (cuda != nullptr) {  // the toolkit (its ptxas and libdevice) and the archs
     const std::string home = lowering::check_cuda_toolkit(*cuda);
     m += "cuda " + join(cuda->cuda_archs, ",") + " math " + std::to_string(static_cast<int>(cuda->cuda_math)) +
@@ -422,6 +422,7 @@ int compile(const std::filesystem::path& yaml, const CompileOptions& options) {
   lo.triple = options.triple;
   lo.cpu = options.cpu;
   lo.winograd = options.winograd;
+  lo.winograd_tile = options.winograd_tile;
   lo.dump = options.dump;
   // Everything the user gave is checked before the script runs: a capture takes seconds.
   lowering::check_target(lo);

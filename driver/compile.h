@@ -80,6 +80,7 @@ struct CompileOptions {
   bool quiet = false;  // no progress lines, only the summary and warnings
   bool timings = false;  // a table of where the time went: capture, each lowering pass and LLVM phase, link
   lowering::Options::Winograd winograd = lowering::Options::Winograd::automatic;
+  int64_t winograd_tile = 0;  // --winograd-tile: 0 (auto), 2 or 4
   std::vector<std::string> dump;  // --dump: passes whose result goes to stderr (no cache then)
   std::filesystem::path report;   // --report: a JSON file of what the compile did (empty: none)
   int jobs = 0;  // variants lowered at once; 0: the CPUs divided by the kernel libraries built per variant

@@ -118,20 +118,21 @@ ReferenceFn reference_pool(InferFn infer) {
 ReferenceFn reference_winograd_input(InferFn infer) {
   return with_results(infer, [](Tensors in, const Attrs& attrs, std::vector<HostTensor>& out) {
     auto [N, C, H, W] = nchw(in[0].shape);
+    const winograd::Transform& f = winograd::transform(attrs.i("tile"));
     const auto &pad = attrs.ints("pad_low"), &size = attrs.ints("out");
-    const int64_t tH = winograd::tiles(size[0]), tW = winograd::tiles(size[1]), T = tH * tW;
+    const int64_t tH = winograd::tiles(size[0], f.m), tW = winograd::tiles(size[1], f.m), T = tH * tW;
     std::vector<double> x = values(in[0]);
-    for (int64_t ab = 0; ab < 16; ++ab)
+    for (int64_t ab = 0; ab < f.points(); ++ab)
       for (int64_t c = 0; c < C; ++c)
         for (int64_t n = 0; n < N; ++n)
           for (int64_t th = 0; th < tH; ++th)
             for (int64_t tw = 0; tw < tW; ++tw) {
               double v = 0;
-              for (int64_t i = 0; i < 4; ++i)
-                for (int64_t j = 0; j < 4; ++j) {
-                  int64_t ih = 2 * th + i - pad[0], iw = 2 * tw + j - pad[1];
+              for (int64_t i = 0; i < f.n; ++i)
+                for (int64_t j = 0; j < f.n; ++j) {
+                  int64_t ih = f.m * th + i - pad[0], iw = f.m * tw + j - pad[1];
                   if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                  v += winograd::BT[ab / 4][i] * winograd::BT[ab % 4][j] * x[static_cast<size_t>(((n * C + c) * H + ih) * W + iw)];
+                  v += f.BT[ab / f.n][i] * f.BT[ab % f.n][j] * x[static_cast<size_t>(((n * C + c) * H + ih) * W + iw)];
                 }
               out[0].set((ab * C + c) * N * T + n * T + th * tW + tw, v);
             }
@@ -139,18 +140,19 @@ ReferenceFn reference_winograd_input(InferFn infer) {
 }
 
 ReferenceFn reference_winograd_output(InferFn infer) {
-  return with_results(infer, [](Tensors in, const Attrs&, std::vector<HostTensor>& out) {
+  return with_results(infer, [](Tensors in, const Attrs& attrs, std::vector<HostTensor>& out) {
     auto [N, O, OH, OW] = nchw(out[0].shape);
-    const int64_t tW = winograd::tiles(OW), T = winograd::tiles(OH) * tW;
+    const winograd::Transform& f = winograd::transform(attrs.i("tile"));
+    const int64_t tW = winograd::tiles(OW, f.m), T = winograd::tiles(OH, f.m) * tW;
     std::vector<double> m = values(in[0]);
     for (int64_t n = 0; n < N; ++n)
       for (int64_t o = 0; o < O; ++o)
         for (int64_t y = 0; y < OH; ++y)
           for (int64_t x = 0; x < OW; ++x) {
             double v = 0;
-            for (int64_t ab = 0; ab < 16; ++ab)
-              v += winograd::AT[y % 2][ab / 4] * winograd::AT[x % 2][ab % 4] *
-                   m[static_cast<size_t>((ab * O + o) * N * T + n * T + (y / 2) * tW + x / 2)];
+            for (int64_t ab = 0; ab < f.points(); ++ab)
+              v += f.AT[y % f.m][ab / f.n] * f.AT[x % f.m][ab % f.n] *
+                   m[static_cast<size_t>((ab * O + o) * N * T + n * T + (y / f.m) * tW + x / f.m)];
             out[0].set(((n * O + o) * OH + y) * OW + x, v);
           }
   });

@@ -88,16 +88,26 @@ InferFn infer_conv() {
 
 // The Winograd transforms (ops.def): made by lowering on static f32 shapes only, so a
 // mismatch is a bug in the pass, not the user's.
+namespace {
+// Output tiles of the transform's attrs (tile m and out).
+int64_t winograd_tiles(const char* op, const Attrs& attrs) {
+  const int64_t m = attrs.i("tile");
+  if (m != 2 && m != 4) internal_error(std::string(op) + " takes tile 2 or 4, got " + std::to_string(m));
+  const auto& out = per_dim(op, attrs, "out", 2);
+  return winograd::tiles(out[0], m) * winograd::tiles(out[1], m);
+}
+}  // namespace
+
 InferFn infer_winograd_input() {
   return [](Types t, const Attrs& attrs) {
     const TensorType& x = t[0];
     auto dims = x.static_shape();
     if (x.rank() != 4 || !dims || x.dtype != DType::f32)
       internal_error("winograd_input takes a static f32 [N, C, H, W], got " + x.str());
-    const auto& out = per_dim("winograd_input", attrs, "out", 2);
     per_dim("winograd_input", attrs, "pad_low", 2);
-    int64_t tiles = winograd::tiles(out[0]) * winograd::tiles(out[1]);
-    return std::vector<TensorType>{{x.dtype, x.device, {16, (*dims)[1], (*dims)[0] * tiles}}};
+    const int64_t tiles = winograd_tiles("winograd_input", attrs);
+    const int64_t points = winograd::transform(attrs.i("tile")).points();
+    return std::vector<TensorType>{{x.dtype, x.device, {points, (*dims)[1], (*dims)[0] * tiles}}};
   };
 }
 
@@ -105,10 +115,11 @@ InferFn infer_winograd_output() {
   return [](Types t, const Attrs& attrs) {
     const TensorType& m = t[0];
     auto dims = m.static_shape();
-    const auto& out = per_dim("winograd_output", attrs, "out", 2);
-    int64_t tiles = winograd::tiles(out[0]) * winograd::tiles(out[1]);
-    if (m.rank() != 3 || !dims || m.dtype != DType::f32 || (*dims)[0] != 16 || tiles < 1 || (*dims)[2] % tiles != 0)
-      internal_error("winograd_output takes a static f32 [16, O, N·tiles], got " + m.str());
+    const int64_t tiles = winograd_tiles("winograd_output", attrs);
+    const int64_t points = winograd::transform(attrs.i("tile")).points();
+    const auto& out = attrs.ints("out");
+    if (m.rank() != 3 || !dims || m.dtype != DType::f32 || (*dims)[0] != points || tiles < 1 || (*dims)[2] % tiles != 0)
+      internal_error("winograd_output takes a static f32 [" + std::to_string(points) + ", O, N·tiles], got " + m.str());
     return std::vector<TensorType>{{m.dtype, m.device, {(*dims)[2] / tiles, (*dims)[1], out[0], out[1]}}};
   };
 }

@@ -47,10 +47,12 @@ struct Options {
   std::vector<std::string> extra_cpus;
   // Where codegen finds and keeps compiled objects; none: every module goes through LLVM.
   const ObjectCache* object_cache = nullptr;
-  // 3×3 stride-1 convs as Winograd F(2×2, 3×3) (lowering/winograd.cpp): where it pays
+  // 3×3 stride-1 convs as Winograd F(m×m, 3×3) (lowering/winograd.cpp): where it pays
   // (automatic), for every conv it applies to (always: tests), or never (every conv direct).
   enum class Winograd { automatic, always, never };
   Winograd winograd = Winograd::automatic;
+  // Its output tile m: 0 chooses per conv (F(4×4) where it pays), 2 or 4 for every conv.
+  int64_t winograd_tile = 0;
   // The device the kernels run on: the CPU (an ELF object per variant, linked by
   // link_cpu_library), or CUDA (LLVM bitcode per variant, linked by link_cuda_kernels into PTX and
   // a cubin per arch; the CPU-only graph passes are skipped: lowering/cuda/).

@@ -25,7 +25,7 @@ ir::Graph cse(ir::Graph g);             // cse.cpp
 ir::Graph dce(ir::Graph g);             // dce.cpp
 ir::Graph conv_taps(ir::Graph g);       // conv_taps.cpp
 ir::Graph channels_last(ir::Graph g);   // channels_last.cpp
-ir::Graph winograd(ir::Graph g, Options::Winograd mode);  // winograd.cpp
+ir::Graph winograd(ir::Graph g, Options::Winograd mode, int64_t tile);  // winograd.cpp
 // Graph passes that serve the CPU backend only (DESIGN §4), in lowering/cpu/:
 ir::Graph pad_conv_inputs(ir::Graph g); // cpu/pad_conv_inputs.cpp
 ir::Graph pack_weights(ir::Graph g);    // cpu/pack_weights.cpp

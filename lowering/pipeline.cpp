@@ -154,9 +154,9 @@ LoweredVariant lower_graph(const ir::Graph& graph, const std::string& symbol_pre
   //    pack-weights, which packs the new matmuls' weights).
   g = run_pass(options, t, "channels-last", [&] { return channels_last(std::move(g)); });
   if (options.device == Options::Device::cuda) return lower_for_cuda(std::move(g), symbol_prefix, options, std::move(out));
-  // 7. 3×3 stride-1 convs as Winograd transforms around 16 GEMMs, where that pays (after DCE:
+  // 7. 3×3 stride-1 convs as Winograd transforms around 16 or 36 GEMMs, where that pays (after DCE:
   //    only live convs; before padding: the input transform zero-fills the border itself).
-  g = run_pass(options, t, "winograd", [&] { return winograd(std::move(g), options.winograd); });
+  g = run_pass(options, t, "winograd", [&] { return winograd(std::move(g), options.winograd, options.winograd_tile); });
   // 8. Padding out of convs, into a pad that fusion materialises as the conv's input: the conv
   //    kernels then read without bounds checks.
   g = run_pass(options, t, "pad-conv-inputs", [&] { return pad_conv_inputs(std::move(g)); });

@@ -256,17 +256,20 @@ class KernelEmitter {
   void emit_winograd_output(const WinogradPlan& plan, llvm::Value* begin, llvm::Value* end);
   void emit_winograd_fused(const WinogradPlan& plan, llvm::Value* begin, llvm::Value* end);
   // The input transform of `lanes` tiles of input plane `plane` (n·C + c) from tile (th, tw0)
-  // along a row: 16 vectors (BT·d·B, point 4a + b), handed to `use` (on two paths: vectors
-  // inside the buffer, or per lane, clamped).
+  // along a row: P = (m + 2)² vectors (BT·d·B, point (m + 2)·a + b), handed to `use` (on two
+  // paths: vectors inside the buffer, or per lane, clamped).
   void winograd_input_tiles(const WinogradPlan& plan, llvm::Value* x, llvm::Value* plane, llvm::Value* th,
                             llvm::Value* tw0, const std::function<void(const std::vector<llvm::Value*>&)>& use);
-  // AT·m·A of `lanes` tiles from their 16 vectors m[4a + b]: the two output rows of each tile,
-  // interleaved into the two rows of `tile` (row_tile floats apart) from column 2·tw0.
+  // AT·m·A of `lanes` tiles from their P vectors m[(m + 2)·a + b]: the m output rows of each
+  // tile, interleaved into the m rows of `tile` (row_tile floats apart) from column m·tw0.
   void winograd_output_tiles(const WinogradPlan& plan, const std::vector<llvm::Value*>& m, llvm::Value* tile,
                              llvm::Value* tw0);
-  // The root for the (up to) two output rows of tile row th of image n, channel o, with the
+  // The root for the (up to) m output rows of tile row th of image n, channel o, with the
   // conv's value taken from `tile` (the kernel's epilogue).
   void winograd_store_rows(const WinogradPlan& plan, llvm::Value* n, llvm::Value* o, llvm::Value* th, llvm::Value* tile);
+  // Σ_j coefficients[j]·values[j] over the nonzero coefficients, in order: ±1 an add or a
+  // subtraction, others a multiply-add (a transform matrix's row).
+  llvm::Value* winograd_row(const double* coefficients, const std::vector<llvm::Value*>& values);
 
   // emit_reductions.cpp
   llvm::Value* emit_reduce(const ir::Node& n, const Index& idx);

@@ -417,12 +417,16 @@ WinogradPlan for_target(WinogradPlan p, int64_t f32_lanes) {
 
 namespace {
 
-// The fused kernel's blocking (WinogradPlan): at most this many tiles of columns, output
-// channels (a multiple of MR) and input channels per step. Its stack: 16 tiles of 72 × 112 and
-// 16 B matrices of 64 × 128 floats, ~1 MB at most. Measured on resnet50_b4 (1 thread, its
+// The fused kernel's blocking (WinogradPlan): at most this many tiles of columns (F(2×2); F(4×4):
+// kWinogradColumnsF4), output channels (a multiple of MR) and input channels per step. Its
+// stack: 16 tiles of 72 × 112 and 16 B matrices of 64 × 128 floats, ~1 MB at most; F(4×4)'s
+// 36 of 72 × 64 and 64 × 64, ~1.25 MB. (F(4×4) with F(2×2)'s 112 columns but its stack, 30
+// output and 22 input channels a step, was 15-20% slower than F(2×2) on resnet50_b4's
+// 56×56×64 and 28×28×128 layers; with 64 and 56 columns 10-25% faster, noisy host.) Measured on resnet50_b4 (1 thread, its
 // 56×56×64 and 28×28×128 layers): 112 × 72 × 64 9.3 + 9.2 ms; 48 output channels 10.8 + 10.0;
 // 32 input channels 9.6 + 9.8; 64 columns 10.2 + 9.7; 96 output channels ±0.3.
 constexpr int64_t kWinogradColumns = 112;
+constexpr int64_t kWinogradColumnsF4 = 56;
 constexpr int64_t kWinogradRows = 72;
 constexpr int64_t kWinogradDepth = 64;
 
@@ -450,7 +454,8 @@ void plan_winograd_fused(const KernelGraph& kg, WinogradPlan& p) {
   // one channel task) takes blocks of 3 rows, not 4 (7 tasks).
   const int64_t channel_tasks = (p.channels + kWinogradRows - 1) / kWinogradRows;
   const int64_t blocks = (8 + channel_tasks - 1) / channel_tasks;
-  const int64_t most = std::clamp<int64_t>(std::min(kWinogradColumns / p.tiles_w, rows_total / blocks), 1, rows_total);
+  const int64_t columns = p.tile == 2 ? kWinogradColumns : kWinogradColumnsF4;
+  const int64_t most = std::clamp<int64_t>(std::min(columns / p.tiles_w, rows_total / blocks), 1, rows_total);
   double best = -1;
   for (int64_t r = 1; r <= most; ++r) {
     const int64_t nc = r * p.tiles_w, ncp = (nc + nr - 1) / nr * nr;
@@ -468,9 +473,9 @@ void plan_winograd_fused(const KernelGraph& kg, WinogradPlan& p) {
   // Rows of tiles wider than kWinogradColumns (fuse.cpp fuses up to 256) take fewer output and
   // input channels per step: the stack stays ~1 MB.
   static_assert(kWinogradRows % kPackedMR == 0, "a task's output channels are whole U panels");
-  const int64_t rows = std::max<int64_t>(kPackedMR, kWinogradRows * kWinogradColumns / std::max(p.ncp, kWinogradColumns) /
+  const int64_t rows = std::max<int64_t>(kPackedMR, kWinogradRows * columns / std::max(p.ncp, columns) /
                                                         kPackedMR * kPackedMR);
-  const int64_t depth = std::max<int64_t>(8, kWinogradDepth * (kWinogradColumns + 16) / std::max(p.ldb, kWinogradColumns + 16));
+  const int64_t depth = std::max<int64_t>(8, kWinogradDepth * (columns + 16) / std::max(p.ldb, columns + 16));
   p.mt = std::min(rows, (p.channels + kPackedMR - 1) / kPackedMR * kPackedMR);
   const int64_t k_panels = (p.in_channels + depth - 1) / depth;
   p.kc = (p.in_channels + k_panels - 1) / k_panels;
@@ -487,10 +492,11 @@ std::optional<WinogradPlan> plan_winograd(const KernelGraph& kg) {
   p.node = kg.producer_index[static_cast<size_t>(k_.reduction)];
   p.input = n.op == ir::OpKind::WinogradInput;
   std::vector<int64_t> out = int_list(n.attrs, "out");
+  p.tile = n.attrs.i("tile");
   p.out_h = out[0];
   p.out_w = out[1];
-  p.tiles_h = ir::winograd::tiles(p.out_h);
-  p.tiles_w = ir::winograd::tiles(p.out_w);
+  p.tiles_h = ir::winograd::tiles(p.out_h, p.tile);
+  p.tiles_w = ir::winograd::tiles(p.out_w, p.tile);
   p = for_target(p, 16);
   std::vector<int64_t> in = static_dims(kg.g, n.operands[0]);
   if (p.input) {
@@ -537,9 +543,11 @@ double work_estimate(const KernelGraph& kg) {
       break;
     case ir::OpCategory::Transform:
       per_output = 8;  // a few adds per element
-      // A fused Winograd conv (emit_winograd.cpp): its 16 GEMMs too, 4·C per output.
-      if (n.op == ir::OpKind::WinogradOutput && kg.read_arg.count(n.operands[0]) == 0)
-        per_output += 4.0 * static_cast<double>(planned(dims(kg.producer(n.operands[0]).operands[0]).back()));
+      // A fused Winograd conv (emit_winograd.cpp): its GEMMs too, C·(m + 2)²/m² per output.
+      if (n.op == ir::OpKind::WinogradOutput && kg.read_arg.count(n.operands[0]) == 0) {
+        const double m = static_cast<double>(n.attrs.i("tile"));
+        per_output += (m + 2) * (m + 2) / (m * m) * static_cast<double>(planned(dims(kg.producer(n.operands[0]).operands[0]).back()));
+      }
       break;
     default: break;
   }
@@ -588,7 +596,8 @@ std::string describe(const std::vector<CpuPlan>& plans) {
              " | tasks " + d->tasks().str() + " (channels " + std::to_string(d->channels) + ", rows " +
              std::to_string(d->rows) + ")";
     if (const std::optional<WinogradPlan>& w = plan.winograd) {
-      out += std::string(" | winograd ") + (w->input ? "input" : w->fused ? "fused" : "output") + " tiles " +
+      out += std::string(" | winograd ") + (w->input ? "input" : w->fused ? "fused" : "output") + " " +
+             std::to_string(w->tile) + "x" + std::to_string(w->tile) + " tiles " +
              std::to_string(w->tiles_h) + "x" + std::to_string(w->tiles_w) + " | tasks " + std::to_string(w->tasks());
       if (w->fused)
         out += " (mt " + std::to_string(w->mt) + ", rows of tiles " + std::to_string(w->block_rows) + ", kc " +

@@ -216,19 +216,21 @@ std::optional<DepthwisePlan> plan_depthwise(const KernelGraph& kg);
 DepthwisePlan for_target(DepthwisePlan p, int64_t f32_lanes);
 
 // A Winograd transform kernel (emit_winograd.cpp): one task per (batch, channel) plane, its
-// rows of 2×2 output tiles in order, `vectors` vectors of `lanes` tiles along each row. Static
-// sizes only (the pass rewrites static convs). `channels`: the input's C (input transform) or the output's O.
+// rows of m×m output tiles (m = `tile`, 2 or 4) in order, `vectors` vectors of `lanes` tiles
+// along each row. Static sizes only (the pass rewrites static convs). `channels`: the input's C
+// (input transform) or the output's O.
 //
 // `fused`: a whole Winograd conv, the output transform's kernel computing its GEMMs and input
 // tiles too (fuse.cpp): one task per `mt` output channels × `block_rows` rows of tiles (of the
 // N·tiles_h rows, images in turn; nc = block_rows·tiles_w tiles, the GEMMs' columns). Per
-// `kc` input channels, the task transforms its tiles into 16 row-major K × NC matrices of
-// `ldb` floats a row (B, one per point), runs the 16 GEMMs against U's pre-packed panels into
-// 16 tiles of mt × ncp floats (ncp: nc in whole NR panels), and at the end takes the output
-// transform of the tiles, with the kernel's epilogue.
+// `kc` input channels, the task transforms its tiles into P = (m + 2)² row-major K × NC
+// matrices of `ldb` floats a row (B, one per point), runs the P GEMMs against U's pre-packed
+// panels into P tiles of mt × ncp floats (ncp: nc in whole NR panels), and at the end takes the
+// output transform of the tiles, with the kernel's epilogue.
 struct WinogradPlan {
   int node = -1;  // the winograd_input or winograd_output: its index in the graph's nodes
   bool input = false;
+  int64_t tile = 2;  // m: F(m×m, 3×3)
   int64_t batches = 1, channels = 1, in_h = 0, in_w = 0, pad_h = 0, pad_w = 0;
   int64_t out_h = 0, out_w = 0, tiles_h = 0, tiles_w = 0;
   // Planned for the widest vectors (16 floats); for_target narrows them to a CPU's.
@@ -237,6 +239,7 @@ struct WinogradPlan {
   bool fused = false;
   ir::ValueId x = -1, u = -1;  // fused: the conv's input and U's packed view
   int64_t mt = 0, kc = 0, block_rows = 0, nc = 0, ncp = 0, ldb = 0;
+  int64_t points() const { return (tile + 2) * (tile + 2); }
   int64_t m_tasks() const { return (channels + mt - 1) / mt; }
   int64_t column_blocks() const { return (batches * tiles_h + block_rows - 1) / block_rows; }
   int64_t tasks() const { return fused ? m_tasks() * column_blocks() : batches * channels; }

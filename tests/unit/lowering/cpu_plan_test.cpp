@@ -16,9 +16,9 @@ struct Planned {
   Schedule schedule;
   std::vector<cpu::CpuPlan> plans;
 };
-Planned plan(const ir::Graph& graph, Options::Winograd winograd_mode = Options::Winograd::never) {
+Planned plan(const ir::Graph& graph, Options::Winograd winograd_mode = Options::Winograd::never, int64_t tile = 2) {
   ir::Graph g = dce(cse(fold_constants(decompose(graph))));
-  g = pack_weights(pad_conv_inputs(winograd(channels_last(std::move(g)), winograd_mode)));
+  g = pack_weights(pad_conv_inputs(winograd(channels_last(std::move(g)), winograd_mode, tile)));
   Planned p{schedule(fuse(std::move(g)), "t_"), {}};
   p.plans = cpu::plan_cpu_kernels(p.schedule);
   return p;
