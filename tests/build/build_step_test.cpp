@@ -313,6 +313,40 @@ TEST_F(BuildStep, DumpPrintsTheAskedPassesAndSkipsTheCache) {
   expect_contains(r.output, "the passes are decompose, fold-constants");
 }
 
+// --winograd-tile picks the Winograd conv's output tile (a 3×3 conv of 32 channels at 16×16:
+// F(4×4) by default) and is part of the cache key: the other tile is a miss, never the stored
+// bundle of the first.
+TEST_F(BuildStep, WinogradTileChoosesTheTransformAndIsPartOfTheCacheKey) {
+  write_bytes(project_ / "conv.py",
+              "import torch\ntorch.manual_seed(0)\nconv = torch.nn.Conv2d(32, 32, 3, padding=1).eval()\n");
+  write_bytes(project_ / "conv.yaml",
+              "version: 1\nname: conv\nscript: conv.py\nentries:\n  forward:\n    call: conv\n    inputs:\n"
+              "      x: {dtype: float32, shape: [1, 32, 16, 16]}\n");
+  auto compile_conv = [&](const std::string& name, const std::string& args) {
+    return run_command(quote(AOTRACE_CLI) + " compile " + quote((project_ / "conv.yaml").string()) +
+                       " --cpu x86-64-v2 -o " + quote(bundle(name).string()) + " " + args);
+  };
+  for (auto [tile, plan] : std::vector<std::pair<std::string, std::string>>{
+           {"auto", "winograd fused 4x4 tiles 4x4"}, {"2", "winograd fused 2x2 tiles 8x8"}, {"4", "winograd fused 4x4 tiles 4x4"}}) {
+    auto r = compile_conv("dump" + tile, "--no-cache --dump cpu-plan --winograd-tile " + tile);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    expect_contains(r.output, plan);
+  }
+  auto first = compile_conv("f2", cache_arg() + " --winograd-tile 2");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  expect_contains(first.output, "(cache miss: stored in ");
+  auto other = compile_conv("f4", cache_arg() + " --winograd-tile 4");
+  ASSERT_EQ(other.exit_code, 0) << other.output;
+  expect_contains(other.output, "(cache miss: stored in ");
+  EXPECT_NE(read_bytes(bundle("f2") / "bundle.fb"), read_bytes(bundle("f4") / "bundle.fb"));
+  expect_verifies("f4");
+  auto again = compile_conv("f2again", cache_arg() + " --winograd-tile 2");
+  expect_contains(again.output, "(cache hit: nothing was captured or lowered");
+  auto bad = compile_conv("bad", "--no-cache --winograd-tile 3");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  expect_contains(bad.output, "--winograd-tile");
+}
+
 TEST_F(BuildStep, DepfileInAMissingFolderIsAUserErrorBeforeAnyWork) {
   auto r = compile("tiny", "--no-cache --depfile " + quote((root_ / "no such dir" / "tiny.d").string()));
   EXPECT_EQ(r.exit_code, 1) << r.output;
