@@ -54,7 +54,8 @@ constexpr Transform kF4 = {4,
                             {0, 0, 1}},
                            {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 0.5, -2, 0}, {0, 1, 1, 0.25, 4, 0}, {0, 1, -1, 0.125, -8, 1}}};
 
-// The transform of output tile side m (2 or 4; anything else is F(2×2)'s caller's bug).
+// The transform of output tile side m: F(4×4) for 4, else F(2×2) (the ops' infer rules accept 2
+// and 4 only).
 constexpr const Transform& transform(long long m) { return m == 4 ? kF4 : kF2; }
 
 // Output tiles of side m along a dim of `out` outputs.

@@ -77,7 +77,7 @@ struct Rewriter {
     auto* u = reinterpret_cast<float*>(bytes->data());
     // Separably, G · W first, then · GT (for F(2×2) 84 multiply-adds per filter instead of 144),
     // in double: F(2×2)'s G has entries 0, ±1/2 and 1, so every product is exact and U rounds
-    // once; F(4×4)'s sixths and twenty-fourths round in double, far below f32's rounding of U.
+    // once; F(4×4)'s thirds and fifteenths round in double, far below f32's rounding of U.
     for (int64_t o = 0; o < O; ++o)
       for (int64_t ci = 0; ci < C; ++ci) {
         float taps[9];

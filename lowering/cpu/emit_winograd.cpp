@@ -59,7 +59,8 @@ llvm::Value* KernelEmitter::winograd_row(const double* coefficients, const std::
     } else if (c == 1 || c == -1) {
       sum = c == 1 ? b_.CreateFAdd(sum, v) : b_.CreateFSub(sum, v);
     } else {
-      sum = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {v->getType()}, {llvm::ConstantFP::get(v->getType(), c), v, sum});
+      llvm::Value* coefficient = llvm::ConstantFP::get(v->getType(), c);
+      sum = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {v->getType()}, {coefficient, v, sum});
     }
   }
   AOT_CHECK(sum != nullptr, "a Winograd transform row of zeros");
@@ -241,7 +242,8 @@ void KernelEmitter::winograd_output_tiles(const WinogradPlan& p, const std::vect
     llvm::Value* all = f.m == 2 ? b_.CreateShuffleVector(y[0], y[1], zip)
                                 : b_.CreateShuffleVector(b_.CreateShuffleVector(y[0], y[1], concat),
                                                          b_.CreateShuffleVector(y[2], y[3], concat), zip);
-    llvm::Value* dst = b_.CreateInBoundsGEP(b_.getFloatTy(), tile, b_.CreateAdd(i64(r * row_tile), b_.CreateMul(tw0, i64(f.m))));
+    llvm::Value* at = b_.CreateAdd(i64(r * row_tile), b_.CreateMul(tw0, i64(f.m)));
+    llvm::Value* dst = b_.CreateInBoundsGEP(b_.getFloatTy(), tile, at);
     b_.CreateAlignedStore(all, dst, llvm::Align(4));
   }
 }

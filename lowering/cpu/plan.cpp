@@ -420,9 +420,10 @@ namespace {
 // The fused kernel's blocking (WinogradPlan): at most this many tiles of columns (F(2×2); F(4×4):
 // kWinogradColumnsF4), output channels (a multiple of MR) and input channels per step. Its
 // stack: 16 tiles of 72 × 112 and 16 B matrices of 64 × 128 floats, ~1 MB at most; F(4×4)'s
-// 36 of 72 × 64 and 64 × 64, ~1.25 MB. (F(4×4) with F(2×2)'s 112 columns but its stack, 30
-// output and 22 input channels a step, was 15-20% slower than F(2×2) on resnet50_b4's
-// 56×56×64 and 28×28×128 layers; with 64 and 56 columns 10-25% faster, noisy host.) Measured on resnet50_b4 (1 thread, its
+// 36 of 72 × 64 and 64 × 64, ~1.25 MB. F(4×4) with 112 columns in F(2×2)'s stack (30 output
+// and 22 input channels a step) was 15-20% slower than F(2×2) on resnet50_b4's 56×56×64 and
+// 28×28×128 layers; with 56 or 64 columns 10-25% faster (2 threads, a noisy host). F(2×2)'s
+// constants were measured on resnet50_b4 (1 thread, its
 // 56×56×64 and 28×28×128 layers): 112 × 72 × 64 9.3 + 9.2 ms; 48 output channels 10.8 + 10.0;
 // 32 input channels 9.6 + 9.8; 64 columns 10.2 + 9.7; 96 output channels ±0.3.
 constexpr int64_t kWinogradColumns = 112;
@@ -546,7 +547,8 @@ double work_estimate(const KernelGraph& kg) {
       // A fused Winograd conv (emit_winograd.cpp): its GEMMs too, C·(m + 2)²/m² per output.
       if (n.op == ir::OpKind::WinogradOutput && kg.read_arg.count(n.operands[0]) == 0) {
         const double m = static_cast<double>(n.attrs.i("tile"));
-        per_output += (m + 2) * (m + 2) / (m * m) * static_cast<double>(planned(dims(kg.producer(n.operands[0]).operands[0]).back()));
+        const ir::Shape& u = dims(kg.producer(n.operands[0]).operands[0]);  // [P, O, C]
+        per_output += (m + 2) * (m + 2) / (m * m) * static_cast<double>(planned(u.back()));
       }
       break;
     default: break;

@@ -326,8 +326,9 @@ TEST_F(BuildStep, WinogradTileChoosesTheTransformAndIsPartOfTheCacheKey) {
     return run_command(quote(AOTRACE_CLI) + " compile " + quote((project_ / "conv.yaml").string()) +
                        " --cpu x86-64-v2 -o " + quote(bundle(name).string()) + " " + args);
   };
-  for (auto [tile, plan] : std::vector<std::pair<std::string, std::string>>{
-           {"auto", "winograd fused 4x4 tiles 4x4"}, {"2", "winograd fused 2x2 tiles 8x8"}, {"4", "winograd fused 4x4 tiles 4x4"}}) {
+  for (auto [tile, plan] : std::vector<std::pair<std::string, std::string>>{{"auto", "winograd fused 4x4 tiles 4x4"},
+                                                                           {"2", "winograd fused 2x2 tiles 8x8"},
+                                                                           {"4", "winograd fused 4x4 tiles 4x4"}}) {
     auto r = compile_conv("dump" + tile, "--no-cache --dump cpu-plan --winograd-tile " + tile);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     expect_contains(r.output, plan);

@@ -65,7 +65,8 @@ int count(const ir::Graph& g, OpKind op) {
 // into V (the smaller sizes take the staged copy).
 TEST(Winograd, MatchesTheDirectConvOverSizesAndPadding) {
   for (int64_t tile : {2, 4})
-    for (auto [h, w] : std::vector<std::pair<int64_t, int64_t>>{{4, 4}, {5, 9}, {8, 8}, {7, 33}, {14, 14}, {3, 70}, {96, 90}, {130, 124}}) {
+    for (auto [h, w] : std::vector<std::pair<int64_t, int64_t>>{
+             {4, 4}, {5, 9}, {8, 8}, {7, 33}, {14, 14}, {3, 70}, {96, 90}, {130, 124}}) {
       if ((tile == 2 && h == 130) || (tile == 4 && h == 96)) continue;
       ir::Graph g;
       ir::ValueId x = g.add_input("x", f32({2, 5, h, w}), "L['x']");
@@ -74,7 +75,8 @@ TEST(Winograd, MatchesTheDirectConvOverSizesAndPadding) {
                       g.add(OpKind::Conv, {x, wt}, conv_attrs({0, 0}, {0, 0})),
                       g.add(OpKind::Conv, {x, wt}, conv_attrs({2, 2}, {2, 2})),
                       g.add(OpKind::Conv, {x, wt}, conv_attrs({0, 2}, {1, 1}))});
-      SCOPED_TRACE("F(" + std::to_string(tile) + "x" + std::to_string(tile) + "), size " + std::to_string(h) + "x" + std::to_string(w));
+      SCOPED_TRACE("F(" + std::to_string(tile) + "x" + std::to_string(tile) + "), size " + std::to_string(h) + "x" +
+                   std::to_string(w));
       LoweredVariant v = expect_on_every_cpu(g, -1, 1, std::nullopt, always(tile));
       EXPECT_EQ(tiles_of(v.graph), std::vector<int64_t>(4, tile));
       EXPECT_EQ(count(v.graph, OpKind::Conv), 0);
@@ -98,7 +100,8 @@ TEST(Winograd, BiasBatchNormReluAndResidualFuseIntoTheOutputTransform) {
   for (int64_t tile : {2, 4}) {
     SCOPED_TRACE("F(" + std::to_string(tile) + "x" + std::to_string(tile) + ")");
     // The second conv's values reach 200 (weights in [-1, 1), 144 taps of the first's).
-    LoweredVariant v = expect_on_every_cpu(g, -2, 2, tile == 2 ? std::nullopt : std::optional(scaled_tolerance(g, -2, 2)), always(tile));
+    const std::optional<Tolerance> tol = tile == 2 ? std::nullopt : std::optional(scaled_tolerance(g, -2, 2));
+    LoweredVariant v = expect_on_every_cpu(g, -2, 2, tol, always(tile));
     EXPECT_EQ(tiles_of(v.graph), std::vector<int64_t>(2, tile));
     // Each conv is one kernel: 16 channels, so its GEMMs and input tiles fuse into the output
     // transform's kernel (fuse.cpp).
@@ -126,7 +129,8 @@ TEST(Winograd, HalfConvsRunInF32AndRoundOnce) {
       SCOPED_TRACE("F(" + std::to_string(tile) + "x" + std::to_string(tile) + ")");
       // F(4×4): a first conv's value a little off rounds to the neighbouring half, which the
       // second conv carries (as a direct conv that sums in another order would).
-      LoweredVariant v = expect_on_every_cpu(g, -2, 2, tile == 2 ? std::nullopt : std::optional(scaled_tolerance(g, -2, 2)), always(tile));
+      const std::optional<Tolerance> tol = tile == 2 ? std::nullopt : std::optional(scaled_tolerance(g, -2, 2));
+      LoweredVariant v = expect_on_every_cpu(g, -2, 2, tol, always(tile));
       EXPECT_EQ(tiles_of(v.graph), std::vector<int64_t>(2, tile));
       EXPECT_EQ(count(v.graph, OpKind::Conv), 0);
       for (const auto& weight : v.graph.weights)
@@ -173,7 +177,8 @@ TEST(Winograd, FusedConvMatchesTheDirectConv) {
                   g.add(OpKind::Conv, {wide, w7}, conv_attrs({0, 0}, {0, 0}))});
   for (int64_t tile : {2, 4}) {
     SCOPED_TRACE("F(" + std::to_string(tile) + "x" + std::to_string(tile) + ")");
-    LoweredVariant v = expect_on_every_cpu(g, -1, 1, tile == 2 ? Tolerance{1e-4, 1e-4} : scaled_tolerance(g, -1, 1), always(tile));
+    const Tolerance tol = tile == 2 ? Tolerance{1e-4, 1e-4} : scaled_tolerance(g, -1, 1);
+    LoweredVariant v = expect_on_every_cpu(g, -1, 1, tol, always(tile));
     EXPECT_EQ(tiles_of(v.graph), std::vector<int64_t>(4, tile));
     EXPECT_EQ(v.num_kernels(), 4);
     for (int64_t c : {128, 129}) {
