@@ -1,7 +1,8 @@
 // `--triple aarch64-linux-gnu` end to end (issue 5): compile examples/mlp for aarch64 and for this
 // x86-64 machine; cross-build the aarch64 bundle's own runtime/ folder (its CMakeLists.txt, with
 // aarch64-linux-gnu-g++); run its aotrace_run under qemu-aarch64 on the same .npy inputs as
-// `aotrace run` of the x86-64 bundle, and compare (atol 1e-5, rtol 1e-4); `--selftest` under qemu.
+// `aotrace run` of the x86-64 bundle, and compare (atol 1e-5, rtol 1e-4); `--selftest` under qemu,
+// also of a bundle of Winograd convs (F(4×4) fused and apart, F(2×2)).
 // Needs Debian's qemu-user and g++-aarch64-linux-gnu, which `make deps` installs and CMake checks
 // when it configures (-DAOTRACE_CROSS_TESTS=OFF leaves this test out); removed after that, the
 // tests fail, saying so, rather than skip.
@@ -153,6 +154,36 @@ TEST_F(CrossAarch64, OutputsMatchTheX86BundleOnTheSameInputs) {
     }
     EXPECT_EQ(bad, 0) << "batch " << batch << ": " << bad << " elements differ; max abs error " << worst;
   }
+}
+
+// Winograd convs on NEON (4 lanes): F(4×4) fused (64 channels at 16×16) and apart (256 channels,
+// beyond the fused kernel's 128), F(2×2) (64 channels at 8×8: 4 tiles of 4×4, too few for
+// F(4×4)), each with batch norm and ReLU, pass their golden vectors (eager's outputs) under qemu.
+TEST_F(CrossAarch64, WinogradConvsPassTheirGoldenVectorsUnderQemu) {
+  const fs::path dir = root_ / "winograd";
+  fs::create_directories(dir);
+  {
+    std::ofstream(dir / "convs.py")
+        << "import torch\ntorch.manual_seed(0)\n"
+           "def block(c):\n"
+           "    return torch.nn.Sequential(torch.nn.Conv2d(c, c, 3, padding=1, bias=False), torch.nn.BatchNorm2d(c),\n"
+           "                               torch.nn.ReLU()).eval()\n"
+           "c64, c256 = block(64), block(256)\n";
+    std::ofstream(dir / "convs.yaml") << "version: 1\nname: convs\nscript: convs.py\nentries:\n"
+                                         "  c64:\n    call: c64\n    inputs:\n      x: {dtype: float32, shape: [1, 64, 16, 16]}\n"
+                                         "  c256:\n    call: c256\n    inputs:\n      x: {dtype: float32, shape: [1, 256, 16, 16]}\n"
+                                         "  small:\n    call: c64\n    inputs:\n      x: {dtype: float32, shape: [1, 64, 8, 8]}\n";
+  }
+  const fs::path bundle = dir / "convs.aot";
+  auto compiled = run_command(cli() + " compile " + quote((dir / "convs.yaml").string()) +
+                              " --triple aarch64-linux-gnu --no-cache --dump cpu-plan -o " + quote(bundle.string()));
+  ASSERT_EQ(compiled.exit_code, 0) << compiled.output;
+  for (const char* plan : {"winograd fused 4x4", "winograd input 4x4", "winograd output 4x4", "winograd fused 2x2"})
+    EXPECT_NE(compiled.output.find(plan), std::string::npos) << plan << " in\n" << compiled.output;
+  auto r = run_command(qemu_run() + " " + quote(bundle.string()) + " --selftest");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("3 golden pair(s) match (kernels cpu/aarch64-unknown-linux-gnu.so)"), std::string::npos)
+      << r.output;
 }
 
 // A guard miss is reported by the aarch64 runtime as by the x86-64 one.
