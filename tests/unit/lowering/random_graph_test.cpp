@@ -3,7 +3,7 @@
 // 14 random ops: elementwise with broadcasting, reductions over random axes with keepdim,
 // softmax, layer norm, cumsum, argmax, topk, matmuls and convs on inputs or weights (half the
 // convs read a new image of 4-32 channels, so that they reach the conv GEMMs, grouped ones,
-// Winograd and conv-taps' cuts: 57 conv GEMMs over 300 seeds, 6 of them grouped), pools,
+// Winograd and conv-taps' cuts: 44 conv GEMMs over 300 seeds, 5 of them grouped), pools,
 // index_select, gelu, silu, every movement op (permute, reshape, slice with steps, flip, pad
 // with crops, concat, expand), integer arithmetic (i32, i64: remainder, floor division,
 // reductions, cumsum, argmax), boolean masks (comparisons, and, or, not, counts, where), and
