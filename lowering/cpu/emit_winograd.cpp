@@ -222,7 +222,7 @@ void KernelEmitter::winograd_output_tiles(const WinogradPlan& p, const std::vect
                                           llvm::Value* tw0) {
   const ir::winograd::Transform& f = ir::winograd::transform(p.tile);
   const auto L = static_cast<unsigned>(p.lanes);
-  const int64_t row_tile = f.m * p.lanes * p.vectors;
+  const int64_t row_tile = p.row_floats();
   // Output element t·m + s of a row: lane t of y[s], in y's concatenation at s·L + t.
   std::vector<int> zip;
   for (unsigned t = 0; t < L; ++t)
@@ -250,7 +250,7 @@ void KernelEmitter::winograd_output_tiles(const WinogradPlan& p, const std::vect
 
 void KernelEmitter::winograd_store_rows(const WinogradPlan& p, llvm::Value* n, llvm::Value* o, llvm::Value* th,
                                         llvm::Value* tile) {
-  const int64_t m = p.tile, row_tile = m * p.lanes * p.vectors;
+  const int64_t m = p.tile, row_tile = p.row_floats();
   const ir::Shape& out = dims(k_.reduction);
   range_loop(i64(0), smin(i64(m), b_.CreateSub(i64(p.out_h), b_.CreateMul(th, i64(m)))), [&](llvm::Value* r) {
     llvm::Value* y = b_.CreateAdd(b_.CreateMul(th, i64(m)), r);
@@ -272,7 +272,7 @@ void KernelEmitter::emit_winograd_output(const WinogradPlan& p, llvm::Value* beg
   auto* vec = llvm::FixedVectorType::get(f32, L);
   const int64_t T = p.tiles_h * p.tiles_w, P = p.points(), total = P * p.channels * p.batches * T;
   llvm::Value* m = buffers_[static_cast<size_t>(read_arg_.at(g_.nodes[static_cast<size_t>(p.node)].operands[0]))];
-  llvm::Value* tile = stack_array(f32, p.tile * p.tile * p.lanes * p.vectors);
+  llvm::Value* tile = stack_array(f32, p.tile * p.row_floats());
   range_loop(begin, end, [&](llvm::Value* no) {  // n·O + o
     llvm::Value* o = b_.CreateURem(no, i64(p.channels));
     llvm::Value* n = b_.CreateUDiv(no, i64(p.channels));
@@ -323,7 +323,7 @@ void KernelEmitter::emit_winograd_fused(const WinogradPlan& p, llvm::Value* begi
   const int64_t b_pitch = p.kc * p.ldb + 16, c_pitch = p.mt * p.ncp + 16;
   llvm::Value* bt = stack_array(f32, P * b_pitch);
   llvm::Value* ct = stack_array(f32, P * c_pitch + p.lanes);  // + a last vector's lanes past it
-  llvm::Value* row_tile = stack_array(f32, p.tile * p.tile * p.lanes * p.vectors);
+  llvm::Value* row_tile = stack_array(f32, p.tile * p.row_floats());
   // The GEMM microkernels, reading B by rows of ldb floats.
   const Microkernels mk = gemm_microkernels(g, false, 0, p.ldb);
   auto* panel = llvm::FixedVectorType::get(f32, static_cast<unsigned>(g.nr));

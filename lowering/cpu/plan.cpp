@@ -544,11 +544,11 @@ double work_estimate(const KernelGraph& kg) {
       break;
     case ir::OpCategory::Transform:
       per_output = 8;  // a few adds per element
-      // A fused Winograd conv (emit_winograd.cpp): its GEMMs too, C·(m + 2)²/m² per output.
+      // A fused Winograd conv (emit_winograd.cpp): its GEMMs too, C·P/m² per output.
       if (n.op == ir::OpKind::WinogradOutput && kg.read_arg.count(n.operands[0]) == 0) {
-        const double m = static_cast<double>(n.attrs.i("tile"));
+        const ir::winograd::Transform& f = ir::winograd::transform(n.attrs.i("tile"));
         const ir::Shape& u = dims(kg.producer(n.operands[0]).operands[0]);  // [P, O, C]
-        per_output += (m + 2) * (m + 2) / (m * m) * static_cast<double>(planned(u.back()));
+        per_output += static_cast<double>(f.points()) / (f.m * f.m) * static_cast<double>(planned(u.back()));
       }
       break;
     default: break;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/winograd.h"
 #include "lowering/passes.h"
 
 namespace aotrace::lowering::cpu {
@@ -239,7 +240,9 @@ struct WinogradPlan {
   bool fused = false;
   ir::ValueId x = -1, u = -1;  // fused: the conv's input and U's packed view
   int64_t mt = 0, kc = 0, block_rows = 0, nc = 0, ncp = 0, ldb = 0;
-  int64_t points() const { return (tile + 2) * (tile + 2); }
+  int64_t points() const { return ir::winograd::transform(tile).points(); }
+  // Floats of one output row of a vector loop's tiles (the row buffer holds `tile` of them).
+  int64_t row_floats() const { return tile * lanes * vectors; }
   int64_t m_tasks() const { return (channels + mt - 1) / mt; }
   int64_t column_blocks() const { return (batches * tiles_h + block_rows - 1) / block_rows; }
   int64_t tasks() const { return fused ? m_tasks() * column_blocks() : batches * channels; }
